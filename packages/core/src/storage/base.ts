@@ -1,0 +1,349 @@
+import { MemoryError } from '../errors.ts';
+import type {
+  AtomicWorkingMemoryUpdate,
+  DateRange,
+  ListMessagesArgs,
+  ListThreadsArgs,
+  MemoryStorage,
+  MessagePage,
+  MessagePatch,
+  ThreadPage,
+  UpdateResourceArgs,
+  UpdateThreadArgs,
+} from './contract.ts';
+import type { Direction, JsonObject, Message, Resource, Thread } from './records.ts';
+import {
+  assertCount,
+  assertDate,
+  assertId,
+  assertIds,
+  assertJson,
+  assertJsonObject,
+  assertOptionalId,
+  describe,
+  isPlainObject,
+} from './validate.ts';
+
+const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
+
+/** `listThreads` arguments with every default filled in. */
+export interface NormalizedListThreads {
+  resourceId?: string;
+  metadata?: JsonObject;
+  page: number;
+  perPage: number | false;
+  orderBy: 'createdAt' | 'updatedAt';
+  direction: Direction;
+}
+
+/** An include window with its counts filled in. */
+export interface NormalizedInclude {
+  id: string;
+  withPreviousMessages: number;
+  withNextMessages: number;
+}
+
+/** `listMessages` arguments with every default filled in. */
+export interface NormalizedListMessages {
+  threadId: string;
+  resourceId?: string;
+  page: number;
+  perPage: number | false;
+  direction: Direction;
+  dateRange?: DateRange;
+  include: NormalizedInclude[];
+}
+
+/** `updateWorkingMemoryAtomically` arguments after validation: exactly one id for the scope. */
+export type NormalizedAtomicUpdate =
+  | { scope: 'resource'; resourceId: string; update: (current: string | null) => string | null }
+  | { scope: 'thread'; threadId: string; update: (current: string | null) => string | null };
+
+/** Marks an error thrown by the caller's `update` function so it propagates unchanged. */
+class UpdateFunctionError {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * The base class of engram's adapters. Public methods validate and normalise their arguments
+ * once, call the adapter's protected `do*` method, and turn anything the driver throws into a
+ * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods.
+ */
+export abstract class StoreBase implements MemoryStorage {
+  abstract readonly name: string;
+  abstract readonly supportsAtomicWorkingMemoryMerge: boolean;
+  readonly processLocal: boolean = false;
+
+  /** Turns a driver error into a `MemoryError` naming this adapter and the operation. */
+  protected abstract toMemoryError(error: unknown, operation: string): MemoryError;
+
+  protected abstract doInit(): Promise<void>;
+  protected abstract doClose(): Promise<void>;
+  protected abstract doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null>;
+  protected abstract doSaveThread(thread: Thread): Promise<Thread>;
+  protected abstract doUpdateThread(args: UpdateThreadArgs): Promise<Thread>;
+  protected abstract doDeleteThread(threadId: string): Promise<void>;
+  protected abstract doListThreads(args: NormalizedListThreads): Promise<ThreadPage>;
+  protected abstract doSaveMessages(messages: Message[]): Promise<Message[]>;
+  protected abstract doListMessages(args: NormalizedListMessages): Promise<MessagePage>;
+  protected abstract doListMessagesById(ids: string[]): Promise<Message[]>;
+  protected abstract doUpdateMessages(patches: MessagePatch[]): Promise<Message[]>;
+  protected abstract doDeleteMessages(ids: string[]): Promise<void>;
+  protected abstract doGetResourceById(resourceId: string): Promise<Resource | null>;
+  protected abstract doUpdateResource(args: UpdateResourceArgs): Promise<Resource>;
+  protected abstract doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null>;
+
+  /** Runs an adapter operation, mapping every foreign error to a `MemoryError`. */
+  protected async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof UpdateFunctionError) throw error.error;
+      if (error instanceof MemoryError) throw error;
+      throw this.toMemoryError(error, operation);
+    }
+  }
+
+  init(): Promise<void> {
+    return this.run('init', () => this.doInit());
+  }
+
+  close(): Promise<void> {
+    return this.run('close', () => this.doClose());
+  }
+
+  async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
+    assertArgs(args, 'getThreadById');
+    assertId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    return this.run('getThreadById', () => this.doGetThreadById(args.threadId, args.resourceId));
+  }
+
+  async saveThread(thread: Thread): Promise<Thread> {
+    assertThread(thread);
+    return this.run('saveThread', () => this.doSaveThread(thread));
+  }
+
+  async updateThread(args: UpdateThreadArgs): Promise<Thread> {
+    assertArgs(args, 'updateThread');
+    assertId(args.id, 'id');
+    if (args.title !== undefined && typeof args.title !== 'string') {
+      throw invalid(`title must be a string, got ${describe(args.title)}`);
+    }
+    if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
+    return this.run('updateThread', () => this.doUpdateThread(args));
+  }
+
+  async deleteThread(args: { threadId: string }): Promise<void> {
+    assertArgs(args, 'deleteThread');
+    assertId(args.threadId, 'threadId');
+    return this.run('deleteThread', () => this.doDeleteThread(args.threadId));
+  }
+
+  async listThreads(args: ListThreadsArgs = {}): Promise<ThreadPage> {
+    assertArgs(args, 'listThreads');
+    assertOptionalId(args.resourceId, 'resourceId');
+    if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
+    assertCount(args.page, 'page');
+    assertPerPage(args.perPage);
+    if (args.orderBy !== undefined && args.orderBy !== 'createdAt' && args.orderBy !== 'updatedAt') {
+      throw invalid(`orderBy must be 'createdAt' or 'updatedAt', got ${describe(args.orderBy)}`);
+    }
+    const normalized: NormalizedListThreads = {
+      resourceId: args.resourceId,
+      metadata: args.metadata,
+      page: args.page ?? 0,
+      perPage: args.perPage ?? 100,
+      orderBy: args.orderBy ?? 'createdAt',
+      direction: assertDirection(args.direction, 'DESC'),
+    };
+    return this.run('listThreads', () => this.doListThreads(normalized));
+  }
+
+  async saveMessages(messages: Message[]): Promise<Message[]> {
+    if (!Array.isArray(messages)) throw invalid(`messages must be an array, got ${describe(messages)}`);
+    const seen = new Set<string>();
+    messages.forEach((message, i) => {
+      assertMessage(message, `messages[${i}]`);
+      if (seen.has(message.id)) throw invalid(`message id ${JSON.stringify(message.id)} appears twice`);
+      seen.add(message.id);
+    });
+    if (messages.length === 0) return [];
+    return this.run('saveMessages', () => this.doSaveMessages(messages));
+  }
+
+  async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
+    assertArgs(args, 'listMessages');
+    assertId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    assertCount(args.page, 'page');
+    assertPerPage(args.perPage);
+    if (args.dateRange !== undefined) assertDateRange(args.dateRange);
+    if (args.include !== undefined && !Array.isArray(args.include)) {
+      throw invalid(`include must be an array, got ${describe(args.include)}`);
+    }
+    const include = (args.include ?? []).map((window, i): NormalizedInclude => {
+      assertArgs(window, `include[${i}]`);
+      assertId(window.id, `include[${i}].id`);
+      assertCount(window.withPreviousMessages, `include[${i}].withPreviousMessages`);
+      assertCount(window.withNextMessages, `include[${i}].withNextMessages`);
+      return {
+        id: window.id,
+        withPreviousMessages: window.withPreviousMessages ?? 0,
+        withNextMessages: window.withNextMessages ?? 0,
+      };
+    });
+    const normalized: NormalizedListMessages = {
+      threadId: args.threadId,
+      resourceId: args.resourceId,
+      page: args.page ?? 0,
+      perPage: args.perPage ?? 40,
+      direction: assertDirection(args.direction, 'ASC'),
+      dateRange: args.dateRange,
+      include,
+    };
+    return this.run('listMessages', () => this.doListMessages(normalized));
+  }
+
+  async listMessagesById(args: { ids: string[] }): Promise<Message[]> {
+    assertArgs(args, 'listMessagesById');
+    assertIds(args.ids, 'ids');
+    if (args.ids.length === 0) return [];
+    return this.run('listMessagesById', () => this.doListMessagesById([...new Set(args.ids)]));
+  }
+
+  async updateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    if (!Array.isArray(patches)) throw invalid(`patches must be an array, got ${describe(patches)}`);
+    patches.forEach((patch, i) => {
+      assertPatch(patch, `patches[${i}]`);
+    });
+    if (patches.length === 0) return [];
+    return this.run('updateMessages', () => this.doUpdateMessages(patches));
+  }
+
+  async deleteMessages(ids: string[]): Promise<void> {
+    assertIds(ids, 'ids');
+    if (ids.length === 0) return;
+    return this.run('deleteMessages', () => this.doDeleteMessages([...new Set(ids)]));
+  }
+
+  async getResourceById(args: { resourceId: string }): Promise<Resource | null> {
+    assertArgs(args, 'getResourceById');
+    assertId(args.resourceId, 'resourceId');
+    return this.run('getResourceById', () => this.doGetResourceById(args.resourceId));
+  }
+
+  async updateResource(args: UpdateResourceArgs): Promise<Resource> {
+    assertArgs(args, 'updateResource');
+    assertId(args.resourceId, 'resourceId');
+    if (
+      args.workingMemory !== undefined &&
+      args.workingMemory !== null &&
+      typeof args.workingMemory !== 'string'
+    ) {
+      throw invalid(`workingMemory must be a string or null, got ${describe(args.workingMemory)}`);
+    }
+    if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
+    return this.run('updateResource', () => this.doUpdateResource(args));
+  }
+
+  async updateWorkingMemoryAtomically(args: AtomicWorkingMemoryUpdate): Promise<string | null> {
+    assertArgs(args, 'updateWorkingMemoryAtomically');
+    if (typeof args.update !== 'function') throw invalid('update must be a function');
+    const update = (current: string | null): string | null => {
+      let next: unknown;
+      try {
+        next = args.update(current);
+      } catch (error) {
+        throw new UpdateFunctionError(error);
+      }
+      if (next !== null && typeof next !== 'string') {
+        throw new UpdateFunctionError(invalid(`update must return a string or null, got ${describe(next)}`));
+      }
+      return next;
+    };
+    let normalized: NormalizedAtomicUpdate;
+    if (args.scope === 'resource') {
+      assertId(args.resourceId, 'resourceId');
+      normalized = { scope: 'resource', resourceId: args.resourceId, update };
+    } else if (args.scope === 'thread') {
+      assertId(args.threadId, 'threadId');
+      normalized = { scope: 'thread', threadId: args.threadId, update };
+    } else {
+      throw invalid(`scope must be 'resource' or 'thread', got ${describe(args.scope)}`);
+    }
+    return this.run('updateWorkingMemoryAtomically', () => this.doUpdateWorkingMemoryAtomically(normalized));
+  }
+}
+
+function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message);
+}
+
+function assertArgs(args: unknown, operation: string): void {
+  if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
+}
+
+function assertPerPage(perPage: unknown): void {
+  if (perPage !== false) assertCount(perPage, 'perPage');
+}
+
+function assertDirection(direction: unknown, fallback: Direction): Direction {
+  if (direction === undefined) return fallback;
+  if (direction !== 'ASC' && direction !== 'DESC') {
+    throw invalid(`direction must be 'ASC' or 'DESC', got ${describe(direction)}`);
+  }
+  return direction;
+}
+
+function assertDateRange(range: unknown): asserts range is DateRange {
+  assertArgs(range, 'dateRange');
+  const { start, end } = range as DateRange;
+  if (start !== undefined) assertDate(start, 'dateRange.start');
+  if (end !== undefined) assertDate(end, 'dateRange.end');
+}
+
+function assertThread(thread: unknown): asserts thread is Thread {
+  assertArgs(thread, 'saveThread');
+  const t = thread as Thread;
+  assertId(t.id, 'thread.id');
+  assertId(t.resourceId, 'thread.resourceId');
+  if (typeof t.title !== 'string') throw invalid(`thread.title must be a string, got ${describe(t.title)}`);
+  assertJsonObject(t.metadata, 'thread.metadata');
+  assertWorkingMemoryField(t.metadata);
+  assertDate(t.createdAt, 'thread.createdAt');
+  assertDate(t.updatedAt, 'thread.updatedAt');
+}
+
+/** Thread-scoped working memory must be a string (or null) where it is stored. */
+export function assertWorkingMemoryField(metadata: JsonObject): void {
+  const value = metadata.workingMemory;
+  if (value !== undefined && value !== null && typeof value !== 'string') {
+    throw invalid(`metadata.workingMemory must be a string, got ${describe(value)}`);
+  }
+}
+
+function assertMessage(message: unknown, field: string): asserts message is Message {
+  assertArgs(message, field);
+  const m = message as Message;
+  assertId(m.id, `${field}.id`);
+  assertId(m.threadId, `${field}.threadId`);
+  assertId(m.resourceId, `${field}.resourceId`);
+  if (!ROLES.has(m.role)) throw invalid(`${field}.role must be user, assistant, system or tool`);
+  if (m.content === undefined) throw invalid(`${field}.content is missing`);
+  assertJson(m.content, `${field}.content`);
+  if (typeof m.type !== 'string') throw invalid(`${field}.type must be a string, got ${describe(m.type)}`);
+  assertDate(m.createdAt, `${field}.createdAt`);
+}
+
+function assertPatch(patch: unknown, field: string): asserts patch is MessagePatch {
+  assertArgs(patch, field);
+  const p = patch as MessagePatch;
+  assertId(p.id, `${field}.id`);
+  if (p.role !== undefined && !ROLES.has(p.role)) {
+    throw invalid(`${field}.role must be user, assistant, system or tool`);
+  }
+  if (p.content !== undefined) assertJson(p.content, `${field}.content`);
+  if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
+  if (p.createdAt !== undefined) assertDate(p.createdAt, `${field}.createdAt`);
+}

@@ -1,0 +1,184 @@
+import type {
+  Direction,
+  JsonObject,
+  JsonValue,
+  Message,
+  MessageRole,
+  Resource,
+  Thread,
+  WorkingMemoryScope,
+} from './records.ts';
+
+/** One page of a listing. `hasMore` is true when rows exist past this page. */
+export interface Page {
+  total: number;
+  page: number;
+  /** `false` when every row was returned in one page. */
+  perPage: number | false;
+  hasMore: boolean;
+}
+
+export interface ListThreadsArgs {
+  /** Only threads of this resource. */
+  resourceId?: string;
+  /** AND-ed equality on metadata keys, compared as JSON values. */
+  metadata?: JsonObject;
+  /** Zero-based page number. Default 0. */
+  page?: number;
+  /** Default 100; `false` returns every thread. */
+  perPage?: number | false;
+  /** Default `'createdAt'`. Ties are broken by `id` in the same direction. */
+  orderBy?: 'createdAt' | 'updatedAt';
+  /** Default `'DESC'`. */
+  direction?: Direction;
+}
+
+export interface ThreadPage extends Page {
+  threads: Thread[];
+}
+
+export interface DateRange {
+  start?: Date;
+  end?: Date;
+  /** Exclude `start` itself. Default false (inclusive). */
+  startExclusive?: boolean;
+  /** Exclude `end` itself. Default false (inclusive). */
+  endExclusive?: boolean;
+}
+
+/** Adds a window around one message of the message's own thread to a listing. */
+export interface IncludeWindow {
+  id: string;
+  /** How many messages before the target to add. Default 0. */
+  withPreviousMessages?: number;
+  /** How many messages after the target to add. Default 0. */
+  withNextMessages?: number;
+}
+
+export interface ListMessagesArgs {
+  threadId: string;
+  /** Restricts the page and the include windows to this resource. */
+  resourceId?: string;
+  /** Zero-based page number. Default 0. */
+  page?: number;
+  /** Default 40; `false` returns every message; `0` with `include` returns only the windows. */
+  perPage?: number | false;
+  /** Order by `(createdAt, id)`. Default `'ASC'`. */
+  direction?: Direction;
+  /** Filters the page (not the include windows). Bounds are inclusive unless marked exclusive. */
+  dateRange?: DateRange;
+  include?: IncludeWindow[];
+}
+
+export interface MessagePage extends Page {
+  /** The page plus the include windows, de-duplicated and sorted in `direction`. */
+  messages: Message[];
+}
+
+/** A partial update of one message; `id` selects it. */
+export interface MessagePatch {
+  id: string;
+  role?: MessageRole;
+  content?: JsonValue;
+  type?: string;
+  createdAt?: Date;
+}
+
+export interface UpdateThreadArgs {
+  id: string;
+  /** Kept when omitted. */
+  title?: string;
+  /** Shallow-merged into the stored metadata, atomically. */
+  metadata?: JsonObject;
+}
+
+export interface UpdateResourceArgs {
+  resourceId: string;
+  /** Replaces the stored working memory when given (`null` clears it). */
+  workingMemory?: string | null;
+  /** Shallow-merged into the stored metadata, atomically. */
+  metadata?: JsonObject;
+}
+
+export interface AtomicWorkingMemoryUpdate {
+  scope: WorkingMemoryScope;
+  /** Required for `scope: 'resource'`. */
+  resourceId?: string;
+  /** Required for `scope: 'thread'`. */
+  threadId?: string;
+  /**
+   * Computes the new value from the current one. Must be pure: an adapter may call it more than
+   * once when it retries an optimistic write. If it throws, nothing is written.
+   */
+  update: (current: string | null) => string | null;
+}
+
+/**
+ * The storage contract every engram adapter implements.
+ *
+ * Ids are validated by core before an adapter sees them. Every method throws a `MemoryError`
+ * on failure; a failed read never returns an empty result.
+ */
+export interface MemoryStorage {
+  /** The adapter's name, used in error messages (`'libsql'`, `'pg'`, …). */
+  readonly name: string;
+  /**
+   * `true` promises that `updateWorkingMemoryAtomically` is a read-modify-write no other writer
+   * can interleave with, across processes and machines.
+   */
+  readonly supportsAtomicWorkingMemoryMerge: boolean;
+  /**
+   * `true` when the data lives inside this process only (an in-memory store, libSQL `:memory:`),
+   * so cross-process races cannot apply. Default `false`.
+   */
+  readonly processLocal?: boolean;
+
+  /** Creates or migrates tables, indexes and collections. Idempotent; safe to call concurrently. */
+  init(): Promise<void>;
+  /** Releases connections. Idempotent. */
+  close(): Promise<void>;
+
+  /** `null` when absent, or when `resourceId` is given and the thread belongs to another one. */
+  getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null>;
+  /** Upserts by id and returns the stored thread. */
+  saveThread(thread: Thread): Promise<Thread>;
+  /**
+   * Updates title (kept when omitted) and shallow-merges metadata atomically; bumps `updatedAt`.
+   * Throws `NOT_FOUND` when the thread is absent.
+   */
+  updateThread(args: UpdateThreadArgs): Promise<Thread>;
+  /** Deletes the thread and all its messages in one transaction. Absent threads are ignored. */
+  deleteThread(args: { threadId: string }): Promise<void>;
+  /** Filters AND-ed; default order `createdAt` DESC with ties by id; default `perPage` 100. */
+  listThreads(args: ListThreadsArgs): Promise<ThreadPage>;
+
+  /**
+   * Upserts by id, all-or-nothing. Every thread must exist (`NOT_FOUND`) and belong to the
+   * message's `resourceId` (`INVALID_ARGUMENT`). A message saved again with another `threadId`
+   * moves. Bumps the touched threads' `updatedAt`. Returns the messages as stored.
+   */
+  saveMessages(messages: Message[]): Promise<Message[]>;
+  /** Ordered by `(createdAt, id)`; see `ListMessagesArgs` for paging, ranges and windows. */
+  listMessages(args: ListMessagesArgs): Promise<MessagePage>;
+  /** The messages found among `ids`, ordered by `(createdAt, id)` ascending. */
+  listMessagesById(args: { ids: string[] }): Promise<Message[]>;
+  /** Partial update by id; unknown ids are ignored. Returns the updated messages. */
+  updateMessages(patches: MessagePatch[]): Promise<Message[]>;
+  /** Deletes by id; unknown ids are ignored. Bumps the touched threads' `updatedAt`. */
+  deleteMessages(ids: string[]): Promise<void>;
+
+  /** `null` when absent. */
+  getResourceById(args: { resourceId: string }): Promise<Resource | null>;
+  /**
+   * Creates the resource when missing; replaces `workingMemory` only when given; shallow-merges
+   * metadata atomically; bumps `updatedAt`. Returns the stored resource.
+   */
+  updateResource(args: UpdateResourceArgs): Promise<Resource>;
+
+  /**
+   * Atomic read-modify-write of working memory. `scope: 'resource'` creates a missing resource;
+   * `scope: 'thread'` requires the thread (`NOT_FOUND`) and stores at `metadata.workingMemory`.
+   * Returns the stored value. Present when `supportsAtomicWorkingMemoryMerge` is true.
+   */
+  updateWorkingMemoryAtomically?(args: AtomicWorkingMemoryUpdate): Promise<string | null>;
+}

@@ -1,0 +1,248 @@
+import { MemoryError } from '../errors.ts';
+import {
+  type NormalizedAtomicUpdate,
+  type NormalizedListMessages,
+  type NormalizedListThreads,
+  StoreBase,
+} from './base.ts';
+import type {
+  MessagePage,
+  MessagePatch,
+  ThreadPage,
+  UpdateResourceArgs,
+  UpdateThreadArgs,
+} from './contract.ts';
+import {
+  compareIds,
+  inDateRange,
+  matchesMetadata,
+  mergeMessageLists,
+  pageInfo,
+  pageOffset,
+  shallowMerge,
+  sortMessages,
+} from './helpers.ts';
+import type { Message, Resource, Thread } from './records.ts';
+
+/**
+ * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
+ *
+ * Written to be obviously right rather than fast: it is the oracle the conformance suite
+ * compares every adapter against. Every record goes in and comes out as a deep copy, and every
+ * method body runs without awaiting, so each call is atomic within the process.
+ */
+export class InMemoryStore extends StoreBase {
+  readonly name = 'memory';
+  readonly supportsAtomicWorkingMemoryMerge = true;
+  override readonly processLocal = true;
+
+  private threads = new Map<string, Thread>();
+  private messages = new Map<string, Message>();
+  private resources = new Map<string, Resource>();
+
+  protected toMemoryError(error: unknown, operation: string): MemoryError {
+    return new MemoryError('STORAGE', `memory: ${operation} failed: ${String(error)}`, {
+      adapter: this.name,
+      cause: error,
+    });
+  }
+
+  protected async doInit(): Promise<void> {}
+
+  protected async doClose(): Promise<void> {}
+
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+    const thread = this.threads.get(threadId);
+    if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
+    return copy(thread);
+  }
+
+  protected async doSaveThread(thread: Thread): Promise<Thread> {
+    this.threads.set(thread.id, copy(thread));
+    return copy(thread);
+  }
+
+  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+    const stored = this.requireThread(args.id);
+    const next: Thread = {
+      ...stored,
+      title: args.title ?? stored.title,
+      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      updatedAt: new Date(),
+    };
+    this.threads.set(next.id, copy(next));
+    return copy(next);
+  }
+
+  protected async doDeleteThread(threadId: string): Promise<void> {
+    this.threads.delete(threadId);
+    for (const [id, message] of this.messages) if (message.threadId === threadId) this.messages.delete(id);
+  }
+
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    const matching = [...this.threads.values()].filter(
+      (t) =>
+        (args.resourceId === undefined || t.resourceId === args.resourceId) &&
+        matchesMetadata(t.metadata, args.metadata),
+    );
+    matching.sort((a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id));
+    if (args.direction === 'DESC') matching.reverse();
+    return {
+      threads: slicePage(matching, args.page, args.perPage).map(copy),
+      ...pageInfo(matching.length, args.page, args.perPage),
+    };
+  }
+
+  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+    for (const message of messages) {
+      const thread = this.threads.get(message.threadId);
+      if (!thread) {
+        throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`, {
+          adapter: this.name,
+        });
+      }
+      if (thread.resourceId !== message.resourceId) {
+        throw new MemoryError(
+          'INVALID_ARGUMENT',
+          `message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+          { adapter: this.name },
+        );
+      }
+    }
+    const now = new Date();
+    const touched = new Set<string>();
+    for (const message of messages) {
+      const previous = this.messages.get(message.id);
+      if (previous) touched.add(previous.threadId);
+      touched.add(message.threadId);
+      this.messages.set(message.id, copy(message));
+    }
+    this.touch(touched, now);
+    return messages.map(copy);
+  }
+
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    const ofThread = (threadId: string) =>
+      sortMessages([...this.messages.values()].filter((m) => m.threadId === threadId));
+    const inScope = (m: Message) => args.resourceId === undefined || m.resourceId === args.resourceId;
+
+    const filtered = ofThread(args.threadId).filter(
+      (m) => inScope(m) && inDateRange(m.createdAt, args.dateRange),
+    );
+    const ordered = args.direction === 'ASC' ? filtered : [...filtered].reverse();
+    const page = slicePage(ordered, args.page, args.perPage);
+
+    const windows = args.include.map((window) => {
+      const target = this.messages.get(window.id);
+      if (!target || !inScope(target)) return [];
+      const thread = ofThread(target.threadId).filter(inScope);
+      const at = thread.findIndex((m) => m.id === target.id);
+      return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
+    });
+    return {
+      messages: mergeMessageLists([page, ...windows], args.direction).map(copy),
+      ...pageInfo(filtered.length, args.page, args.perPage),
+    };
+  }
+
+  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+    const found = ids.flatMap((id) => this.messages.get(id) ?? []);
+    return sortMessages(found).map(copy);
+  }
+
+  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    const now = new Date();
+    const touched = new Set<string>();
+    for (const patch of patches) {
+      const stored = this.messages.get(patch.id);
+      if (!stored) continue;
+      const next: Message = {
+        ...stored,
+        role: patch.role ?? stored.role,
+        content: patch.content === undefined ? stored.content : patch.content,
+        type: patch.type ?? stored.type,
+        createdAt: patch.createdAt ?? stored.createdAt,
+      };
+      this.messages.set(next.id, copy(next));
+      touched.add(next.threadId);
+    }
+    this.touch(touched, now);
+    return this.doListMessagesById(patches.map((p) => p.id));
+  }
+
+  protected async doDeleteMessages(ids: string[]): Promise<void> {
+    const touched = new Set<string>();
+    for (const id of ids) {
+      const stored = this.messages.get(id);
+      if (!stored) continue;
+      touched.add(stored.threadId);
+      this.messages.delete(id);
+    }
+    this.touch(touched, new Date());
+  }
+
+  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+    const resource = this.resources.get(resourceId);
+    return resource ? copy(resource) : null;
+  }
+
+  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    const now = new Date();
+    const stored = this.resources.get(args.resourceId) ?? {
+      id: args.resourceId,
+      workingMemory: null,
+      metadata: {},
+      createdAt: now,
+      updatedAt: now,
+    };
+    const next: Resource = {
+      ...stored,
+      workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
+      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      updatedAt: now,
+    };
+    this.resources.set(next.id, copy(next));
+    return copy(next);
+  }
+
+  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    if (args.scope === 'resource') {
+      const current = this.resources.get(args.resourceId)?.workingMemory ?? null;
+      const next = args.update(current);
+      await this.doUpdateResource({ resourceId: args.resourceId, workingMemory: next });
+      return next;
+    }
+    const thread = this.requireThread(args.threadId);
+    const stored = thread.metadata.workingMemory;
+    const next = args.update(typeof stored === 'string' ? stored : null);
+    await this.doUpdateThread({ id: thread.id, metadata: { workingMemory: next } });
+    return next;
+  }
+
+  private requireThread(threadId: string): Thread {
+    const thread = this.threads.get(threadId);
+    if (!thread) {
+      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
+        adapter: this.name,
+      });
+    }
+    return thread;
+  }
+
+  private touch(threadIds: Set<string>, now: Date): void {
+    for (const id of threadIds) {
+      const thread = this.threads.get(id);
+      if (thread) this.threads.set(id, { ...thread, updatedAt: now });
+    }
+  }
+}
+
+function slicePage<T>(rows: T[], page: number, perPage: number | false): T[] {
+  if (perPage === false) return rows;
+  const offset = pageOffset(page, perPage);
+  return rows.slice(offset, offset + perPage);
+}
+
+function copy<T>(value: T): T {
+  return structuredClone(value);
+}

@@ -1,0 +1,94 @@
+import { MemoryError } from '../errors.ts';
+import type { JsonObject } from './records.ts';
+
+/** The longest id accepted anywhere. */
+export const MAX_ID_LENGTH = 255;
+
+function invalid(message: string, details?: Record<string, unknown>): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message, { details });
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a non-empty string of at most 255 characters. */
+export function assertId(value: unknown, field: string): asserts value is string {
+  if (typeof value !== 'string') {
+    throw invalid(`${field} must be a string id, got ${describe(value)}`, { field });
+  }
+  if (value.length === 0) throw invalid(`${field} must not be empty`, { field });
+  if (value.length > MAX_ID_LENGTH) {
+    throw invalid(`${field} is ${value.length} characters long; ids are at most ${MAX_ID_LENGTH}`, {
+      field,
+    });
+  }
+}
+
+/** Like `assertId`, but `undefined` passes. */
+export function assertOptionalId(value: unknown, field: string): asserts value is string | undefined {
+  if (value !== undefined) assertId(value, field);
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is an array of valid ids. */
+export function assertIds(value: unknown, field: string): asserts value is string[] {
+  if (!Array.isArray(value)) throw invalid(`${field} must be an array of ids, got ${describe(value)}`);
+  value.forEach((id, i) => {
+    assertId(id, `${field}[${i}]`);
+  });
+}
+
+/** True for `{}`-like objects (not arrays, dates, class instances or null). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a plain object holding only JSON values. */
+export function assertJsonObject(value: unknown, field: string): asserts value is JsonObject {
+  if (!isPlainObject(value)) throw invalid(`${field} must be a plain JSON object, got ${describe(value)}`);
+  assertJson(value, field, 0);
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a JSON value (no undefined, functions, NaN, cycles). */
+export function assertJson(value: unknown, field: string, depth = 0): void {
+  if (depth > 2_000) throw invalid(`${field} is nested too deeply (over 2000 levels)`);
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(`${field} holds ${value}, which JSON cannot represent`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => {
+      assertJson(item, `${field}[${i}]`, depth + 1);
+    });
+    return;
+  }
+  if (isPlainObject(value)) {
+    for (const [key, item] of Object.entries(value)) assertJson(item, `${field}.${key}`, depth + 1);
+    return;
+  }
+  throw invalid(`${field} holds ${describe(value)}, which is not a JSON value`);
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a valid `Date`. */
+export function assertDate(value: unknown, field: string): asserts value is Date {
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
+    throw invalid(`${field} must be a valid Date, got ${describe(value)}`);
+  }
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a non-negative integer (or `undefined`). */
+export function assertCount(value: unknown, field: string): asserts value is number | undefined {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw invalid(`${field} must be a non-negative integer, got ${describe(value)}`);
+  }
+}
+
+/** A short, safe description of a value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Date) return 'a Date';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.slice(0, 40))}`;
+  return `${typeof value} ${String(value)}`;
+}
