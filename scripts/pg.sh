@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# PostgreSQL for tests and CI. Prints `export ENGRAM_PG_URL=…` on stdout; progress goes to stderr.
+#
+#   eval "$(bash scripts/pg.sh)"
+#
+# 1. A server on 127.0.0.1:5432 that answers is used as is (trust auth, user postgres).
+# 2. Otherwise a throwaway cluster is started (as user postgres, trust auth, fsync off) in
+#    ${ENGRAM_PG_DIR:-/tmp/engram-pg} on a free port, after installing PostgreSQL with apt-get
+#    when initdb is missing. A second call finds the cluster the first one started and reuses it.
+#
+# Exits non-zero when no server can be had.
+set -euo pipefail
+
+log() { echo "pg: $*" >&2; }
+
+answers() { pg_isready -q -h 127.0.0.1 -p "$1" -t 2 >/dev/null 2>&1; }
+
+emit() {
+  echo "export ENGRAM_PG_URL=postgres://postgres@127.0.0.1:$1/postgres"
+}
+
+if command -v pg_isready >/dev/null 2>&1 && answers 5432; then
+  log "using the server on 127.0.0.1:5432"
+  emit 5432
+  exit 0
+fi
+
+dir="${ENGRAM_PG_DIR:-/tmp/engram-pg}"
+data="$dir/data"
+
+# Reuse the throwaway cluster a previous call started.
+if [ -f "$dir/port" ] && command -v pg_isready >/dev/null 2>&1; then
+  port="$(cat "$dir/port")"
+  if answers "$port"; then
+    log "reusing the cluster in $data on port $port"
+    emit "$port"
+    exit 0
+  fi
+fi
+
+find_bin() {
+  local name="$1" found
+  found="$(command -v "$name" 2>/dev/null || true)"
+  if [ -z "$found" ]; then
+    found="$(ls -d /usr/lib/postgresql/*/bin/"$name" 2>/dev/null | sort -V | tail -n 1 || true)"
+  fi
+  printf '%s' "$found"
+}
+
+if [ -z "$(find_bin initdb)" ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    log "initdb is missing and apt-get is not available"
+    exit 1
+  fi
+  log "installing postgresql with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >&2 || true
+  $SUDO apt-get install -y -qq postgresql >&2
+fi
+
+initdb_bin="$(find_bin initdb)"
+pg_ctl_bin="$(find_bin pg_ctl)"
+if [ -z "$initdb_bin" ] || [ -z "$pg_ctl_bin" ]; then
+  log "initdb or pg_ctl not found after installing postgresql"
+  exit 1
+fi
+bindir="$(dirname "$pg_ctl_bin")"
+
+# Run a command as the postgres user (initdb refuses to run as root).
+as_postgres() {
+  if [ "$(id -u)" -eq 0 ]; then
+    if ! id postgres >/dev/null 2>&1; then
+      useradd --system --home-dir "$dir" --shell /bin/bash postgres
+    fi
+    su postgres -s /bin/bash -c "$*"
+  else
+    bash -c "$*"
+  fi
+}
+
+free_port() {
+  local p
+  for p in $(seq 5433 5499); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+mkdir -p "$dir"
+[ "$(id -u)" -ne 0 ] || chown postgres "$dir" 2>/dev/null || true
+
+if [ ! -f "$data/PG_VERSION" ]; then
+  log "creating a throwaway cluster in $data"
+  as_postgres "'$initdb_bin' -D '$data' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8" >&2 \
+    || as_postgres "'$initdb_bin' -D '$data' -U postgres --auth=trust -E UTF8 --locale=C" >&2
+fi
+
+port="$(free_port)" || { log "no free port in 5433-5499"; exit 1; }
+log "starting the cluster on port $port"
+as_postgres "'$bindir/pg_ctl' -D '$data' -l '$dir/server.log' -w -t 30 start \
+  -o \"-p $port -k '$data' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200\"" >&2 || {
+  log "the cluster did not start; see $dir/server.log"
+  exit 1
+}
+echo "$port" >"$dir/port"
+if ! answers "$port"; then
+  log "the cluster on port $port does not answer"
+  exit 1
+fi
+emit "$port"
