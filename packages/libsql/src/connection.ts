@@ -1,0 +1,163 @@
+import { MemoryError } from '@engram/core';
+import { type Client, createClient, type Transaction } from '@libsql/client';
+import { ADAPTER, isBusyError } from './errors.ts';
+
+/** Where the store's client comes from. */
+export type ClientSource =
+  | { kind: 'url'; url: string; authToken?: string; busyTimeoutMs: number }
+  | { kind: 'injected'; client: Client; busyTimeoutMs: number };
+
+/** True for URLs naming an in-memory database (one database per client, on one connection). */
+export function isMemoryUrl(url: string): boolean {
+  return url === ':memory:' || url === 'file::memory:' || url.startsWith('file::memory:?');
+}
+
+/**
+ * Owns the store's `@libsql/client` and every rule about using it safely:
+ *
+ * - The client is created lazily with a busy timeout (`timeout`); `file:` databases are switched
+ *   to WAL so that readers and the one writer do not block each other.
+ * - On embedded databases (`file:`, `:memory:`) the store's operations run one at a time: the
+ *   engine is synchronous, and a second connection of this process waiting for a lock held by a
+ *   transaction of this same process could only time out.
+ * - A client whose statement failed with `SQLITE_BUSY` is never used again: `@libsql/client`
+ *   reports later writes on such a client as successful without ever committing them. An owned
+ *   client is closed and replaced by a new one; an injected one is reconnected (all its
+ *   connections dropped and reopened).
+ */
+export class Connection {
+  private client: Client | undefined;
+  private opening: Promise<Client> | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly source: ClientSource) {}
+
+  /** True when the data lives only inside this process (`:memory:`). */
+  get processLocal(): boolean {
+    return this.source.kind === 'url' && isMemoryUrl(this.source.url);
+  }
+
+  /** True for databases the engine opens in this process (`file:` or `:memory:`). */
+  get embedded(): boolean {
+    if (this.source.kind === 'url') return this.processLocal || this.source.url.startsWith('file:');
+    return this.source.client.protocol === 'file';
+  }
+
+  /** Runs `fn` with the client; one operation at a time on embedded databases. */
+  use<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+    if (!this.embedded) return this.attempt(fn);
+    const run = this.queue.then(() => this.attempt(fn));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Runs `fn` in a write transaction (`BEGIN IMMEDIATE` when embedded) and commits it. */
+  write<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.use(async (client) => {
+      const tx = await client.transaction('write');
+      try {
+        const result = await fn(tx);
+        await tx.commit();
+        return result;
+      } finally {
+        tx.close();
+      }
+    });
+  }
+
+  /**
+   * Lets the operations already started finish, then closes an owned client; an injected client
+   * is left open for its owner. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.queue;
+      this.closed = true;
+      const client = this.client;
+      this.client = undefined;
+      this.opening = undefined;
+      if (client && this.source.kind === 'url') client.close();
+    })();
+    return this.closing;
+  }
+
+  private async attempt<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+    const client = await this.acquire();
+    try {
+      return await fn(client);
+    } catch (error) {
+      if (isBusyError(error)) this.discard(client);
+      throw error;
+    }
+  }
+
+  /** The current client, created (once, even under concurrent calls) when there is none. */
+  private acquire(): Promise<Client> {
+    if (this.closed) {
+      return Promise.reject(
+        new MemoryError('CONNECTION', `${ADAPTER}: the store is closed`, { adapter: ADAPTER }),
+      );
+    }
+    if (!this.opening) {
+      this.opening = this.open().then(
+        (client) => {
+          this.client = client;
+          return client;
+        },
+        (error: unknown) => {
+          this.opening = undefined;
+          throw error;
+        },
+      );
+    }
+    return this.opening;
+  }
+
+  private async open(): Promise<Client> {
+    const source = this.source;
+    const client =
+      source.kind === 'injected'
+        ? source.client
+        : createClient({
+            url: source.url,
+            authToken: source.authToken,
+            timeout: source.busyTimeoutMs,
+            // Embedded operations are serialised, so one connection is all they need.
+            ...(this.embedded ? { concurrency: 1 } : {}),
+          });
+    try {
+      await this.prepare(client);
+    } catch (error) {
+      if (source.kind === 'url') client.close();
+      throw error;
+    }
+    return client;
+  }
+
+  /** One-time setup of a fresh client. */
+  private async prepare(client: Client): Promise<void> {
+    if (!this.embedded || this.processLocal) return;
+    if (this.source.kind === 'url') {
+      await client.execute('PRAGMA journal_mode = WAL');
+      return;
+    }
+    // An injected client may have been created without `timeout`; give the connection this
+    // store uses one (operations are serialised, so the pool keeps handing out that connection).
+    const current = await client.execute('PRAGMA busy_timeout');
+    if (Number(current.rows[0]?.[0] ?? 0) === 0) {
+      await client.execute(`PRAGMA busy_timeout = ${Math.floor(this.source.busyTimeoutMs)}`);
+    }
+  }
+
+  private discard(client: Client): void {
+    if (this.client !== client) return;
+    // An in-memory database lives in its one connection and nothing else can lock it: keep it.
+    if (this.processLocal) return;
+    this.client = undefined;
+    this.opening = undefined;
+    if (this.source.kind === 'url') client.close();
+    else client.reconnect();
+  }
+}

@@ -1,0 +1,76 @@
+import { MemoryError, type MemoryErrorCode } from '@engram/core';
+
+/** The adapter name used in every error this package raises. */
+export const ADAPTER = 'libsql';
+
+const CONNECTION_CODES = new Set([
+  'CLIENT_CLOSED',
+  'HRANA_CLOSED_ERROR',
+  'HRANA_WEBSOCKET_ERROR',
+  'HRANA_PROTO_ERROR',
+  'SERVER_ERROR',
+  'SQLITE_CANTOPEN',
+  'SQLITE_NOTADB',
+  'SQLITE_AUTH',
+  'SQLITE_PERM',
+]);
+
+const ARGUMENT_CODES = new Set(['URL_INVALID', 'URL_SCHEME_NOT_SUPPORTED', 'URL_PARAM_NOT_SUPPORTED']);
+
+const NETWORK_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+]);
+
+/** The driver's codes found on an error and its causes (`code`, `extendedCode`). */
+function codesOf(error: unknown): string[] {
+  const codes: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const { code, extendedCode } = current as { code?: unknown; extendedCode?: unknown };
+    if (typeof code === 'string') codes.push(code);
+    if (typeof extendedCode === 'string') codes.push(extendedCode);
+    current = current.cause;
+  }
+  return codes;
+}
+
+/**
+ * True when a statement failed because another connection held the database lock
+ * (`SQLITE_BUSY`, `SQLITE_LOCKED` and their extended codes). A client that saw this must be
+ * discarded: `@libsql/client` reports later writes on it as successful without committing them.
+ */
+export function isBusyError(error: unknown): boolean {
+  if (error instanceof MemoryError) return isBusyError(error.cause);
+  return codesOf(error).some((code) => code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+function classify(error: unknown): MemoryErrorCode {
+  const codes = codesOf(error);
+  if (isBusyError(error)) return 'CONFLICT';
+  if (codes.some((code) => code.startsWith('SQLITE_CONSTRAINT'))) return 'CONFLICT';
+  if (codes.some((code) => ARGUMENT_CODES.has(code))) return 'INVALID_ARGUMENT';
+  if (codes.some((code) => CONNECTION_CODES.has(code) || NETWORK_ERRNOS.has(code))) return 'CONNECTION';
+  if (error instanceof TypeError && /fetch failed|network/i.test(error.message)) return 'CONNECTION';
+  return 'STORAGE';
+}
+
+/** Maps anything `@libsql/client` throws to a `MemoryError` naming the adapter and operation. */
+export function toMemoryError(error: unknown, operation: string): MemoryError {
+  if (error instanceof MemoryError) return error;
+  let code = classify(error);
+  if (operation === 'init' && code === 'STORAGE') code = 'MIGRATION';
+  const reason = error instanceof Error ? error.message : String(error);
+  const hint = isBusyError(error)
+    ? ' (the database stayed locked by another writer past the busy timeout)'
+    : '';
+  return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${reason}${hint}`, {
+    adapter: ADAPTER,
+    cause: error,
+    details: { operation, driverCodes: codesOf(error) },
+  });
+}

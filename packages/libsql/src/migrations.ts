@@ -1,0 +1,115 @@
+import { MemoryError } from '@engram/core';
+import type { Client } from '@libsql/client';
+import { ADAPTER } from './errors.ts';
+import { TABLES } from './sql.ts';
+
+/** One schema change. Its version is its position in `MIGRATIONS` plus one. */
+export interface Migration {
+  /** What the change does, recorded next to the version. */
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+const { threads, messages, resources, migrations } = TABLES;
+
+/**
+ * The schema, as an append-only list: never edit or reorder an entry, only add new ones. A
+ * database records the versions it has applied in `engram_migrations`; `init()` applies the
+ * missing ones in one write transaction.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    name: 'threads, messages and resources',
+    statements: [
+      `CREATE TABLE ${threads} (
+        id TEXT PRIMARY KEY,
+        resource_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      )`,
+      `CREATE TABLE ${messages} (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      `CREATE INDEX ${messages}_thread_created_id ON ${messages} (thread_id, created_at, id)`,
+      `CREATE TABLE ${resources} (
+        id TEXT PRIMARY KEY,
+        working_memory TEXT,
+        metadata TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      )`,
+    ],
+  },
+  {
+    name: 'message type; thread listing indexes',
+    statements: [
+      `ALTER TABLE ${messages} ADD COLUMN type TEXT NOT NULL DEFAULT 'text'`,
+      `CREATE INDEX ${threads}_resource_created_id ON ${threads} (resource_id, created_at, id)`,
+      `CREATE INDEX ${threads}_resource_updated_id ON ${threads} (resource_id, updated_at, id)`,
+    ],
+  },
+];
+
+/** The schema version this package writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+const CREATE_VERSION_TABLE = `CREATE TABLE IF NOT EXISTS ${migrations} (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  applied_at INTEGER NOT NULL
+)`;
+
+/** The highest applied version, or 0 when the version table does not exist yet. */
+async function appliedVersion(db: Pick<Client, 'execute'>): Promise<number> {
+  const exists = await db.execute({
+    sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    args: [migrations],
+  });
+  if (exists.rows.length === 0) return 0;
+  const result = await db.execute(`SELECT COALESCE(MAX(version), 0) AS version FROM ${migrations}`);
+  return Number(result.rows[0]?.version ?? 0);
+}
+
+function tooNew(found: number, target: number): MemoryError {
+  return new MemoryError(
+    'MIGRATION',
+    `${ADAPTER}: the database has schema version ${found}, newer than the ${target} this version of @engram/libsql knows; upgrade the package`,
+    { adapter: ADAPTER, details: { found, target } },
+  );
+}
+
+/**
+ * Brings the schema up to `target` (default: all migrations). Reads the version first and
+ * takes the write lock only when something is missing; the check is repeated inside the
+ * `BEGIN IMMEDIATE` transaction, so concurrent `init()` calls from several processes apply each
+ * migration exactly once.
+ */
+export async function migrate(client: Client, target: number = SCHEMA_VERSION): Promise<void> {
+  const before = await appliedVersion(client);
+  if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
+  if (before >= target) return;
+  const tx = await client.transaction('write');
+  try {
+    await tx.execute(CREATE_VERSION_TABLE);
+    const current = await appliedVersion(tx);
+    if (current > SCHEMA_VERSION) throw tooNew(current, SCHEMA_VERSION);
+    for (let version = current + 1; version <= target; version++) {
+      const migration = MIGRATIONS[version - 1]!;
+      for (const sql of migration.statements) await tx.execute(sql);
+      await tx.execute({
+        sql: `INSERT INTO ${migrations} (version, name, applied_at) VALUES (?, ?, ?)`,
+        args: [version, migration.name, Date.now()],
+      });
+    }
+    await tx.commit();
+  } finally {
+    tx.close();
+  }
+}

@@ -1,0 +1,242 @@
+import type { DateRange, Direction, JsonObject, JsonValue, NormalizedListThreads } from '@engram/core';
+import type { InStatement, InValue } from '@libsql/client';
+
+/** Table names. Prefixed so engram can share a database with an application's own tables. */
+export const TABLES = {
+  threads: 'engram_threads',
+  messages: 'engram_messages',
+  resources: 'engram_resources',
+  migrations: 'engram_migrations',
+} as const;
+
+const { threads, messages, resources } = TABLES;
+
+export const THREAD_COLUMNS = 'id, resource_id, title, metadata, created_at, updated_at';
+export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, created_at';
+export const RESOURCE_COLUMNS = 'id, working_memory, metadata, created_at, updated_at';
+
+/** Most ids bound in one `IN (…)` list; longer lists are split. */
+export const CHUNK = 500;
+
+/** Splits `items` into lists of at most `CHUNK`. */
+export function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+/** `?, ?, ?` for `n` values. */
+export function placeholders(n: number): string {
+  return Array.from({ length: n }, () => '?').join(', ');
+}
+
+export const selectThread = (id: string): InStatement => ({
+  sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE id = ?`,
+  args: [id],
+});
+
+export const upsertThread = (row: InValue[]): InStatement => ({
+  sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title,
+          metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+  args: row,
+});
+
+export const updateThreadRow = (
+  id: string,
+  title: string,
+  metadata: string,
+  updatedAt: number,
+): InStatement => ({
+  sql: `UPDATE ${threads} SET title = ?, metadata = ?, updated_at = ? WHERE id = ?`,
+  args: [title, metadata, updatedAt, id],
+});
+
+export const touchThreads = (ids: string[], now: number): InStatement => ({
+  sql: `UPDATE ${threads} SET updated_at = ? WHERE id IN (${placeholders(ids.length)})`,
+  args: [now, ...ids],
+});
+
+export const selectThreadOwners = (ids: string[]): InStatement => ({
+  sql: `SELECT id, resource_id FROM ${threads} WHERE id IN (${placeholders(ids.length)})`,
+  args: ids,
+});
+
+export const deleteThreadStatements = (id: string): InStatement[] => [
+  { sql: `DELETE FROM ${messages} WHERE thread_id = ?`, args: [id] },
+  { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
+];
+
+export const selectMessagesByIds = (ids: string[]): InStatement => ({
+  sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} WHERE id IN (${placeholders(ids.length)})
+        ORDER BY created_at, id`,
+  args: ids,
+});
+
+export const selectMessageThreads = (ids: string[]): InStatement => ({
+  sql: `SELECT id, thread_id FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
+  args: ids,
+});
+
+export const upsertMessage = (row: InValue[]): InStatement => ({
+  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id,
+          role = excluded.role, content = excluded.content, type = excluded.type,
+          created_at = excluded.created_at`,
+  args: row,
+});
+
+export const deleteMessagesByIds = (ids: string[]): InStatement => ({
+  sql: `DELETE FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
+  args: ids,
+});
+
+export const selectResource = (id: string): InStatement => ({
+  sql: `SELECT ${RESOURCE_COLUMNS} FROM ${resources} WHERE id = ?`,
+  args: [id],
+});
+
+export const upsertResource = (row: InValue[]): InStatement => ({
+  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,
+          metadata = excluded.metadata, updated_at = excluded.updated_at`,
+  args: row,
+});
+
+/** True for JSON values SQL can compare directly (everything but objects and arrays). */
+export function isScalar(value: JsonValue): value is string | number | boolean | null {
+  return value === null || typeof value !== 'object';
+}
+
+/**
+ * One metadata filter key as SQL over `json_each(metadata)` (exact key match, so keys holding
+ * `.`, `"` or `$` need no path quoting). Scalars are compared by JSON type and value; objects
+ * and arrays are narrowed by type here and compared in JS by the caller.
+ */
+function metadataCondition(key: string, value: JsonValue): { sql: string; args: InValue[] } {
+  const each = `SELECT 1 FROM json_each(${threads}.metadata) AS m WHERE m.key = ?`;
+  if (value === null) return { sql: `EXISTS (${each} AND m.type = 'null')`, args: [key] };
+  if (typeof value === 'boolean') {
+    return { sql: `EXISTS (${each} AND m.type = '${value ? 'true' : 'false'}')`, args: [key] };
+  }
+  if (typeof value === 'number') {
+    return { sql: `EXISTS (${each} AND m.type IN ('integer', 'real') AND m.atom = ?)`, args: [key, value] };
+  }
+  if (typeof value === 'string') {
+    return { sql: `EXISTS (${each} AND m.type = 'text' AND m.atom = ?)`, args: [key, value] };
+  }
+  const type = Array.isArray(value) ? 'array' : 'object';
+  return { sql: `EXISTS (${each} AND m.type = '${type}')`, args: [key] };
+}
+
+/** `WHERE` clause and arguments for `listThreads` filters. */
+export function threadFilter(args: NormalizedListThreads): { where: string; args: InValue[] } {
+  const clauses: string[] = [];
+  const values: InValue[] = [];
+  if (args.resourceId !== undefined) {
+    clauses.push('resource_id = ?');
+    values.push(args.resourceId);
+  }
+  for (const [key, value] of Object.entries(args.metadata ?? {})) {
+    const condition = metadataCondition(key, value);
+    clauses.push(condition.sql);
+    values.push(...condition.args);
+  }
+  return { where: clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '', args: values };
+}
+
+/** True when the metadata filter holds objects or arrays, which are compared in JS. */
+export function needsJsFilter(metadata: JsonObject | undefined): boolean {
+  return Object.values(metadata ?? {}).some((value) => !isScalar(value));
+}
+
+/** Thread listing: one page (or every matching row when `limit` is undefined). */
+export function listThreadsStatements(
+  args: NormalizedListThreads,
+  limit?: { limit: number; offset: number },
+): { rows: InStatement; count: InStatement } {
+  const filter = threadFilter(args);
+  const column = args.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
+  const order = `ORDER BY ${column} ${args.direction}, id ${args.direction}`;
+  const paging = limit ? ' LIMIT ? OFFSET ?' : '';
+  return {
+    rows: {
+      sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} ${filter.where} ${order}${paging}`,
+      args: limit ? [...filter.args, limit.limit, limit.offset] : filter.args,
+    },
+    count: { sql: `SELECT COUNT(*) AS total FROM ${threads} ${filter.where}`, args: filter.args },
+  };
+}
+
+function dateConditions(range: DateRange | undefined, column: string): { sql: string[]; args: InValue[] } {
+  const sql: string[] = [];
+  const args: InValue[] = [];
+  if (range?.start) {
+    sql.push(`${column} ${range.startExclusive ? '>' : '>='} ?`);
+    args.push(range.start.getTime());
+  }
+  if (range?.end) {
+    sql.push(`${column} ${range.endExclusive ? '<' : '<='} ?`);
+    args.push(range.end.getTime());
+  }
+  return { sql, args };
+}
+
+/** The page of `listMessages` and its total, over the `(thread_id, created_at, id)` index. */
+export function messagePageStatements(args: {
+  threadId: string;
+  resourceId?: string;
+  direction: Direction;
+  dateRange?: DateRange;
+  limit?: { limit: number; offset: number };
+}): { rows: InStatement; count: InStatement } {
+  const clauses = ['thread_id = ?'];
+  const values: InValue[] = [args.threadId];
+  if (args.resourceId !== undefined) {
+    clauses.push('resource_id = ?');
+    values.push(args.resourceId);
+  }
+  const dates = dateConditions(args.dateRange, 'created_at');
+  clauses.push(...dates.sql);
+  values.push(...dates.args);
+  const where = `WHERE ${clauses.join(' AND ')}`;
+  const paging = args.limit ? ' LIMIT ? OFFSET ?' : '';
+  return {
+    rows: {
+      sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} ${where}
+            ORDER BY created_at ${args.direction}, id ${args.direction}${paging}`,
+      args: args.limit ? [...values, args.limit.limit, args.limit.offset] : values,
+    },
+    count: { sql: `SELECT COUNT(*) AS total FROM ${messages} ${where}`, args: values },
+  };
+}
+
+/**
+ * An include window: the target message, up to `before` messages before it and `after` after it
+ * in the target's own thread (all restricted to `resourceId` when given), in one statement.
+ */
+export function includeWindowStatement(window: {
+  id: string;
+  before: number;
+  after: number;
+  resourceId?: string;
+}): InStatement {
+  const scoped = window.resourceId !== undefined;
+  const scope = scoped ? ' AND m.resource_id = ?' : '';
+  const scopeArgs: InValue[] = scoped ? [window.resourceId as string] : [];
+  const cols = MESSAGE_COLUMNS.split(', ')
+    .map((c) => `m.${c}`)
+    .join(', ');
+  const side = (cmp: '<' | '>', dir: Direction) =>
+    `SELECT * FROM (SELECT ${cols} FROM ${messages} AS m, target AS t
+       WHERE m.thread_id = t.thread_id${scope}
+         AND (m.created_at ${cmp} t.created_at OR (m.created_at = t.created_at AND m.id ${cmp} t.id))
+       ORDER BY m.created_at ${dir}, m.id ${dir} LIMIT ?)`;
+  return {
+    sql: `WITH target AS (SELECT thread_id, created_at, id FROM ${messages} AS m WHERE m.id = ?${scope})
+          SELECT ${cols} FROM ${messages} AS m, target AS t WHERE m.id = t.id
+          UNION ALL ${side('<', 'DESC')}
+          UNION ALL ${side('>', 'ASC')}`,
+    args: [window.id, ...scopeArgs, ...scopeArgs, window.before, ...scopeArgs, window.after],
+  };
+}

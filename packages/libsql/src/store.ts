@@ -1,0 +1,359 @@
+import {
+  type JsonObject,
+  MemoryError,
+  type Message,
+  type MessagePage,
+  type MessagePatch,
+  matchesMetadata,
+  mergeMessageLists,
+  type NormalizedAtomicUpdate,
+  type NormalizedListMessages,
+  type NormalizedListThreads,
+  pageInfo,
+  pageOffset,
+  type Resource,
+  StoreBase,
+  shallowMerge,
+  sortMessages,
+  type Thread,
+  type ThreadPage,
+  type UpdateResourceArgs,
+  type UpdateThreadArgs,
+} from '@engram/core';
+import type { Client, InStatement, ResultSet } from '@libsql/client';
+import { Connection } from './connection.ts';
+import { ADAPTER, toMemoryError } from './errors.ts';
+import {
+  copyMessage,
+  messageRow,
+  resourceRow,
+  threadRow,
+  toMessage,
+  toResource,
+  toThread,
+} from './mapping.ts';
+import { migrate } from './migrations.ts';
+import {
+  CHUNK,
+  chunks,
+  deleteMessagesByIds,
+  deleteThreadStatements,
+  includeWindowStatement,
+  listThreadsStatements,
+  messagePageStatements,
+  needsJsFilter,
+  selectMessagesByIds,
+  selectMessageThreads,
+  selectResource,
+  selectThread,
+  selectThreadOwners,
+  touchThreads,
+  updateThreadRow,
+  upsertMessage,
+  upsertResource,
+  upsertThread,
+} from './sql.ts';
+
+/** The busy timeout used when none is given: how long a write waits for another writer's lock. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
+/** Options of `LibSQLStore`: a URL to open, or a client you created and keep owning. */
+export type LibSQLStoreOptions =
+  | {
+      /** `file:path/to.db`, `:memory:`, or a libSQL server URL (`libsql://…`, `http(s)://…`, `ws(s)://…`). */
+      url: string;
+      /** Token for a libSQL server. */
+      authToken?: string;
+      /** How long a statement waits for another connection's lock before failing. Default 5000 ms. */
+      busyTimeoutMs?: number;
+    }
+  | {
+      /** An `@libsql/client` client. The store never closes it; create it with `timeout` set. */
+      client: Client;
+      /** Applied to the client's connection when it has no busy timeout. Default 5000 ms. */
+      busyTimeoutMs?: number;
+    };
+
+/** Anything that runs one statement: the client or an open transaction. */
+interface Executor {
+  execute(statement: InStatement): Promise<ResultSet>;
+}
+
+function invalidOption(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: ${message}`, { adapter: ADAPTER });
+}
+
+function notFound(threadId: string): MemoryError {
+  return new MemoryError('NOT_FOUND', `${ADAPTER}: thread ${JSON.stringify(threadId)} does not exist`, {
+    adapter: ADAPTER,
+  });
+}
+
+function total(result: ResultSet): number {
+  return Number(result.rows[0]?.total ?? 0);
+}
+
+/**
+ * engram storage on libSQL / SQLite: an embedded `file:` database (the default for local
+ * agents), `:memory:`, or a libSQL server.
+ *
+ * Read-modify-writes (metadata merges, working-memory updates, message saves) run in write
+ * transactions (`BEGIN IMMEDIATE` on embedded databases), so they are atomic across processes.
+ */
+export class LibSQLStore extends StoreBase {
+  readonly name = ADAPTER;
+  readonly supportsAtomicWorkingMemoryMerge = true;
+  override readonly processLocal: boolean;
+
+  private readonly connection: Connection;
+  private initializing: Promise<void> | undefined;
+
+  constructor(options: LibSQLStoreOptions) {
+    super();
+    if (options === null || typeof options !== 'object') throw invalidOption('options must be an object');
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 1) {
+      throw invalidOption(`busyTimeoutMs must be a positive integer, got ${String(options.busyTimeoutMs)}`);
+    }
+    if ('client' in options && options.client !== undefined) {
+      if (typeof options.client?.execute !== 'function')
+        throw invalidOption('client must be an @libsql/client client');
+      this.connection = new Connection({ kind: 'injected', client: options.client, busyTimeoutMs });
+    } else if ('url' in options && typeof options.url === 'string' && options.url.length > 0) {
+      this.connection = new Connection({
+        kind: 'url',
+        url: options.url,
+        authToken: options.authToken,
+        busyTimeoutMs,
+      });
+    } else {
+      throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
+    }
+    this.processLocal = this.connection.processLocal;
+  }
+
+  protected toMemoryError(error: unknown, operation: string): MemoryError {
+    return toMemoryError(error, operation);
+  }
+
+  protected doInit(): Promise<void> {
+    this.initializing ??= this.connection
+      .use((client) => migrate(client))
+      .catch((error: unknown) => {
+        this.initializing = undefined;
+        throw error;
+      });
+    return this.initializing;
+  }
+
+  protected doClose(): Promise<void> {
+    return this.connection.close();
+  }
+
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+    const result = await this.connection.use((client) => client.execute(selectThread(threadId)));
+    const row = result.rows[0];
+    if (!row) return null;
+    const thread = toThread(row);
+    return resourceId !== undefined && thread.resourceId !== resourceId ? null : thread;
+  }
+
+  protected async doSaveThread(thread: Thread): Promise<Thread> {
+    await this.connection.use((client) => client.execute(upsertThread(threadRow(thread))));
+    return structuredClone(thread);
+  }
+
+  protected doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+    return this.connection.write((tx) => this.updateThreadIn(tx, args));
+  }
+
+  private async updateThreadIn(tx: Executor, args: UpdateThreadArgs): Promise<Thread> {
+    const row = (await tx.execute(selectThread(args.id))).rows[0];
+    if (!row) throw notFound(args.id);
+    const stored = toThread(row);
+    const next: Thread = {
+      ...stored,
+      title: args.title ?? stored.title,
+      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      updatedAt: new Date(),
+    };
+    await tx.execute(
+      updateThreadRow(next.id, next.title, JSON.stringify(next.metadata), next.updatedAt.getTime()),
+    );
+    return next;
+  }
+
+  protected async doDeleteThread(threadId: string): Promise<void> {
+    await this.connection.use((client) => client.batch(deleteThreadStatements(threadId), 'write'));
+  }
+
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    if (needsJsFilter(args.metadata)) {
+      // Object and array filter values are compared as JSON in JS (key order ignored); SQL has
+      // already narrowed the rows to the right keys, types and scalar values.
+      const { rows } = listThreadsStatements(args);
+      const result = await this.connection.use((client) => client.execute(rows));
+      const matching = result.rows.map(toThread).filter((t) => matchesMetadata(t.metadata, args.metadata));
+      const offset = pageOffset(args.page, args.perPage);
+      const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
+      return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
+    }
+    const limit =
+      args.perPage === false
+        ? undefined
+        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
+    const { rows, count } = listThreadsStatements(args, limit);
+    const [page, counted] = await this.connection.use((client) => client.batch([rows, count], 'read'));
+    return { threads: page!.rows.map(toThread), ...pageInfo(total(counted!), args.page, args.perPage) };
+  }
+
+  protected doSaveMessages(messages: Message[]): Promise<Message[]> {
+    return this.connection.write(async (tx) => {
+      const threadIds = [...new Set(messages.map((m) => m.threadId))];
+      const owners = new Map<string, string>();
+      for (const ids of chunks(threadIds)) {
+        for (const row of (await tx.execute(selectThreadOwners(ids))).rows) {
+          owners.set(String(row.id), String(row.resource_id));
+        }
+      }
+      for (const message of messages) {
+        const owner = owners.get(message.threadId);
+        if (owner === undefined) throw notFound(message.threadId);
+        if (owner !== message.resourceId) {
+          throw new MemoryError(
+            'INVALID_ARGUMENT',
+            `${ADAPTER}: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+            { adapter: ADAPTER },
+          );
+        }
+      }
+      const touched = new Set(threadIds);
+      for (const ids of chunks(messages.map((m) => m.id))) {
+        for (const row of (await tx.execute(selectMessageThreads(ids))).rows)
+          touched.add(String(row.thread_id));
+      }
+      await tx.batch(messages.map((m) => upsertMessage(messageRow(m))));
+      await this.touch(tx, touched);
+      return messages.map(copyMessage);
+    });
+  }
+
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    const limit =
+      args.perPage === false
+        ? undefined
+        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
+    const { rows, count } = messagePageStatements({ ...args, limit });
+    const windows = args.include.map((w) =>
+      includeWindowStatement({
+        id: w.id,
+        before: w.withPreviousMessages,
+        after: w.withNextMessages,
+        resourceId: args.resourceId,
+      }),
+    );
+    // One read transaction: the page, its total and the windows come from one snapshot.
+    const results = await this.connection.use((client) => client.batch([rows, count, ...windows], 'read'));
+    const [page, counted, ...included] = results;
+    const lists = [page!, ...included].map((result) => result.rows.map(toMessage));
+    return {
+      messages: mergeMessageLists(lists, args.direction),
+      ...pageInfo(total(counted!), args.page, args.perPage),
+    };
+  }
+
+  protected doListMessagesById(ids: string[]): Promise<Message[]> {
+    return this.connection.use((client) => this.messagesByIds(client, ids));
+  }
+
+  private async messagesByIds(db: Executor, ids: string[]): Promise<Message[]> {
+    const found: Message[] = [];
+    for (const part of chunks(ids))
+      found.push(...(await db.execute(selectMessagesByIds(part))).rows.map(toMessage));
+    return ids.length > CHUNK ? sortMessages(found) : found;
+  }
+
+  protected doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    return this.connection.write(async (tx) => {
+      const ids = [...new Set(patches.map((p) => p.id))];
+      const stored = new Map((await this.messagesByIds(tx, ids)).map((m) => [m.id, m]));
+      const changed = new Map<string, Message>();
+      for (const patch of patches) {
+        const current = changed.get(patch.id) ?? stored.get(patch.id);
+        if (!current) continue;
+        changed.set(patch.id, {
+          ...current,
+          role: patch.role ?? current.role,
+          content: patch.content === undefined ? current.content : patch.content,
+          type: patch.type ?? current.type,
+          createdAt: patch.createdAt ?? current.createdAt,
+        });
+      }
+      if (changed.size === 0) return [];
+      await tx.batch([...changed.values()].map((m) => upsertMessage(messageRow(m))));
+      await this.touch(tx, new Set([...changed.values()].map((m) => m.threadId)));
+      return this.messagesByIds(tx, [...changed.keys()]);
+    });
+  }
+
+  protected async doDeleteMessages(ids: string[]): Promise<void> {
+    await this.connection.write(async (tx) => {
+      const touched = new Set<string>();
+      for (const part of chunks(ids)) {
+        for (const row of (await tx.execute(selectMessageThreads(part))).rows)
+          touched.add(String(row.thread_id));
+        await tx.execute(deleteMessagesByIds(part));
+      }
+      await this.touch(tx, touched);
+    });
+  }
+
+  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+    const result = await this.connection.use((client) => client.execute(selectResource(resourceId)));
+    const row = result.rows[0];
+    return row ? toResource(row) : null;
+  }
+
+  protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    return this.connection.write((tx) => this.updateResourceIn(tx, args));
+  }
+
+  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
+    const now = new Date();
+    const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
+    const stored: Resource = row
+      ? toResource(row)
+      : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
+    const next: Resource = {
+      ...stored,
+      workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
+      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      updatedAt: now,
+    };
+    await tx.execute(upsertResource(resourceRow(next)));
+    return next;
+  }
+
+  protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    return this.connection.write(async (tx) => {
+      if (args.scope === 'resource') {
+        const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
+        const next = args.update(row ? toResource(row).workingMemory : null);
+        await this.updateResourceIn(tx, { resourceId: args.resourceId, workingMemory: next });
+        return next;
+      }
+      const row = (await tx.execute(selectThread(args.threadId))).rows[0];
+      if (!row) throw notFound(args.threadId);
+      const stored = toThread(row).metadata.workingMemory;
+      const next = args.update(typeof stored === 'string' ? stored : null);
+      const patch: JsonObject = { workingMemory: next };
+      await this.updateThreadIn(tx, { id: args.threadId, metadata: patch });
+      return next;
+    });
+  }
+
+  private async touch(tx: Executor, threadIds: Set<string>): Promise<void> {
+    const now = Date.now();
+    for (const ids of chunks([...threadIds])) await tx.execute(touchThreads(ids, now));
+  }
+}
