@@ -1,0 +1,1 @@
+export { type Bridge, type BridgeOptions, startBridge } from './bridge/index.ts';
