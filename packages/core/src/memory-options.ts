@@ -1,0 +1,138 @@
+import { MemoryError } from './errors.ts';
+import type { WorkingMemoryScope } from './storage/records.ts';
+import { describe, isPlainObject } from './storage/validate.ts';
+import type { SchemaSource } from './working-memory/schema.ts';
+
+/** Working-memory settings of a `Memory`. */
+export interface WorkingMemoryOptions {
+  /** Default `true` when a `workingMemory` object is given. */
+  enabled?: boolean;
+  /** `'resource'` (default): shared by every thread of a resource. `'thread'`: one per thread. */
+  scope?: WorkingMemoryScope;
+  /** Markdown template (template mode). Exclusive with `schema`. */
+  template?: string;
+  /** A Standard Schema or a JSON Schema object (schema mode). Exclusive with `template`. */
+  schema?: SchemaSource;
+  /** `'vnext'` selects the search-and-replace tool; template mode only. Default `'stable'`. */
+  version?: 'stable' | 'vnext';
+  /** Experimental: deliver the memory as a state signal instead of a system message. */
+  useStateSignals?: boolean;
+}
+
+/**
+ * Semantic recall settings. **Not yet available**: the shape is reserved so configurations can
+ * be written against it; passing `true` or an object is rejected with `UNSUPPORTED` for now.
+ */
+export interface SemanticRecallOptions {
+  /** How many similar messages to retrieve. */
+  topK?: number;
+  /** How many neighbouring messages to add around each match. */
+  messageRange?: number | { before: number; after: number };
+  /** Search this thread only, or every thread of the resource. */
+  scope?: WorkingMemoryScope;
+}
+
+/** Options of a `Memory`. */
+export interface MemoryOptions {
+  /** How many of the newest messages `recall` returns; `false` returns all. Default 10. */
+  lastMessages?: number | false;
+  /** Shows working memory but refuses every write to it (`UNSUPPORTED`). Default `false`. */
+  readOnly?: boolean;
+  workingMemory?: WorkingMemoryOptions;
+  /** Reserved; see `SemanticRecallOptions`. Only `false` (or omitting it) is accepted today. */
+  semanticRecall?: boolean | SemanticRecallOptions;
+}
+
+/** `MemoryOptions` with every default filled in. */
+export interface ResolvedMemoryOptions {
+  readonly lastMessages: number | false;
+  readonly readOnly: boolean;
+  readonly workingMemory: {
+    readonly enabled: boolean;
+    readonly scope: WorkingMemoryScope;
+    /** `'json'` when a schema is set, else `'markdown'`. */
+    readonly format: 'markdown' | 'json';
+    /** The template as given (`undefined` when none was; the default is used then). */
+    readonly template?: string;
+    readonly schema?: SchemaSource;
+    readonly version: 'stable' | 'vnext';
+    readonly useStateSignals: boolean;
+  };
+  readonly semanticRecall: false;
+}
+
+function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message);
+}
+
+function optionalBoolean(value: unknown, field: string): boolean | undefined {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw invalid(`${field} must be a boolean, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** Checks options and fills in defaults. Throws `INVALID_ARGUMENT` or `UNSUPPORTED`. */
+export function resolveMemoryOptions(options: MemoryOptions | undefined): ResolvedMemoryOptions {
+  const o: MemoryOptions = options ?? {};
+  if (!isPlainObject(o)) throw invalid(`options must be an object, got ${describe(o)}`);
+
+  const lastMessages = o.lastMessages ?? 10;
+  if (
+    lastMessages !== false &&
+    (typeof lastMessages !== 'number' || !Number.isInteger(lastMessages) || lastMessages < 0)
+  ) {
+    throw invalid(
+      `options.lastMessages must be a non-negative integer or false, got ${describe(lastMessages)}`,
+    );
+  }
+  const readOnly = optionalBoolean(o.readOnly, 'options.readOnly') ?? false;
+
+  if (o.semanticRecall !== undefined && o.semanticRecall !== false) {
+    throw new MemoryError(
+      'UNSUPPORTED',
+      'options.semanticRecall is not available yet; leave it out (or set it to false)',
+    );
+  }
+
+  const wm = o.workingMemory;
+  if (wm !== undefined && !isPlainObject(wm)) {
+    throw invalid(`options.workingMemory must be an object, got ${describe(wm)}`);
+  }
+  const w: WorkingMemoryOptions = wm ?? {};
+  const enabled = optionalBoolean(w.enabled, 'options.workingMemory.enabled') ?? wm !== undefined;
+  const scope = w.scope ?? 'resource';
+  if (scope !== 'resource' && scope !== 'thread') {
+    throw invalid(`options.workingMemory.scope must be 'resource' or 'thread', got ${describe(scope)}`);
+  }
+  if (w.template !== undefined && typeof w.template !== 'string') {
+    throw invalid(`options.workingMemory.template must be a string, got ${describe(w.template)}`);
+  }
+  if (w.template !== undefined && w.schema !== undefined) {
+    throw invalid('options.workingMemory: set either template (Markdown) or schema (JSON), not both');
+  }
+  const version = w.version ?? 'stable';
+  if (version !== 'stable' && version !== 'vnext') {
+    throw invalid(`options.workingMemory.version must be 'stable' or 'vnext', got ${describe(version)}`);
+  }
+  if (version === 'vnext' && w.schema !== undefined) {
+    throw invalid("options.workingMemory.version 'vnext' works with templates only, not with a schema");
+  }
+  const useStateSignals =
+    optionalBoolean(w.useStateSignals, 'options.workingMemory.useStateSignals') ?? false;
+
+  return Object.freeze({
+    lastMessages,
+    readOnly,
+    workingMemory: Object.freeze({
+      enabled,
+      scope,
+      format: w.schema === undefined ? 'markdown' : 'json',
+      template: w.template,
+      schema: w.schema,
+      version,
+      useStateSignals,
+    }),
+    semanticRecall: false,
+  });
+}

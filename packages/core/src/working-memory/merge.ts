@@ -1,0 +1,97 @@
+import { MemoryError } from '../errors.ts';
+import { defineKey } from '../storage/helpers.ts';
+import type { JsonObject, JsonValue } from '../storage/records.ts';
+import { assertJson, describe, isPlainObject } from '../storage/validate.ts';
+
+/**
+ * Merges a patch into stored working memory (schema mode), following these rules:
+ *
+ * - objects merge deeply, key by key;
+ * - a `null` value deletes that key, at any depth — also inside an object the patch creates
+ *   and on the first write, so a merge never stores `null` as an object member;
+ * - arrays replace the old value whole (their elements are kept as given);
+ * - any other value replaces the old one;
+ * - a stored value that is not a JSON object (`null`, a Markdown string, an array, invalid
+ *   JSON) counts as `{}`; a `null` member already in the stored document is dropped as well;
+ * - the patch must be a plain JSON object, or a string holding one, else `INVALID_ARGUMENT`.
+ *
+ * Never mutates its inputs. Keys such as `__proto__`, `constructor` and `prototype` become
+ * ordinary own properties of the result; they never reach or change a prototype.
+ */
+export function mergeWorkingMemory(stored: string | null | JsonValue, patch: unknown): JsonObject {
+  return mergeObjects(parseStored(stored), parsePatch(patch));
+}
+
+/** Reads a stored working-memory value as a JSON object; anything else counts as `{}`. */
+export function parseStored(stored: unknown): JsonObject {
+  let value: unknown = stored;
+  if (typeof stored === 'string') {
+    try {
+      value = JSON.parse(stored);
+    } catch {
+      return {};
+    }
+  }
+  return isPlainObject(value) ? withoutNulls(value as JsonObject) : {};
+}
+
+/** Checks a patch: a plain JSON object, or a string holding one. Throws `INVALID_ARGUMENT`. */
+export function parsePatch(patch: unknown): JsonObject {
+  let value: unknown = patch;
+  if (typeof patch === 'string') {
+    try {
+      value = JSON.parse(patch);
+    } catch (error) {
+      throw new MemoryError('INVALID_ARGUMENT', 'working memory patch is a string that is not valid JSON', {
+        cause: error,
+      });
+    }
+  }
+  if (!isPlainObject(value)) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `working memory patch must be a JSON object (or a string holding one), got ${describe(value)}`,
+    );
+  }
+  assertJson(value, 'patch');
+  return value as JsonObject;
+}
+
+function mergeObjects(base: JsonObject, patch: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(base)) defineKey(out, key, value);
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) {
+      delete out[key];
+      continue;
+    }
+    if (isPlainObject(value)) {
+      const current = Object.hasOwn(out, key) ? out[key] : undefined;
+      const start = isPlainObject(current) ? (current as JsonObject) : {};
+      defineKey(out, key, mergeObjects(start, value as JsonObject));
+      continue;
+    }
+    defineKey(out, key, copyJson(value));
+  }
+  return out;
+}
+
+/** A deep copy of an object without its `null` members (arrays are copied as they are). */
+function withoutNulls(value: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (item === null) continue;
+    defineKey(out, key, isPlainObject(item) ? withoutNulls(item as JsonObject) : copyJson(item));
+  }
+  return out;
+}
+
+function copyJson(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(copyJson);
+  if (isPlainObject(value)) {
+    const out: JsonObject = {};
+    for (const [key, item] of Object.entries(value)) defineKey(out, key, copyJson(item as JsonValue));
+    return out;
+  }
+  return value;
+}
