@@ -1,0 +1,99 @@
+import { MemoryError, type MemoryErrorCode } from '@engram/core';
+
+const ADAPTER = 'pg';
+
+/** Node socket errors that mean the server could not be reached or the link dropped. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+]);
+
+/** SQLSTATEs that mean the session is gone or cannot be had. */
+const CONNECTION_STATES = new Set([
+  '57P01', // admin_shutdown: pg_terminate_backend, server stopping
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or shutting down
+  '53300', // too_many_connections
+]);
+
+/** Values the server cannot hold: NUL characters, invalid Unicode, dates out of range. */
+const UNREPRESENTABLE_STATES = new Set(['22021', '22P05', '22008', '22007', '22P02']);
+
+/** Messages `pg` gives (without a code) when a socket closes or a connect times out. */
+const CONNECTION_MESSAGES = [
+  /connection terminated/i,
+  /connection timeout/i,
+  /timeout expired/i,
+  /not queryable/i,
+  /cannot use a pool after calling end/i,
+  /client was closed/i,
+  /connection (?:is )?closed/i,
+  /server closed the connection/i,
+];
+
+/** The `code` field of a driver or socket error, if any. */
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return error.errors.map(errorMessage).join('; ');
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** True when the error says the connection is unusable (refused, dropped, terminated, timed out). */
+export function isConnectionError(error: unknown): boolean {
+  if (error instanceof AggregateError) return error.errors.some(isConnectionError);
+  const code = errorCode(error);
+  if (
+    code !== undefined &&
+    (SOCKET_CODES.has(code) || CONNECTION_STATES.has(code) || code.startsWith('08'))
+  ) {
+    return true;
+  }
+  const message = errorMessage(error);
+  return CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
+}
+
+/** The engram code for a driver error raised by `operation`. */
+export function classify(error: unknown, operation: string): MemoryErrorCode {
+  if (isConnectionError(error)) return 'CONNECTION';
+  const code = errorCode(error) ?? '';
+  if (operation === 'init' && code.startsWith('42')) return 'MIGRATION';
+  if (code === '23505' || code === '40P01' || code === '40001') return 'CONFLICT';
+  if (code === '23503') return 'NOT_FOUND';
+  if (UNREPRESENTABLE_STATES.has(code)) return 'INVALID_ARGUMENT';
+  return 'STORAGE';
+}
+
+/** Maps anything `pg` (or a socket) throws to a `MemoryError` naming the adapter and operation. */
+export function toMemoryError(error: unknown, operation: string): MemoryError {
+  if (error instanceof MemoryError) return error;
+  const code = classify(error, operation);
+  const sqlState = errorCode(error);
+  let message = `pg: ${operation} failed: ${errorMessage(error)}`;
+  if (code === 'INVALID_ARGUMENT') {
+    message = `pg: ${operation} failed: PostgreSQL cannot store this value (${errorMessage(error)}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`;
+  } else if (code === 'NOT_FOUND') {
+    message = `pg: ${operation} failed: the thread does not exist (it was deleted concurrently)`;
+  }
+  return new MemoryError(code, message, {
+    adapter: ADAPTER,
+    cause: error,
+    details: { operation, ...(sqlState ? { sqlState } : {}) },
+  });
+}

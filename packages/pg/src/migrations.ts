@@ -1,0 +1,110 @@
+import type { ClientBase } from 'pg';
+import { type Names, quoteIdent } from './sql.ts';
+
+/** One schema change. Its position in `MIGRATIONS` (counting from 1) is its version. */
+export interface Migration {
+  description: string;
+  statements: (n: Names) => string[];
+}
+
+/**
+ * Every schema change ever made, oldest first. Append only: a released migration is never
+ * edited, so a database at any version is upgraded by running the ones after it.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    description: 'threads, messages and resources; messages indexed by (thread_id, createdAt, id)',
+    statements: (n) => [
+      `CREATE TABLE ${n.threads} (
+        id text COLLATE "C" PRIMARY KEY,
+        resource_id text COLLATE "C" NOT NULL,
+        title text NOT NULL,
+        metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+        "createdAt" timestamptz(3) NOT NULL,
+        "updatedAt" timestamptz(3) NOT NULL
+      )`,
+      `CREATE TABLE ${n.messages} (
+        id text COLLATE "C" PRIMARY KEY,
+        thread_id text COLLATE "C" NOT NULL REFERENCES ${n.threads} (id) ON DELETE CASCADE,
+        resource_id text COLLATE "C" NOT NULL,
+        role text NOT NULL,
+        content jsonb NOT NULL,
+        type text NOT NULL,
+        "createdAt" timestamptz(3) NOT NULL
+      )`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}messages_thread_idx`)}
+        ON ${n.messages} (thread_id, "createdAt", id)`,
+      `CREATE TABLE ${n.resources} (
+        id text COLLATE "C" PRIMARY KEY,
+        "workingMemory" text,
+        metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+        "createdAt" timestamptz(3) NOT NULL,
+        "updatedAt" timestamptz(3) NOT NULL
+      )`,
+    ],
+  },
+  {
+    description: 'threads indexed for listing by resource, newest first',
+    statements: (n) => [
+      `CREATE INDEX ${quoteIdent(`${n.prefix}threads_resource_created_idx`)}
+        ON ${n.threads} (resource_id, "createdAt", id)`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}threads_resource_updated_idx`)}
+        ON ${n.threads} (resource_id, "updatedAt", id)`,
+    ],
+  },
+];
+
+/** The version a fully migrated schema is at. */
+export const LATEST_VERSION = MIGRATIONS.length;
+
+/** The schema's recorded version, or 0 when nothing was ever created. One round trip per check. */
+export async function currentVersion(client: ClientBase, n: Names): Promise<number> {
+  const exists = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
+    n.version,
+  ]);
+  if (!exists.rows[0]?.found) return 0;
+  const result = await client.query<{ version: number }>(`SELECT version FROM ${n.version} WHERE id = 1`);
+  return result.rows[0]?.version ?? 0;
+}
+
+/**
+ * Brings the schema up to `target` (default: the latest version) in one transaction, under a
+ * transaction-scoped advisory lock keyed on the schema name, so any number of processes may
+ * call it at once: the first does the work, the others wait and then find nothing to do.
+ * Creates the schema when it is missing. Returns the version reached.
+ */
+export async function migrate(client: ClientBase, n: Names, target = LATEST_VERSION): Promise<number> {
+  if ((await currentVersion(client, n)) >= target) return target;
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:${n.schemaName}`]);
+    const schema = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
+    if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${n.schema}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${n.version} (
+      id smallint PRIMARY KEY CHECK (id = 1),
+      version integer NOT NULL,
+      "updatedAt" timestamptz NOT NULL DEFAULT now()
+    )`);
+    const row = await client.query<{ version: number }>(
+      `SELECT version FROM ${n.version} WHERE id = 1 FOR UPDATE`,
+    );
+    const from = row.rows[0]?.version ?? 0;
+    for (let version = from + 1; version <= target; version++) {
+      const migration = MIGRATIONS[version - 1];
+      if (!migration) throw new Error(`no migration ${version}`);
+      for (const statement of migration.statements(n)) await client.query(statement);
+    }
+    if (target > from) {
+      await client.query(
+        `INSERT INTO ${n.version} (id, version) VALUES (1, $1)
+          ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, "updatedAt" = now()`,
+        [target],
+      );
+    }
+    await client.query('COMMIT');
+    return Math.max(from, target);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,420 @@
+import {
+  MemoryError,
+  type Message,
+  type MessagePage,
+  type MessagePatch,
+  mergeMessageLists,
+  type NormalizedAtomicUpdate,
+  type NormalizedListMessages,
+  type NormalizedListThreads,
+  pageInfo,
+  pageOffset,
+  type Resource,
+  StoreBase,
+  type Thread,
+  type ThreadPage,
+  type UpdateResourceArgs,
+  type UpdateThreadArgs,
+} from '@engram/core';
+import pg from 'pg';
+import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
+import {
+  copy,
+  type MessageRow,
+  messageArrays,
+  type ResourceRow,
+  type ThreadRow,
+  threadParams,
+  toMessage,
+  toResource,
+  toThread,
+} from './mapping.ts';
+import { migrate } from './migrations.ts';
+import * as sql from './sql.ts';
+
+/** Where the store gets its connections: a connection string, or a pool you own. */
+export type PostgresConnectionOptions =
+  | {
+      /** `postgres://user:password@host:port/database`. The store creates and ends its own pool. */
+      connectionString: string;
+      pool?: undefined;
+    }
+  | {
+      /** A `pg.Pool` you created. `close()` leaves it open: ending it is up to you. */
+      pool: pg.Pool;
+      connectionString?: undefined;
+    };
+
+/** Options of `PostgresStore`. */
+export type PostgresStoreOptions = PostgresConnectionOptions & {
+  /** The schema holding every table and index; created when missing. Default `'public'`. */
+  schemaName?: string;
+  /** Prepended to every table and index name. Letters, digits and `_`. Default `'engram_'`. */
+  tablePrefix?: string;
+  /**
+   * How long to wait for a new connection before failing with `CONNECTION`, in ms. Applies to
+   * the pool the store creates from `connectionString`. Default 5000.
+   */
+  connectTimeoutMs?: number;
+  /** Most connections in the pool the store creates from `connectionString`. Default 10. */
+  maxConnections?: number;
+};
+
+const DEFAULT_PREFIX = 'engram_';
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** Transactions that lost a deadlock or serialization race are retried this many times in all. */
+const TRANSACTION_ATTEMPTS = 3;
+
+/**
+ * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
+ * (`SELECT … FOR UPDATE`), so they are atomic across processes and machines; metadata merges
+ * are single `jsonb ||` statements.
+ *
+ * Connects lazily: the first call (usually `init()`) opens the pool and migrates the schema.
+ */
+export class PostgresStore extends StoreBase {
+  readonly name = 'pg';
+  readonly supportsAtomicWorkingMemoryMerge = true;
+
+  private readonly names: sql.Names;
+  private readonly ownsPool: boolean;
+  private pool: pg.Pool | undefined;
+  private ready: Promise<pg.Pool> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: PostgresStoreOptions) {
+    super();
+    const schemaName = options.schemaName ?? 'public';
+    const prefix = options.tablePrefix ?? DEFAULT_PREFIX;
+    checkOptions(options, schemaName, prefix);
+    this.names = sql.names(schemaName, prefix);
+    this.ownsPool = options.pool === undefined;
+    this.pool = options.pool;
+  }
+
+  /** The schema the store writes to. */
+  get schemaName(): string {
+    return this.names.schemaName;
+  }
+
+  /** The prefix of every table and index name. */
+  get tablePrefix(): string {
+    return this.names.prefix;
+  }
+
+  protected toMemoryError(error: unknown, operation: string): MemoryError {
+    return toMemoryError(error, operation);
+  }
+
+  /** The pool, connected and migrated once; a failed attempt is retried by the next call. */
+  private connect(): Promise<pg.Pool> {
+    if (this.closing) {
+      return Promise.reject(new MemoryError('CONNECTION', 'pg: the store is closed', { adapter: this.name }));
+    }
+    this.ready ??= this.open().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async open(): Promise<pg.Pool> {
+    if (!this.pool) {
+      const pool = new pg.Pool({
+        connectionString: this.options.connectionString,
+        connectionTimeoutMillis: this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        max: this.options.maxConnections ?? 10,
+      });
+      // An idle connection that drops (server restart, pg_terminate_backend) is removed from the
+      // pool; without a listener the pool's 'error' event would crash the process.
+      pool.on('error', () => undefined);
+      this.pool = pool;
+    }
+    const pool = this.pool;
+    const client = await pool.connect();
+    const release = watch(client);
+    try {
+      await migrate(client, this.names);
+      release();
+    } catch (error) {
+      release(error);
+      throw toMemoryError(error, 'init');
+    }
+    return pool;
+  }
+
+  /** One statement on a pooled connection. */
+  private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    const pool = await this.connect();
+    return (await pool.query<R>(text, values)).rows;
+  }
+
+  /**
+   * Runs `fn` in a transaction on one connection. Rolled back when `fn` throws; retried (with
+   * `fn` called again) when PostgreSQL aborts it to break a deadlock or a serialization race.
+   */
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const pool = await this.connect();
+    for (let attempt = 1; ; attempt++) {
+      const client = await pool.connect();
+      const release = watch(client);
+      try {
+        await client.query('BEGIN');
+        const result = await fn(client);
+        await client.query('COMMIT');
+        release();
+        return result;
+      } catch (error) {
+        let broken: unknown = isConnectionError(error) ? error : undefined;
+        if (!broken)
+          await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+        release(broken);
+        const code = errorCode(error);
+        if ((code === '40P01' || code === '40001') && attempt < TRANSACTION_ATTEMPTS) continue;
+        throw error;
+      }
+    }
+  }
+
+  protected async doInit(): Promise<void> {
+    await this.connect();
+  }
+
+  protected async doClose(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.ready?.catch(() => undefined);
+      if (this.ownsPool && this.pool && !this.pool.ended && !this.pool.ending) await this.pool.end();
+    })();
+    return this.closing;
+  }
+
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+    const statement = sql.getThread(this.names, threadId, resourceId);
+    const [row] = await this.query<ThreadRow>(statement.text, statement.values);
+    return row ? toThread(row) : null;
+  }
+
+  protected async doSaveThread(thread: Thread): Promise<Thread> {
+    await this.query(sql.upsertThread(this.names), threadParams(thread));
+    return copy(thread);
+  }
+
+  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+    const [row] = await this.query<ThreadRow>(sql.updateThread(this.names), [
+      args.id,
+      args.title ?? null,
+      JSON.stringify(args.metadata ?? {}),
+      new Date(),
+    ]);
+    if (!row) throw notFound(args.id);
+    return toThread(row);
+  }
+
+  protected async doDeleteThread(threadId: string): Promise<void> {
+    await this.query(sql.deleteThread(this.names), [threadId]);
+  }
+
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    const list = sql.listThreads(this.names, args);
+    const rows = await this.query<ThreadRow>(list.text, list.values);
+    const total = await this.total(rows.length, args.page, args.perPage, () =>
+      sql.countThreads(this.names, args),
+    );
+    return { threads: rows.map(toThread), ...pageInfo(total, args.page, args.perPage) };
+  }
+
+  /**
+   * The row count behind a page: known from the page itself when it is partly filled (or the
+   * first page), otherwise counted.
+   */
+  private async total(
+    rowsOnPage: number,
+    page: number,
+    perPage: number | false,
+    count: () => sql.Statement,
+  ): Promise<number> {
+    const offset = pageOffset(page, perPage);
+    if (
+      perPage === false ||
+      (rowsOnPage < perPage && rowsOnPage > 0) ||
+      (rowsOnPage === 0 && offset === 0 && perPage > 0)
+    ) {
+      return offset + rowsOnPage;
+    }
+    const statement = count();
+    const [row] = await this.query<{ total: number }>(statement.text, statement.values);
+    return row?.total ?? 0;
+  }
+
+  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+    const ids = messages.map((m) => m.id);
+    await this.transaction(async (client) => {
+      const previous = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
+      const touched = new Set([...messages.map((m) => m.threadId), ...previous.rows.map((r) => r.thread_id)]);
+      const locked = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
+        [...touched],
+      ]);
+      const owners = new Map(locked.rows.map((row) => [row.id, row.resource_id]));
+      for (const message of messages) {
+        const owner = owners.get(message.threadId);
+        if (owner === undefined) throw notFound(message.threadId);
+        if (owner !== message.resourceId) {
+          throw new MemoryError(
+            'INVALID_ARGUMENT',
+            `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+            { adapter: this.name },
+          );
+        }
+      }
+      // Rows are written in id order so concurrent batches lock them in the same order.
+      const sorted = [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      await client.query(sql.upsertMessages(this.names), messageArrays(sorted));
+      await client.query(sql.touchThreads(this.names), [[...touched], new Date()]);
+    });
+    return messages.map(copy);
+  }
+
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    let page: Message[] = [];
+    if (args.perPage !== 0) {
+      const limit = args.perPage === false ? null : args.perPage;
+      const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
+      page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+    }
+    const total = await this.total(page.length, args.page, args.perPage, () =>
+      sql.countMessages(this.names, args),
+    );
+    let windows: Message[] = [];
+    if (args.include.length > 0) {
+      const statement = sql.includeWindows(this.names, args.include, args.resourceId);
+      windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+    }
+    return {
+      messages: mergeMessageLists([page, windows], args.direction),
+      ...pageInfo(total, args.page, args.perPage),
+    };
+  }
+
+  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+    return (await this.query<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
+  }
+
+  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    // Several patches of one id apply in order: fold them into one before the single UPDATE.
+    const byId = new Map<string, MessagePatch>();
+    for (const patch of patches) {
+      const merged: MessagePatch = { ...byId.get(patch.id), id: patch.id };
+      for (const [key, value] of Object.entries(patch)) {
+        if (value !== undefined) Object.assign(merged, { [key]: value });
+      }
+      byId.set(patch.id, merged);
+    }
+    const folded = [...byId.values()];
+    const rows = await this.query<MessageRow>(sql.updateMessages(this.names), [
+      folded.map((p) => p.id),
+      folded.map((p) => p.role ?? null),
+      folded.map((p) => (p.content === undefined ? null : JSON.stringify(p.content))),
+      folded.map((p) => p.type ?? null),
+      folded.map((p) => p.createdAt ?? null),
+      new Date(),
+    ]);
+    return rows.map(toMessage);
+  }
+
+  protected async doDeleteMessages(ids: string[]): Promise<void> {
+    await this.query(sql.deleteMessages(this.names), [ids, new Date()]);
+  }
+
+  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+    const [row] = await this.query<ResourceRow>(sql.getResource(this.names), [resourceId]);
+    return row ? toResource(row) : null;
+  }
+
+  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    const [row] = await this.query<ResourceRow>(sql.upsertResource(this.names), [
+      args.resourceId,
+      args.workingMemory ?? null,
+      JSON.stringify(args.metadata ?? {}),
+      new Date(),
+      args.workingMemory !== undefined,
+    ]);
+    if (!row) throw new Error('the resource upsert returned no row');
+    return toResource(row);
+  }
+
+  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    return this.transaction(async (client) => {
+      const now = new Date();
+      if (args.scope === 'resource') {
+        await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
+        const locked = await client.query<{ workingMemory: string | null }>(
+          sql.lockResourceMemory(this.names),
+          [args.resourceId],
+        );
+        const next = args.update(locked.rows[0]?.workingMemory ?? null);
+        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, next, now]);
+        return next;
+      }
+      const locked = await client.query<{ memory: unknown }>(sql.lockThreadMemory(this.names), [
+        args.threadId,
+      ]);
+      const row = locked.rows[0];
+      if (!row) throw notFound(args.threadId);
+      const next = args.update(typeof row.memory === 'string' ? row.memory : null);
+      await client.query(sql.writeThreadMemory(this.names), [args.threadId, next, now]);
+      return next;
+    });
+  }
+}
+
+/**
+ * Guards a checked-out client: a connection error while it is out of the pool would otherwise
+ * be an unhandled 'error' event. Returns the release function; passing an error (or anything
+ * truthy) destroys the connection instead of returning it to the pool.
+ */
+function watch(client: pg.PoolClient): (error?: unknown) => void {
+  let failed: unknown;
+  const onError = (error: unknown) => {
+    failed = error ?? true;
+  };
+  client.on('error', onError);
+  return (error?: unknown) => {
+    client.removeListener('error', onError);
+    const reason = error ?? failed;
+    client.release(reason ? (reason instanceof Error ? reason : true) : undefined);
+  };
+}
+
+function notFound(threadId: string): MemoryError {
+  return new MemoryError('NOT_FOUND', `pg: thread ${JSON.stringify(threadId)} does not exist`, {
+    adapter: 'pg',
+  });
+}
+
+const PREFIX_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,29}$/;
+
+function checkOptions(options: PostgresStoreOptions, schemaName: string, prefix: string): void {
+  const invalid = (message: string) =>
+    new MemoryError('INVALID_ARGUMENT', `pg: ${message}`, { adapter: 'pg' });
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
+  const hasUrl = typeof options.connectionString === 'string' && options.connectionString !== '';
+  const hasPool = options.pool !== undefined && options.pool !== null;
+  if (hasUrl === hasPool) throw invalid('pass exactly one of connectionString and pool');
+  if (typeof schemaName !== 'string' || schemaName === '' || Buffer.byteLength(schemaName) > 63) {
+    throw invalid('schemaName must be a non-empty string of at most 63 bytes');
+  }
+  if (schemaName.includes('\0')) throw invalid('schemaName must not contain NUL');
+  if (typeof prefix !== 'string' || (prefix !== '' && !PREFIX_PATTERN.test(prefix))) {
+    throw invalid(
+      'tablePrefix must start with a letter or _, hold only letters, digits and _, and be at most 30 characters',
+    );
+  }
+  const timeout = options.connectTimeoutMs;
+  if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
+    throw invalid('connectTimeoutMs must be a positive integer');
+  }
+  const max = options.maxConnections;
+  if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {
+    throw invalid('maxConnections must be a positive integer');
+  }
+}
