@@ -167,7 +167,7 @@ export class InMemoryStore extends StoreBase {
       touched.add(next.threadId);
     }
     this.touch(touched, now);
-    return this.doListMessagesById(patches.map((p) => p.id));
+    return this.doListMessagesById([...new Set(patches.map((p) => p.id))]);
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
