@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { MemoryError } from '@engram/core';
 import { type Client, createClient, type Transaction } from '@libsql/client';
 import { ADAPTER, isBusyError } from './errors.ts';
@@ -12,14 +13,53 @@ export function isMemoryUrl(url: string): boolean {
   return url === ':memory:' || url === 'file::memory:' || url.startsWith('file::memory:?');
 }
 
+/** Runs tasks one at a time, in call order. */
+class SerialQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(task);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  /** Resolves once every task queued so far has settled. */
+  drained(): Promise<void> {
+    return this.tail.then(() => undefined);
+  }
+}
+
+/**
+ * One queue per database file for the whole process, shared by every store opened on that file:
+ * a transaction of one store and a statement of another store in the same process would
+ * otherwise wait on each other inside the synchronous engine until the busy timeout.
+ */
+const fileQueues = new Map<string, SerialQueue>();
+
+function queueFor(source: ClientSource, embedded: boolean, processLocal: boolean): SerialQueue | undefined {
+  if (!embedded) return undefined;
+  if (source.kind === 'injected' || processLocal) return new SerialQueue();
+  const path = resolve(source.url.slice('file:'.length).split('?')[0] ?? '');
+  let queue = fileQueues.get(path);
+  if (!queue) {
+    queue = new SerialQueue();
+    fileQueues.set(path, queue);
+  }
+  return queue;
+}
+
 /**
  * Owns the store's `@libsql/client` and every rule about using it safely:
  *
  * - The client is created lazily with a busy timeout (`timeout`); `file:` databases are switched
  *   to WAL so that readers and the one writer do not block each other.
- * - On embedded databases (`file:`, `:memory:`) the store's operations run one at a time: the
- *   engine is synchronous, and a second connection of this process waiting for a lock held by a
- *   transaction of this same process could only time out.
+ * - On embedded databases (`file:`, `:memory:`) operations run one at a time, across every
+ *   store of this process opened on the same file: the engine is synchronous, so a connection
+ *   of this process waiting for a lock held by another connection of this same process would
+ *   block the very event loop that has to release it, and could only time out.
  * - A client whose statement failed with `SQLITE_BUSY` is never used again: `@libsql/client`
  *   reports later writes on such a client as successful without ever committing them. An owned
  *   client is closed and replaced by a new one; an injected one is reconnected (all its
@@ -28,11 +68,13 @@ export function isMemoryUrl(url: string): boolean {
 export class Connection {
   private client: Client | undefined;
   private opening: Promise<Client> | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly queue: SerialQueue | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly source: ClientSource) {}
+  constructor(private readonly source: ClientSource) {
+    this.queue = queueFor(source, this.embedded, this.processLocal);
+  }
 
   /** True when the data lives only inside this process (`:memory:`). */
   get processLocal(): boolean {
@@ -47,10 +89,7 @@ export class Connection {
 
   /** Runs `fn` with the client; one operation at a time on embedded databases. */
   use<T>(fn: (client: Client) => Promise<T>): Promise<T> {
-    if (!this.embedded) return this.attempt(fn);
-    const run = this.queue.then(() => this.attempt(fn));
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.queue ? this.queue.run(() => this.attempt(fn)) : this.attempt(fn);
   }
 
   /** Runs `fn` in a write transaction (`BEGIN IMMEDIATE` when embedded) and commits it. */
@@ -73,7 +112,7 @@ export class Connection {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.queue;
+      await this.queue?.drained();
       this.closed = true;
       const client = this.client;
       this.client = undefined;

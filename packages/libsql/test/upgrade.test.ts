@@ -1,0 +1,126 @@
+import { isMemoryError } from '@engram/core';
+import { LibSQLStore, MIGRATIONS, SCHEMA_VERSION } from '@engram/libsql';
+import { createClient } from '@libsql/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate } from '../src/migrations.ts';
+import { tempDir } from './helpers.ts';
+
+describe('libsql: versioned migrations', () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  function dbFile(): string {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    return `file:${dir}/upgrade.db`;
+  }
+
+  it('has more than one migration, so upgrades are exercised', () => {
+    expect(SCHEMA_VERSION).toBe(MIGRATIONS.length);
+    expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
+  });
+
+  it('upgrades a database created with the first migration only, keeping its rows', async () => {
+    const url = dbFile();
+    const old = createClient({ url });
+    await migrate(old, 1);
+    const t = Date.UTC(2024, 0, 2, 3, 4, 5, 678);
+    await old.batch(
+      [
+        {
+          sql: 'INSERT INTO engram_threads VALUES (?, ?, ?, ?, ?, ?)',
+          args: ['th-1', 'user-1', 'Old thread', '{"topic":"v1"}', t, t],
+        },
+        {
+          sql: 'INSERT INTO engram_messages VALUES (?, ?, ?, ?, ?, ?)',
+          args: ['msg-1', 'th-1', 'user-1', 'user', '"hello from v1"', t],
+        },
+        {
+          sql: 'INSERT INTO engram_resources VALUES (?, ?, ?, ?, ?)',
+          args: ['user-1', '# Notes\n- likes tea', '{}', t, t],
+        },
+      ],
+      'write',
+    );
+    const columnsBefore = await old.execute("SELECT name FROM pragma_table_info('engram_messages')");
+    expect(columnsBefore.rows.map((r) => r.name)).not.toContain('type');
+    old.close();
+
+    const store = new LibSQLStore({ url });
+    await store.init();
+    await store.init();
+
+    expect(await store.getThreadById({ threadId: 'th-1' })).toEqual({
+      id: 'th-1',
+      resourceId: 'user-1',
+      title: 'Old thread',
+      metadata: { topic: 'v1' },
+      createdAt: new Date(t),
+      updatedAt: new Date(t),
+    });
+    const { messages } = await store.listMessages({ threadId: 'th-1' });
+    expect(messages).toEqual([
+      {
+        id: 'msg-1',
+        threadId: 'th-1',
+        resourceId: 'user-1',
+        role: 'user',
+        content: 'hello from v1',
+        type: 'text',
+        createdAt: new Date(t),
+      },
+    ]);
+    expect((await store.getResourceById({ resourceId: 'user-1' }))?.workingMemory).toBe('# Notes\n- likes tea');
+
+    // New writes use the new column.
+    await store.saveMessages([
+      { id: 'msg-2', threadId: 'th-1', resourceId: 'user-1', role: 'assistant', content: 'hi', type: 'v2', createdAt: new Date(t + 1) },
+    ]);
+    expect((await store.listMessagesById({ ids: ['msg-2'] }))[0]?.type).toBe('v2');
+    await store.close();
+
+    const check = createClient({ url });
+    try {
+      const versions = await check.execute('SELECT version, name FROM engram_migrations ORDER BY version');
+      expect(versions.rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
+      const indexes = await check.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'engram_threads'");
+      expect(indexes.rows.map((r) => r.name)).toContain('engram_threads_resource_created_id');
+    } finally {
+      check.close();
+    }
+  });
+
+  it('applies each migration once when several stores initialise the same file at once', async () => {
+    const url = dbFile();
+    const stores = Array.from({ length: 4 }, () => new LibSQLStore({ url }));
+    await Promise.all(stores.map((s) => s.init()));
+    await Promise.all(stores.map((s) => s.close()));
+    const check = createClient({ url });
+    try {
+      const versions = await check.execute('SELECT version FROM engram_migrations ORDER BY version');
+      expect(versions.rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
+    } finally {
+      check.close();
+    }
+  });
+
+  it('refuses a database written by a newer schema version with MIGRATION', async () => {
+    const url = dbFile();
+    const store = new LibSQLStore({ url });
+    await store.init();
+    await store.close();
+    const client = createClient({ url });
+    await client.execute({
+      sql: 'INSERT INTO engram_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+      args: [SCHEMA_VERSION + 1, 'from the future', Date.now()],
+    });
+    client.close();
+    const newer = new LibSQLStore({ url });
+    const error = await newer.init().catch((e: unknown) => e);
+    expect(isMemoryError(error, 'MIGRATION')).toBe(true);
+    expect(String(error)).toMatch(/newer/);
+    await newer.close();
+  });
+});
