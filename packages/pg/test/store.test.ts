@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   InMemoryStore,
+  type JsonValue,
   MemoryError,
   type MemoryStorage,
   type Message,
@@ -71,7 +72,7 @@ describePg('PostgresStore', (url) => {
       expect(got).toEqual(t);
       expect(Object.hasOwn(got!.metadata, '__proto__')).toBe(true);
 
-      const contents = [
+      const contents: JsonValue[] = [
         'plain',
         42,
         -0.5,
