@@ -1,3 +1,78 @@
+export { readMemoryIds } from './agent/context.ts';
+export {
+  type HistoryHost,
+  messagesToSave,
+  recallHistory,
+  STRIPPED_TOOL_NAMES,
+  stripWorkingMemoryToolParts,
+} from './agent/history.ts';
+export {
+  type InstructionOptions,
+  renderData,
+  renderTemplate,
+  type WorkingMemoryToolName,
+  workingMemoryInstructions,
+} from './agent/instructions.ts';
+export {
+  assertObjectSchema,
+  type JsonSchemaObject,
+  PROVIDER_SAFE_RULES,
+  providerSafetyViolations,
+  toMergePatchSchema,
+  toProviderSafeSchema,
+} from './agent/json-schema-rules.ts';
+export {
+  insertSystemMessage,
+  MEMORY_SOURCE,
+  type ProcessInputArgs,
+  WorkingMemory,
+  type WorkingMemoryProcessorOptions,
+} from './agent/processor.ts';
+export {
+  assertStateSignalConfig,
+  createStateSignal,
+  latestStateSignal,
+  readStateSignal,
+  STATE_MESSAGE_TYPE,
+  shouldEmitStateSignal,
+  stateSignalMessage,
+  stateSignalText,
+  WORKING_MEMORY_STATE_ID,
+  WorkingMemoryState,
+  type WorkingMemoryStateOptions,
+  type WorkingMemoryStateSignal,
+  workingMemoryCacheKey,
+} from './agent/state-signal.ts';
+export { emptyShape } from './agent/template.ts';
+export {
+  createWorkingMemoryTool,
+  getWorkingMemoryTools,
+  type WorkingMemoryTool,
+  type WorkingMemoryToolCallContext,
+  type WorkingMemoryToolMode,
+  type WorkingMemoryToolOptions,
+  type WorkingMemoryToolResult,
+  workingMemoryToolMode,
+} from './agent/tool.ts';
+export type {
+  AgentLogger,
+  AgentMessage,
+  MemoryIds,
+  MessageListLike,
+  RequestContextLike,
+  WorkingMemoryFormat,
+  WorkingMemoryHost,
+  WorkingMemoryTemplateProvider,
+} from './agent/types.ts';
+export {
+  applyVNextEdit,
+  normalizeText,
+  parseVNextInput,
+  VNEXT_UPDATE_REASONS,
+  type VNextInput,
+  type VNextOutcome,
+  type VNextUpdateReason,
+} from './agent/vnext.ts';
 export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
 export {
   Memory,

@@ -1,0 +1,81 @@
+import type { JsonValue, Message, MessageRole } from '../storage/records.ts';
+import { isPlainObject } from '../storage/validate.ts';
+
+/**
+ * Tool names whose calls and results are dropped when a turn is saved. `setWorkingMemory` (the
+ * state-signal tool) is kept on purpose: its calls stay in the history as an audit trail.
+ */
+export const STRIPPED_TOOL_NAMES: readonly string[] = ['updateWorkingMemory'];
+
+function toolNameOf(part: Record<string, unknown>): string | undefined {
+  if (typeof part.toolName === 'string') return part.toolName;
+  const invocation = part.toolInvocation;
+  if (isPlainObject(invocation) && typeof invocation.toolName === 'string') return invocation.toolName;
+  if (typeof part.type === 'string' && part.type.startsWith('tool-')) return part.type.slice('tool-'.length);
+  return undefined;
+}
+
+function isStrippedPart(part: unknown): boolean {
+  if (!isPlainObject(part)) return false;
+  const name = toolNameOf(part);
+  return name !== undefined && STRIPPED_TOOL_NAMES.includes(name);
+}
+
+/**
+ * Removes working-memory tool calls and results from a message content: a parts array, or the
+ * `{ format: 2, parts }` shape. Returns `null` when nothing is left; other content is returned
+ * unchanged.
+ */
+export function stripWorkingMemoryToolParts(content: JsonValue): JsonValue | null {
+  if (Array.isArray(content)) {
+    const kept = content.filter((part) => !isStrippedPart(part));
+    if (kept.length === content.length) return content;
+    return kept.length === 0 ? null : kept;
+  }
+  if (isPlainObject(content) && Array.isArray(content.parts)) {
+    const parts = stripWorkingMemoryToolParts(content.parts);
+    if (parts === content.parts) return content;
+    return parts === null ? null : { ...content, parts };
+  }
+  return content;
+}
+
+/**
+ * The messages of a turn as they should be saved: system messages (including the working-memory
+ * message) are dropped, and so are the working-memory tool calls and results; a message left
+ * with nothing is dropped whole. State-signal messages are kept. Inputs are not mutated.
+ */
+export function messagesToSave<T extends { role: MessageRole; content: JsonValue }>(
+  messages: readonly T[],
+): T[] {
+  const out: T[] = [];
+  for (const message of messages) {
+    if (message.role === 'system') continue;
+    const content = stripWorkingMemoryToolParts(message.content);
+    if (content === null) continue;
+    out.push(content === message.content ? message : { ...message, content });
+  }
+  return out;
+}
+
+/** The part of `Memory` that message history needs. */
+export interface HistoryHost {
+  recall(args: { threadId: string; resourceId?: string; last?: number | false }): Promise<Message[]>;
+}
+
+/**
+ * The history to show the model: the `lastMessages` newest messages of a thread (the memory's
+ * option unless `last` is given; `false` means all), in chronological order, without system
+ * messages and working-memory tool calls.
+ */
+export async function recallHistory(
+  memory: HistoryHost,
+  args: { threadId: string; resourceId?: string; last?: number | false },
+): Promise<Message[]> {
+  const messages = await memory.recall({
+    threadId: args.threadId,
+    resourceId: args.resourceId,
+    last: args.last,
+  });
+  return messagesToSave(messages);
+}

@@ -1,0 +1,308 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type AgentMessage,
+  defaultWorkingMemoryTemplate,
+  InMemoryStore,
+  isMemoryError,
+  MEMORY_SOURCE,
+  Memory,
+  WorkingMemory,
+} from '../src/index.ts';
+
+const TEMPLATE = '# Profile\n- Name:\n- City:\n';
+
+function ids() {
+  const n = Math.random().toString(36).slice(2);
+  return { threadId: `t-${n}`, resourceId: `r-${n}` };
+}
+
+async function setup() {
+  const storage = new InMemoryStore();
+  await storage.init();
+  const { threadId, resourceId } = ids();
+  const now = new Date();
+  await storage.saveThread({
+    id: threadId,
+    resourceId,
+    title: '',
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
+  return { storage, threadId, resourceId };
+}
+
+/** The text between the data tags. */
+function dataBlock(content: string): string {
+  const match = /<working_memory_data format="\w+">\n([\s\S]*?)\n<\/working_memory_data>/.exec(content);
+  expect(match).not.toBeNull();
+  return match![1]!;
+}
+
+const user: AgentMessage = { role: 'user', content: 'hello' };
+
+/** The one memory message a processor added, and a check that exactly one was added. */
+function memoryMessage(result: unknown): AgentMessage & { content: string } {
+  expect(Array.isArray(result)).toBe(true);
+  const added = (result as AgentMessage[]).filter((m) => m.source === MEMORY_SOURCE);
+  expect(added).toHaveLength(1);
+  expect(added[0]!.role).toBe('system');
+  expect(typeof added[0]!.content).toBe('string');
+  return added[0] as AgentMessage & { content: string };
+}
+
+describe('WorkingMemory processor', () => {
+  it('has the documented id, name and default template', async () => {
+    const { storage } = await setup();
+    const processor = new WorkingMemory({ storage });
+    expect(processor.id).toBe('working-memory');
+    expect(processor.name).toBe('WorkingMemory');
+    expect(processor.defaultWorkingMemoryTemplate).toBe(defaultWorkingMemoryTemplate);
+    expect(processor.defaultWorkingMemoryTemplate).toMatch(/First Name[\s\S]*Last Name[\s\S]*Location/);
+  });
+
+  it('markdown, empty memory: guidance, the default template, and no "null"', async () => {
+    const { storage, threadId, resourceId } = await setup();
+    const processor = new WorkingMemory({ storage });
+    const out = await processor.processInput({ messages: [user], requestContext: { threadId, resourceId } });
+    const message = memoryMessage(out);
+    expect(message.content).toContain('updateWorkingMemory');
+    expect(message.content).toContain('replaces the whole document');
+    expect(message.content).toContain(defaultWorkingMemoryTemplate);
+    expect(message.content).toContain('nothing has been stored yet');
+    expect(message.content).not.toMatch(/\bnull\b/);
+    expect((out as AgentMessage[]).at(-1)).toBe(user);
+  });
+
+  it('markdown with data: template and the stored document', async () => {
+    const { storage, threadId, resourceId } = await setup();
+    await storage.updateResource({ resourceId, workingMemory: '# Profile\n- Name: Sam\n- City: Berlin\n' });
+    const processor = new WorkingMemory({ storage, template: { format: 'markdown', content: TEMPLATE } });
+    const message = memoryMessage(
+      await processor.processInput({
+        messages: [user],
+        requestContext: new Map([['resourceId', resourceId]]),
+      }),
+    );
+    expect(message.content).toContain(
+      '<working_memory_template format="markdown">\n# Profile\n- Name:\n- City:\n',
+    );
+    expect(message.content).toContain('- Name: Sam\n- City: Berlin');
+    expect(message.content).not.toContain(defaultWorkingMemoryTemplate);
+    expect(threadId).toBeTruthy();
+  });
+
+  it('JSON: guidance on merging, an empty object shaped like the schema, and the data', async () => {
+    const { storage, resourceId } = await setup();
+    const schema = {
+      type: 'object',
+      properties: {
+        name: { type: 'string' },
+        age: { type: 'integer' },
+        tags: { type: 'array', items: { type: 'string' } },
+        prefs: { type: 'object', properties: { tone: { type: 'string' }, emails: { type: 'boolean' } } },
+      },
+    };
+    const processor = new WorkingMemory({
+      storage,
+      template: { format: 'json', content: JSON.stringify(schema) },
+    });
+    const empty = memoryMessage(
+      await processor.processInput({ messages: [user], requestContext: { resourceId } }),
+    );
+    const shape = JSON.stringify({ name: '', age: 0, tags: [], prefs: { tone: '', emails: false } }, null, 2);
+    expect(empty.content).toContain(shape);
+    expect(empty.content).toContain('null` deletes a field');
+    expect(empty.content).toContain('<working_memory_data format="json">\n{}\n</working_memory_data>');
+    expect(empty.content).not.toContain('"type": "string"');
+
+    await storage.updateResource({
+      resourceId,
+      workingMemory: JSON.stringify({ name: 'Sam', prefs: { tone: 'dry' } }),
+    });
+    const full = memoryMessage(
+      await processor.processInput({ messages: [user], requestContext: { resourceId } }),
+    );
+    expect(full.content).toContain(JSON.stringify({ name: 'Sam', prefs: { tone: 'dry' } }, null, 2));
+  });
+
+  it('JSON: a field map template and a stored "null" both render without null', async () => {
+    const { storage, resourceId } = await setup();
+    await storage.updateResource({ resourceId, workingMemory: 'null' });
+    const processor = new WorkingMemory({
+      storage,
+      template: {
+        format: 'json',
+        content: JSON.stringify({
+          user: { name: { type: 'string' }, preferences: { type: 'object' }, goals: { type: 'array' } },
+        }),
+      },
+    });
+    const message = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { resourceId } }),
+    );
+    expect(message.content).toContain(
+      JSON.stringify({ user: { name: '', preferences: {}, goals: [] } }, null, 2),
+    );
+    expect(dataBlock(message.content)).toBe('{}');
+  });
+
+  it('read-only: only the data and a note that it cannot be changed', async () => {
+    const { storage, resourceId } = await setup();
+    await storage.updateResource({ resourceId, workingMemory: '- Name: Sam' });
+    const processor = new WorkingMemory({
+      storage,
+      readOnly: true,
+      template: { format: 'markdown', content: TEMPLATE },
+    });
+    const message = memoryMessage(
+      await processor.processInput({ messages: [user], requestContext: { resourceId } }),
+    );
+    expect(message.content).toContain('- Name: Sam');
+    expect(message.content).toContain('cannot be changed');
+    expect(message.content).not.toContain('- City:');
+    expect(message.content).not.toContain('updateWorkingMemory');
+    expect(message.content).not.toContain('Guidelines');
+  });
+
+  it('read-only with nothing stored renders no "null", in both formats', async () => {
+    const { storage, resourceId } = await setup();
+    for (const format of ['markdown', 'json'] as const) {
+      const processor = new WorkingMemory({ storage, readOnly: true, template: { format, content: '{}' } });
+      const message = memoryMessage(
+        await processor.processInput({ messages: [], requestContext: { resourceId } }),
+      );
+      expect(message.content).not.toMatch(/\bnull\b/);
+      expect(dataBlock(message.content)).toBe(
+        format === 'json' ? '{}' : '(empty: nothing has been stored yet)',
+      );
+      expect(message.content).toContain('read-only');
+    }
+  });
+
+  it('vnext: guidance for append, clarify and replace by search string', async () => {
+    const { storage, resourceId } = await setup();
+    const processor = new WorkingMemory({ storage, useVNext: true });
+    const message = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { resourceId } }),
+    );
+    expect(message.content).toContain('newMemory');
+    expect(message.content).toContain('append-new-memory');
+    expect(message.content).toContain('clarify-existing-memory');
+    expect(message.content).toContain('searchString');
+    expect(message.content).not.toContain('replaces the whole document');
+  });
+
+  it('state signals: guidance and template only, naming setWorkingMemory', async () => {
+    const { storage, resourceId } = await setup();
+    await storage.updateResource({ resourceId, workingMemory: 'SECRET-DATA' });
+    const processor = new WorkingMemory({ storage, useStateSignals: true });
+    const message = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { resourceId } }),
+    );
+    expect(message.content).toContain('setWorkingMemory');
+    expect(message.content).toContain('state signal');
+    expect(message.content).not.toContain('SECRET-DATA');
+    expect(() => new WorkingMemory({ storage, useStateSignals: true, useVNext: true })).toThrow(/vnext/);
+  });
+
+  it('thread scope reads the thread metadata and never the resource memory', async () => {
+    const { storage, threadId, resourceId } = await setup();
+    await storage.updateResource({ resourceId, workingMemory: 'RESOURCE-MEMORY' });
+    await storage.updateThread({ id: threadId, metadata: { workingMemory: 'THREAD-MEMORY' } });
+    const other = `${threadId}-other`;
+    const now = new Date();
+    await storage.saveThread({
+      id: other,
+      resourceId,
+      title: '',
+      metadata: {},
+      createdAt: now,
+      updatedAt: now,
+    });
+    const processor = new WorkingMemory({ storage, scope: 'thread' });
+    const mine = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { threadId, resourceId } }),
+    );
+    expect(mine.content).toContain('THREAD-MEMORY');
+    expect(mine.content).not.toContain('RESOURCE-MEMORY');
+    const theirs = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { threadId: other, resourceId } }),
+    );
+    expect(theirs.content).not.toContain('THREAD-MEMORY');
+    expect(theirs.content).not.toContain('RESOURCE-MEMORY');
+    // A thread asked for under another resource is not shown.
+    const foreign = memoryMessage(
+      await processor.processInput({
+        messages: [],
+        requestContext: { threadId, resourceId: 'someone-else' },
+      }),
+    );
+    expect(foreign.content).not.toContain('THREAD-MEMORY');
+  });
+
+  it('resolves the template: provider, then option, then default', async () => {
+    const { storage, resourceId } = await setup();
+    const option = { format: 'markdown' as const, content: '# FROM-OPTION\n' };
+    const provider = {
+      getWorkingMemoryTemplate: async () => ({ format: 'markdown' as const, content: '# FROM-PROVIDER\n' }),
+    };
+    const nullProvider = { getWorkingMemoryTemplate: async () => null };
+    const run = async (p: WorkingMemory) =>
+      memoryMessage(await p.processInput({ messages: [], requestContext: { resourceId } })).content;
+    expect(await run(new WorkingMemory({ storage, template: option, templateProvider: provider }))).toContain(
+      'FROM-PROVIDER',
+    );
+    expect(
+      await run(new WorkingMemory({ storage, template: option, templateProvider: nullProvider })),
+    ).toContain('FROM-OPTION');
+    expect(await run(new WorkingMemory({ storage }))).toContain('First Name');
+    // A Memory is a template provider.
+    const memory = new Memory({ storage, options: { workingMemory: { template: '# FROM-MEMORY\n' } } });
+    expect(await run(new WorkingMemory({ storage, templateProvider: memory }))).toContain('FROM-MEMORY');
+  });
+
+  it('adds to a message list when one is given', async () => {
+    const { storage, resourceId } = await setup();
+    const added: [unknown, string | undefined][] = [];
+    const messageList = { addSystem: (message: unknown, tag?: string) => added.push([message, tag]) };
+    const out = await new WorkingMemory({ storage }).processInput({
+      messages: [user],
+      messageList,
+      requestContext: { resourceId },
+    });
+    expect(out).toBe(messageList);
+    expect(added).toHaveLength(1);
+    expect(added[0]![1]).toBe('memory');
+    expect((added[0]![0] as AgentMessage).source).toBe('memory');
+  });
+
+  it('places the message after leading system messages and never mutates the input', async () => {
+    const { storage, resourceId } = await setup();
+    const instructions: AgentMessage = { role: 'system', content: 'You are helpful.' };
+    const input = [instructions, user];
+    const out = (await new WorkingMemory({ storage }).processInput({
+      messages: input,
+      requestContext: { resourceId },
+    })) as AgentMessage[];
+    expect(out).toHaveLength(3);
+    expect(out[0]).toBe(instructions);
+    expect(out[1]!.source).toBe('memory');
+    expect(out[2]).toBe(user);
+    expect(input).toHaveLength(2);
+  });
+
+  it('without ids returns the messages unchanged; resource scope without a resourceId is an error', async () => {
+    const { storage, threadId } = await setup();
+    const processor = new WorkingMemory({ storage });
+    const messages = [user];
+    expect(await processor.processInput({ messages })).toBe(messages);
+    expect(await processor.processInput({ messages, requestContext: new Map() })).toBe(messages);
+    const error = await processor.processInput({ messages, requestContext: { threadId } }).catch((e) => e);
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    const bad = await processor
+      .processInput({ messages, requestContext: { resourceId: { $gt: '' } } })
+      .catch((e) => e);
+    expect(isMemoryError(bad, 'INVALID_ARGUMENT')).toBe(true);
+  });
+});
