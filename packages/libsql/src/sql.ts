@@ -1,5 +1,5 @@
 import type { DateRange, Direction, JsonObject, JsonValue, NormalizedListThreads } from '@engram/core';
-import type { InStatement, InValue } from '@libsql/client';
+import type { InValue } from '@libsql/client';
 
 /** Table names. Prefixed so engram can share a database with an application's own tables. */
 export const TABLES = {
@@ -10,6 +10,12 @@ export const TABLES = {
 } as const;
 
 const { threads, messages, resources } = TABLES;
+
+/** One SQL statement with positional arguments. */
+export interface Statement {
+  sql: string;
+  args: InValue[];
+}
 
 export const THREAD_COLUMNS = 'id, resource_id, title, metadata, created_at, updated_at';
 export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, created_at';
@@ -30,12 +36,12 @@ export function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');
 }
 
-export const selectThread = (id: string): InStatement => ({
+export const selectThread = (id: string): Statement => ({
   sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE id = ?`,
   args: [id],
 });
 
-export const upsertThread = (row: InValue[]): InStatement => ({
+export const upsertThread = (row: InValue[]): Statement => ({
   sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title,
           metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at`,
@@ -47,38 +53,38 @@ export const updateThreadRow = (
   title: string,
   metadata: string,
   updatedAt: number,
-): InStatement => ({
+): Statement => ({
   sql: `UPDATE ${threads} SET title = ?, metadata = ?, updated_at = ? WHERE id = ?`,
   args: [title, metadata, updatedAt, id],
 });
 
-export const touchThreads = (ids: string[], now: number): InStatement => ({
+export const touchThreads = (ids: string[], now: number): Statement => ({
   sql: `UPDATE ${threads} SET updated_at = ? WHERE id IN (${placeholders(ids.length)})`,
   args: [now, ...ids],
 });
 
-export const selectThreadOwners = (ids: string[]): InStatement => ({
+export const selectThreadOwners = (ids: string[]): Statement => ({
   sql: `SELECT id, resource_id FROM ${threads} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
 });
 
-export const deleteThreadStatements = (id: string): InStatement[] => [
+export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${messages} WHERE thread_id = ?`, args: [id] },
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
 
-export const selectMessagesByIds = (ids: string[]): InStatement => ({
+export const selectMessagesByIds = (ids: string[]): Statement => ({
   sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} WHERE id IN (${placeholders(ids.length)})
         ORDER BY created_at, id`,
   args: ids,
 });
 
-export const selectMessageThreads = (ids: string[]): InStatement => ({
+export const selectMessageThreads = (ids: string[]): Statement => ({
   sql: `SELECT id, thread_id FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
 });
 
-export const upsertMessage = (row: InValue[]): InStatement => ({
+export const upsertMessage = (row: InValue[]): Statement => ({
   sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id,
           role = excluded.role, content = excluded.content, type = excluded.type,
@@ -86,17 +92,17 @@ export const upsertMessage = (row: InValue[]): InStatement => ({
   args: row,
 });
 
-export const deleteMessagesByIds = (ids: string[]): InStatement => ({
+export const deleteMessagesByIds = (ids: string[]): Statement => ({
   sql: `DELETE FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
 });
 
-export const selectResource = (id: string): InStatement => ({
+export const selectResource = (id: string): Statement => ({
   sql: `SELECT ${RESOURCE_COLUMNS} FROM ${resources} WHERE id = ?`,
   args: [id],
 });
 
-export const upsertResource = (row: InValue[]): InStatement => ({
+export const upsertResource = (row: InValue[]): Statement => ({
   sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,
           metadata = excluded.metadata, updated_at = excluded.updated_at`,
@@ -154,7 +160,7 @@ export function needsJsFilter(metadata: JsonObject | undefined): boolean {
 export function listThreadsStatements(
   args: NormalizedListThreads,
   limit?: { limit: number; offset: number },
-): { rows: InStatement; count: InStatement } {
+): { rows: Statement; count: Statement } {
   const filter = threadFilter(args);
   const column = args.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
   const order = `ORDER BY ${column} ${args.direction}, id ${args.direction}`;
@@ -189,7 +195,7 @@ export function messagePageStatements(args: {
   direction: Direction;
   dateRange?: DateRange;
   limit?: { limit: number; offset: number };
-}): { rows: InStatement; count: InStatement } {
+}): { rows: Statement; count: Statement } {
   const clauses = ['thread_id = ?'];
   const values: InValue[] = [args.threadId];
   if (args.resourceId !== undefined) {
@@ -220,7 +226,7 @@ export function includeWindowStatement(window: {
   before: number;
   after: number;
   resourceId?: string;
-}): InStatement {
+}): Statement {
   const scoped = window.resourceId !== undefined;
   const scope = scoped ? ' AND m.resource_id = ?' : '';
   const scopeArgs: InValue[] = scoped ? [window.resourceId as string] : [];

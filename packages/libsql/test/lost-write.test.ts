@@ -43,7 +43,14 @@ describe('libsql: no write reported successful is lost after SQLITE_BUSY', () =>
       try {
         // Alternate a plain upsert and a write transaction: both paths must survive the trap.
         if (i % 2 === 0) {
-          await store.saveThread({ id, resourceId: 'r', title: id, metadata: {}, createdAt: now, updatedAt: now });
+          await store.saveThread({
+            id,
+            resourceId: 'r',
+            title: id,
+            metadata: {},
+            createdAt: now,
+            updatedAt: now,
+          });
         } else {
           await store.updateResource({ resourceId: id, metadata: { i } });
         }
@@ -58,7 +65,6 @@ describe('libsql: no write reported successful is lost after SQLITE_BUSY', () =>
     }
     expect(await done).toBe(0);
     await store.close();
-
 
     const fresh = createClient({ url: `file:${file}` });
     try {

@@ -72,11 +72,21 @@ describe('libsql: versioned migrations', () => {
         createdAt: new Date(t),
       },
     ]);
-    expect((await store.getResourceById({ resourceId: 'user-1' }))?.workingMemory).toBe('# Notes\n- likes tea');
+    expect((await store.getResourceById({ resourceId: 'user-1' }))?.workingMemory).toBe(
+      '# Notes\n- likes tea',
+    );
 
     // New writes use the new column.
     await store.saveMessages([
-      { id: 'msg-2', threadId: 'th-1', resourceId: 'user-1', role: 'assistant', content: 'hi', type: 'v2', createdAt: new Date(t + 1) },
+      {
+        id: 'msg-2',
+        threadId: 'th-1',
+        resourceId: 'user-1',
+        role: 'assistant',
+        content: 'hi',
+        type: 'v2',
+        createdAt: new Date(t + 1),
+      },
     ]);
     expect((await store.listMessagesById({ ids: ['msg-2'] }))[0]?.type).toBe('v2');
     await store.close();
@@ -85,7 +95,9 @@ describe('libsql: versioned migrations', () => {
     try {
       const versions = await check.execute('SELECT version, name FROM engram_migrations ORDER BY version');
       expect(versions.rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
-      const indexes = await check.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'engram_threads'");
+      const indexes = await check.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'engram_threads'",
+      );
       expect(indexes.rows.map((r) => r.name)).toContain('engram_threads_resource_created_id');
     } finally {
       check.close();

@@ -1,0 +1,253 @@
+import { isMemoryError, type Thread } from '@engram/core';
+import { LibSQLStore } from '@engram/libsql';
+import { createClient } from '@libsql/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { messagePageStatements } from '../src/sql.ts';
+import { exited, runScript, tempDir, waitForLine } from './helpers.ts';
+
+const cleanups: Array<() => void | Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function fileUrl(): { url: string; file: string } {
+  const { dir, cleanup } = tempDir();
+  cleanups.push(cleanup);
+  const file = `${dir}/store.db`;
+  return { url: `file:${file}`, file };
+}
+
+async function open(url: string): Promise<LibSQLStore> {
+  const store = new LibSQLStore({ url });
+  cleanups.push(() => store.close());
+  await store.init();
+  return store;
+}
+
+function thread(id: string, resourceId: string, at: number, metadata: Thread['metadata'] = {}): Thread {
+  return { id, resourceId, title: id, metadata, createdAt: new Date(at), updatedAt: new Date(at) };
+}
+
+describe('libsql: options', () => {
+  it('rejects missing or malformed options with INVALID_ARGUMENT', () => {
+    const bad: unknown[] = [
+      undefined,
+      {},
+      { url: '' },
+      { url: 'file:x.db', busyTimeoutMs: 0 },
+      { url: 'file:x.db', busyTimeoutMs: 1.5 },
+    ];
+    for (const options of bad) {
+      let error: unknown;
+      try {
+        new LibSQLStore(options as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    }
+  });
+
+  it('reports an unsupported URL as INVALID_ARGUMENT on first use', async () => {
+    const store = new LibSQLStore({ url: 'ftp://example.com/db' });
+    const error = await store.init().catch((e: unknown) => e);
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    expect((error as Error).message).toMatch(/^libsql: init failed/);
+  });
+
+  it('declares :memory: process-local and file: not', () => {
+    expect(new LibSQLStore({ url: ':memory:' }).processLocal).toBe(true);
+    expect(new LibSQLStore({ url: 'file:x.db' }).processLocal).toBe(false);
+    expect(new LibSQLStore({ url: ':memory:' }).supportsAtomicWorkingMemoryMerge).toBe(true);
+  });
+
+  it('gives each :memory: store its own database', async () => {
+    const a = await open(':memory:');
+    const b = await open(':memory:');
+    await a.saveThread(thread('t', 'r', 1));
+    expect(await a.getThreadById({ threadId: 't' })).not.toBeNull();
+    expect(await b.getThreadById({ threadId: 't' })).toBeNull();
+  });
+});
+
+describe('libsql: storage layout', () => {
+  it('stores dates as integer milliseconds and JSON as text, not double-encoded', async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    const at = Date.UTC(2025, 4, 6, 7, 8, 9, 123);
+    await store.saveThread(thread('t1', 'r1', at, { nested: { a: [1, 'x'] } }));
+    await store.saveMessages([
+      {
+        id: 'm1',
+        threadId: 't1',
+        resourceId: 'r1',
+        role: 'user',
+        content: { format: 2, parts: [{ type: 'text', text: 'hi' }] },
+        type: 'v2',
+        createdAt: new Date(at),
+      },
+    ]);
+    const raw = createClient({ url });
+    try {
+      const t = await raw.execute(
+        "SELECT typeof(created_at) AS ct, created_at, json_type(metadata) AS mt, json_extract(metadata, '$.nested.a[1]') AS x FROM engram_threads",
+      );
+      expect(t.rows[0]).toMatchObject({ ct: 'integer', created_at: at, mt: 'object', x: 'x' });
+      const m = await raw.execute(
+        'SELECT typeof(created_at) AS ct, json_type(content) AS jt FROM engram_messages',
+      );
+      expect(m.rows[0]).toMatchObject({ ct: 'integer', jt: 'object' });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('lists a thread page through the (thread_id, created_at, id) index', async () => {
+    const { url } = fileUrl();
+    await open(url);
+    const raw = createClient({ url });
+    try {
+      const { rows } = messagePageStatements({
+        threadId: 't',
+        direction: 'DESC',
+        limit: { limit: 10, offset: 0 },
+      });
+      const plan = await raw.execute({ sql: `EXPLAIN QUERY PLAN ${rows.sql}`, args: rows.args });
+      const detail = plan.rows.map((r) => String(r.detail)).join('\n');
+      expect(detail).toContain('engram_messages_thread_created_id');
+      expect(detail).not.toMatch(/TEMP B-TREE/);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('orders ids by their bytes (BINARY), like compareIds', async () => {
+    const store = await open(':memory:');
+    const ids = ['b', 'B', 'a', '_', 'é', 'Z', '10', '9', 'a:b'];
+    for (const id of ids) await store.saveThread(thread(id, 'r', 1000));
+    const { threads } = await store.listThreads({ resourceId: 'r', direction: 'ASC' });
+    const bytes = [...ids].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    expect(threads.map((t) => t.id)).toEqual(bytes);
+  });
+});
+
+describe('libsql: metadata filters', () => {
+  it('compares filter values as JSON values of the right type', async () => {
+    const store = await open(':memory:');
+    await store.saveThread(thread('n', 'r', 1, { v: 1 }));
+    await store.saveThread(thread('s', 'r', 2, { v: '1' }));
+    await store.saveThread(thread('b', 'r', 3, { v: true }));
+    await store.saveThread(thread('z', 'r', 4, { v: null }));
+    await store.saveThread(thread('o', 'r', 5, { v: { a: 1, b: [2, { c: 3 }] } }));
+    await store.saveThread(thread('k', 'r', 6, { 'a.b': 'dot', 'q"k': 'quote', $: 'dollar' }));
+    const ids = async (metadata: Thread['metadata']) =>
+      (await store.listThreads({ metadata, direction: 'ASC' })).threads.map((t) => t.id);
+    expect(await ids({ v: 1 })).toEqual(['n']);
+    expect(await ids({ v: '1' })).toEqual(['s']);
+    expect(await ids({ v: true })).toEqual(['b']);
+    expect(await ids({ v: null })).toEqual(['z']);
+    expect(await ids({ v: { b: [2, { c: 3 }], a: 1 } })).toEqual(['o']);
+    expect(await ids({ v: { a: 1 } })).toEqual([]);
+    expect(await ids({ 'a.b': 'dot', 'q"k': 'quote', $: 'dollar' })).toEqual(['k']);
+    expect(await ids({ missing: null })).toEqual([]);
+    const page = await store.listThreads({ metadata: { v: { a: 1, b: [2, { c: 3 }] } }, perPage: 0 });
+    expect(page).toMatchObject({ threads: [], total: 1 });
+  });
+});
+
+describe('libsql: locking', () => {
+  it('waits for a write lock held by another process instead of failing', async () => {
+    const { url, file } = fileUrl();
+    const store = await open(url);
+    const holder = runScript('./fixtures/hold-write-lock.ts', { ENGRAM_LIBSQL_FILE: file, HOLD_MS: '300' });
+    await waitForLine(holder, 'locked');
+    const started = Date.now();
+    await store.updateResource({ resourceId: 'r', metadata: { waited: true } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    expect(await exited(holder)).toBe(0);
+    expect((await store.getResourceById({ resourceId: 'r' }))?.metadata).toEqual({ waited: true });
+  });
+
+  it('runs concurrent merges of several stores of one process on one file without deadlock', async () => {
+    const { url } = fileUrl();
+    const stores = await Promise.all([open(url), open(url), open(url)]);
+    await stores[0]!.saveThread(thread('t', 'r', 1));
+    await Promise.all(
+      stores.flatMap((store, s) =>
+        Array.from({ length: 10 }, (_, i) =>
+          Promise.all([
+            store.updateThread({ id: 't', metadata: { [`s${s}-${i}`]: i } }),
+            store.updateWorkingMemoryAtomically({
+              scope: 'resource',
+              resourceId: 'r',
+              update: (current) => `${current ?? ''}[${s}-${i}]`,
+            }),
+          ]),
+        ),
+      ),
+    );
+    const stored = await stores[1]!.getThreadById({ threadId: 't' });
+    expect(Object.keys(stored!.metadata)).toHaveLength(30);
+    const memory = (await stores[2]!.getResourceById({ resourceId: 'r' }))!.workingMemory!;
+    expect(memory.match(/\[\d-\d\]/g)).toHaveLength(30);
+  });
+});
+
+describe('libsql: lifecycle and errors', () => {
+  it('closes idempotently and then refuses work with CONNECTION', async () => {
+    const store = await open(':memory:');
+    await store.close();
+    await store.close();
+    const error = await store.getThreadById({ threadId: 't' }).catch((e: unknown) => e);
+    expect(isMemoryError(error, 'CONNECTION')).toBe(true);
+  });
+
+  it('maps a client closed underneath it to CONNECTION, never to an empty result', async () => {
+    const { url } = fileUrl();
+    const client = createClient({ url, timeout: 5000 });
+    const store = new LibSQLStore({ client });
+    await store.init();
+    await store.saveThread(thread('t', 'r', 1));
+    client.close();
+    for (const read of [
+      () => store.getThreadById({ threadId: 't' }),
+      () => store.listThreads({ resourceId: 'r' }),
+      () => store.listMessages({ threadId: 't' }),
+    ]) {
+      const error = await read().catch((e: unknown) => e);
+      expect(isMemoryError(error, 'CONNECTION')).toBe(true);
+    }
+  });
+
+  it('leaves an injected client open and gives it a busy timeout when it has none', async () => {
+    const { url } = fileUrl();
+    const client = createClient({ url });
+    cleanups.push(() => client.close());
+    const store = new LibSQLStore({ client, busyTimeoutMs: 1234 });
+    await store.init();
+    await store.close();
+    const timeout = await client.execute('PRAGMA busy_timeout');
+    expect(Number(timeout.rows[0]?.[0])).toBe(1234);
+    expect((await client.execute('SELECT COUNT(*) AS n FROM engram_threads')).rows[0]?.n).toBe(0);
+  });
+
+  it('rolls back a failed saveMessages completely', async () => {
+    const store = await open(':memory:');
+    await store.saveThread(thread('t', 'r', 1));
+    const ok = {
+      id: 'm1',
+      threadId: 't',
+      resourceId: 'r',
+      role: 'user' as const,
+      content: 'x',
+      type: 'text',
+      createdAt: new Date(5),
+    };
+    const error = await store
+      .saveMessages([ok, { ...ok, id: 'm2', threadId: 'missing' }])
+      .catch((e: unknown) => e);
+    expect(isMemoryError(error, 'NOT_FOUND')).toBe(true);
+    expect(await store.listMessagesById({ ids: ['m1'] })).toEqual([]);
+    expect((await store.getThreadById({ threadId: 't' }))?.updatedAt).toEqual(new Date(1));
+  });
+});
