@@ -1,0 +1,170 @@
+import { errorCode } from './errors.ts';
+import { TIMESTAMP_FORMAT } from './mapping.ts';
+import type { Session } from './session.ts';
+import type { JsonStorage, Statement, TableNames } from './sql.ts';
+
+/** One DDL statement and the Oracle errors that mean "already done" (so a rerun is harmless). */
+export interface MigrationStep {
+  sql: string;
+  /** e.g. `ORA-00955` (name already used) for `CREATE TABLE`. */
+  alreadyDone: readonly string[];
+}
+
+/** One schema change. Its position in `MIGRATIONS` (counting from 1) is its version. */
+export interface Migration {
+  description: string;
+  steps: (names: TableNames, json: JsonStorage) => MigrationStep[];
+}
+
+/** Oracle has no `CREATE … IF NOT EXISTS` before 23ai: these errors mean the object exists. */
+const EXISTS = ['ORA-00955'];
+const INDEX_EXISTS = ['ORA-00955', 'ORA-01408'];
+
+/** The DDL type of a metadata column: `JSON` (21c+) or a `CLOB` checked with `IS JSON`. */
+export function metadataColumn(json: JsonStorage, constraint: string): string {
+  return json === 'json'
+    ? 'metadata JSON NOT NULL'
+    : `metadata CLOB NOT NULL CONSTRAINT ${constraint} CHECK (metadata IS JSON)`;
+}
+
+/**
+ * Every schema change ever made, oldest first. Append only: a released migration is never
+ * edited, so a database at any version is upgraded by running the ones after it; later
+ * migrations add columns with `ALTER TABLE … ADD` (ORA-01430 when the column exists).
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    description: 'threads, messages and resources; messages indexed by (thread_id, created_at, id)',
+    steps: (n, json) => [
+      {
+        sql: `CREATE TABLE ${n.threads} (
+  id VARCHAR2(255 CHAR) NOT NULL,
+  resource_id VARCHAR2(255 CHAR) NOT NULL,
+  title CLOB,
+  ${metadataColumn(json, `${n.prefix}threads_metadata_json`)},
+  created_at TIMESTAMP(3) NOT NULL,
+  updated_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}threads_pk PRIMARY KEY (id)
+)`,
+        alreadyDone: EXISTS,
+      },
+      {
+        sql: `CREATE INDEX ${n.prefix}threads_resource_idx ON ${n.threads} (resource_id, created_at, id)`,
+        alreadyDone: INDEX_EXISTS,
+      },
+      {
+        sql: `CREATE TABLE ${n.messages} (
+  id VARCHAR2(255 CHAR) NOT NULL,
+  thread_id VARCHAR2(255 CHAR) NOT NULL,
+  resource_id VARCHAR2(255 CHAR) NOT NULL,
+  message_role VARCHAR2(16 CHAR) NOT NULL,
+  message_type VARCHAR2(255 CHAR),
+  content CLOB NOT NULL,
+  created_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}messages_pk PRIMARY KEY (id),
+  CONSTRAINT ${n.prefix}messages_thread_fk FOREIGN KEY (thread_id) REFERENCES ${n.threads} (id) ON DELETE CASCADE
+)`,
+        alreadyDone: EXISTS,
+      },
+      {
+        sql: `CREATE INDEX ${n.prefix}messages_thread_idx ON ${n.messages} (thread_id, created_at, id)`,
+        alreadyDone: INDEX_EXISTS,
+      },
+      {
+        sql: `CREATE TABLE ${n.resources} (
+  id VARCHAR2(255 CHAR) NOT NULL,
+  working_memory CLOB,
+  working_memory_empty NUMBER(1) DEFAULT 0 NOT NULL,
+  ${metadataColumn(json, `${n.prefix}resources_metadata_json`)},
+  created_at TIMESTAMP(3) NOT NULL,
+  updated_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}resources_pk PRIMARY KEY (id)
+)`,
+        alreadyDone: EXISTS,
+      },
+    ],
+  },
+];
+
+/** The version a fully migrated schema is at. */
+export const LATEST_VERSION = MIGRATIONS.length;
+
+/** The table that records applied versions. */
+export function createMigrationsTable(n: TableNames): MigrationStep {
+  return {
+    sql: `CREATE TABLE ${n.migrations} (
+  version NUMBER(10) NOT NULL,
+  description VARCHAR2(400 CHAR) NOT NULL,
+  applied_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}migrations_pk PRIMARY KEY (version)
+)`,
+    alreadyDone: EXISTS,
+  };
+}
+
+/** `SELECT` of the applied versions. */
+export function selectAppliedVersions(n: TableNames): Statement {
+  return { sql: `SELECT version FROM ${n.migrations} ORDER BY version`, binds: {} };
+}
+
+/** `INSERT` recording one version (ORA-00001 when a concurrent `init` recorded it first). */
+export function insertAppliedVersion(
+  n: TableNames,
+  version: number,
+  description: string,
+  at: Date,
+): Statement {
+  return {
+    sql: `INSERT INTO ${n.migrations} (version, description, applied_at) VALUES (:version, :description, TO_TIMESTAMP(:applied_at, '${TIMESTAMP_FORMAT}'))`,
+    binds: { version, description, applied_at: at.toISOString().slice(0, 23) },
+  };
+}
+
+/** The data type of the threads' metadata column as the data dictionary reports it. */
+export function selectMetadataType(n: TableNames): Statement {
+  return {
+    sql: `SELECT data_type FROM user_tab_columns WHERE table_name = :table_name AND column_name = 'METADATA'`,
+    binds: { table_name: n.threads.toUpperCase() },
+  };
+}
+
+/** Makes DDL wait up to 60 s for a concurrent session's DDL lock instead of failing with ORA-00054. */
+export const DDL_LOCK_TIMEOUT: Statement = { sql: 'ALTER SESSION SET DDL_LOCK_TIMEOUT = 60', binds: {} };
+
+/** Runs one step, treating its "already done" errors as success. */
+export async function runStep(session: Session, step: MigrationStep): Promise<void> {
+  try {
+    await session.run({ sql: step.sql, binds: {} });
+  } catch (error) {
+    if (!step.alreadyDone.includes(errorCode(error) ?? '')) throw error;
+  }
+}
+
+/**
+ * Brings the schema to `LATEST_VERSION`. Oracle commits every DDL statement on its own, so a
+ * migration cannot be rolled back; instead each step is idempotent, and several processes may
+ * run `init` at once: `DDL_LOCK_TIMEOUT` makes a step wait for a concurrent one instead of
+ * failing with ORA-00054, and a step that finds its object already there moves on. A version
+ * is recorded only after all its steps succeeded. Returns the storage the metadata columns
+ * actually have (an existing schema keeps its own, whatever `preferred` says).
+ */
+export async function migrate(session: Session, n: TableNames, preferred: JsonStorage): Promise<JsonStorage> {
+  await session.run(DDL_LOCK_TIMEOUT);
+  await runStep(session, createMigrationsTable(n));
+  const rows = await session.rows<{ VERSION: number }>(selectAppliedVersions(n));
+  const applied = new Set(rows.map((row) => Number(row.VERSION)));
+  for (const [i, migration] of MIGRATIONS.entries()) {
+    const version = i + 1;
+    if (applied.has(version)) continue;
+    for (const step of migration.steps(n, preferred)) await runStep(session, step);
+    try {
+      await session.run(insertAppliedVersion(n, version, migration.description, new Date()));
+      await session.commit();
+    } catch (error) {
+      if (errorCode(error) !== 'ORA-00001') throw error;
+      await session.rollbackQuietly();
+    }
+  }
+  const type = await session.rows<{ DATA_TYPE: string }>(selectMetadataType(n));
+  return type[0]?.DATA_TYPE === 'JSON' ? 'json' : 'clob';
+}

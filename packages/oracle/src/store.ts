@@ -1,0 +1,528 @@
+import {
+  type JsonObject,
+  MemoryError,
+  type Message,
+  type MessagePage,
+  type MessagePatch,
+  matchesMetadata,
+  mergeMessageLists,
+  type NormalizedAtomicUpdate,
+  type NormalizedListMessages,
+  type NormalizedListThreads,
+  pageInfo,
+  pageOffset,
+  type Resource,
+  StoreBase,
+  shallowMerge,
+  sortMessages,
+  type Thread,
+  type ThreadPage,
+  type UpdateResourceArgs,
+  type UpdateThreadArgs,
+} from '@engram/core';
+import { loadDriver, type OracleDriver, type OraclePool } from './driver.ts';
+import { errorCode, toMemoryError } from './errors.ts';
+import {
+  type MessageRow,
+  type ResourceRow,
+  rowToMessage,
+  rowToResource,
+  rowToThread,
+  type ThreadRow,
+} from './mapping.ts';
+import { migrate } from './migrations.ts';
+import { Session } from './session.ts';
+import * as sql from './sql.ts';
+
+/** How JSON metadata is stored: `'json'` (the JSON type, 21c+), `'clob'` (19c), or `'auto'`. */
+export type OracleJsonType = 'json' | 'clob' | 'auto';
+
+/** Options shared by both ways of connecting. */
+export interface OracleStoreBaseOptions {
+  /** Prepended to every table and index name. Default `'engram_'`. */
+  tablePrefix?: string;
+  /**
+   * Storage of the `metadata` columns when `init()` creates the tables. `'auto'` (default) picks
+   * the `JSON` type when the server is 21c or later and `CLOB CHECK (metadata IS JSON)` before.
+   * Tables that already exist keep the type they were created with.
+   */
+  jsonType?: OracleJsonType;
+}
+
+/** Connect with credentials: the store creates (and on `close()` closes) its own pool. */
+export interface OracleCredentialsOptions extends OracleStoreBaseOptions {
+  user: string;
+  password: string;
+  /** Easy Connect (`host:1521/FREEPDB1`), a TNS alias or a full connect descriptor. */
+  connectString: string;
+  /**
+   * Extra `oracledb.createPool()` attributes (`poolMax`, `queueTimeout`, TLS wallet, …). Defaults:
+   * `poolMin: 0`, `poolMax: 8`, `connectTimeout: 10` and `transportConnectTimeout: 10` seconds,
+   * `queueTimeout: 30000` ms.
+   */
+  poolAttributes?: Record<string, unknown>;
+}
+
+/** Use a pool you created with `oracledb.createPool()`; `close()` leaves it open. */
+export interface OraclePoolOptions extends OracleStoreBaseOptions {
+  pool: OraclePool;
+}
+
+/** `OracleStore` options: credentials or an injected pool. */
+export type OracleStoreOptions = OracleCredentialsOptions | OraclePoolOptions;
+
+const DEFAULT_POOL = {
+  poolMin: 0,
+  poolMax: 8,
+  poolIncrement: 1,
+  connectTimeout: 10,
+  transportConnectTimeout: 10,
+  queueTimeout: 30_000,
+};
+
+/** Threads matched per statement in a window query (keeps bind counts small). */
+const WINDOWS_PER_STATEMENT = 50;
+
+/**
+ * engram storage on Oracle Database (19c, 21c, 23ai/Free) through `oracledb` in thin mode.
+ *
+ * Every write is one transaction. Metadata merges and working-memory updates read the row with
+ * `SELECT … FOR UPDATE`, compute the new value in JS (`shallowMerge` for metadata) and write it
+ * back before committing, so no other session can interleave, in any process.
+ */
+export class OracleStore extends StoreBase {
+  readonly name = 'oracle';
+  readonly supportsAtomicWorkingMemoryMerge = true;
+
+  private readonly options: OracleStoreOptions;
+  private readonly names: sql.TableNames;
+  private readonly driver: OracleDriver;
+  private pool?: Promise<OraclePool>;
+  private ready?: Promise<sql.Dialect>;
+  private closed = false;
+
+  constructor(options: OracleStoreOptions) {
+    super();
+    if (typeof options !== 'object' || options === null) {
+      throw new MemoryError('INVALID_ARGUMENT', 'oracle: OracleStore expects an options object', {
+        adapter: 'oracle',
+      });
+    }
+    const jsonType = options.jsonType ?? 'auto';
+    if (jsonType !== 'json' && jsonType !== 'clob' && jsonType !== 'auto') {
+      throw new MemoryError('INVALID_ARGUMENT', `oracle: jsonType must be 'json', 'clob' or 'auto'`, {
+        adapter: 'oracle',
+      });
+    }
+    if (
+      !('pool' in options) &&
+      !(options.user && options.connectString && typeof options.password === 'string')
+    ) {
+      throw new MemoryError(
+        'INVALID_ARGUMENT',
+        'oracle: OracleStore needs { user, password, connectString } or { pool }',
+        { adapter: 'oracle' },
+      );
+    }
+    this.options = options;
+    this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
+    this.driver = loadDriver();
+  }
+
+  protected toMemoryError(error: unknown, operation: string): MemoryError {
+    return toMemoryError(error, operation);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Connections
+
+  private getPool(): Promise<OraclePool> {
+    if (this.closed) {
+      return Promise.reject(
+        new MemoryError('CONNECTION', 'oracle: the store is closed', { adapter: 'oracle' }),
+      );
+    }
+    if (!this.pool) {
+      const options = this.options;
+      if ('pool' in options) {
+        this.pool = Promise.resolve(options.pool);
+      } else {
+        const created = this.driver.createPool({
+          ...DEFAULT_POOL,
+          ...options.poolAttributes,
+          user: options.user,
+          password: options.password,
+          connectString: options.connectString,
+        });
+        this.pool = created;
+        created.catch(() => {
+          if (this.pool === created) this.pool = undefined;
+        });
+      }
+    }
+    return this.pool;
+  }
+
+  private async withSession<T>(fn: (session: Session) => Promise<T>): Promise<T> {
+    const pool = await this.getPool();
+    const session = new Session(await pool.getConnection(), this.driver);
+    try {
+      return await fn(session);
+    } finally {
+      await session.release();
+    }
+  }
+
+  /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
+  private transaction<T>(fn: (session: Session) => Promise<T>): Promise<T> {
+    return this.withSession(async (session) => {
+      try {
+        const result = await fn(session);
+        await session.commit();
+        return result;
+      } catch (error) {
+        await session.rollbackQuietly();
+        throw error;
+      }
+    });
+  }
+
+  /** Migrates once per store (memoised); every operation waits for it. */
+  private dialect(): Promise<sql.Dialect> {
+    if (!this.ready) {
+      const ready = this.migrateSchema().catch((error: unknown) => {
+        if (this.ready === ready) this.ready = undefined;
+        throw toMemoryError(error, 'init');
+      });
+      this.ready = ready;
+    }
+    return this.ready;
+  }
+
+  private async migrateSchema(): Promise<sql.Dialect> {
+    return this.withSession(async (session) => {
+      const version = session.connection.oracleServerVersion ?? 0;
+      const requested = this.options.jsonType ?? 'auto';
+      const preferred: sql.JsonStorage =
+        requested === 'auto' ? (Math.floor(version / 100_000_000) >= 21 ? 'json' : 'clob') : requested;
+      const json = await migrate(session, this.names, preferred);
+      return { names: this.names, json, clobType: this.driver.DB_TYPE_CLOB };
+    });
+  }
+
+  protected async doInit(): Promise<void> {
+    await this.dialect();
+  }
+
+  protected async doClose(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const pool = this.pool;
+    this.pool = undefined;
+    if (!pool || 'pool' in this.options) return;
+    let created: OraclePool;
+    try {
+      created = await pool;
+    } catch {
+      return;
+    }
+    await created.close(5);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Threads
+
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+    const d = await this.dialect();
+    const rows = await this.withSession((s) => s.rows<ThreadRow>(sql.selectThread(d, threadId, resourceId)));
+    return rows[0] ? rowToThread(rows[0]) : null;
+  }
+
+  protected async doSaveThread(thread: Thread): Promise<Thread> {
+    const d = await this.dialect();
+    const statement = sql.upsertThread(d, thread);
+    await this.transaction((s) => s.upsert(statement));
+    return structuredClone(thread);
+  }
+
+  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+    const d = await this.dialect();
+    return this.transaction(async (s) => {
+      const stored = await this.lockThread(d, s, args.id);
+      const next: Thread = {
+        ...stored,
+        title: args.title ?? stored.title,
+        metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+        updatedAt: new Date(),
+      };
+      await s.run(sql.updateThreadRow(d, next));
+      return next;
+    });
+  }
+
+  protected async doDeleteThread(threadId: string): Promise<void> {
+    const d = await this.dialect();
+    await this.transaction(async (s) => {
+      await s.run(sql.deleteThreadMessages(d, threadId));
+      await s.run(sql.deleteThreadRow(d, threadId));
+    });
+  }
+
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    const d = await this.dialect();
+    const filter = { resourceId: args.resourceId };
+    const order = { orderBy: args.orderBy, direction: args.direction };
+    return this.withSession(async (s) => {
+      if (args.metadata && Object.keys(args.metadata).length > 0) {
+        // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: match in JS.
+        const metadata = args.metadata;
+        const rows = await s.rows<ThreadRow>(sql.listThreads(d, filter, order, { offset: 0 }));
+        const matching = rows.map(rowToThread).filter((t) => matchesMetadata(t.metadata, metadata));
+        const offset = pageOffset(args.page, args.perPage);
+        const threads = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
+        return { threads, ...pageInfo(matching.length, args.page, args.perPage) };
+      }
+      const total = await this.count(s, sql.countThreads(d, filter));
+      let threads: Thread[] = [];
+      if (args.perPage !== 0) {
+        const paging: sql.Paging =
+          args.perPage === false
+            ? { offset: 0 }
+            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        threads = (await s.rows<ThreadRow>(sql.listThreads(d, filter, order, paging))).map(rowToThread);
+      }
+      return { threads, ...pageInfo(total, args.page, args.perPage) };
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Messages
+
+  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+    const d = await this.dialect();
+    const upserts = messages.map((message) => sql.upsertMessage(d, message));
+    const threadIds = [...new Set(messages.map((m) => m.threadId))];
+    await this.transaction(async (s) => {
+      const owners = new Map<string, string>();
+      for (const chunk of sql.chunks(threadIds)) {
+        const rows = await s.rows<{ ID: string; RESOURCE_ID: string }>(sql.selectThreadOwners(d, chunk));
+        for (const row of rows) owners.set(row.ID, row.RESOURCE_ID);
+      }
+      for (const message of messages) {
+        const owner = owners.get(message.threadId);
+        if (owner === undefined) {
+          throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`, {
+            adapter: this.name,
+          });
+        }
+        if (owner !== message.resourceId) {
+          throw new MemoryError(
+            'INVALID_ARGUMENT',
+            `message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+            { adapter: this.name },
+          );
+        }
+      }
+      const touched = new Set(threadIds);
+      for (const previous of await this.lockMessages(
+        d,
+        s,
+        messages.map((m) => m.id),
+      )) {
+        touched.add(previous.THREAD_ID);
+      }
+      for (const upsert of upserts) await s.upsert(upsert);
+      await this.touch(d, s, touched, new Date());
+    });
+    return messages.map((message) => structuredClone(message));
+  }
+
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    const d = await this.dialect();
+    const filter: sql.MessageFilter = {
+      threadId: args.threadId,
+      resourceId: args.resourceId,
+      dateRange: args.dateRange,
+    };
+    return this.withSession(async (s) => {
+      const total = await this.count(s, sql.countMessages(d, filter));
+      let page: Message[] = [];
+      if (args.perPage !== 0) {
+        const paging: sql.Paging =
+          args.perPage === false
+            ? { offset: 0 }
+            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        page = (await s.rows<MessageRow>(sql.listMessages(d, filter, args.direction, paging))).map(
+          rowToMessage,
+        );
+      }
+      const windows = await this.windows(d, s, args);
+      return {
+        messages: mergeMessageLists([page, windows], args.direction),
+        ...pageInfo(total, args.page, args.perPage),
+      };
+    });
+  }
+
+  /** The include windows: each target (in scope) plus its neighbours in its own thread. */
+  private async windows(d: sql.Dialect, s: Session, args: NormalizedListMessages): Promise<Message[]> {
+    if (args.include.length === 0) return [];
+    const targets = new Map<string, Message>();
+    for (const chunk of sql.chunks([...new Set(args.include.map((w) => w.id))])) {
+      const rows = await s.rows<MessageRow>(sql.selectMessagesByIds(d, chunk, args.resourceId));
+      for (const row of rows) targets.set(row.ID, rowToMessage(row));
+    }
+    const requests: sql.WindowRequest[] = [];
+    for (const window of args.include) {
+      const target = targets.get(window.id);
+      if (target)
+        requests.push({ target, before: window.withPreviousMessages, after: window.withNextMessages });
+    }
+    const found: Message[] = [...targets.values()];
+    for (const chunk of sql.chunks(requests, WINDOWS_PER_STATEMENT)) {
+      const statement = sql.selectWindows(d, chunk, args.resourceId);
+      if (statement) found.push(...(await s.rows<MessageRow>(statement)).map(rowToMessage));
+    }
+    return found;
+  }
+
+  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+    const d = await this.dialect();
+    return this.withSession((s) => this.readMessages(d, s, ids));
+  }
+
+  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    const d = await this.dialect();
+    const updates = patches.map((patch) => ({ id: patch.id, statement: sql.updateMessageRow(d, patch) }));
+    const ids = [...new Set(patches.map((p) => p.id))];
+    return this.transaction(async (s) => {
+      const threadOf = new Map((await this.lockMessages(d, s, ids)).map((row) => [row.ID, row.THREAD_ID]));
+      const touched = new Set<string>();
+      for (const update of updates) {
+        const threadId = threadOf.get(update.id);
+        if (threadId === undefined) continue;
+        if (update.statement) await s.run(update.statement);
+        touched.add(threadId);
+      }
+      await this.touch(d, s, touched, new Date());
+      const byId = new Map((await this.readMessages(d, s, ids)).map((m) => [m.id, m]));
+      return sortMessages(patches.flatMap((p) => byId.get(p.id) ?? []));
+    });
+  }
+
+  protected async doDeleteMessages(ids: string[]): Promise<void> {
+    const d = await this.dialect();
+    await this.transaction(async (s) => {
+      const touched = new Set((await this.lockMessages(d, s, ids)).map((row) => row.THREAD_ID));
+      if (touched.size === 0) return;
+      for (const chunk of sql.chunks(ids)) await s.run(sql.deleteMessagesByIds(d, chunk));
+      await this.touch(d, s, touched, new Date());
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Resources and working memory
+
+  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+    const d = await this.dialect();
+    const rows = await this.withSession((s) => s.rows<ResourceRow>(sql.selectResource(d, resourceId)));
+    return rows[0] ? rowToResource(rows[0]) : null;
+  }
+
+  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    const d = await this.dialect();
+    return this.transaction(async (s) => {
+      const now = new Date();
+      const stored = await this.lockResource(d, s, args.resourceId, now);
+      const next: Resource = {
+        ...stored,
+        workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
+        metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+        updatedAt: now,
+      };
+      await s.run(sql.updateResourceRow(d, next));
+      return next;
+    });
+  }
+
+  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    const d = await this.dialect();
+    return this.transaction(async (s) => {
+      const now = new Date();
+      if (args.scope === 'resource') {
+        const stored = await this.lockResource(d, s, args.resourceId, now);
+        const next = args.update(stored.workingMemory);
+        await s.run(sql.updateResourceRow(d, { ...stored, workingMemory: next, updatedAt: now }));
+        return next;
+      }
+      const thread = await this.lockThread(d, s, args.threadId);
+      const current = thread.metadata.workingMemory;
+      const next = args.update(typeof current === 'string' ? current : null);
+      const metadata: JsonObject = shallowMerge(thread.metadata, { workingMemory: next });
+      await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
+      return next;
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Shared steps
+
+  private async count(s: Session, statement: sql.Statement): Promise<number> {
+    const rows = await s.rows<{ TOTAL: number }>(statement);
+    return Number(rows[0]?.TOTAL ?? 0);
+  }
+
+  /** Reads and row-locks a thread, or throws `NOT_FOUND`. */
+  private async lockThread(d: sql.Dialect, s: Session, threadId: string): Promise<Thread> {
+    const rows = await s.rows<ThreadRow>(sql.selectThreadForUpdate(d, threadId));
+    if (!rows[0]) {
+      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
+        adapter: this.name,
+      });
+    }
+    return rowToThread(rows[0]);
+  }
+
+  /**
+   * Reads and row-locks a resource, creating an empty one first when it is missing. A
+   * concurrent creator makes the insert fail with ORA-00001 once it commits: the row exists
+   * then, and the locked read below waits for and sees it.
+   */
+  private async lockResource(d: sql.Dialect, s: Session, resourceId: string, now: Date): Promise<Resource> {
+    try {
+      await s.run(sql.insertMissingResource(d, resourceId, now));
+    } catch (error) {
+      if (errorCode(error) !== 'ORA-00001') throw error;
+    }
+    const rows = await s.rows<ResourceRow>(sql.selectResourceForUpdate(d, resourceId));
+    if (!rows[0]) throw new Error(`resource ${JSON.stringify(resourceId)} vanished while being locked`);
+    return rowToResource(rows[0]);
+  }
+
+  /** Row-locks the listed messages that exist and returns their thread ids. */
+  private async lockMessages(
+    d: sql.Dialect,
+    s: Session,
+    ids: readonly string[],
+  ): Promise<Array<{ ID: string; THREAD_ID: string }>> {
+    const found: Array<{ ID: string; THREAD_ID: string }> = [];
+    for (const chunk of sql.chunks(ids)) {
+      found.push(
+        ...(await s.rows<{ ID: string; THREAD_ID: string }>(sql.selectMessageThreadsForUpdate(d, chunk))),
+      );
+    }
+    return found;
+  }
+
+  private async readMessages(d: sql.Dialect, s: Session, ids: readonly string[]): Promise<Message[]> {
+    const found: Message[] = [];
+    for (const chunk of sql.chunks(ids)) {
+      found.push(...(await s.rows<MessageRow>(sql.selectMessagesByIds(d, chunk))).map(rowToMessage));
+    }
+    return sortMessages(found);
+  }
+
+  private async touch(d: sql.Dialect, s: Session, threadIds: Set<string>, now: Date): Promise<void> {
+    for (const chunk of sql.chunks([...threadIds])) await s.run(sql.touchThreads(d, chunk, now));
+  }
+}
