@@ -72,8 +72,10 @@ export function isConnectionError(error: unknown): boolean {
 /** The engram code for a driver error raised by `operation`. */
 export function classify(error: unknown, operation: string): MemoryErrorCode {
   if (isConnectionError(error)) return 'CONNECTION';
+  // Anything else that fails while the schema is created or upgraded (missing privileges, a
+  // table squatting on one of our names) is a migration failure.
+  if (operation === 'init') return 'MIGRATION';
   const code = errorCode(error) ?? '';
-  if (operation === 'init' && code.startsWith('42')) return 'MIGRATION';
   if (code === '23505' || code === '40P01' || code === '40001') return 'CONFLICT';
   if (code === '23503') return 'NOT_FOUND';
   if (UNREPRESENTABLE_STATES.has(code)) return 'INVALID_ARGUMENT';

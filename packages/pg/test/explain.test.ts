@@ -1,0 +1,115 @@
+import type { Message, NormalizedListMessages } from '@engram/core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PostgresStore } from '../src/index.ts';
+import * as sql from '../src/sql.ts';
+import { createDatabase, describePg, type TestDatabase } from './env.ts';
+
+/** A node of `EXPLAIN (FORMAT JSON)` output. */
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+const THREAD_SIZE = 10_000;
+
+describePg('query plans on a thread of 10,000 messages', (url) => {
+  let db: TestDatabase;
+  let store: PostgresStore;
+  const threadId = 'busy-thread';
+  const resourceId = 'r1';
+  const names = sql.names('public', 'engram_');
+
+  beforeAll(async () => {
+    db = await createDatabase(url);
+    store = new PostgresStore({ connectionString: db.url });
+    await store.init();
+    const at = new Date('2024-01-01T00:00:00.000Z');
+    for (const id of [threadId, 'neighbour-a', 'neighbour-z']) {
+      await store.saveThread({ id, resourceId, title: id, metadata: {}, createdAt: at, updatedAt: at });
+    }
+    const batch = (thread: string, from: number, count: number): Message[] =>
+      Array.from({ length: count }, (_, i) => ({
+        id: `${thread}-m${String(from + i).padStart(6, '0')}`,
+        threadId: thread,
+        resourceId,
+        role: 'user',
+        content: `message ${from + i}`,
+        type: 'text',
+        createdAt: new Date(at.getTime() + (from + i) * 1000),
+      }));
+    for (let from = 0; from < THREAD_SIZE; from += 2_000) {
+      await store.saveMessages(batch(threadId, from, 2_000));
+    }
+    await store.saveMessages(batch('neighbour-a', 0, 500));
+    await store.saveMessages(batch('neighbour-z', 0, 500));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  async function explain(statement: sql.Statement): Promise<PlanNode[]> {
+    const rows = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+      statement.values,
+    );
+    return nodes(rows[0]!['QUERY PLAN'][0].Plan);
+  }
+
+  function expectIndexOnly(plan: PlanNode[], maxRows: number): void {
+    const types = plan.map((n) => n['Node Type']);
+    expect(types).not.toContain('Seq Scan');
+    expect(types).not.toContain('Sort');
+    expect(types).not.toContain('Bitmap Heap Scan');
+    const scans = plan.filter((n) => n['Node Type'] === 'Index Scan' || n['Node Type'] === 'Index Only Scan');
+    expect(scans.length).toBeGreaterThan(0);
+    for (const scan of scans) {
+      if (scan['Index Name'] === 'engram_messages_thread_idx') {
+        expect(scan['Actual Rows']).toBeLessThanOrEqual(maxRows);
+      }
+    }
+    expect(scans.some((s) => s['Index Name'] === 'engram_messages_thread_idx')).toBe(true);
+  }
+
+  const newest20: NormalizedListMessages = { threadId, page: 0, perPage: 20, direction: 'DESC', include: [] };
+
+  // Planned with statistics, as autovacuum keeps them. (Right after a bulk load, before the first
+  // ANALYZE, PostgreSQL guesses a thread holds a few dozen rows and may sort them instead.)
+  it('the newest-20 page is an index scan that reads 20 rows, with no sort', async () => {
+    await db.query('ANALYZE');
+    const statement = sql.pageMessages(names, newest20, 20, 0);
+    expectIndexOnly(await explain(statement), 20);
+    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, resourceId }, 20, 0)), 20);
+    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, direction: 'ASC' }, 20, 0)), 20);
+  });
+
+  it('include windows are bounded index scans of the target thread', async () => {
+    await db.query('ANALYZE');
+    const statement = sql.includeWindows(
+      names,
+      [{ id: `${threadId}-m005000`, withPreviousMessages: 5, withNextMessages: 5 }],
+      undefined,
+    );
+    expectIndexOnly(await explain(statement), 5);
+  });
+
+  it('the store returns the newest 20 in order', async () => {
+    const page = await store.listMessages({ threadId, perPage: 20, direction: 'DESC' });
+    expect(page.total).toBe(THREAD_SIZE);
+    expect(page.messages.map((m) => m.id)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `${threadId}-m${String(THREAD_SIZE - 1 - i).padStart(6, '0')}`),
+    );
+    const window = await store.listMessages({
+      threadId,
+      perPage: 0,
+      include: [{ id: `${threadId}-m005000`, withPreviousMessages: 2, withNextMessages: 2 }],
+    });
+    expect(window.messages.map((m) => m.id.slice(-4))).toEqual(['4998', '4999', '5000', '5001', '5002']);
+  });
+});

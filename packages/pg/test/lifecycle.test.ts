@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LATEST_VERSION, PostgresStore } from '../src/index.ts';
+import { migrate } from '../src/migrations.ts';
+import * as sql from '../src/sql.ts';
+import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { objectsIn } from './objects.ts';
+
+const INIT_ONCE = fileURLToPath(new URL('./fixtures/init-once.ts', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/** Runs `init()` in `count` separate OS processes that all start at the same moment. */
+async function initInProcesses(url: string, schema: string | undefined, count: number): Promise<string[]> {
+  const startAt = Date.now() + 2_500;
+  const runs = Array.from(
+    { length: count },
+    () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', TSX, '--conditions=source', INIT_ONCE], {
+          env: {
+            ...process.env,
+            ENGRAM_PG_TEST_URL: url,
+            ENGRAM_PG_TEST_SCHEMA: schema ?? '',
+            ENGRAM_PG_TEST_START_AT: String(startAt),
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+        });
+        child.on('error', reject);
+        child.on('exit', () => resolve(out.trim()));
+      }),
+  );
+  return Promise.all(runs);
+}
+
+describePg('lifecycle: migrations and init', (url) => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createDatabase(url);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function versionRows(schema: string): Promise<{ id: number; version: number }[]> {
+    return db.query(`SELECT id, version FROM ${sql.quoteIdent(schema)}.engram_schema_version`);
+  }
+
+  it('init() from 4 processes at once on an empty database succeeds everywhere, one version row', async () => {
+    expect(await objectsIn(db, 'public', 'engram_')).toEqual([]);
+    expect(await initInProcesses(db.url, undefined, 4)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(await versionRows('public')).toEqual([{ id: 1, version: LATEST_VERSION }]);
+  });
+
+  it('init() from 4 processes at once creates a missing schema once', async () => {
+    const schema = randomName('race');
+    expect(await initInProcesses(db.url, schema, 4)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+    const tables = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'engram\\_%'`,
+      [schema],
+    );
+    expect(tables[0]!.n).toBe(4);
+  });
+
+  it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
+    const schema = randomName('upgrade');
+    const names = sql.names(schema, 'engram_');
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      expect(await migrate(client, names, 1)).toBe(1);
+      const at = new Date('2023-03-03T03:03:03.333Z');
+      await client.query(`INSERT INTO ${names.threads} VALUES ('t1', 'r1', 'old', '{"a":1}', $1, $1)`, [at]);
+      await client.query(
+        `INSERT INTO ${names.messages} VALUES ('m1', 't1', 'r1', 'user', '"hello"', 'text', $1)`,
+        [at],
+      );
+      await client.query(`INSERT INTO ${names.resources} VALUES ('r1', 'remember', '{}', $1, $1)`, [at]);
+    } finally {
+      await client.end();
+    }
+    expect(await versionRows(schema)).toEqual([{ id: 1, version: 1 }]);
+    const before = await objectsIn(db, schema, 'engram_');
+    expect(before).not.toContain('relation i engram_threads_resource_created_idx');
+
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await store.init();
+      await store.init();
+      expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+      expect(await objectsIn(db, schema, 'engram_')).toContain(
+        'relation i engram_threads_resource_created_idx',
+      );
+      expect(await store.getThreadById({ threadId: 't1' })).toMatchObject({
+        title: 'old',
+        metadata: { a: 1 },
+      });
+      expect((await store.listMessages({ threadId: 't1' })).messages).toMatchObject([
+        { id: 'm1', content: 'hello' },
+      ]);
+      expect(await store.getResourceById({ resourceId: 'r1' })).toMatchObject({ workingMemory: 'remember' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a schemaName store creates nothing in public', async () => {
+    const fresh = await createDatabase(url);
+    try {
+      const schema = randomName('own');
+      const store = new PostgresStore({
+        connectionString: fresh.url,
+        schemaName: schema,
+        tablePrefix: 'mem_',
+      });
+      await store.init();
+      await store.saveThread({
+        id: 't',
+        resourceId: 'r',
+        title: '',
+        metadata: {},
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      });
+      await store.close();
+      expect(await objectsIn(fresh, 'public', 'mem_')).toEqual([]);
+      expect(await objectsIn(fresh, schema, 'mem_')).toContain('relation r mem_threads');
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('a failed migration is reported as MIGRATION and retried by the next call', async () => {
+    const schema = randomName('blocked');
+    // A table squatting on the name the first migration needs makes it fail.
+    await db.query(`CREATE SCHEMA ${schema}`);
+    await db.query(`CREATE TABLE ${schema}.engram_threads (x int)`);
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await expect(store.init()).rejects.toMatchObject({ code: 'MIGRATION', adapter: 'pg' });
+      await expect(store.getThreadById({ threadId: 't' })).rejects.toMatchObject({ code: 'MIGRATION' });
+      expect(await db.query(`SELECT to_regclass('${schema}.engram_schema_version') AS t`)).toEqual([
+        { t: null },
+      ]);
+      await db.query(`DROP TABLE ${schema}.engram_threads`);
+      await store.init();
+      expect(await store.getThreadById({ threadId: 't' })).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+});
