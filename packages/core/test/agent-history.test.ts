@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type AgentMessage,
+  InMemoryStore,
+  Memory,
+  messagesToSave,
+  recallHistory,
+  stripWorkingMemoryToolParts,
+} from '../src/index.ts';
+
+async function setup(lastMessages: number | false) {
+  const storage = new InMemoryStore();
+  await storage.init();
+  const memory = new Memory({ storage, options: { lastMessages } });
+  const resourceId = `r-${Math.random().toString(36).slice(2)}`;
+  const thread = await memory.createThread({ resourceId });
+  const base = Date.UTC(2026, 0, 1);
+  await memory.saveMessages({
+    messages: Array.from({ length: 12 }, (_, i) => ({
+      threadId: thread.id,
+      resourceId,
+      role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      content: `m${i}`,
+      createdAt: new Date(base + i * 1000),
+    })),
+  });
+  return { memory, threadId: thread.id, resourceId };
+}
+
+describe('message history', () => {
+  it('recalls the lastMessages newest messages in chronological order', async () => {
+    const { memory, threadId, resourceId } = await setup(5);
+    const recalled = await recallHistory(memory, { threadId, resourceId });
+    expect(recalled.map((m) => m.content)).toEqual(['m7', 'm8', 'm9', 'm10', 'm11']);
+    const three = await recallHistory(memory, { threadId, last: 3 });
+    expect(three.map((m) => m.content)).toEqual(['m9', 'm10', 'm11']);
+    expect(await recallHistory(memory, { threadId, last: 0 })).toEqual([]);
+    expect(await recallHistory(memory, { threadId, resourceId: 'someone-else' })).toEqual([]);
+  });
+
+  it('lastMessages: false recalls everything', async () => {
+    const { memory, threadId } = await setup(false);
+    expect((await recallHistory(memory, { threadId })).map((m) => m.content)).toHaveLength(12);
+  });
+
+  it('saving a turn drops system messages and working-memory tool calls, keeps the rest', () => {
+    const turn: AgentMessage[] = [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'system', content: 'WORKING MEMORY ...', source: 'memory' },
+      { role: 'user', content: 'My name is Sam' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Nice to meet you, Sam.' },
+          {
+            type: 'tool-call',
+            toolCallId: 'c1',
+            toolName: 'updateWorkingMemory',
+            input: { memory: '- Name: Sam' },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 'updateWorkingMemory',
+            output: { type: 'json', value: {} },
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: 'c2', toolName: 'getWeather', input: { city: 'Berlin' } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'getWeather',
+            output: { type: 'text', value: 'sun' },
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: {
+          format: 2,
+          parts: [
+            { type: 'tool-invocation', toolInvocation: { toolName: 'updateWorkingMemory', args: {} } },
+            { type: 'tool-setWorkingMemory', input: {} },
+          ],
+        },
+      },
+      { role: 'assistant', content: { format: 2, parts: [{ type: 'tool-updateWorkingMemory', input: {} }] } },
+    ];
+    const frozen = structuredClone(turn);
+    const saved = messagesToSave(turn);
+    expect(saved).toEqual([
+      turn[2],
+      { role: 'assistant', content: [{ type: 'text', text: 'Nice to meet you, Sam.' }] },
+      turn[5],
+      turn[6],
+      { role: 'assistant', content: { format: 2, parts: [{ type: 'tool-setWorkingMemory', input: {} }] } },
+    ]);
+    expect(turn).toEqual(frozen);
+  });
+
+  it('leaves plain content alone', () => {
+    expect(stripWorkingMemoryToolParts('text')).toBe('text');
+    const parts = [{ type: 'text', text: 'x' }];
+    expect(stripWorkingMemoryToolParts(parts)).toBe(parts);
+  });
+});
