@@ -28,7 +28,7 @@ describe.skipIf(redisSkip)(title, () => {
 
   afterAll(async () => {
     if (!bridge) return;
-    const keys = await redis.eval<[], string[]>(
+    const keys = await redis.eval<string[], string[]>(
       "return redis.call('KEYS', ARGV[1])",
       [],
       [`${prefix.replace(/[*?[\]\\]/g, '\\$&')}:*`],
@@ -68,7 +68,12 @@ describe.skipIf(redisSkip)(title, () => {
   });
 
   it('keeps sorted-set scores and order', async () => {
-    await redis.zadd(key('z'), { score: 2.5, member: 'b' }, { score: 1, member: 'a' }, { score: -3, member: 'ñ' });
+    await redis.zadd(
+      key('z'),
+      { score: 2.5, member: 'b' },
+      { score: 1, member: 'a' },
+      { score: -3, member: 'ñ' },
+    );
     expect(await redis.zrange(key('z'), 0, -1)).toEqual(['ñ', 'a', 'b']);
     expect(await redis.zrange(key('z'), 0, -1, { withScores: true })).toEqual(['ñ', -3, 'a', 1, 'b', 2.5]);
     expect(await redis.zscore(key('z'), 'b')).toBe(2.5);
@@ -111,11 +116,18 @@ describe.skipIf(redisSkip)(title, () => {
       .hset(key('ph'), { a: 1 })
       .exec();
     expect(results).toEqual(['OK', 1, 'x', 1]);
-    const kept = await redis.pipeline().set(key('p2'), 'y').incr(key('p2')).get(key('p2')).exec({ keepErrors: true });
+    const kept = await redis
+      .pipeline()
+      .set(key('p2'), 'y')
+      .incr(key('p2'))
+      .get(key('p2'))
+      .exec({ keepErrors: true });
     expect(kept[0]).toEqual({ result: 'OK', error: undefined });
     expect(kept[1]?.error).toMatch(/not an integer/);
     expect(kept[2]).toEqual({ result: 'y', error: undefined });
-    await expect(redis.pipeline().set(key('p3'), 'z').incr(key('p3')).exec()).rejects.toThrow(/not an integer/);
+    await expect(redis.pipeline().set(key('p3'), 'z').incr(key('p3')).exec()).rejects.toThrow(
+      /not an integer/,
+    );
   });
 
   it('runs transactions atomically through /multi-exec', async () => {
@@ -190,7 +202,7 @@ describe.skipIf(redisSkip)(title, () => {
     const big = 'ä'.repeat(1_500_000) + randomBytes(1000).toString('base64');
     await raw.set(key('big'), big);
     expect(await raw.get(key('big'))).toBe(big);
-    const many = await raw.eval<[], string[]>(
+    const many = await raw.eval<string[], string[]>(
       'local t = {} for i = 1, 5000 do t[i] = ARGV[1] .. i end return t',
       [],
       ['véry-'],

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { encodeCommand, isErrorReply, ReplyParser, type Reply } from './resp.ts';
+import { encodeCommand, isErrorReply, type Reply, ReplyParser } from './resp.ts';
 
 /** Where the real Redis is, parsed from a `redis://[user:password@]host[:port][/db]` URL. */
 export interface RedisTarget {
@@ -64,9 +64,7 @@ export class RedisConnection {
     const connection = new RedisConnection(socket);
     const setup: string[][] = [];
     if (target.password !== undefined) {
-      setup.push(
-        target.username ? ['AUTH', target.username, target.password] : ['AUTH', target.password],
-      );
+      setup.push(target.username ? ['AUTH', target.username, target.password] : ['AUTH', target.password]);
     }
     if (target.db !== undefined && target.db !== 0) setup.push(['SELECT', String(target.db)]);
     if (setup.length > 0) {
@@ -173,7 +171,9 @@ export class ConnectionPool {
         throw error;
       }
     }
-    const connection = await new Promise<RedisConnection | undefined>((resolve) => this.waiting.push(resolve));
+    const connection = await new Promise<RedisConnection | undefined>((resolve) =>
+      this.waiting.push(resolve),
+    );
     if (!connection) throw new Error('bridge is closed');
     return connection;
   }

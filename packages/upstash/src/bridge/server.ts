@@ -99,12 +99,20 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       case '/pipeline': {
         const commands = toCommands(body);
         const replies = await pool.use((c) => c.send(commands));
-        return send(res, 200, replies.map((reply) => item(reply, base64)));
+        return send(
+          res,
+          200,
+          replies.map((reply) => item(reply, base64)),
+        );
       }
       case '/multi-exec': {
         const commands = toCommands(body);
         const replies = await pool.use((c) => transaction(c, commands));
-        return send(res, 200, replies.map((reply) => item(reply, base64)));
+        return send(
+          res,
+          200,
+          replies.map((reply) => item(reply, base64)),
+        );
       }
       default:
         throw new RequestError(404, `ERR unknown path ${url.pathname}`);

@@ -1,0 +1,25 @@
+import { runConformance } from '@engram/conformance';
+import { afterAll } from 'vitest';
+import type { UpstashStore } from '../src/index.ts';
+import { runPrefix, upstashSkip, upstashUrl } from './env.ts';
+import { breakStore, dropPrefix, testStore } from './stores.ts';
+
+const prefix = runPrefix('conformance');
+process.env.ENGRAM_UPSTASH_TEST_PREFIX = prefix;
+
+runConformance({
+  name: 'upstash',
+  skip: upstashSkip,
+  create: async () => {
+    if (!upstashUrl) throw new Error('ENGRAM_UPSTASH_URL must be set: upstash is listed in ENGRAM_REQUIRE');
+    return testStore(prefix);
+  },
+  destroy: (store) => store.close(),
+  worker: new URL('./worker.ts', import.meta.url),
+  processes: 4,
+  breakConnection: (store) => breakStore(store as UpstashStore),
+});
+
+afterAll(async () => {
+  if (upstashUrl) await dropPrefix(prefix);
+});

@@ -1,0 +1,48 @@
+import { Redis } from '@upstash/redis';
+import { UpstashStore } from '../src/index.ts';
+
+/**
+ * Test stores over ENGRAM_UPSTASH_URL. Every store of one run shares the prefix in
+ * ENGRAM_UPSTASH_TEST_PREFIX (set once by the test file, inherited by forked workers).
+ */
+export function testClient(): Redis {
+  return new Redis({
+    url: process.env.ENGRAM_UPSTASH_URL ?? '',
+    token: process.env.ENGRAM_UPSTASH_TOKEN ?? '',
+    automaticDeserialization: false,
+    enableTelemetry: false,
+    retry: { retries: 1, backoff: () => 20 },
+  });
+}
+
+const clients = new WeakMap<UpstashStore, Redis>();
+
+/** A store with its own client, on the run's prefix. */
+export function testStore(prefix = process.env.ENGRAM_UPSTASH_TEST_PREFIX): UpstashStore {
+  if (!prefix) throw new Error('ENGRAM_UPSTASH_TEST_PREFIX is not set');
+  const client = testClient();
+  const store = new UpstashStore({ client, prefix });
+  clients.set(store, client);
+  return store;
+}
+
+/** Points the store's client at a closed port: every later call fails to connect. */
+export function breakStore(store: UpstashStore): void {
+  const client = clients.get(store);
+  if (!client) throw new Error('not a test store');
+  (client as unknown as { client: { baseUrl: string } }).client.baseUrl = 'http://127.0.0.1:9';
+}
+
+/** Deletes every key under `prefix` (test cleanup only; the store itself never scans). */
+export async function dropPrefix(prefix: string): Promise<void> {
+  const client = testClient();
+  let cursor = '0';
+  do {
+    const [next, keys] = (await client.scan(cursor, { match: `${prefix}:*`, count: 1000 })) as [
+      string,
+      string[],
+    ];
+    if (keys.length > 0) await client.del(...keys);
+    cursor = String(next);
+  } while (cursor !== '0');
+}
