@@ -1,0 +1,215 @@
+import type { JsonObject, MemoryStorage } from '@engram/core';
+import { ConformanceError, expectTrue } from '../assert.ts';
+import { raceProcesses } from '../concurrency/harness.ts';
+import { parseObject, type RacerReport, type RaceTask, runRacer } from '../concurrency/tasks.ts';
+import { defineArea } from '../define.ts';
+import { thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import type { CheckContext, ConformanceInit } from '../types.ts';
+
+const check = defineArea('concurrency');
+
+/** Merges per racer in the repeated races. */
+export const OPS_PER_RACER = 25;
+/** Missing resources raced for in the first-write races. */
+export const FIRST_WRITE_ROUNDS = 5;
+
+const racers = (init: ConformanceInit) => Math.max(2, init.processes ?? 4);
+
+/** How the races of this initializer run, for test names. */
+function mode(init: ConformanceInit): string {
+  return init.worker
+    ? `${racers(init)} OS processes`
+    : `${racers(init)} in-process racers, no worker supplied`;
+}
+
+const NEEDS_WORKER = (name: string) =>
+  `${name} declares supportsAtomicWorkingMemoryMerge: true but no \`worker\` was supplied, so its ` +
+  "cross-process atomicity cannot be measured. Pass `worker: new URL('./worker.ts', import.meta.url)` " +
+  '(a module exporting `async function create()` that opens its own connection), or declare ' +
+  '`processLocal: true` if the data lives inside one process only.';
+
+/** Runs `task` with every racer at once, across processes when possible. */
+async function race(
+  ctx: CheckContext,
+  store: MemoryStorage,
+  task: RaceTask,
+  needsAtomic: boolean,
+): Promise<{ reports: RacerReport[]; how: string }> {
+  const n = racers(ctx.init);
+  if (store.processLocal) {
+    const reports = await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+    return { reports, how: `${n} concurrent callers in one process (the store is processLocal)` };
+  }
+  if (ctx.init.worker) {
+    return { reports: await raceProcesses(ctx.init.worker, task, n), how: `${n} OS processes` };
+  }
+  if (needsAtomic) throw new ConformanceError(NEEDS_WORKER(ctx.init.name));
+  const reports = await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+  return { reports, how: `${n} concurrent callers in one process (no worker supplied)` };
+}
+
+/** Counts the written keys that survived and fails, with the numbers, if any was lost. */
+function tally(
+  ctx: CheckContext,
+  label: string,
+  how: string,
+  reports: RacerReport[],
+  present: (key: string) => boolean,
+): void {
+  const written = reports.flatMap((r) => r.written);
+  const conflicts = reports.reduce((sum, r) => sum + r.conflicts, 0);
+  const failures = reports.flatMap((r) => r.failures);
+  const attempted = written.length + conflicts + failures.length;
+  const lost = written.filter((key) => !present(key));
+  const survived = written.length - lost.length;
+  ctx.log(
+    `${label}: ${how}, ${attempted} operations (${written.length} succeeded, ${conflicts} CONFLICT, ` +
+      `${failures.length} failed); ${survived}/${written.length} keys survived`,
+  );
+  if (failures.length) {
+    throw new ConformanceError(
+      `${label}: ${failures.length} operations failed, e.g. ${failures.slice(0, 3).join('; ')}`,
+    );
+  }
+  expectTrue(
+    written.length * 2 >= attempted,
+    `${label}: only ${written.length} of ${attempted} operations succeeded (${conflicts} gave up with CONFLICT)`,
+  );
+  if (lost.length) {
+    throw new ConformanceError(
+      `${label}: ${lost.length} of ${written.length} acknowledged writes were lost ` +
+        `(${survived} keys survived; ${how}); lost e.g. ${lost.slice(0, 5).join(', ')}`,
+    );
+  }
+}
+
+function requireAtomic(store: MemoryStorage): void {
+  if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
+    skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
+  }
+}
+
+function keysOf(metadata: JsonObject | undefined): Set<string> {
+  return new Set(Object.keys(metadata ?? {}));
+}
+
+/** Writers racing one another lose nothing that they were told was written. */
+export const concurrencyChecks = [
+  check(
+    (init) =>
+      `atomic merges into one resource's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      const resourceId = ctx.id('race-r');
+      const { reports, how } = await race(
+        ctx,
+        store,
+        { kind: 'resource-merge', resourceId, ops: OPS_PER_RACER },
+        true,
+      );
+      const stored = parseObject((await store.getResourceById({ resourceId }))?.workingMemory);
+      tally(ctx, 'resource working-memory merges', how, reports, (key) => Object.hasOwn(stored, key));
+    },
+  ),
+
+  check(
+    (init) =>
+      `atomic merges into one thread's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      const t = thread(ctx.id('race-t'), ctx.id('race-r'), { metadata: { keep: 'me' } });
+      await store.saveThread(t);
+      const { reports, how } = await race(
+        ctx,
+        store,
+        { kind: 'thread-merge', threadId: t.id, ops: OPS_PER_RACER },
+        true,
+      );
+      const after = await store.getThreadById({ threadId: t.id });
+      const stored = parseObject(after?.metadata.workingMemory);
+      tally(ctx, 'thread working-memory merges', how, reports, (key) => Object.hasOwn(stored, key));
+      expectTrue(after?.metadata.keep === 'me', 'other metadata keys of the thread must survive');
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent updateThread metadata merges all survive (${mode(init)} × ${OPS_PER_RACER} updates)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const t = thread(ctx.id('race-t'), ctx.id('race-r'));
+      await store.saveThread(t);
+      const { reports, how } = await race(
+        ctx,
+        store,
+        { kind: 'thread-metadata', threadId: t.id, ops: OPS_PER_RACER },
+        false,
+      );
+      const keys = keysOf((await store.getThreadById({ threadId: t.id }))?.metadata);
+      tally(ctx, 'updateThread metadata merges', how, reports, (key) => keys.has(key));
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent updateResource metadata merges all survive (${mode(init)} × ${OPS_PER_RACER} updates)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const resourceId = ctx.id('race-r');
+      await store.updateResource({ resourceId, workingMemory: 'kept' });
+      const { reports, how } = await race(
+        ctx,
+        store,
+        { kind: 'resource-metadata', resourceId, ops: OPS_PER_RACER },
+        false,
+      );
+      const resource = await store.getResourceById({ resourceId });
+      const keys = keysOf(resource?.metadata);
+      tally(ctx, 'updateResource metadata merges', how, reports, (key) => keys.has(key));
+      expectTrue(resource?.workingMemory === 'kept', 'metadata merges must not touch working memory');
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent first atomic merges into a missing resource all survive (${mode(init)}, ${FIRST_WRITE_ROUNDS} resources)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      const resourceIds = Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-new'));
+      const { reports, how } = await race(ctx, store, { kind: 'first-merge', resourceIds }, true);
+      const stored = new Map<string, JsonObject>();
+      for (const id of resourceIds)
+        stored.set(id, parseObject((await store.getResourceById({ resourceId: id }))?.workingMemory));
+      tally(ctx, 'first atomic merges into missing resources', how, reports, (key) => {
+        const [id, k] = splitKey(key);
+        return Object.hasOwn(stored.get(id) ?? {}, k);
+      });
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent first updateResource calls on a missing resource all survive (${mode(init)}, ${FIRST_WRITE_ROUNDS} resources)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const resourceIds = Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-new'));
+      const { reports, how } = await race(ctx, store, { kind: 'first-metadata', resourceIds }, false);
+      const stored = new Map<string, Set<string>>();
+      for (const id of resourceIds)
+        stored.set(id, keysOf((await store.getResourceById({ resourceId: id }))?.metadata));
+      tally(ctx, 'first updateResource calls on missing resources', how, reports, (key) => {
+        const [id, k] = splitKey(key);
+        return stored.get(id)?.has(k) ?? false;
+      });
+    },
+  ),
+];
+
+function splitKey(key: string): [string, string] {
+  const at = key.lastIndexOf('/');
+  return [key.slice(0, at), key.slice(at + 1)];
+}

@@ -1,0 +1,247 @@
+import type { MemoryStorage } from '@engram/core';
+import {
+  ConformanceError,
+  describeError,
+  expectEqual,
+  expectMemoryError,
+  expectRejects,
+  show,
+} from '../assert.ts';
+import { defineArea } from '../define.ts';
+import { at, message, thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import type { CheckContext, ConformanceInit } from '../types.ts';
+
+const check = defineArea('errors');
+
+/** Ids that must be rejected with `INVALID_ARGUMENT` before they reach a database. */
+export const BAD_IDS: readonly unknown[] = [
+  '',
+  'x'.repeat(256),
+  42,
+  null,
+  undefined,
+  { $gt: '' },
+  ['a'],
+  { toString: () => 'a' },
+];
+
+const noBreak = (init: ConformanceInit) =>
+  init.breakConnection ? undefined : 'no breakConnection hook supplied';
+
+/** A store with a thread and a message in it, then broken through `breakConnection`. */
+async function brokenStore(ctx: CheckContext) {
+  const store = await ctx.store();
+  const t = thread(ctx.id('t'), ctx.id('r'));
+  await store.saveThread(t);
+  const m = message(ctx.id('m'), t, at(1));
+  await store.saveMessages([m]);
+  await store.updateResource({ resourceId: t.resourceId, workingMemory: 'wm' });
+  await ctx.init.breakConnection!(store);
+  return { store, thread: t, message: m };
+}
+
+/** A read on a broken backend must throw STORAGE or CONNECTION; an empty answer is a lie. */
+async function expectReadFails(read: () => Promise<unknown>, what: string): Promise<void> {
+  let value: unknown;
+  try {
+    value = await read();
+  } catch (error) {
+    expectMemoryError(error, ['STORAGE', 'CONNECTION'], `${what} on a broken backend`);
+    return;
+  }
+  throw new ConformanceError(
+    `${what} on a broken backend must throw MemoryError STORAGE/CONNECTION, but it returned ${show(value, 300)}`,
+  );
+}
+
+/** A call with a bad id in one position; `optional` ids accept `undefined`. */
+type Call = [string, (store: MemoryStorage, id: never) => Promise<unknown>, optional?: 'optional'];
+
+/** Every call that takes an id, with the bad id in that position. */
+const ID_CALLS: Call[] = [
+  ['getThreadById({ threadId })', (s, id) => s.getThreadById({ threadId: id })],
+  [
+    'getThreadById({ resourceId })',
+    (s, id) => s.getThreadById({ threadId: 'ok', resourceId: id }),
+    'optional',
+  ],
+  ['saveThread(id)', (s, id) => s.saveThread(thread(id, 'r'))],
+  ['saveThread(resourceId)', (s, id) => s.saveThread(thread('ok', id))],
+  ['updateThread({ id })', (s, id) => s.updateThread({ id, title: 'x' })],
+  ['deleteThread({ threadId })', (s, id) => s.deleteThread({ threadId: id })],
+  ['listThreads({ resourceId })', (s, id) => s.listThreads({ resourceId: id }), 'optional'],
+  ['listMessages({ threadId })', (s, id) => s.listMessages({ threadId: id })],
+  ['listMessages({ resourceId })', (s, id) => s.listMessages({ threadId: 'ok', resourceId: id }), 'optional'],
+  ['listMessages({ include: [{ id }] })', (s, id) => s.listMessages({ threadId: 'ok', include: [{ id }] })],
+  ['listMessagesById({ ids })', (s, id) => s.listMessagesById({ ids: [id] })],
+  ['deleteMessages(ids)', (s, id) => s.deleteMessages([id])],
+  ['updateMessages([{ id }])', (s, id) => s.updateMessages([{ id, content: 'x' }])],
+  ['getResourceById({ resourceId })', (s, id) => s.getResourceById({ resourceId: id })],
+  ['updateResource({ resourceId })', (s, id) => s.updateResource({ resourceId: id, workingMemory: 'x' })],
+];
+
+/** Bad input is rejected with the right code and leaves storage unchanged; failures are loud. */
+export const errorsChecks = [
+  check(
+    `bad ids are rejected with INVALID_ARGUMENT (${BAD_IDS.length} kinds × ${ID_CALLS.length} calls)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      for (const [what, call, optional] of ID_CALLS) {
+        for (const bad of BAD_IDS) {
+          if (bad === undefined && optional) continue;
+          await expectRejects(
+            () => call(store, bad as never),
+            ['INVALID_ARGUMENT'],
+            `${what} with id ${show(bad)}`,
+          );
+        }
+      }
+    },
+  ),
+
+  check('a batch with one bad message saves nothing', async (ctx) => {
+    const store = await ctx.store();
+    const t = thread(ctx.id('t'), ctx.id('r'));
+    await store.saveThread(t);
+    const good = message(ctx.id('m'), t, at(1));
+    const bads = [
+      { ...message(ctx.id('m'), t, at(2)), id: { $gt: '' } },
+      { ...message(ctx.id('m'), t, at(2)), role: 'robot' },
+      { ...message(ctx.id('m'), t, at(2)), createdAt: 'yesterday' },
+      { ...message(ctx.id('m'), t, at(2)), content: undefined },
+      { ...good },
+    ];
+    for (const bad of bads) {
+      await expectRejects(
+        () => store.saveMessages([good, bad as never]),
+        ['INVALID_ARGUMENT'],
+        `saveMessages with ${show(bad, 200)}`,
+      );
+    }
+    expectEqual((await store.listMessages({ threadId: t.id })).total, 0, 'nothing was saved');
+  }),
+
+  check('bad records and options are rejected with INVALID_ARGUMENT and change nothing', async (ctx) => {
+    const store = await ctx.store();
+    const t = thread(ctx.id('t'), ctx.id('r'), { metadata: { keep: 1 } });
+    await store.saveThread(t);
+    const cases: [string, () => Promise<unknown>][] = [
+      ['saveThread with a string createdAt', () => store.saveThread({ ...t, createdAt: '2024' as never })],
+      ['saveThread with metadata an array', () => store.saveThread({ ...t, metadata: [] as never })],
+      ['saveThread with title null', () => store.saveThread({ ...t, title: null as never })],
+      ['updateThread with metadata a string', () => store.updateThread({ id: t.id, metadata: 'x' as never })],
+      [
+        'updateThread with metadata holding NaN',
+        () => store.updateThread({ id: t.id, metadata: { n: Number.NaN } }),
+      ],
+      [
+        'updateResource with workingMemory 42',
+        () => store.updateResource({ resourceId: t.resourceId, workingMemory: 42 as never }),
+      ],
+      ['listThreads with perPage -1', () => store.listThreads({ resourceId: t.resourceId, perPage: -1 })],
+      ['listMessages with page 1.5', () => store.listMessages({ threadId: t.id, page: 1.5 })],
+      [
+        'listMessages with direction up',
+        () => store.listMessages({ threadId: t.id, direction: 'up' as never }),
+      ],
+      [
+        'listMessages with a string date',
+        () => store.listMessages({ threadId: t.id, dateRange: { start: 'x' as never } }),
+      ],
+    ];
+    for (const [what, call] of cases) await expectRejects(call, ['INVALID_ARGUMENT'], what);
+    expectEqual(await store.getThreadById({ threadId: t.id }), t, 'the thread is unchanged');
+    expectEqual(await store.getResourceById({ resourceId: t.resourceId }), null, 'no resource was created');
+  }),
+
+  check(
+    'NOT_FOUND: updateThread, saveMessages and thread-scoped atomic update of a missing thread',
+    async (ctx) => {
+      const store = await ctx.store();
+      const missing = ctx.id('missing');
+      await expectRejects(
+        store.updateThread({ id: missing, metadata: { a: 1 } }),
+        ['NOT_FOUND'],
+        'updateThread',
+      );
+      await expectRejects(
+        store.saveMessages([message(ctx.id('m'), { id: missing, resourceId: ctx.id('r') }, at(1))]),
+        ['NOT_FOUND'],
+        'saveMessages into a missing thread',
+      );
+      if (store.supportsAtomicWorkingMemoryMerge && store.updateWorkingMemoryAtomically) {
+        await expectRejects(
+          store.updateWorkingMemoryAtomically({ scope: 'thread', threadId: missing, update: () => 'x' }),
+          ['NOT_FOUND'],
+          "updateWorkingMemoryAtomically({ scope: 'thread' }) of a missing thread",
+        );
+      }
+      expectEqual(await store.getThreadById({ threadId: missing }), null, 'nothing was created');
+    },
+  ),
+
+  check('an error thrown by the update function propagates as-is and writes nothing', async (ctx) => {
+    const store = await ctx.store();
+    if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
+      skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
+    }
+    const r = ctx.id('r');
+    await store.updateResource({ resourceId: r, workingMemory: 'before' });
+    const thrown = new Error('refused by the caller');
+    let caught: unknown;
+    try {
+      await store.updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId: r,
+        update: () => {
+          throw thrown;
+        },
+      });
+    } catch (error) {
+      caught = error;
+    }
+    if (caught !== thrown) {
+      throw new ConformanceError(`expected the update function's own error, got ${describeError(caught)}`);
+    }
+    expectEqual(
+      (await store.getResourceById({ resourceId: r }))?.workingMemory,
+      'before',
+      'nothing was written',
+    );
+    const fresh = ctx.id('r');
+    await store
+      .updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId: fresh,
+        update: () => {
+          throw thrown;
+        },
+      })
+      .catch(() => undefined);
+    expectEqual(await store.getResourceById({ resourceId: fresh }), null, 'no resource was created');
+  }),
+
+  ...(
+    [
+      ['getThreadById', (s, f) => s.getThreadById({ threadId: f.thread.id })],
+      ['listThreads', (s, f) => s.listThreads({ resourceId: f.thread.resourceId })],
+      ['listMessages', (s, f) => s.listMessages({ threadId: f.thread.id })],
+      ['listMessagesById', (s, f) => s.listMessagesById({ ids: [f.message.id] })],
+      ['getResourceById', (s, f) => s.getResourceById({ resourceId: f.thread.resourceId })],
+      [
+        'updateResource (a write)',
+        (s, f) => s.updateResource({ resourceId: f.thread.resourceId, metadata: { a: 1 } }),
+      ],
+    ] as [string, (s: MemoryStorage, f: Awaited<ReturnType<typeof brokenStore>>) => Promise<unknown>][]
+  ).map(([what, call]) =>
+    check(
+      `${what} on a broken backend throws STORAGE/CONNECTION, never an empty answer`,
+      async (ctx) => {
+        const fixture = await brokenStore(ctx);
+        await expectReadFails(() => call(fixture.store, fixture), what);
+      },
+      noBreak,
+    ),
+  ),
+];

@@ -1,0 +1,35 @@
+import type { Check } from '../types.ts';
+import { concurrencyChecks } from './concurrency.ts';
+import { differentialChecks } from './differential.ts';
+import { errorsChecks } from './errors.ts';
+import { isolationChecks } from './isolation.ts';
+import { messagesChecks } from './messages.ts';
+import { recordsChecks } from './records.ts';
+import { resourcesChecks } from './resources.ts';
+import { threadsChecks } from './threads.ts';
+import { workingMemoryChecks } from './working-memory.ts';
+
+export {
+  concurrencyChecks,
+  differentialChecks,
+  errorsChecks,
+  isolationChecks,
+  messagesChecks,
+  recordsChecks,
+  resourcesChecks,
+  threadsChecks,
+  workingMemoryChecks,
+};
+
+/** Every check of the suite, in area order. */
+export const CHECKS: readonly Check[] = [
+  ...recordsChecks,
+  ...threadsChecks,
+  ...messagesChecks,
+  ...resourcesChecks,
+  ...workingMemoryChecks,
+  ...concurrencyChecks,
+  ...isolationChecks,
+  ...errorsChecks,
+  ...differentialChecks,
+];

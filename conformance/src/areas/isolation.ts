@@ -1,0 +1,195 @@
+import type { MemoryStorage } from '@engram/core';
+import { expectEqual, idsOf } from '../assert.ts';
+import { defineArea } from '../define.ts';
+import { at, message, thread } from '../fixtures.ts';
+
+const check = defineArea('isolation');
+
+/** Characters that mean something to SQL LIKE, globs, regexes, JSON, key separators or shells. */
+export const HOSTILE_SUFFIXES = [
+  ':',
+  '*',
+  '%',
+  '_',
+  "'",
+  '"',
+  '{',
+  '}',
+  '\\',
+  ' ',
+  'with space',
+  '😀',
+  '{ "$gt": \'\' }',
+  '.*',
+  '?',
+  '[a]',
+  '/',
+  '#',
+  '\t',
+  'x%_*:\'"{}\\ 🧪',
+];
+
+/** `prefix` padded with `fill` to exactly 255 UTF-16 code units (the longest valid id). */
+function longId(prefix: string, fill: string): string {
+  let id = prefix;
+  while (id.length + fill.length <= 255) id += fill;
+  return id.padEnd(255, 'z');
+}
+
+async function expectResourceSees(
+  store: MemoryStorage,
+  resourceId: string,
+  threadIds: string[],
+  what: string,
+): Promise<void> {
+  const page = await store.listThreads({ resourceId, perPage: false, direction: 'ASC' });
+  expectEqual(idsOf(page.threads).sort(), [...threadIds].sort(), `${what}: listThreads({ resourceId })`);
+}
+
+/** Nothing crosses resources or threads, whatever the ids look like. */
+export const isolationChecks = [
+  check('ids that are prefixes of each other (r1/r10) do not see each other', async (ctx) => {
+    const store = await ctx.store();
+    const base = ctx.id('r');
+    const r1 = `${base}1`;
+    const r10 = `${base}10`;
+    const t1 = thread(`${r1}-t`, r1);
+    const t10 = thread(`${r10}-t`, r10);
+    const t1b = thread(`${r1}-t0`, r1);
+    for (const t of [t1, t10, t1b]) await store.saveThread(t);
+    const m1 = message(`${t1.id}-m`, t1, at(1));
+    const m10 = message(`${t10.id}-m`, t10, at(1));
+    await store.saveMessages([m1, m10]);
+    await expectResourceSees(store, r1, [t1.id, t1b.id], 'r1');
+    await expectResourceSees(store, r10, [t10.id], 'r10');
+    expectEqual(
+      await store.getThreadById({ threadId: t10.id, resourceId: r1 }),
+      null,
+      "r1 reading r10's thread",
+    );
+    expectEqual(
+      await store.getThreadById({ threadId: t1.id, resourceId: r10 }),
+      null,
+      "r10 reading r1's thread",
+    );
+    const cross = await store.listMessages({ threadId: t10.id, resourceId: r1, include: [{ id: m10.id }] });
+    expectEqual([cross.messages, cross.total], [[], 0], "r1 listing r10's thread");
+    const leak = await store.listMessages({
+      threadId: t1.id,
+      resourceId: r1,
+      include: [{ id: m10.id, withPreviousMessages: 1, withNextMessages: 1 }],
+    });
+    expectEqual(idsOf(leak.messages), [m1.id], "an include window of r10's message seen from r1");
+    await store.updateResource({ resourceId: r1, workingMemory: 'one', metadata: { who: 'r1' } });
+    await store.updateResource({ resourceId: r10, workingMemory: 'ten', metadata: { who: 'r10' } });
+    expectEqual((await store.getResourceById({ resourceId: r1 }))?.workingMemory, 'one', 'r1 working memory');
+    expectEqual((await store.getResourceById({ resourceId: r10 }))?.metadata, { who: 'r10' }, 'r10 metadata');
+    expectEqual(await store.getResourceById({ resourceId: base }), null, 'the common prefix has no resource');
+    await store.deleteThread({ threadId: t1.id });
+    expectEqual(await store.listMessagesById({ ids: [m1.id, m10.id] }), [m10], 'deleting r1/t keeps r10/t');
+  }),
+
+  check(
+    `hostile ids (${HOSTILE_SUFFIXES.length} kinds: : * % _ ' " { } \\ spaces emoji) round-trip and stay apart`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const base = ctx.id('h');
+      const plain = `${base}plain`;
+      const plainThread = thread(`${plain}-t`, plain);
+      await store.saveThread(plainThread);
+      await store.saveMessages([message(`${plain}-m`, plainThread, at(1))]);
+      await store.updateResource({ resourceId: plain, workingMemory: 'plain' });
+      const hostile = HOSTILE_SUFFIXES.map((suffix) => `${base}${suffix}`);
+      for (const [i, id] of hostile.entries()) {
+        const t = thread(id, id, { title: id, metadata: { [id]: id } });
+        await store.saveThread(t);
+        expectEqual(await store.getThreadById({ threadId: id }), t, `thread ${JSON.stringify(id)}`);
+        const m = message(id, t, at(i), { content: { id } });
+        await store.saveMessages([m]);
+        expectEqual(
+          (await store.listMessages({ threadId: id })).messages,
+          [m],
+          `messages of ${JSON.stringify(id)}`,
+        );
+        expectEqual(await store.listMessagesById({ ids: [id] }), [m], `message ${JSON.stringify(id)} by id`);
+        await store.updateResource({ resourceId: id, workingMemory: id, metadata: { [id]: i } });
+        const resource = await store.getResourceById({ resourceId: id });
+        expectEqual(
+          [resource?.workingMemory, resource?.metadata],
+          [id, { [id]: i }],
+          `resource ${JSON.stringify(id)}`,
+        );
+      }
+      for (const id of hostile) {
+        await expectResourceSees(store, id, [id], `resource ${JSON.stringify(id)}`);
+        const cross = await store.listMessages({ threadId: plainThread.id, resourceId: id });
+        expectEqual(cross.total, 0, `resource ${JSON.stringify(id)} listing the plain thread`);
+      }
+      await expectResourceSees(store, plain, [plainThread.id], 'the plain resource');
+      expectEqual(
+        (await store.getResourceById({ resourceId: plain }))?.workingMemory,
+        'plain',
+        'plain resource',
+      );
+      await store.deleteThread({ threadId: `${base}%` });
+      expectEqual(
+        (await store.getThreadById({ threadId: plainThread.id }))?.id,
+        plainThread.id,
+        "deleting '%' kept others",
+      );
+      expectEqual((await store.listMessages({ threadId: `${base}_` })).total, 1, "deleting '%' kept '_'");
+      await store.deleteMessages([`${base}*`]);
+      expectEqual(
+        (await store.listMessages({ threadId: `${base}:` })).total,
+        1,
+        "deleting message '*' kept ':'",
+      );
+    },
+  ),
+
+  check('255-character ids (ASCII and emoji) round-trip and stay apart from their prefixes', async (ctx) => {
+    const store = await ctx.store();
+    const base = ctx.id('long');
+    const ascii = longId(base, 'a');
+    const emoji = longId(`${base}-`, '😀');
+    for (const id of [ascii, emoji]) {
+      const t = thread(id, id);
+      await store.saveThread(t);
+      expectEqual(
+        await store.getThreadById({ threadId: id, resourceId: id }),
+        t,
+        `thread of ${id.length} chars`,
+      );
+      const m = message(id, t, at(1));
+      await store.saveMessages([m]);
+      await store.updateResource({ resourceId: id, workingMemory: 'long' });
+      expectEqual(await store.listMessagesById({ ids: [id] }), [m], `message of ${id.length} chars`);
+      expectEqual((await store.getResourceById({ resourceId: id }))?.workingMemory, 'long', 'resource');
+      const shorter = id.slice(0, 254);
+      expectEqual(await store.getThreadById({ threadId: shorter }), null, 'a 254-char prefix is another id');
+      await expectResourceSees(store, shorter, [], 'a 254-char prefix');
+    }
+  }),
+
+  check('thread-scoped working memory and messages stay in their thread', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const a = thread(ctx.id('t'), r, { metadata: { workingMemory: 'A only' } });
+    const b = thread(ctx.id('t'), r);
+    await store.saveThread(a);
+    await store.saveThread(b);
+    await store.saveMessages([message(ctx.id('m'), a, at(1)), message(ctx.id('m'), b, at(1))]);
+    await store.updateThread({ id: b.id, metadata: { workingMemory: 'B only' } });
+    expectEqual(
+      (await store.getThreadById({ threadId: a.id }))?.metadata.workingMemory,
+      'A only',
+      'thread A',
+    );
+    expectEqual(
+      (await store.getThreadById({ threadId: b.id }))?.metadata.workingMemory,
+      'B only',
+      'thread B',
+    );
+    expectEqual((await store.listMessages({ threadId: a.id })).total, 1, 'thread A has its one message');
+  }),
+];

@@ -1,0 +1,52 @@
+import { expectDate, expectEqual, expectTrue } from '../assert.ts';
+import { defineArea } from '../define.ts';
+
+const check = defineArea('resources');
+
+/** Resource reads and updates. */
+export const resourcesChecks = [
+  check('getResourceById is null when absent', async (ctx) => {
+    const store = await ctx.store();
+    expectEqual(await store.getResourceById({ resourceId: ctx.id('r') }), null, 'absent resource');
+  }),
+
+  check('updateResource creates a missing resource', async (ctx) => {
+    const store = await ctx.store();
+    const id = ctx.id('r');
+    const before = Date.now();
+    const created = await store.updateResource({ resourceId: id, metadata: { plan: 'pro' } });
+    expectEqual(
+      { id: created.id, workingMemory: created.workingMemory, metadata: created.metadata },
+      { id, workingMemory: null, metadata: { plan: 'pro' } },
+      'the created resource',
+    );
+    expectDate(created.createdAt, 'createdAt');
+    expectDate(created.updatedAt, 'updatedAt');
+    expectTrue(created.createdAt.getTime() >= before - 60_000, 'createdAt is about now');
+    expectEqual(await store.getResourceById({ resourceId: id }), created, 'a read returns what was created');
+    const bare = ctx.id('r');
+    const empty = await store.updateResource({ resourceId: bare });
+    expectEqual([empty.workingMemory, empty.metadata], [null, {}], 'a resource created with nothing');
+  }),
+
+  check('updateResource replaces workingMemory only when given; metadata shallow-merged', async (ctx) => {
+    const store = await ctx.store();
+    const id = ctx.id('r');
+    const first = await store.updateResource({
+      resourceId: id,
+      workingMemory: '# Notes',
+      metadata: { a: 1, nested: { x: 1, y: 2 } },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = await store.updateResource({ resourceId: id, metadata: { b: 2, nested: { z: 3 } } });
+    expectEqual(second.workingMemory, '# Notes', 'workingMemory kept when omitted');
+    expectEqual(second.metadata, { a: 1, b: 2, nested: { z: 3 } }, 'metadata is shallow-merged');
+    expectDate(second.createdAt, 'createdAt is kept', first.createdAt);
+    expectTrue(second.updatedAt.getTime() > first.updatedAt.getTime(), 'updateResource must bump updatedAt');
+    const third = await store.updateResource({ resourceId: id, workingMemory: null });
+    expectEqual([third.workingMemory, third.metadata], [null, second.metadata], 'null clears working memory');
+    const fourth = await store.updateResource({ resourceId: id, workingMemory: '' });
+    expectEqual(fourth.workingMemory, '', "'' is stored as ''");
+    expectEqual(await store.getResourceById({ resourceId: id }), fourth, 'a read returns the last update');
+  }),
+];

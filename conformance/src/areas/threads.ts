@@ -1,0 +1,195 @@
+import { compareIds, type Thread } from '@engram/core';
+import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { defineArea } from '../define.ts';
+import { at, message, thread } from '../fixtures.ts';
+
+const check = defineArea('threads');
+
+/** Thread ids in the order `listThreads` must return them: `createdAt`, then id, in `direction`. */
+function ordered(threads: Thread[], direction: 'ASC' | 'DESC', key: 'createdAt' | 'updatedAt' = 'createdAt') {
+  const sorted = [...threads].sort((a, b) => a[key].getTime() - b[key].getTime() || compareIds(a.id, b.id));
+  return idsOf(direction === 'ASC' ? sorted : sorted.reverse());
+}
+
+/** Thread CRUD and listing. */
+export const threadsChecks = [
+  check('getThreadById: null when absent, null for another resourceId', async (ctx) => {
+    const store = await ctx.store();
+    expectEqual(await store.getThreadById({ threadId: ctx.id('t') }), null, 'absent thread');
+    const t = thread(ctx.id('t'), ctx.id('r'));
+    await store.saveThread(t);
+    expectEqual(await store.getThreadById({ threadId: t.id, resourceId: t.resourceId }), t, 'own resource');
+    expectEqual(
+      await store.getThreadById({ threadId: t.id, resourceId: ctx.id('r') }),
+      null,
+      'another resourceId must read null',
+    );
+  }),
+
+  check('saveThread upserts by id', async (ctx) => {
+    const store = await ctx.store();
+    const t = thread(ctx.id('t'), ctx.id('r'), { title: 'first', metadata: { a: 1 } });
+    await store.saveThread(t);
+    const second = { ...t, title: 'second', metadata: { b: 2 }, updatedAt: at(5_000) };
+    expectEqual(await store.saveThread(second), second, 'saveThread() return value on update');
+    expectEqual(await store.getThreadById({ threadId: t.id }), second, 'the stored thread is replaced');
+    const page = await store.listThreads({ resourceId: t.resourceId });
+    expectEqual(idsOf(page.threads), [t.id], 'one thread after two saves');
+    expectEqual(page.total, 1, 'total');
+  }),
+
+  check('updateThread: title kept when omitted, metadata shallow-merged, updatedAt bumped', async (ctx) => {
+    const store = await ctx.store();
+    const old = new Date('2020-01-01T00:00:00.000Z');
+    const t = thread(ctx.id('t'), ctx.id('r'), {
+      title: 'kept',
+      metadata: { keep: 'me', nested: { a: 1, b: 2 }, replace: 'old' },
+      createdAt: old,
+      updatedAt: old,
+    });
+    await store.saveThread(t);
+    const updated = await store.updateThread({ id: t.id, metadata: { replace: 'new', nested: { c: 3 } } });
+    const expectedMetadata = { keep: 'me', nested: { c: 3 }, replace: 'new' };
+    expectEqual(updated.title, 'kept', 'title when omitted');
+    expectEqual(updated.metadata, expectedMetadata, 'metadata is shallow-merged (nested objects replaced)');
+    expectDate(updated.createdAt, 'createdAt', old);
+    expectDate(updated.updatedAt, 'updatedAt');
+    expectTrue(updated.updatedAt.getTime() > old.getTime(), 'updateThread must bump updatedAt');
+    const stored = await store.getThreadById({ threadId: t.id });
+    expectEqual(stored, updated, 'the stored thread equals what updateThread returned');
+
+    const retitled = await store.updateThread({ id: t.id, title: '' });
+    expectEqual(retitled.title, '', "title set to ''");
+    expectEqual(retitled.metadata, expectedMetadata, 'metadata kept when omitted');
+  }),
+
+  check('updateThread on a missing thread throws NOT_FOUND', async (ctx) => {
+    const store = await ctx.store();
+    const id = ctx.id('t');
+    await expectRejects(store.updateThread({ id, title: 'x' }), ['NOT_FOUND'], 'updateThread(missing)');
+    expectEqual(await store.getThreadById({ threadId: id }), null, 'nothing was created');
+  }),
+
+  check('deleteThread removes the thread and its messages; absent ids are ignored', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const gone = thread(ctx.id('t'), r);
+    const kept = thread(ctx.id('t'), r);
+    await store.saveThread(gone);
+    await store.saveThread(kept);
+    const goneMessages = [message(ctx.id('m'), gone, at(1)), message(ctx.id('m'), gone, at(2))];
+    const keptMessage = message(ctx.id('m'), kept, at(3));
+    await store.saveMessages([...goneMessages, keptMessage]);
+    await store.deleteThread({ threadId: gone.id });
+    expectEqual(await store.getThreadById({ threadId: gone.id }), null, 'deleted thread');
+    expectEqual(
+      await store.listMessagesById({ ids: [...idsOf(goneMessages), keptMessage.id] }),
+      [keptMessage],
+      "only the other thread's message is left",
+    );
+    expectEqual((await store.listMessages({ threadId: gone.id })).messages, [], 'listMessages(deleted)');
+    await store.deleteThread({ threadId: gone.id });
+    await store.deleteThread({ threadId: ctx.id('t') });
+  }),
+
+  check('listThreads: default order createdAt DESC with ties by id, perPage 100', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const base = ctx.id('t');
+    const threads = ['b', 'a', 'B', 'é', '_', 'aa'].map((suffix, i) =>
+      thread(`${base}-${suffix}`, r, { createdAt: at(i % 2 ? 0 : 1_000) }),
+    );
+    for (const t of threads) await store.saveThread(t);
+    const page = await store.listThreads({ resourceId: r });
+    expectEqual(idsOf(page.threads), ordered(threads, 'DESC'), 'default order (createdAt DESC, id DESC)');
+    expectEqual(
+      { total: page.total, page: page.page, perPage: page.perPage, hasMore: page.hasMore },
+      { total: 6, page: 0, perPage: 100, hasMore: false },
+      'paging fields with defaults',
+    );
+    const asc = await store.listThreads({ resourceId: r, direction: 'ASC' });
+    expectEqual(idsOf(asc.threads), ordered(threads, 'ASC'), 'createdAt ASC, ties by id ASC (UTF-8 order)');
+  }),
+
+  check('listThreads: orderBy updatedAt follows updates', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const threads = [0, 1, 2].map((i) =>
+      thread(ctx.id(`t${i}`), r, { createdAt: at(i), updatedAt: new Date(Date.UTC(2021, 0, 1, 0, 0, i)) }),
+    );
+    for (const t of threads) await store.saveThread(t);
+    const first = threads[0]!;
+    await store.updateThread({ id: first.id, title: 'touched' });
+    const page = await store.listThreads({ resourceId: r, orderBy: 'updatedAt', direction: 'DESC' });
+    expectEqual(page.threads[0]?.id, first.id, 'the thread updated last comes first by updatedAt DESC');
+    const asc = await store.listThreads({ resourceId: r, orderBy: 'updatedAt', direction: 'ASC' });
+    expectEqual(idsOf(asc.threads), [threads[1]!.id, threads[2]!.id, first.id], 'updatedAt ASC');
+  }),
+
+  check('listThreads: pages, totals, hasMore, perPage false', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const threads = [0, 1, 2, 3, 4].map((i) => thread(ctx.id(`t${i}`), r, { createdAt: at(i * 10) }));
+    for (const t of threads) await store.saveThread(t);
+    const all = ordered(threads, 'DESC');
+    const pages = await Promise.all(
+      [0, 1, 2].map((page) => store.listThreads({ resourceId: r, page, perPage: 2 })),
+    );
+    expectEqual(
+      pages.map((p) => idsOf(p.threads)),
+      [all.slice(0, 2), all.slice(2, 4), all.slice(4)],
+      'pages',
+    );
+    expectEqual(
+      pages.map((p) => p.hasMore),
+      [true, true, false],
+      'hasMore',
+    );
+    expectEqual(
+      pages.map((p) => p.total),
+      [5, 5, 5],
+      'total',
+    );
+    expectEqual(
+      pages.map((p) => p.perPage),
+      [2, 2, 2],
+      'perPage',
+    );
+    const beyond = await store.listThreads({ resourceId: r, page: 9, perPage: 2 });
+    expectEqual([beyond.threads, beyond.total, beyond.hasMore], [[], 5, false], 'a page past the end');
+    const every = await store.listThreads({ resourceId: r, perPage: false });
+    expectEqual(idsOf(every.threads), all, 'perPage false returns every thread');
+    expectEqual(
+      [every.perPage, every.hasMore, every.total],
+      [false, false, 5],
+      'perPage false paging fields',
+    );
+  }),
+
+  check('listThreads: metadata filters are AND-ed JSON equality', async (ctx) => {
+    const store = await ctx.store();
+    const r = ctx.id('r');
+    const a = thread(ctx.id('t'), r, {
+      createdAt: at(1),
+      metadata: { kind: 'chat', n: 1, tags: ['x', 'y'] },
+    });
+    const b = thread(ctx.id('t'), r, {
+      createdAt: at(2),
+      metadata: { kind: 'chat', n: '1', tags: ['y', 'x'] },
+    });
+    const c = thread(ctx.id('t'), r, { createdAt: at(3), metadata: { kind: 'task', n: 1, obj: { k: [1] } } });
+    for (const t of [a, b, c]) await store.saveThread(t);
+    const ids = async (metadata: Record<string, unknown>) =>
+      idsOf(
+        (await store.listThreads({ resourceId: r, metadata: metadata as never, direction: 'ASC' })).threads,
+      );
+    expectEqual(await ids({ kind: 'chat' }), [a.id, b.id], '{ kind: chat }');
+    expectEqual(await ids({ kind: 'chat', n: 1 }), [a.id], 'number 1 is not the string "1"');
+    expectEqual(await ids({ n: '1' }), [b.id], 'the string "1"');
+    expectEqual(await ids({ tags: ['x', 'y'] }), [a.id], 'arrays compare in order');
+    expectEqual(await ids({ obj: { k: [1] } }), [c.id], 'objects compare as JSON');
+    expectEqual(await ids({ kind: 'chat', missing: null }), [], 'a missing key does not equal null');
+    const page = await store.listThreads({ resourceId: r, metadata: { kind: 'chat' }, perPage: 1 });
+    expectEqual([page.total, page.hasMore], [2, true], 'total counts the filtered threads');
+  }),
+];

@@ -1,0 +1,108 @@
+import type { JsonObject, MemoryStorage } from '@engram/core';
+
+/** One racing workload. Every racer writes keys of its own; all of them must survive. */
+export type RaceTask =
+  /** `updateWorkingMemoryAtomically` merges into one resource's memory. */
+  | { kind: 'resource-merge'; resourceId: string; ops: number }
+  /** `updateWorkingMemoryAtomically` merges into one thread's memory. */
+  | { kind: 'thread-merge'; threadId: string; ops: number }
+  /** `updateThread` metadata merges into one thread. */
+  | { kind: 'thread-metadata'; threadId: string; ops: number }
+  /** `updateResource` metadata merges into one resource. */
+  | { kind: 'resource-metadata'; resourceId: string; ops: number }
+  /** One atomic merge per racer into each of several resources that do not exist yet. */
+  | { kind: 'first-merge'; resourceIds: string[] }
+  /** One `updateResource` metadata merge per racer into each of several missing resources. */
+  | { kind: 'first-metadata'; resourceIds: string[] };
+
+/** What one racer did: the keys it was told were written, and the calls that failed. */
+export interface RacerReport {
+  written: string[];
+  /** `CONFLICT` after bounded retries is allowed by the contract; the key is then not expected. */
+  conflicts: number;
+  /** Any other failure, described. */
+  failures: string[];
+}
+
+/** Parses stored working memory as a JSON object; anything else counts as `{}`. */
+export function parseObject(value: unknown): JsonObject {
+  if (typeof value !== 'string') return {};
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as JsonObject)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A pure update function that adds `key` to a JSON object document. */
+export function addKey(key: string): (current: string | null) => string {
+  return (current) => JSON.stringify({ ...parseObject(current), [key]: true });
+}
+
+/** The keys racer `racer` writes for `task`, in order, each with the call that writes it. */
+export function racerOps(
+  task: RaceTask,
+  racer: number,
+): { key: string; run: (store: MemoryStorage) => Promise<unknown> }[] {
+  const keys = (n: number) => Array.from({ length: n }, (_, j) => `p${racer}-${j}`);
+  switch (task.kind) {
+    case 'resource-merge':
+      return keys(task.ops).map((key) => ({
+        key,
+        run: (s) => atomic(s)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) }),
+      }));
+    case 'thread-merge':
+      return keys(task.ops).map((key) => ({
+        key,
+        run: (s) => atomic(s)({ scope: 'thread', threadId: task.threadId, update: addKey(key) }),
+      }));
+    case 'thread-metadata':
+      return keys(task.ops).map((key) => ({
+        key,
+        run: (s) => s.updateThread({ id: task.threadId, metadata: { [key]: true } }),
+      }));
+    case 'resource-metadata':
+      return keys(task.ops).map((key) => ({
+        key,
+        run: (s) => s.updateResource({ resourceId: task.resourceId, metadata: { [key]: true } }),
+      }));
+    case 'first-merge':
+      return task.resourceIds.map((resourceId) => ({
+        key: `${resourceId}/p${racer}`,
+        run: (s) => atomic(s)({ scope: 'resource', resourceId, update: addKey(`p${racer}`) }),
+      }));
+    case 'first-metadata':
+      return task.resourceIds.map((resourceId) => ({
+        key: `${resourceId}/p${racer}`,
+        run: (s) => s.updateResource({ resourceId, metadata: { [`p${racer}`]: true } }),
+      }));
+  }
+}
+
+function atomic(store: MemoryStorage) {
+  const method = store.updateWorkingMemoryAtomically;
+  if (!method) throw new Error('the store has no updateWorkingMemoryAtomically');
+  return method.bind(store);
+}
+
+/** Runs one racer's operations one after another and reports what happened. */
+export async function runRacer(store: MemoryStorage, task: RaceTask, racer: number): Promise<RacerReport> {
+  const report: RacerReport = { written: [], conflicts: 0, failures: [] };
+  for (const op of racerOps(task, racer)) {
+    try {
+      await op.run(store);
+      report.written.push(op.key);
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === 'CONFLICT') report.conflicts++;
+      else
+        report.failures.push(
+          `${op.key}: ${error instanceof Error ? `${error.name} ${String(code ?? '')}: ${error.message}` : String(error)}`,
+        );
+    }
+  }
+  return report;
+}

@@ -1,0 +1,28 @@
+export {
+  type AreaResult,
+  summarize,
+} from './report.ts';
+export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
+export { SkipCheck, skipCheck } from './skip.ts';
+export {
+  AREA_TITLES,
+  AREAS,
+  type AreaName,
+  type Check,
+  type CheckContext,
+  type CheckResult,
+  type ConformanceInit,
+} from './types.ts';
+export {
+  areasSuite,
+  concurrencySuite,
+  differentialSuite,
+  errorsSuite,
+  isolationSuite,
+  messagesSuite,
+  recordsSuite,
+  resourcesSuite,
+  runConformance,
+  threadsSuite,
+  workingMemorySuite,
+} from './vitest.ts';

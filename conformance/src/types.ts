@@ -1,0 +1,94 @@
+import type { MemoryStorage } from '@engram/core';
+
+/** The areas of the suite, in the order they run. */
+export const AREAS = [
+  'records',
+  'threads',
+  'messages',
+  'resources',
+  'working-memory',
+  'concurrency',
+  'isolation',
+  'errors',
+  'differential',
+] as const;
+
+/** One area of the suite. */
+export type AreaName = (typeof AREAS)[number];
+
+/** Human names of the areas, used as `describe` titles and in the CLI table. */
+export const AREA_TITLES: Record<AreaName, string> = {
+  records: 'records & lifecycle',
+  threads: 'threads',
+  messages: 'messages',
+  resources: 'resources',
+  'working-memory': 'working memory',
+  concurrency: 'concurrency',
+  isolation: 'isolation & hostile ids',
+  errors: 'errors',
+  differential: 'differential (property tests)',
+};
+
+/** How an adapter hands its store to the suite. */
+export interface ConformanceInit {
+  /** Shown in test names and the CLI table (`'pg'`, `'libsql'`, …). */
+  name: string;
+  /** A fresh store instance; called once or more per check. The suite calls `init()` on it. */
+  create: () => MemoryStorage | Promise<MemoryStorage>;
+  /** Called on every store `create` returned, after its check (typically `store.close()`). */
+  destroy?: (store: MemoryStorage) => void | Promise<void>;
+  /**
+   * A module (URL, `file:` URL string or path) exporting `async function create()`. The
+   * concurrency area forks `processes` OS processes that each import it and race one another.
+   * Forked processes inherit `process.env`: pass connection details through env variables.
+   */
+  worker?: URL | string;
+  /** Makes this instance's backend fail (close its pool, socket, client) for the errors area. */
+  breakConnection?: (store: MemoryStorage) => void | Promise<void>;
+  /** How many OS processes race in the concurrency area. Default 4. */
+  processes?: number;
+  /**
+   * Skips the whole suite with this reason in the test name (e.g. the service is not
+   * available). `true` skips with a generic reason; `false`/`undefined` runs it.
+   */
+  skip?: string | boolean;
+}
+
+/** What a check gets to work with. */
+export interface CheckContext {
+  /** The initializer the suite was started with. */
+  readonly init: ConformanceInit;
+  /** Creates a store with `init.create()`, calls `init()` on it and destroys it after the check. */
+  store(): Promise<MemoryStorage>;
+  /** A fresh random id with a readable prefix; use it for every record a check creates. */
+  id(prefix?: string): string;
+  /** A line of output (shown by vitest and by the CLI). */
+  log(line: string): void;
+}
+
+/** One named assertion about a store, runnable with or without vitest. */
+export interface Check {
+  area: AreaName;
+  /** The test name; a function when it depends on the initializer (e.g. the process count). */
+  name: string | ((init: ConformanceInit) => string);
+  /**
+   * A reason to skip, known from the initializer alone (e.g. no `breakConnection`). Checks that
+   * depend on a capability the store declares call `skipCheck(reason)` once they have the store.
+   */
+  skipReason?: (init: ConformanceInit) => string | undefined;
+  run: (ctx: CheckContext) => Promise<void>;
+}
+
+/** The outcome of one check. */
+export interface CheckResult {
+  area: AreaName;
+  name: string;
+  status: 'pass' | 'fail' | 'skip';
+  /** Why it was skipped. */
+  reason?: string;
+  /** Why it failed. */
+  error?: unknown;
+  /** Lines the check logged. */
+  output: string[];
+  durationMs: number;
+}

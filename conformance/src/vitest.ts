@@ -1,0 +1,68 @@
+import { describe, it } from 'vitest';
+import { nameOf } from './define.ts';
+import { checksOf, runCheck, suiteSkipReason } from './run.ts';
+import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
+
+/** Registers one area's checks as vitest tests in the current `describe`. */
+function registerArea(init: ConformanceInit, area: AreaName): void {
+  describe(AREA_TITLES[area], () => {
+    for (const check of checksOf([area])) {
+      const name = nameOf(check, init);
+      const reason = check.skipReason?.(init);
+      if (reason) {
+        it.skip(`${name} — skipped: ${reason}`, () => {});
+        continue;
+      }
+      it(name, async (context) => {
+        const result = await runCheck(init, check, (line) => console.log(`[${init.name}] ${line}`));
+        if (result.status === 'skip') context.skip(`skipped: ${result.reason}`);
+        if (result.status === 'fail') throw result.error;
+      });
+    }
+  });
+}
+
+/** Registers the given areas under one `describe` named after the store, or one skipped test. */
+function register(init: ConformanceInit, areas: readonly AreaName[]): void {
+  const skipped = suiteSkipReason(init);
+  describe(`${init.name} conformance`, () => {
+    if (skipped) {
+      it.skip(`${init.name} conformance — skipped: ${skipped}`, () => {});
+      return;
+    }
+    for (const area of areas) registerArea(init, area);
+  });
+}
+
+/**
+ * Registers the whole conformance suite for a store with vitest. Call it at the top level of a
+ * test file:
+ *
+ * ```ts
+ * runConformance({ name: 'pg', create: async () => new PostgresStore({ connectionString }) });
+ * ```
+ */
+export function runConformance(init: ConformanceInit): void {
+  register(init, AREAS);
+}
+
+/** Registers only the records & lifecycle area. */
+export const recordsSuite = (init: ConformanceInit): void => register(init, ['records']);
+/** Registers only the threads area. */
+export const threadsSuite = (init: ConformanceInit): void => register(init, ['threads']);
+/** Registers only the messages area. */
+export const messagesSuite = (init: ConformanceInit): void => register(init, ['messages']);
+/** Registers only the resources area. */
+export const resourcesSuite = (init: ConformanceInit): void => register(init, ['resources']);
+/** Registers only the working-memory area (through `Memory`). */
+export const workingMemorySuite = (init: ConformanceInit): void => register(init, ['working-memory']);
+/** Registers only the concurrency area (cross-process races when `worker` is given). */
+export const concurrencySuite = (init: ConformanceInit): void => register(init, ['concurrency']);
+/** Registers only the isolation & hostile ids area. */
+export const isolationSuite = (init: ConformanceInit): void => register(init, ['isolation']);
+/** Registers only the errors area. */
+export const errorsSuite = (init: ConformanceInit): void => register(init, ['errors']);
+/** Registers only the differential property tests. */
+export const differentialSuite = (init: ConformanceInit): void => register(init, ['differential']);
+/** Registers a chosen set of areas. */
+export const areasSuite = (init: ConformanceInit, areas: readonly AreaName[]): void => register(init, areas);

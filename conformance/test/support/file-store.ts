@@ -1,0 +1,121 @@
+import { mkdir, readFile, rename, rmdir, writeFile } from 'node:fs/promises';
+import {
+  InMemoryStore,
+  type Message,
+  type NormalizedAtomicUpdate,
+  type Resource,
+  type Thread,
+} from '@engram/core';
+
+/** The maps `InMemoryStore` keeps its records in (private there; reached here on purpose). */
+interface Maps {
+  threads: Map<string, Thread>;
+  messages: Map<string, Message>;
+  resources: Map<string, Resource>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The reference store persisted to one JSON file shared by several processes, so the suite's
+ * cross-process races have something real to race. Every operation holds a file lock (an
+ * exclusive `mkdir`) while it loads the file, runs and writes it back, which makes it correct
+ * across processes. With `brokenAtomic`, `updateWorkingMemoryAtomically` still claims to be
+ * atomic but releases the lock between its read and its write — the classic lost update.
+ */
+export class JsonFileStore extends InMemoryStore {
+  override readonly processLocal = false;
+  private readonly lock: string;
+
+  constructor(
+    readonly file: string,
+    readonly brokenAtomic = false,
+  ) {
+    super();
+    this.lock = `${file}.lock`;
+  }
+
+  protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    if (operation === 'init' || operation === 'close') return super.run(operation, fn);
+    if (operation === 'updateWorkingMemoryAtomically' && this.brokenAtomic) return super.run(operation, fn);
+    return super.run(operation, () => this.locked(fn));
+  }
+
+  protected override async doUpdateWorkingMemoryAtomically(
+    args: NormalizedAtomicUpdate,
+  ): Promise<string | null> {
+    if (!this.brokenAtomic) return super.doUpdateWorkingMemoryAtomically(args);
+    // Read under the lock…
+    const current = await this.locked(async () => {
+      if (args.scope === 'resource')
+        return (await this.doGetResourceById(args.resourceId))?.workingMemory ?? null;
+      const thread = await this.doGetThreadById(args.threadId);
+      const stored = thread?.metadata.workingMemory;
+      return typeof stored === 'string' ? stored : null;
+    });
+    // …let others run…
+    await sleep(Math.random() * 3);
+    // …and write what was computed from the stale read.
+    const next = args.update(current);
+    return this.locked(async () => {
+      if (args.scope === 'resource')
+        await this.doUpdateResource({ resourceId: args.resourceId, workingMemory: next });
+      else await this.doUpdateThread({ id: args.threadId, metadata: { workingMemory: next } });
+      return next;
+    });
+  }
+
+  private async locked<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await mkdir(this.lock);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 20_000) throw error;
+        await sleep(Math.random() * 2);
+      }
+    }
+    try {
+      await this.load();
+      const result = await fn();
+      await this.save();
+      return result;
+    } finally {
+      await rmdir(this.lock);
+    }
+  }
+
+  private get maps(): Maps {
+    return this as unknown as Maps;
+  }
+
+  private async load(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    const data = JSON.parse(text) as { threads: Thread[]; messages: Message[]; resources: Resource[] };
+    const dated = <T extends { createdAt: Date | string; updatedAt?: Date | string }>(r: T): T => ({
+      ...r,
+      createdAt: new Date(r.createdAt),
+      ...(r.updatedAt === undefined ? {} : { updatedAt: new Date(r.updatedAt) }),
+    });
+    this.maps.threads = new Map(data.threads.map((t) => [t.id, dated(t)]));
+    this.maps.messages = new Map(data.messages.map((m) => [m.id, dated(m)]));
+    this.maps.resources = new Map(data.resources.map((r) => [r.id, dated(r)]));
+  }
+
+  private async save(): Promise<void> {
+    const data = {
+      threads: [...this.maps.threads.values()],
+      messages: [...this.maps.messages.values()],
+      resources: [...this.maps.resources.values()],
+    };
+    const tmp = `${this.file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+    await writeFile(tmp, JSON.stringify(data));
+    await rename(tmp, this.file);
+  }
+}
