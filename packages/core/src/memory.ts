@@ -134,7 +134,10 @@ export class Memory {
   }
 
   /** The thread, or `null` when absent or (with `resourceId`) owned by another resource. */
-  getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
+  async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
+    assertArgs(args, 'getThreadById');
+    assertId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
     return this.storage.getThreadById(args);
   }
 
@@ -146,6 +149,7 @@ export class Memory {
     args: { id: string; title?: string; metadata?: JsonObject } & WriteControl,
   ): Promise<Thread> {
     assertArgs(args, 'updateThread');
+    assertId(args.id, 'id');
     if (isPlainObject(args.metadata) && Object.hasOwn(args.metadata, 'workingMemory')) {
       this.assertWritable(args.readOnly, 'updateThread');
     }
@@ -154,7 +158,8 @@ export class Memory {
   }
 
   /** Deletes a thread and its messages. Absent threads are ignored. */
-  deleteThread(threadId: string): Promise<void> {
+  async deleteThread(threadId: string): Promise<void> {
+    assertId(threadId, 'threadId');
     return this.storage.deleteThread({ threadId });
   }
 
@@ -401,18 +406,22 @@ export class Memory {
 
   /** One read-modify-write: atomic in storage when supported, else under the fallback lock. */
   private edit(location: Location, edit: Edit): Promise<string | null> {
-    if (this.storageIsAtomic()) {
-      const update = this.storage.updateWorkingMemoryAtomically!.bind(this.storage);
-      return location.scope === 'resource'
-        ? update({ scope: 'resource', resourceId: location.resourceId, update: edit })
-        : update({ scope: 'thread', threadId: location.threadId, update: edit });
-    }
-    const id = location.scope === 'resource' ? location.resourceId : location.threadId;
-    return fallbackLockFor(this.storage).run(location.scope, id, async () => {
-      const next = edit(await this.read(location));
+    const checked: Edit = (current) => {
+      const next: unknown = edit(current);
       if (next !== null && typeof next !== 'string') {
         throw invalid(`edit must return a string or null, got ${describe(next)}`);
       }
+      return next;
+    };
+    if (this.storageIsAtomic()) {
+      const update = this.storage.updateWorkingMemoryAtomically!.bind(this.storage);
+      return location.scope === 'resource'
+        ? update({ scope: 'resource', resourceId: location.resourceId, update: checked })
+        : update({ scope: 'thread', threadId: location.threadId, update: checked });
+    }
+    const id = location.scope === 'resource' ? location.resourceId : location.threadId;
+    return fallbackLockFor(this.storage).run(location.scope, id, async () => {
+      const next = checked(await this.read(location));
       await this.write(location, next);
       return next;
     });

@@ -629,6 +629,19 @@ describe('editWorkingMemory', () => {
     expect(await snapshot(memory.storage, resourceId, threadId)).toBe(before);
   });
 
+  it.each([
+    ['atomic', () => new InMemoryStore()],
+    ['fallback', () => new NonAtomicStore()],
+  ])('%s: an edit returning a non-string is INVALID_ARGUMENT and writes nothing', async (_name, make) => {
+    const memory = memoryWith({ enabled: true }, make());
+    await memory.updateWorkingMemory({ resourceId: 'r', workingMemory: 'keep' });
+    const error = await caught(() =>
+      memory.editWorkingMemory({ resourceId: 'r', edit: () => ({ a: 1 }) as unknown as string }),
+    );
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    expect(await memory.getWorkingMemory({ resourceId: 'r' })).toBe('keep');
+  });
+
   it('needs a function', async () => {
     const memory = memoryWith({ enabled: true });
     const error = await caught(() =>
