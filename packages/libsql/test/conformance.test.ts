@@ -1,0 +1,31 @@
+import { runConformance } from '@engram/conformance';
+import type { MemoryStorage } from '@engram/core';
+import { LibSQLStore } from '@engram/libsql';
+import type { Client } from '@libsql/client';
+import { afterAll } from 'vitest';
+import { tempDir } from './helpers.ts';
+
+// libSQL is embedded: nothing to start, so nothing is skipped.
+const { dir, cleanup } = tempDir('engram-libsql-conformance-');
+const url = `file:${dir}/conformance.db`;
+process.env.ENGRAM_LIBSQL_CONFORMANCE_URL = url;
+afterAll(cleanup);
+
+/** Closes the store's own client underneath it, as if the database handle had died. */
+function breakConnection(store: MemoryStorage): void {
+  (store as unknown as { connection: { client?: Client } }).connection.client?.close();
+}
+
+runConformance({
+  name: 'libsql (file)',
+  create: () => new LibSQLStore({ url }),
+  worker: new URL('./worker.ts', import.meta.url),
+  processes: 4,
+  breakConnection,
+});
+
+runConformance({
+  name: 'libsql (:memory:)',
+  create: () => new LibSQLStore({ url: ':memory:' }),
+  breakConnection,
+});

@@ -1,0 +1,12 @@
+/**
+ * Worker module for the cross-process concurrency area: each forked process opens its own store
+ * on the database file the test put in ENGRAM_LIBSQL_CONFORMANCE_URL.
+ */
+import type { MemoryStorage } from '@engram/core';
+import { LibSQLStore } from '@engram/libsql';
+
+export async function create(): Promise<MemoryStorage> {
+  const url = process.env.ENGRAM_LIBSQL_CONFORMANCE_URL;
+  if (!url) throw new Error('ENGRAM_LIBSQL_CONFORMANCE_URL is not set');
+  return new LibSQLStore({ url });
+}
