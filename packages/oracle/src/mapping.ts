@@ -58,6 +58,11 @@ export function toTimestampText(date: Date, field = 'date'): string {
   return date.toISOString().slice(0, 23);
 }
 
+/** Checks every date a write will store, so a bad one fails before any connection is taken. */
+export function assertStorableDates(dates: ReadonlyArray<readonly [Date | undefined, string]>): void {
+  for (const [date, field] of dates) if (date !== undefined) toTimestampText(date, field);
+}
+
 /** Parses the text `TO_CHAR(col, TIMESTAMP_FORMAT)` returns as a UTC instant. */
 export function fromTimestampText(text: string): Date {
   const date = new Date(`${text}Z`);

@@ -23,6 +23,7 @@ import {
 import { loadDriver, type OracleDriver, type OraclePool } from './driver.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {
+  assertStorableDates,
   type MessageRow,
   type ResourceRow,
   rowToMessage,
@@ -239,6 +240,10 @@ export class OracleStore extends StoreBase {
   }
 
   protected async doSaveThread(thread: Thread): Promise<Thread> {
+    assertStorableDates([
+      [thread.createdAt, 'thread.createdAt'],
+      [thread.updatedAt, 'thread.updatedAt'],
+    ]);
     const d = await this.dialect();
     const statement = sql.upsertThread(d, thread);
     await this.transaction((s) => s.upsert(statement));
@@ -299,6 +304,7 @@ export class OracleStore extends StoreBase {
   // Messages
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+    assertStorableDates(messages.map((m, i) => [m.createdAt, `messages[${i}].createdAt`] as const));
     const d = await this.dialect();
     const upserts = messages.map((message) => sql.upsertMessage(d, message));
     const threadIds = [...new Set(messages.map((m) => m.threadId))];
@@ -392,6 +398,7 @@ export class OracleStore extends StoreBase {
   }
 
   protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+    assertStorableDates(patches.map((p, i) => [p.createdAt, `patches[${i}].createdAt`] as const));
     const d = await this.dialect();
     const updates = patches.map((patch) => ({ id: patch.id, statement: sql.updateMessageRow(d, patch) }));
     const ids = [...new Set(patches.map((p) => p.id))];

@@ -1,0 +1,84 @@
+import { createRequire } from 'node:module';
+import type { Message, Thread } from '@engram/core';
+import type { OracleBinds } from '../src/driver.ts';
+import { loadDriver } from '../src/driver.ts';
+import { type Dialect, type JsonStorage, type Statement, tableNames } from '../src/sql.ts';
+
+/** The real driver module (loading it needs no server). */
+export const oracledb = loadDriver();
+
+/** A dialect as `init()` builds it, with the real `DB_TYPE_CLOB`. */
+export function dialect(json: JsonStorage = 'json', prefix = 'engram_'): Dialect {
+  return { names: tableNames(prefix), json, clobType: oracledb.DB_TYPE_CLOB };
+}
+
+interface DriverStatement {
+  _prepare(sql: string): void;
+  bindInfoDict: Map<string, unknown>;
+  isQuery: boolean;
+  isDml: boolean;
+  isDdl: boolean;
+  isPlSql: boolean;
+}
+
+const { Statement: ThinStatement } = createRequire(import.meta.url)('oracledb/lib/thin/statement.js') as {
+  Statement: new () => DriverStatement;
+};
+
+/**
+ * Parses SQL with the driver's own thin-mode parser (what `execute` does before sending it):
+ * the bind names it finds (upper-cased, as the driver matches them) and the statement kind.
+ */
+export function parse(sql: string): { binds: string[]; kind: 'query' | 'dml' | 'ddl' | 'plsql' | 'other' } {
+  const statement = new ThinStatement();
+  statement._prepare(sql);
+  const kind = statement.isQuery
+    ? 'query'
+    : statement.isDml
+      ? 'dml'
+      : statement.isDdl
+        ? 'ddl'
+        : statement.isPlSql
+          ? 'plsql'
+          : 'other';
+  return { binds: [...statement.bindInfoDict.keys()].sort(), kind };
+}
+
+/** Upper-cased, sorted keys of a bind object: what the driver matches against the SQL. */
+export function bindKeys(binds: OracleBinds): string[] {
+  return Object.keys(binds)
+    .map((k) => k.toUpperCase())
+    .sort();
+}
+
+/** True when the driver would bind every placeholder and find no unknown bind name. */
+export function bindsMatch(statement: Statement): boolean {
+  return JSON.stringify(parse(statement.sql).binds) === JSON.stringify(bindKeys(statement.binds));
+}
+
+export const at = new Date('2024-05-01T10:20:30.123Z');
+
+export function thread(overrides: Partial<Thread> = {}): Thread {
+  return {
+    id: 't1',
+    resourceId: 'r1',
+    title: 'Title',
+    metadata: { a: 1 },
+    createdAt: at,
+    updatedAt: at,
+    ...overrides,
+  };
+}
+
+export function message(overrides: Partial<Message> = {}): Message {
+  return {
+    id: 'm1',
+    threadId: 't1',
+    resourceId: 'r1',
+    role: 'user',
+    content: 'hello',
+    type: 'text',
+    createdAt: at,
+    ...overrides,
+  };
+}
