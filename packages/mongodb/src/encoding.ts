@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram/core';
+
+/**
+ * How JSON values (message content, metadata) become BSON documents and back.
+ *
+ * JSON allows any string as an object key; MongoDB field names may not be empty in update paths,
+ * may not contain NUL, and keys holding `.` or starting with `$` are either rejected (FerretDB,
+ * MongoDB before 5.0) or only reachable through `$getField`/`$setField` (MongoDB 5.0+). So keys
+ * are escaped, at every depth, with a reversible percent code, and every other key is stored
+ * exactly as given:
+ *
+ * | in the key        | stored as |
+ * |-------------------|-----------|
+ * | `%`               | `%25`     |
+ * | `.`               | `%2E`     |
+ * | NUL (`\u0000`)    | `%00`     |
+ * | a leading `$`     | `%24`     |
+ * | the empty key     | `%`       |
+ *
+ * `__proto__` needs no escape: it is stored as an ordinary field and read back as an own
+ * property, never as a prototype.
+ *
+ * Arrays directly inside arrays are stored natively on MongoDB. Servers that cannot store them
+ * (FerretDB 1.x answers "nested arrays are not supported") get each inner array wrapped as
+ * `{ "%a": [...] }`; `%a` is never an encoded key, so reading unwraps it on any server.
+ */
+
+/** How values are written for the connected server. */
+export interface Codec {
+  /** Wrap arrays that sit directly inside arrays as `{ "%a": [...] }`. */
+  wrapNestedArrays: boolean;
+}
+
+/** The codec for MongoDB itself: everything native except the escaped keys. */
+export const NATIVE: Codec = { wrapNestedArrays: false };
+
+const ARRAY_WRAPPER = '%a';
+
+const ESCAPES: Record<string, string> = { '%': '%25', '.': '%2E', '\0': '%00' };
+const UNESCAPES: Record<string, string> = { '25': '%', '2E': '.', '00': '\0', '24': '$' };
+const NEEDS_ESCAPE = /[%.\0]|^\$/;
+
+/**
+ * MongoDB accepts 100 levels of nesting in a stored document; the record and the field holding
+ * the value take two, so values may nest this deep.
+ */
+export const MAX_VALUE_DEPTH = 96;
+
+/** Strings BSON can hold exactly: UTF-8 cannot encode an unpaired UTF-16 surrogate. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', `mongodb: ${message}`, { adapter: 'mongodb' });
+}
+
+/** Throws `INVALID_ARGUMENT` when `value` holds an unpaired surrogate, which BSON would replace. */
+export function assertStorableString(value: string, field: string): void {
+  if (LONE_SURROGATE.test(value)) {
+    throw invalid(`${field} holds an unpaired UTF-16 surrogate, which BSON (UTF-8) cannot store`);
+  }
+}
+
+/** The stored form of one object key (see the table above). */
+export function encodeKey(key: string): string {
+  if (key === '') return '%';
+  if (!NEEDS_ESCAPE.test(key)) return key;
+  return key.replace(/[%.\0]/g, (c) => ESCAPES[c] ?? c).replace(/^\$/, '%24');
+}
+
+/** The key an `encodeKey` result came from. */
+export function decodeKey(stored: string): string {
+  if (stored === '%') return '';
+  if (!stored.includes('%')) return stored;
+  return stored.replace(/%(25|2E|00|24)/g, (match, code: string) => UNESCAPES[code] ?? match);
+}
+
+/**
+ * The BSON-ready form of a JSON value: the same shape with every object key encoded (and inner
+ * arrays wrapped when the codec says so). `depth` is the stored nesting level of `value`. Throws
+ * `INVALID_ARGUMENT` for strings BSON cannot hold and for values nested too deeply.
+ */
+export function encodeValue(value: JsonValue, field: string, codec: Codec, depth = 0): unknown {
+  return encode(value, field, codec, depth, false);
+}
+
+function encode(value: JsonValue, field: string, codec: Codec, depth: number, inArray: boolean): unknown {
+  if (depth > MAX_VALUE_DEPTH) {
+    throw invalid(`${field} is nested more than ${MAX_VALUE_DEPTH} levels deep; MongoDB stores at most 100`);
+  }
+  if (typeof value === 'string') {
+    assertStorableString(value, field);
+    return value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const wrap = inArray && codec.wrapNestedArrays;
+    const level = wrap ? depth + 2 : depth + 1;
+    const items = value.map((item, i) => encode(item, `${field}[${i}]`, codec, level, true));
+    return wrap ? { [ARRAY_WRAPPER]: items } : items;
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    assertStorableString(key, `a key of ${field}`);
+    Object.defineProperty(out, encodeKey(key), {
+      value: encode(item, `${field}.${key}`, codec, depth + 1, false),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
+/** True for `{ "%a": [...] }`, the stored form of an array inside an array. */
+function isWrappedArray(stored: unknown): stored is { [ARRAY_WRAPPER]: unknown[] } {
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return false;
+  const keys = Object.keys(stored);
+  return (
+    keys.length === 1 &&
+    keys[0] === ARRAY_WRAPPER &&
+    Array.isArray((stored as Record<string, unknown>)[ARRAY_WRAPPER])
+  );
+}
+
+/** The JSON value an `encodeValue` result came from. */
+export function decodeValue(stored: unknown): JsonValue {
+  if (stored === null || stored === undefined) return null;
+  if (typeof stored === 'string' || typeof stored === 'number' || typeof stored === 'boolean') return stored;
+  if (Array.isArray(stored)) {
+    return stored.map((item) => decodeValue(isWrappedArray(item) ? item[ARRAY_WRAPPER] : item));
+  }
+  if (typeof stored === 'object') return decodeObject(stored as Record<string, unknown>);
+  // Types no engram write produces (a Long or Decimal128 written by other software): keep their
+  // JSON form rather than drop them.
+  return JSON.parse(JSON.stringify(stored)) as JsonValue;
+}
+
+/** A stored object (metadata) as a JSON object; anything else counts as `{}`. */
+export function decodeObject(stored: unknown): JsonObject {
+  const out: JsonObject = {};
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return out;
+  for (const [key, item] of Object.entries(stored as Record<string, unknown>)) {
+    defineKey(out, decodeKey(key), decodeValue(item));
+  }
+  return out;
+}
+
+/** JSON text with object keys sorted at every depth: equal for `jsonEqual` values. */
+export function canonicalJson(value: JsonValue): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(',')}}`;
+}
+
+/**
+ * The SHA-256 of a value's canonical JSON. Threads keep one per metadata key so that
+ * `listThreads({ metadata })` compares JSON values exactly (key order ignored, `null` distinct
+ * from a missing key, arrays never matched element-wise) with a plain equality filter.
+ */
+export function valueHash(value: JsonValue): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('base64url');
+}

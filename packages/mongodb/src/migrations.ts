@@ -1,0 +1,70 @@
+import { MemoryError } from '@engram/core';
+import { MongoServerError } from 'mongodb';
+import { type Collections, MESSAGE_INDEXES, THREAD_INDEXES } from './collections.ts';
+import { isDuplicateKey } from './errors.ts';
+
+/** One step of the schema. Each is idempotent, so two processes may run it at once. */
+export interface Migration {
+  name: string;
+  up(collections: Collections): Promise<void>;
+}
+
+/** NamespaceExists: `create` of a collection that is already there. */
+const NAMESPACE_EXISTS = 48;
+
+async function createCollection(collections: Collections, name: keyof Collections): Promise<void> {
+  const collection = collections[name];
+  try {
+    await collection.db.createCollection(collection.collectionName);
+  } catch (error) {
+    if (!(error instanceof MongoServerError && error.code === NAMESPACE_EXISTS)) throw error;
+  }
+}
+
+/**
+ * The schema, append-only: the version of a migration is its position (1-based). Applied
+ * versions are recorded in the `<prefix>migrations` collection, one document per version.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    name: 'collections, thread listing indexes and the (threadId, createdAt, _id) message index',
+    async up(collections) {
+      for (const name of ['threads', 'messages', 'resources'] as const)
+        await createCollection(collections, name);
+      await collections.threads.createIndexes(THREAD_INDEXES);
+      await collections.messages.createIndexes(MESSAGE_INDEXES);
+    },
+  },
+];
+
+/** The schema version this package writes. */
+export const LATEST_VERSION = MIGRATIONS.length;
+
+/**
+ * Applies every migration not yet recorded, in order, and records it. Throws `MIGRATION` when the
+ * database was written by a newer version of this package.
+ */
+export async function migrate(collections: Collections): Promise<void> {
+  const applied = new Set(
+    (await collections.migrations.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
+  );
+  const newest = Math.max(0, ...applied);
+  if (newest > LATEST_VERSION) {
+    throw new MemoryError(
+      'MIGRATION',
+      `mongodb: the database is at schema version ${newest}, newer than this package's ${LATEST_VERSION}; upgrade @engram/mongodb`,
+      { adapter: 'mongodb' },
+    );
+  }
+  for (const [i, migration] of MIGRATIONS.entries()) {
+    const version = i + 1;
+    if (applied.has(version)) continue;
+    await migration.up(collections);
+    try {
+      await collections.migrations.insertOne({ _id: version, name: migration.name, appliedAt: new Date() });
+    } catch (error) {
+      // Another process applied and recorded the same version meanwhile.
+      if (!isDuplicateKey(error)) throw error;
+    }
+  }
+}
