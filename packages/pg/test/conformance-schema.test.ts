@@ -1,0 +1,20 @@
+import { runConformance } from '@engram/conformance';
+import { expect, it } from 'vitest';
+import { conformanceRun } from './conformance-setup.ts';
+import { PG_URL, randomName } from './env.ts';
+import { objectsIn } from './objects.ts';
+
+// The whole suite again with every table in a fresh schema of a fresh database.
+const schemaName = randomName('engram_conformance');
+const { init, run } = conformanceRun(`pg (schemaName ${schemaName})`, schemaName);
+runConformance(init);
+
+it.skipIf(!PG_URL)(
+  'leaves public without engram objects (tables, indexes, types, functions, triggers)',
+  async () => {
+    const db = run.db!;
+    expect(await objectsIn(db, schemaName, 'engram_')).toContain('relation r engram_messages');
+    expect(await objectsIn(db, 'public', 'engram_')).toEqual([]);
+    expect(await objectsIn(db, 'public', '')).toEqual([]);
+  },
+);
