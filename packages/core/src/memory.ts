@@ -184,8 +184,11 @@ export class Memory {
       if (!isPlainObject(message))
         throw invalid(`messages[${i}] must be an object, got ${describe(message)}`);
       return {
-        ...message,
         id: message.id ?? randomUUID(),
+        threadId: message.threadId,
+        resourceId: message.resourceId,
+        role: message.role,
+        content: message.content,
         type: message.type ?? 'text',
         createdAt: message.createdAt ?? nextStamp(),
       };

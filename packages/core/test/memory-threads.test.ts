@@ -121,6 +121,22 @@ describe('Memory messages', () => {
     }
   });
 
+  it('saves only the message fields', async () => {
+    const memory = fresh();
+    const { msg } = await withThread(memory);
+    const input = { ...msg('x'), extra: 'dropped' } as MessageInput;
+    const [saved] = await memory.saveMessages({ messages: [input] });
+    expect(Object.keys(saved!).sort()).toStrictEqual([
+      'content',
+      'createdAt',
+      'id',
+      'resourceId',
+      'role',
+      'threadId',
+      'type',
+    ]);
+  });
+
   it('keeps given ids, types and dates; later batches sort after earlier ones', async () => {
     const memory = fresh(false);
     const { threadId, msg } = await withThread(memory);
