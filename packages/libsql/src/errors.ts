@@ -67,7 +67,9 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
   const reason = error instanceof Error ? error.message : String(error);
   const hint = isBusyError(error)
     ? ' (the database stayed locked by another writer past the busy timeout)'
-    : '';
+    : /no such table: engram_/.test(reason)
+      ? ' (call init() once before using the store)'
+      : '';
   return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${reason}${hint}`, {
     adapter: ADAPTER,
     cause: error,

@@ -251,3 +251,13 @@ describe('libsql: lifecycle and errors', () => {
     expect((await store.getThreadById({ threadId: 't' }))?.updatedAt).toEqual(new Date(1));
   });
 });
+
+describe('libsql: before init()', () => {
+  it('says to call init() when the tables do not exist yet', async () => {
+    const store = new LibSQLStore({ url: ':memory:' });
+    cleanups.push(() => store.close());
+    const error = await store.getThreadById({ threadId: 't' }).catch((e: unknown) => e);
+    expect(isMemoryError(error, 'STORAGE')).toBe(true);
+    expect((error as Error).message).toMatch(/call init\(\)/);
+  });
+});
