@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import type { Memory } from '../memory.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import type { WorkingMemoryScope } from '../storage/records.ts';
 import { defaultWorkingMemoryTemplate } from '../working-memory/template.ts';
@@ -73,6 +74,27 @@ export class WorkingMemory {
       throw new MemoryError('INVALID_ARGUMENT', 'useStateSignals cannot be combined with the vnext tool');
     }
     this.options = { ...options };
+  }
+
+  /**
+   * The processor matching a `Memory`'s configuration: its storage, scope, template (the memory
+   * is the template provider), read-only flag, vnext and state-signal settings. `readOnly: true`
+   * here makes it read-only even when the memory is not.
+   */
+  static fromMemory(
+    memory: Memory,
+    overrides: { readOnly?: boolean; logger?: AgentLogger } = {},
+  ): WorkingMemory {
+    const config = memory.options.workingMemory;
+    return new WorkingMemory({
+      storage: memory.storage,
+      scope: config.scope,
+      templateProvider: memory,
+      readOnly: memory.options.readOnly || overrides.readOnly === true,
+      useVNext: config.version === 'vnext',
+      useStateSignals: config.useStateSignals,
+      logger: overrides.logger,
+    });
   }
 
   /** The configured scope (`'resource'` unless set). */

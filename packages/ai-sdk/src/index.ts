@@ -1,0 +1,9 @@
+export { fromModelMessage, PARTS_MESSAGE_TYPE, toModelMessages } from './messages.ts';
+export {
+  type MemoryCall,
+  type MemoryStep,
+  type MemoryStepOptions,
+  memoryStep,
+  type TurnResult,
+} from './step.ts';
+export { toAISDKTool, workingMemoryTools } from './tool.ts';

@@ -1,0 +1,151 @@
+import {
+  type AgentMessage,
+  assertStateSignalConfig,
+  type Memory,
+  MemoryError,
+  type Message,
+  messagesToSave,
+  recallHistory,
+  WorkingMemory,
+  WorkingMemoryState,
+} from '@engram/core';
+import type { ModelMessage, Tool } from 'ai';
+import { fromModelMessage, toModelMessages } from './messages.ts';
+import { workingMemoryTools } from './tool.ts';
+
+export interface MemoryStepOptions {
+  memory: Memory;
+  /** The conversation. Created for `resourceId` when it does not exist yet. */
+  threadId: string;
+  /** The user or tenant; the thread must belong to it. */
+  resourceId: string;
+  /** This turn's input: a user message as text, or AI SDK messages. */
+  input: string | ModelMessage[];
+  /** Your own system prompt; the working-memory text is appended to it. */
+  instructions?: string;
+  /** Show the working memory but offer no tool and write nothing to it. */
+  readOnly?: boolean;
+  /** How many history messages to include (default: the memory's `lastMessages`). */
+  lastMessages?: number | false;
+  /** Title of the thread when it is created. */
+  threadTitle?: string;
+}
+
+/** What to spread into `generateText` / `streamText`. */
+export interface MemoryCall {
+  /** `instructions` plus the working-memory system message (guidance, template, data). */
+  system: string | undefined;
+  /** Recent history, a working-memory state signal when one is due, and this turn's input. */
+  messages: ModelMessage[];
+  /** The working-memory tool, when one is offered. Add your own tools next to it. */
+  tools: Record<string, Tool<unknown, unknown>>;
+}
+
+/** What `save` accepts: a result with `response.messages`, a response with `messages`, or messages. */
+export type TurnResult =
+  | { response: { messages: ModelMessage[] } }
+  | { messages: ModelMessage[] }
+  | ModelMessage[];
+
+function responseMessages(result: TurnResult): ModelMessage[] {
+  if (Array.isArray(result)) return result;
+  if ('response' in result && Array.isArray(result.response?.messages)) return result.response.messages;
+  if ('messages' in result && Array.isArray(result.messages)) return result.messages;
+  throw new MemoryError('INVALID_ARGUMENT', 'save expects a generateText result, a response, or messages');
+}
+
+/** One prepared turn: the call arguments, and `save` for after the model answered. */
+export interface MemoryStep {
+  call: MemoryCall;
+  /**
+   * Saves this turn to the thread: the input, any state signal, and the response messages.
+   * Pass the `generateText` result, the awaited `response` of `streamText`, or the messages.
+   * System messages and working-memory tool calls are dropped. Returns the saved messages.
+   */
+  save(result: TurnResult): Promise<Message[]>;
+}
+
+async function ensureThread(options: MemoryStepOptions): Promise<void> {
+  const { memory, threadId, resourceId } = options;
+  const thread = await memory.getThreadById({ threadId });
+  if (!thread) {
+    await memory.createThread({ threadId, resourceId, title: options.threadTitle });
+  } else if (thread.resourceId !== resourceId) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `thread ${JSON.stringify(threadId)} belongs to another resource than ${JSON.stringify(resourceId)}`,
+    );
+  }
+}
+
+function inputMessages(input: string | ModelMessage[]): ModelMessage[] {
+  if (typeof input === 'string') {
+    if (input.trim() === '') throw new MemoryError('INVALID_ARGUMENT', 'input must not be empty');
+    return [{ role: 'user', content: input }];
+  }
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new MemoryError('INVALID_ARGUMENT', 'input must be a string or a non-empty array of messages');
+  }
+  return input;
+}
+
+/**
+ * Prepares one turn of a conversation with memory for the AI SDK:
+ *
+ * ```ts
+ * const step = await memoryStep({ memory, threadId, resourceId, input: 'Hi, I am Sam' });
+ * const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(5) });
+ * await step.save(result);
+ * ```
+ *
+ * It creates the thread when missing, recalls the newest `lastMessages` messages, adds the
+ * working memory (as part of `system`, or as a state signal under `useStateSignals`) and offers
+ * the working-memory tool unless read-only.
+ */
+export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep> {
+  const { memory, threadId, resourceId } = options;
+  assertStateSignalConfig(memory);
+  const input = inputMessages(options.input);
+  await ensureThread(options);
+  const config = memory.options.workingMemory;
+  const readOnly = options.readOnly === true || memory.options.readOnly;
+  const requestContext = { threadId, resourceId };
+
+  const history = await recallHistory(memory, { threadId, resourceId, last: options.lastMessages });
+  const inputAsAgent: AgentMessage[] = input.map((m) => ({ ...fromModelMessage(m, requestContext) }));
+  let conversation: AgentMessage[] = [...history, ...inputAsAgent];
+  let system = options.instructions?.trim() || undefined;
+
+  if (config.enabled) {
+    const processor = WorkingMemory.fromMemory(memory, { readOnly });
+    const memoryMessage = await processor.buildMessage(requestContext);
+    system = [system, memoryMessage.content as string].filter(Boolean).join('\n\n');
+    if (config.useStateSignals && !readOnly) {
+      const state = new WorkingMemoryState({
+        storage: memory.storage,
+        scope: config.scope,
+        templateProvider: memory,
+      });
+      conversation = await state.processInput({ messages: conversation, requestContext });
+    }
+  }
+  const turnStart = history.length;
+  const turn = conversation.slice(turnStart);
+  const tools = await workingMemoryTools(memory, { threadId, resourceId, readOnly });
+
+  const save: MemoryStep['save'] = async (result) => {
+    const response = responseMessages(result);
+    const responseAsAgent = response.map((m) => fromModelMessage(m, requestContext));
+    const toSave = messagesToSave([...turn, ...responseAsAgent]).map((m) => ({
+      threadId,
+      resourceId,
+      role: m.role,
+      content: m.content,
+      type: m.type,
+    }));
+    if (toSave.length === 0) return [];
+    return memory.saveMessages({ messages: toSave });
+  };
+
+  return { call: { system, messages: toModelMessages(conversation), tools }, save };
+}

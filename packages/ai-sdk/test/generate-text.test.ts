@@ -1,0 +1,299 @@
+import { InMemoryStore, Memory, type MemoryOptions } from '@engram/core';
+import { generateText, type ModelMessage, stepCountIs, streamText } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { memoryStep, workingMemoryTools } from '../src/index.ts';
+
+type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
+type CallOptions = MockLanguageModelV3['doGenerateCalls'][number];
+type StreamPart =
+  Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 5, text: 5, reasoning: undefined },
+};
+
+function toolCall(toolName: string, input: unknown, id = 'call-1'): GenerateResult {
+  return {
+    content: [{ type: 'tool-call', toolCallId: id, toolName, input: JSON.stringify(input) }],
+    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+    usage,
+    warnings: [],
+  };
+}
+
+function text(value: string): GenerateResult {
+  return {
+    content: [{ type: 'text', text: value }],
+    finishReason: { unified: 'stop', raw: 'stop' },
+    usage,
+    warnings: [],
+  };
+}
+
+/** A mock model that answers with `script` in order. */
+function scripted(...script: GenerateResult[]): MockLanguageModelV3 {
+  let i = 0;
+  return new MockLanguageModelV3({
+    doGenerate: async () => {
+      const next = script[i++];
+      if (!next) throw new Error('the mock model ran out of answers');
+      return next;
+    },
+  });
+}
+
+function setup(
+  workingMemory: MemoryOptions['workingMemory'],
+  options: Omit<MemoryOptions, 'workingMemory'> = {},
+) {
+  const memory = new Memory({ storage: new InMemoryStore(), options: { ...options, workingMemory } });
+  const n = Math.random().toString(36).slice(2);
+  return { memory, threadId: `t-${n}`, resourceId: `r-${n}` };
+}
+
+/** The system prompt and the rest of the prompt the model received. */
+function promptOf(call: CallOptions): { system: string; rest: CallOptions['prompt'] } {
+  const system = call.prompt
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content)
+    .join('\n');
+  return { system, rest: call.prompt.filter((m) => m.role !== 'system') };
+}
+
+function textOf(message: CallOptions['prompt'][number]): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content.map((part) => ('text' in part ? part.text : '')).join('');
+}
+
+const TEMPLATE = '# Profile\n- Name:\n- City:\n';
+
+describe('generateText with engram memory (mock model)', () => {
+  it('the model calls updateWorkingMemory, the stored memory changes, and the next turn sees it', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    const model = scripted(
+      toolCall('updateWorkingMemory', { memory: '# Profile\n- Name: Sam\n- City: Berlin\n' }),
+      text('Nice to meet you, Sam.'),
+    );
+    const step = await memoryStep({
+      memory,
+      threadId,
+      resourceId,
+      instructions: 'You are a helpful assistant.',
+      input: 'Hi, I am Sam from Berlin.',
+    });
+    expect(Object.keys(step.call.tools)).toEqual(['updateWorkingMemory']);
+    expect(await memory.getWorkingMemory({ resourceId })).toBeNull();
+
+    const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    expect(result.text).toBe('Nice to meet you, Sam.');
+    expect(await memory.getWorkingMemory({ resourceId })).toBe('# Profile\n- Name: Sam\n- City: Berlin\n');
+
+    // The first model call saw instructions, guidance, the template and empty data, and the tool.
+    const first = model.doGenerateCalls[0]!;
+    const { system } = promptOf(first);
+    expect(system).toContain('You are a helpful assistant.');
+    expect(system).toContain('<working_memory_template format="markdown">\n# Profile');
+    expect(system).toContain('nothing has been stored yet');
+    const offered = first.tools?.find((t) => t.name === 'updateWorkingMemory');
+    expect(offered).toMatchObject({
+      type: 'function',
+      inputSchema: { type: 'object', required: ['memory'] },
+    });
+
+    // Saving drops the system prompt and the working-memory tool call and result.
+    const saved = await step.save(result);
+    expect(saved.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'Hi, I am Sam from Berlin.'],
+      ['assistant', { format: 2, parts: [{ type: 'text', text: 'Nice to meet you, Sam.' }] }],
+    ]);
+
+    // Turn two, in another thread of the same resource: memory and (thread) history.
+    const model2 = scripted(text('You are Sam.'));
+    const step2 = await memoryStep({ memory, threadId, resourceId, input: 'Who am I?' });
+    await generateText({ model: model2, ...step2.call });
+    const second = promptOf(model2.doGenerateCalls[0]!);
+    expect(second.system).toContain('- Name: Sam\n- City: Berlin');
+    expect(second.rest.map((m) => [m.role, textOf(m)])).toEqual([
+      ['user', 'Hi, I am Sam from Berlin.'],
+      ['assistant', 'Nice to meet you, Sam.'],
+      ['user', 'Who am I?'],
+    ]);
+  });
+
+  it('works with streamText too', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    let call = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        call++;
+        const chunks: StreamPart[] =
+          call === 1
+            ? [
+                { type: 'stream-start' as const, warnings: [] },
+                {
+                  type: 'tool-call' as const,
+                  toolCallId: 's-1',
+                  toolName: 'updateWorkingMemory',
+                  input: JSON.stringify({ memory: '- Name: Kim' }),
+                },
+                {
+                  type: 'finish' as const,
+                  finishReason: { unified: 'tool-calls' as const, raw: undefined },
+                  usage,
+                },
+              ]
+            : [
+                { type: 'stream-start' as const, warnings: [] },
+                { type: 'text-start' as const, id: 't' },
+                { type: 'text-delta' as const, id: 't', delta: 'Hello Kim' },
+                { type: 'text-end' as const, id: 't' },
+                {
+                  type: 'finish' as const,
+                  finishReason: { unified: 'stop' as const, raw: undefined },
+                  usage,
+                },
+              ];
+        return { stream: convertArrayToReadableStream(chunks) };
+      },
+    });
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'I am Kim' });
+    const result = streamText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    expect(await result.text).toBe('Hello Kim');
+    expect(await memory.getWorkingMemory({ resourceId })).toBe('- Name: Kim');
+    const saved = await step.save(await result.response);
+    expect(saved.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('schema mode: the tool call merges a JSON patch', async () => {
+    const { memory, threadId, resourceId } = setup({
+      schema: z.object({
+        name: z.string().optional(),
+        prefs: z.object({ tone: z.string().optional() }).optional(),
+      }),
+    });
+    await memory.mergeWorkingMemory({ resourceId, workingMemory: { name: 'Sam' } });
+    const model = scripted(
+      toolCall('updateWorkingMemory', { memory: { prefs: { tone: 'dry' } } }),
+      text('Noted.'),
+    );
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'Keep it dry.' });
+    await generateText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    expect(JSON.parse((await memory.getWorkingMemory({ resourceId }))!)).toEqual({
+      name: 'Sam',
+      prefs: { tone: 'dry' },
+    });
+    expect(promptOf(model.doGenerateCalls[0]!).system).toContain('"name": "Sam"');
+  });
+
+  it('vnext: append, then a duplicate the tool skips', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE, version: 'vnext' });
+    const model = scripted(
+      toolCall('updateWorkingMemory', { newMemory: '- Name: Sam', updateReason: 'append-new-memory' }, 'a'),
+      toolCall('updateWorkingMemory', { newMemory: '- Name:  Sam', updateReason: 'append-new-memory' }, 'b'),
+      text('Done.'),
+    );
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'I am Sam.' });
+    const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(4) });
+    expect(await memory.getWorkingMemory({ resourceId })).toBe('- Name: Sam');
+    const outputs = result.steps.flatMap((s) => s.toolResults.map((r) => r.output));
+    expect(outputs).toMatchObject([{ outcome: 'appended' }, { outcome: 'duplicate' }]);
+  });
+
+  it('read-only: the memory is shown, no tool is offered', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    await memory.updateWorkingMemory({ resourceId, workingMemory: '- Name: Sam' });
+    const step = await memoryStep({
+      memory,
+      threadId,
+      resourceId,
+      input: 'What do you know?',
+      readOnly: true,
+    });
+    expect(step.call.tools).toEqual({});
+    expect(await workingMemoryTools(memory, { resourceId, readOnly: true })).toEqual({});
+    const model = scripted(text('You are Sam.'));
+    await generateText({ model, ...step.call });
+    const call = model.doGenerateCalls[0]!;
+    expect(call.tools ?? []).toEqual([]);
+    expect(promptOf(call).system).toContain('cannot be changed');
+    expect(promptOf(call).system).toContain('- Name: Sam');
+  });
+
+  it('a tool error reaches the model and writes nothing', async () => {
+    const { memory, threadId, resourceId } = setup({
+      schema: z.object({ age: z.number().min(0).optional() }),
+    });
+    const model = scripted(toolCall('updateWorkingMemory', { memory: { age: -1 } }), text('Sorry.'));
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'I am -1 years old.' });
+    const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    expect(await memory.getWorkingMemory({ resourceId })).toBeNull();
+    const errors = result.steps.flatMap((s) => s.content.filter((p) => p.type === 'tool-error'));
+    expect(errors).toHaveLength(1);
+  });
+
+  it('state signals: setWorkingMemory, a signal only when the snapshot changed, calls kept in history', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE, useStateSignals: true });
+    await memory.updateWorkingMemory({ resourceId, workingMemory: '- Name: Sam' });
+
+    const model1 = scripted(
+      toolCall('setWorkingMemory', { memory: '- Name: Sam\n- City: Oslo' }),
+      text('Oslo, nice.'),
+    );
+    const step1 = await memoryStep({ memory, threadId, resourceId, input: 'I live in Oslo.' });
+    expect(Object.keys(step1.call.tools)).toEqual(['setWorkingMemory']);
+    expect(step1.call.system).not.toContain('- Name: Sam');
+    const signals1 = step1.call.messages.filter(isSignal);
+    expect(signals1).toHaveLength(1);
+    expect(JSON.stringify(signals1[0])).toContain('- Name: Sam');
+    const result1 = await generateText({ model: model1, ...step1.call, stopWhen: stepCountIs(3) });
+    const saved = await step1.save(result1);
+    expect(saved.map((m) => m.role)).toEqual(['user', 'user', 'assistant', 'tool', 'assistant']);
+
+    // The snapshot changed (the tool wrote): a new signal.
+    const step2 = await memoryStep({ memory, threadId, resourceId, input: 'Thanks.' });
+    const signals2 = step2.call.messages.filter(isSignal);
+    expect(signals2).toHaveLength(2);
+    expect(JSON.stringify(signals2[1])).toContain('- City: Oslo');
+    await step2.save([{ role: 'assistant', content: 'You are welcome.' }]);
+
+    // Unchanged and still in the window: no new signal.
+    const step3 = await memoryStep({ memory, threadId, resourceId, input: 'Bye.' });
+    expect(step3.call.messages.filter(isSignal)).toHaveLength(2);
+    await step3.save([{ role: 'assistant', content: 'Bye.' }]);
+
+    // The last signal has left a short window: it is sent again.
+    const step4 = await memoryStep({ memory, threadId, resourceId, input: 'Hello again.', lastMessages: 2 });
+    expect(step4.call.messages.filter(isSignal)).toHaveLength(1);
+    expect(step4.call.messages).toHaveLength(4);
+  });
+
+  it('useStateSignals with vnext is refused', async () => {
+    const { memory, threadId, resourceId } = setup({
+      template: TEMPLATE,
+      useStateSignals: true,
+      version: 'vnext',
+    });
+    await expect(memoryStep({ memory, threadId, resourceId, input: 'x' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+
+  it('a thread of another resource is refused', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    await memory.createThread({ threadId, resourceId });
+    await expect(
+      memoryStep({ memory, threadId, resourceId: 'someone-else', input: 'x' }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+});
+
+function isSignal(message: ModelMessage): boolean {
+  return (
+    message.role === 'user' && typeof message.content === 'string' && message.content.startsWith('<state ')
+  );
+}
