@@ -70,6 +70,15 @@ export function tableNames(prefix: string): TableNames {
   };
 }
 
+/**
+ * Run once on every new session of a pool the store creates: binary (UTF-8 byte) order and
+ * comparison for ids, the order `compareIds` defines, whatever the session's NLS language.
+ */
+export const SESSION_SETUP: Statement = {
+  sql: 'ALTER SESSION SET NLS_SORT = BINARY NLS_COMP = BINARY',
+  binds: {},
+};
+
 /** `TO_TIMESTAMP(:name, 'YYYY-MM-DD"T"HH24:MI:SS.FF3')`. */
 export function timestampBind(name: string): string {
   return `TO_TIMESTAMP(:${name}, ${TS})`;

@@ -20,7 +20,7 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import { loadDriver, type OracleDriver, type OraclePool } from './driver.ts';
+import { loadDriver, type OracleConnection, type OracleDriver, type OraclePool } from './driver.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {
   assertStorableDates,
@@ -79,7 +79,16 @@ const DEFAULT_POOL = {
   connectTimeout: 10,
   transportConnectTimeout: 10,
   queueTimeout: 30_000,
+  sessionCallback: setUpSession,
 };
+
+/** `sessionCallback` of pools the store creates: runs `SESSION_SETUP` once per new session. */
+function setUpSession(connection: OracleConnection, _tag: string, done: (error?: unknown) => void): void {
+  connection.execute(sql.SESSION_SETUP.sql, {}, {}).then(
+    () => done(),
+    (error: unknown) => done(error),
+  );
+}
 
 /** Threads matched per statement in a window query (keeps bind counts small). */
 const WINDOWS_PER_STATEMENT = 50;
@@ -227,7 +236,11 @@ export class OracleStore extends StoreBase {
     } catch {
       return;
     }
-    await created.close(5);
+    try {
+      await created.close(5);
+    } catch (error) {
+      if (errorCode(error) !== 'NJS-065') throw error; // already closed
+    }
   }
 
   // ------------------------------------------------------------------------------------------

@@ -380,3 +380,11 @@ describe('the bind check itself', () => {
     );
   });
 });
+
+describe('session setup', () => {
+  it('sets binary id order and comparison in one bind-free ALTER SESSION', () => {
+    expect(sql.SESSION_SETUP.sql).toBe('ALTER SESSION SET NLS_SORT = BINARY NLS_COMP = BINARY');
+    expect(parse(sql.SESSION_SETUP.sql).binds).toEqual([]);
+    expect(sql.SESSION_SETUP.binds).toEqual({});
+  });
+});
