@@ -56,6 +56,10 @@ function classify(error: unknown): MemoryErrorCode {
   if (codes.some((code) => ARGUMENT_CODES.has(code))) return 'INVALID_ARGUMENT';
   if (codes.some((code) => CONNECTION_CODES.has(code) || NETWORK_ERRNOS.has(code))) return 'CONNECTION';
   if (error instanceof TypeError && /fetch failed|network/i.test(error.message)) return 'CONNECTION';
+  // The embedded engine reports a file it cannot open as a plain Error without a code.
+  if (error instanceof Error && /ConnectionFailed|Unable to open connection/.test(error.message)) {
+    return 'CONNECTION';
+  }
   return 'STORAGE';
 }
 

@@ -261,3 +261,14 @@ describe('libsql: before init()', () => {
     expect((error as Error).message).toMatch(/call init\(\)/);
   });
 });
+
+describe('libsql: unreachable database', () => {
+  it('reports a file that cannot be opened as CONNECTION', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const store = new LibSQLStore({ url: `file:${dir}/missing-dir/x.db` });
+    const error = await store.init().catch((e: unknown) => e);
+    expect(isMemoryError(error, 'CONNECTION')).toBe(true);
+    expect((error as Error).message).toMatch(/^libsql: init failed: .*missing-dir/);
+  });
+});

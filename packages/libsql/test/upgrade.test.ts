@@ -3,7 +3,7 @@ import { LibSQLStore, MIGRATIONS, SCHEMA_VERSION } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../src/migrations.ts';
-import { tempDir } from './helpers.ts';
+import { exited, runScript, tempDir } from './helpers.ts';
 
 describe('libsql: versioned migrations', () => {
   const cleanups: Array<() => void> = [];
@@ -113,6 +113,25 @@ describe('libsql: versioned migrations', () => {
     try {
       const versions = await check.execute('SELECT version FROM engram_migrations ORDER BY version');
       expect(versions.rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
+    } finally {
+      check.close();
+    }
+  });
+
+  it('applies each migration once when several processes initialise a new file at once', async () => {
+    const url = dbFile();
+    const children = Array.from({ length: 4 }, () =>
+      runScript('./fixtures/init-store.ts', { ENGRAM_LIBSQL_CONFORMANCE_URL: url }),
+    );
+    expect(await Promise.all(children.map(exited))).toEqual([0, 0, 0, 0]);
+    const check = createClient({ url });
+    try {
+      const versions = await check.execute('SELECT version FROM engram_migrations ORDER BY version');
+      expect(versions.rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
+      const threads = await check.execute('SELECT COUNT(*) AS n FROM engram_threads');
+      expect(Number(threads.rows[0]?.n)).toBe(4);
+      const mode = await check.execute('PRAGMA journal_mode');
+      expect(String(mode.rows[0]?.[0])).toBe('wal');
     } finally {
       check.close();
     }
