@@ -1,3 +1,8 @@
 import { defineConfig } from 'tsdown';
 
-export default defineConfig({ entry: ['src/index.ts'], format: 'esm', dts: true, clean: true });
+export default defineConfig({
+  entry: { index: 'src/index.ts', bridge: 'src/bridge/index.ts', 'bridge-cli': 'src/bridge/cli.ts' },
+  format: 'esm',
+  dts: true,
+  clean: true,
+});

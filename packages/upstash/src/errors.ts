@@ -20,16 +20,16 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
 }
 
 function classify(error: unknown, message: string): MemoryErrorCode {
+  // A refused token, or a server (or the bridge's Redis) that cannot be reached.
   if (/unauthorized|WRONGPASS|NOAUTH/i.test(message)) return 'CONNECTION';
-  if (error instanceof Error && error.name === 'UpstashError') return 'STORAGE';
-  if (error instanceof Error && error.name === 'UpstashJSONParseError') return 'STORAGE';
-  // fetch rejects with a TypeError ("fetch failed") whose cause holds the socket error.
-  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
-  if (error instanceof TypeError && /fetch failed/i.test(message)) return 'CONNECTION';
-  if (typeof cause?.code === 'string' && /^E[A-Z]+/.test(cause.code)) return 'CONNECTION';
-  if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up|aborted/i.test(message)) {
+  if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up/i.test(message)) {
     return 'CONNECTION';
   }
+  // fetch rejects with a TypeError ("fetch failed") whose cause holds the socket error.
+  if (error instanceof TypeError && /fetch failed/i.test(message)) return 'CONNECTION';
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  if (typeof cause?.code === 'string' && /^E[A-Z]+$/.test(cause.code)) return 'CONNECTION';
+  // Anything Redis or the REST server answered with (UpstashError, a reply we cannot read).
   return 'STORAGE';
 }
 

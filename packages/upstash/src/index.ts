@@ -1,4 +1,3 @@
-export { type Bridge, type BridgeOptions, startBridge } from './bridge/index.ts';
 export { encodeId, Keys } from './keys.ts';
 export { LAYOUT_VERSION } from './migrations.ts';
 export { UpstashStore, type UpstashStoreOptions } from './store.ts';

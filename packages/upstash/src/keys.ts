@@ -23,6 +23,7 @@
  */
 
 const UNRESERVED = /^[A-Za-z0-9._~-]$/;
+const utf8 = new TextEncoder();
 
 /**
  * Percent-encodes the UTF-8 bytes of an id, keeping only `A-Z a-z 0-9 . _ ~ -` as they are.
@@ -30,7 +31,7 @@ const UNRESERVED = /^[A-Za-z0-9._~-]$/;
  */
 export function encodeId(id: string): string {
   let out = '';
-  for (const byte of Buffer.from(id, 'utf8')) {
+  for (const byte of utf8.encode(id)) {
     const char = String.fromCharCode(byte);
     out += UNRESERVED.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }

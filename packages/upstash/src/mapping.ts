@@ -12,12 +12,18 @@ import { META } from './keys.ts';
 /** A script's reply after `unframe`: strings, nil and nested lists. */
 export type Frame = string | null | Frame[];
 
-/** Reads back what a script's `frame` wrote (see `scripts.ts`). Lengths count UTF-8 bytes. */
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Reads back what a script's `frame` wrote (see `scripts.ts`). Lengths count UTF-8 bytes.
+ * Uses only web APIs, so the store runs on edge runtimes too.
+ */
 export function unframe(reply: unknown): Frame {
   if (typeof reply !== 'string') {
     throw new TypeError(`expected a framed string from the script, got ${typeof reply}`);
   }
-  const bytes = Buffer.from(reply, 'utf8');
+  const bytes = encoder.encode(reply);
   let at = 0;
   const read = (): Frame => {
     const tag = bytes[at];
@@ -27,10 +33,10 @@ export function unframe(reply: unknown): Frame {
     }
     const colon = bytes.indexOf(0x3a, at);
     if (colon < 0 || (tag !== 0x24 && tag !== 0x2a)) throw new TypeError('malformed script reply');
-    const n = Number(bytes.toString('latin1', at + 1, colon));
+    const n = Number(decoder.decode(bytes.subarray(at + 1, colon)));
     at = colon + 1;
     if (tag === 0x24) {
-      const text = bytes.toString('utf8', at, at + n);
+      const text = decoder.decode(bytes.subarray(at, at + n));
       at += n;
       return text;
     }

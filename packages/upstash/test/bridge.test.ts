@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from '@upstash/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Bridge, startBridge } from '../src/index.ts';
+import { type Bridge, startBridge } from '../src/bridge/index.ts';
 import { redisSkip, redisUrl, runPrefix } from './env.ts';
 
 const title = redisSkip ? `upstash bridge (skipped: ${redisSkip})` : 'upstash bridge';
