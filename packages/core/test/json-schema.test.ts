@@ -75,6 +75,7 @@ describe('compileJsonSchema', () => {
     ['anyOf', { contact: 'nope' }, /contact: matches none of the anyOf/],
     ['oneOf with two matches', { id: 12 }, /id: must match exactly one oneOf alternative, matched 2/],
     ['not an object at all', [], /the document: expected object, got array/],
+    ['a Date is not an object', { prefs: new Date(0) }, /prefs: expected object, got a non-JSON object/],
   ];
 
   it.each(failing)('reports %s', (_name, value, message) => {

@@ -248,7 +248,7 @@ function typeOf(value: unknown): string {
   if (Array.isArray(value)) return 'array';
   if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
   if (isPlainObject(value)) return 'object';
-  return typeof value;
+  return typeof value === 'object' ? 'a non-JSON object' : typeof value;
 }
 
 function matchesType(value: unknown, type: string): boolean {
