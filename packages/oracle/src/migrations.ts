@@ -1,3 +1,4 @@
+import { MemoryError } from '@engram/core';
 import { errorCode } from './errors.ts';
 import { TIMESTAMP_FORMAT } from './mapping.ts';
 import type { Session } from './session.ts';
@@ -34,7 +35,8 @@ export function metadataColumn(json: JsonStorage, constraint: string): string {
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
-    description: 'threads, messages and resources; messages indexed by (thread_id, created_at, id)',
+    description:
+      'threads, messages and resources; messages indexed by (thread_id, created_at, id), threads by resource',
     steps: (n, json) => [
       {
         sql: `CREATE TABLE ${n.threads} (
@@ -50,6 +52,10 @@ export const MIGRATIONS: readonly Migration[] = [
       },
       {
         sql: `CREATE INDEX ${n.prefix}threads_resource_idx ON ${n.threads} (resource_id, created_at, id)`,
+        alreadyDone: INDEX_EXISTS,
+      },
+      {
+        sql: `CREATE INDEX ${n.prefix}threads_updated_idx ON ${n.threads} (resource_id, updated_at, id)`,
         alreadyDone: INDEX_EXISTS,
       },
       {
@@ -153,6 +159,14 @@ export async function migrate(session: Session, n: TableNames, preferred: JsonSt
   await runStep(session, createMigrationsTable(n));
   const rows = await session.rows<{ VERSION: number }>(selectAppliedVersions(n));
   const applied = new Set(rows.map((row) => Number(row.VERSION)));
+  const newest = Math.max(0, ...applied);
+  if (newest > LATEST_VERSION) {
+    throw new MemoryError(
+      'MIGRATION',
+      `oracle: the schema is at version ${newest}, newer than this package knows (${LATEST_VERSION}); upgrade @engram/oracle`,
+      { adapter: 'oracle' },
+    );
+  }
   for (const [i, migration] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;

@@ -44,6 +44,35 @@ export function parse(sql: string): { binds: string[]; kind: 'query' | 'dml' | '
   return { binds: [...statement.bindInfoDict.keys()].sort(), kind };
 }
 
+interface DriverBind {
+  name: string;
+  type?: { name: string };
+  maxSize?: number;
+  dir: number;
+}
+
+const { BIND_IN } = createRequire(import.meta.url)('oracledb') as { BIND_IN: number };
+
+const DriverConnection = createRequire(import.meta.url)('oracledb/lib/connection.js') as new () => {
+  _processExecuteBinds(binds: OracleBinds): Promise<DriverBind[]>;
+};
+
+/**
+ * How the driver itself normalises a bind object before sending it (its `execute` does the same,
+ * no server needed): the database type and maximum size it chose for each bind.
+ */
+export async function driverBinds(
+  binds: OracleBinds,
+): Promise<Array<{ name: string; type: string; maxSize?: number; in: boolean }>> {
+  const processed = await new DriverConnection()._processExecuteBinds(binds);
+  return processed.map((b) => ({
+    name: b.name,
+    type: b.type?.name ?? '?',
+    maxSize: b.maxSize,
+    in: b.dir === BIND_IN,
+  }));
+}
+
 /** Upper-cased, sorted keys of a bind object: what the driver matches against the SQL. */
 export function bindKeys(binds: OracleBinds): string[] {
   return Object.keys(binds)
