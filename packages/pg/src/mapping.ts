@@ -63,6 +63,25 @@ export function toResource(row: ResourceRow): Resource {
   };
 }
 
+/**
+ * A `Date` as a `timestamptz` literal in UTC (`2024-01-02T03:04:05.678+00:00`, with ` BC` for
+ * years before 1). Independent of the process time zone, whose historical offsets with seconds
+ * (local mean time before 1900) the driver's own formatting would truncate.
+ */
+export function timestamp(date: Date): string {
+  const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+  const year = date.getUTCFullYear();
+  const era = year < 1 ? ' BC' : '';
+  return `${pad(year < 1 ? 1 - year : year, 4)}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}T${pad(
+    date.getUTCHours(),
+  )}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}.${pad(date.getUTCMilliseconds(), 3)}+00:00${era}`;
+}
+
+/** Like `timestamp`, passing `null` and `undefined` through as SQL NULL. */
+export function optionalTimestamp(date: Date | undefined | null): string | null {
+  return date ? timestamp(date) : null;
+}
+
 /** The parameters of `sql.upsertThread`. */
 export function threadParams(thread: Thread): unknown[] {
   return [
@@ -70,8 +89,8 @@ export function threadParams(thread: Thread): unknown[] {
     thread.resourceId,
     thread.title,
     JSON.stringify(thread.metadata),
-    thread.createdAt,
-    thread.updatedAt,
+    timestamp(thread.createdAt),
+    timestamp(thread.updatedAt),
   ];
 }
 
@@ -84,7 +103,7 @@ export function messageArrays(messages: readonly Message[]): unknown[] {
     messages.map((m) => m.role),
     messages.map((m) => JSON.stringify(m.content)),
     messages.map((m) => m.type),
-    messages.map((m) => m.createdAt),
+    messages.map((m) => timestamp(m.createdAt)),
   ];
 }
 

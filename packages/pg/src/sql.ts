@@ -1,4 +1,5 @@
 import type { DateRange, Direction, NormalizedListMessages, NormalizedListThreads } from '@engram/core';
+import { timestamp } from './mapping.ts';
 
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
 export function quoteIdent(name: string): string {
@@ -119,8 +120,14 @@ function messageFilter(n: Names, args: NormalizedListMessages, p: Params): strin
 
 function dateBounds(range: DateRange | undefined, p: Params): string[] {
   const out: string[] = [];
-  if (range?.start) out.push(`"createdAt" ${range.startExclusive ? '>' : '>='} ${p.add(range.start)}`);
-  if (range?.end) out.push(`"createdAt" ${range.endExclusive ? '<' : '<='} ${p.add(range.end)}`);
+  if (range?.start) {
+    out.push(
+      `"createdAt" ${range.startExclusive ? '>' : '>='} ${p.add(timestamp(range.start))}::timestamptz`,
+    );
+  }
+  if (range?.end) {
+    out.push(`"createdAt" ${range.endExclusive ? '<' : '<='} ${p.add(timestamp(range.end))}::timestamptz`);
+  }
   return out;
 }
 

@@ -22,9 +22,11 @@ import {
   copy,
   type MessageRow,
   messageArrays,
+  optionalTimestamp,
   type ResourceRow,
   type ThreadRow,
   threadParams,
+  timestamp,
   toMessage,
   toResource,
   toThread,
@@ -204,7 +206,7 @@ export class PostgresStore extends StoreBase {
       args.id,
       args.title ?? null,
       JSON.stringify(args.metadata ?? {}),
-      new Date(),
+      timestamp(new Date()),
     ]);
     if (!row) throw notFound(args.id);
     return toThread(row);
@@ -269,7 +271,7 @@ export class PostgresStore extends StoreBase {
       // Rows are written in id order so concurrent batches lock them in the same order.
       const sorted = [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       await client.query(sql.upsertMessages(this.names), messageArrays(sorted));
-      await client.query(sql.touchThreads(this.names), [[...touched], new Date()]);
+      await client.query(sql.touchThreads(this.names), [[...touched], timestamp(new Date())]);
     });
     return messages.map(copy);
   }
@@ -315,14 +317,14 @@ export class PostgresStore extends StoreBase {
       folded.map((p) => p.role ?? null),
       folded.map((p) => (p.content === undefined ? null : JSON.stringify(p.content))),
       folded.map((p) => p.type ?? null),
-      folded.map((p) => p.createdAt ?? null),
-      new Date(),
+      folded.map((p) => optionalTimestamp(p.createdAt)),
+      timestamp(new Date()),
     ]);
     return rows.map(toMessage);
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
-    await this.query(sql.deleteMessages(this.names), [ids, new Date()]);
+    await this.query(sql.deleteMessages(this.names), [ids, timestamp(new Date())]);
   }
 
   protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
@@ -335,7 +337,7 @@ export class PostgresStore extends StoreBase {
       args.resourceId,
       args.workingMemory ?? null,
       JSON.stringify(args.metadata ?? {}),
-      new Date(),
+      timestamp(new Date()),
       args.workingMemory !== undefined,
     ]);
     if (!row) throw new Error('the resource upsert returned no row');
@@ -344,7 +346,7 @@ export class PostgresStore extends StoreBase {
 
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
     return this.transaction(async (client) => {
-      const now = new Date();
+      const now = timestamp(new Date());
       if (args.scope === 'resource') {
         await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
         const locked = await client.query<{ workingMemory: string | null }>(

@@ -1,7 +1,7 @@
 import { runConformance } from '@engram/conformance';
 import { expect, it } from 'vitest';
 import { conformanceRun } from './conformance-setup.ts';
-import { PG_URL, randomName } from './env.ts';
+import { PG_URL, randomName, SKIP_REASON } from './env.ts';
 import { objectsIn } from './objects.ts';
 
 // The whole suite again with every table in a fresh schema of a fresh database.

@@ -105,6 +105,36 @@ describePg('PostgresStore', (url) => {
       );
     });
 
+    it('stores the same instant whatever the process and session time zones (LMT offsets with seconds)', async () => {
+      const previousTz = process.env.TZ;
+      process.env.TZ = 'Europe/Amsterdam';
+      const zoned = new URL(db.url);
+      zoned.searchParams.set('options', '-c TimeZone=America/St_Johns');
+      const s = new PostgresStore({ connectionString: zoned.toString() });
+      try {
+        const dates = [
+          new Date('1850-06-01T12:00:00.123Z'),
+          new Date(-62198755200001), // 2 BC, the last millisecond
+          new Date('+012000-01-01T00:00:00.001Z'),
+        ];
+        const t = thread(id('r'), { createdAt: dates[0]!, updatedAt: dates[1]! });
+        await s.saveThread(t);
+        expect(await s.getThreadById({ threadId: t.id })).toEqual(t);
+        const messages = dates.map((createdAt, i) => message(t, i, { createdAt }));
+        await s.saveMessages(messages);
+        const range = { start: dates[0], end: dates[0] };
+        const got = await s.listMessages({ threadId: t.id, dateRange: range });
+        expect(got.messages).toEqual([messages[0]]);
+        expect((await store.listMessages({ threadId: t.id, perPage: false })).messages).toEqual(
+          sortMessages(messages),
+        );
+      } finally {
+        await s.close();
+        if (previousTz === undefined) delete process.env.TZ;
+        else process.env.TZ = previousTz;
+      }
+    });
+
     it('orders ids by UTF-8 bytes (COLLATE "C")', async () => {
       const r = id('r');
       const t = thread(r);
