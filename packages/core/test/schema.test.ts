@@ -4,7 +4,13 @@ import { type } from 'arktype';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { isMemoryError, isStandardSchema, resolveSchema, type SchemaSource } from '../src/index.ts';
+import {
+  compileJsonSchema,
+  isMemoryError,
+  isStandardSchema,
+  resolveSchema,
+  type SchemaSource,
+} from '../src/index.ts';
 import { caught } from './support.ts';
 
 const zodSchema = z.object({
@@ -138,5 +144,69 @@ describe('resolveSchema', () => {
     expect(typeof arkSchema).toBe('function');
     expect(isStandardSchema(arkSchema)).toBe(true);
     expect(isStandardSchema(jsonSchema)).toBe(false);
+  });
+});
+
+describe('derived JSON Schemas run on the built-in validator', () => {
+  const rich: [string, SchemaSource][] = [
+    [
+      'Zod 4',
+      z.object({
+        name: z.string().min(1).max(5).optional(),
+        age: z.number().int().positive().nullable().optional(),
+        tone: z.enum(['a', 'b']).optional(),
+        tags: z.array(z.string()).max(2).optional(),
+        pair: z.tuple([z.string(), z.number()]).optional(),
+        scores: z.record(z.string(), z.number()).optional(),
+        either: z.union([z.string(), z.number()]).optional(),
+      }),
+    ],
+    [
+      'ArkType',
+      type({
+        'name?': '0 < string <= 5',
+        'age?': 'number.integer > 0 | null',
+        'tone?': "'a' | 'b'",
+        'tags?': 'string[] <= 2',
+        'scores?': 'Record<string, number>',
+        'either?': 'string | number',
+      }),
+    ],
+    [
+      'Valibot',
+      toStandardJsonSchema(
+        v.object({
+          name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(5))),
+          age: v.optional(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1)))),
+          tone: v.optional(v.picklist(['a', 'b'])),
+          tags: v.optional(v.pipe(v.array(v.string()), v.maxLength(2))),
+          scores: v.optional(v.record(v.string(), v.number())),
+          either: v.optional(v.union([v.string(), v.number()])),
+        }),
+      ),
+    ],
+  ];
+  const docs: unknown[] = [
+    {},
+    { name: 'Sam', age: 3, tone: 'a', tags: ['x'], scores: { a: 1 }, either: 'x' },
+    { age: null },
+    { name: '' },
+    { name: 'toolong' },
+    { age: 0 },
+    { age: 1.5 },
+    { tone: 'c' },
+    { tags: ['a', 'b', 'c'] },
+    { scores: { a: 'x' } },
+    { either: true },
+    { name: 3 },
+  ];
+
+  it.each(rich)('%s: same verdicts as the library', async (_name, source) => {
+    const resolved = resolveSchema(source);
+    const ours = compileJsonSchema(resolved.jsonSchema);
+    for (const doc of docs) {
+      const library = (await resolved.validate(doc)).ok;
+      expect({ doc, ok: ours(doc).length === 0 }).toStrictEqual({ doc, ok: library });
+    }
   });
 });
