@@ -354,15 +354,17 @@ return frame(redis.call('HMGET', kResource(ARGV[2]), 'workingMemory', 'wmv'))
 
 /**
  * Compare-and-set of resource working memory. ARGV: prefix, id, expected version ('' = none),
- * now, mode ('s' set, 'n' clear), value, new version. Returns 'ok' or 'conflict'.
+ * now, mode ('s' set, 'n' clear), value, new version. Returns { 'ok' }, or { 'conflict',
+ * current value, current version } so a retry needs no separate read.
  */
 const CAS_RESOURCE_WM = `
 local key, now = kResource(ARGV[2]), ARGV[4]
-if (redis.call('HGET', key, 'wmv') or '') ~= ARGV[3] then return frame('conflict') end
+local current = redis.call('HMGET', key, 'workingMemory', 'wmv')
+if (current[2] or '') ~= ARGV[3] then return frame({'conflict', current[1], current[2]}) end
 if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', ARGV[2], 'createdAt', now) end
 if ARGV[5] == 's' then redis.call('HSET', key, 'workingMemory', ARGV[6]) else redis.call('HDEL', key, 'workingMemory') end
 redis.call('HSET', key, 'wmv', ARGV[7], 'updatedAt', now)
-return frame('ok')
+return frame({'ok'})
 `;
 
 /** ARGV: prefix, id. Returns { resourceId, workingMemory JSON, version }. */
@@ -372,18 +374,20 @@ return frame(redis.call('HMGET', kThread(ARGV[2]), 'resourceId', '.workingMemory
 
 /**
  * Compare-and-set of thread working memory (`metadata.workingMemory`). ARGV: prefix, id,
- * expected version, now, JSON value, new version. Returns 'ok', 'conflict' or 'not_found'.
+ * expected version, now, JSON value, new version. Returns { 'ok' }, { 'not_found' } or
+ * { 'conflict', current JSON value, current version }.
  */
 const CAS_THREAD_WM = `
 local id, now = ARGV[2], ARGV[4]
 local key = kThread(id)
-local r = redis.call('HGET', key, 'resourceId')
-if not r then return frame('not_found') end
-if (redis.call('HGET', key, 'wmv') or '') ~= ARGV[3] then return frame('conflict') end
+local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
+local r = current[1]
+if not r then return frame({'not_found'}) end
+if (current[3] or '') ~= ARGV[3] then return frame({'conflict', current[2], current[3]}) end
 redis.call('HSET', key, '.workingMemory', ARGV[5], 'wmv', ARGV[6], 'updatedAt', now)
 redis.call('ZADD', kThreadsU, now, id)
 redis.call('ZADD', kResThreadsU(r), now, id)
-return frame('ok')
+return frame({'ok'})
 `;
 
 const BODIES = {

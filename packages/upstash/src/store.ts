@@ -306,43 +306,64 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    return args.scope === 'resource'
+      ? this.casResourceMemory(args.resourceId, args.update)
+      : this.casThreadMemory(args.threadId, args.update);
+  }
+
+  /** Read once, then compare-and-set; a conflict answers with the fresh value for the retry. */
+  private async casResourceMemory(id: string, update: Update): Promise<string | null> {
+    let [current, version] = list(await this.call('readResourceWorkingMemory', [id]));
     return retryOptimistic(
       async () => {
-        if (args.scope === 'resource') {
-          const [current, version] = list(await this.call('readResourceWorkingMemory', [args.resourceId]));
-          const next = args.update(typeof current === 'string' ? current : null);
-          const outcome = text(
-            await this.call('casResourceWorkingMemory', [
-              args.resourceId,
-              typeof version === 'string' ? version : '',
-              ms(new Date()),
-              next === null ? 'n' : 's',
-              next ?? '',
-              newVersion(),
-            ]),
-          );
-          return outcome === 'ok' ? next : RETRY;
-        }
-        const [owner, stored, version] = list(await this.call('readThreadWorkingMemory', [args.threadId]));
-        if (typeof owner !== 'string') throw threadNotFound(args.threadId);
+        const next = update(typeof current === 'string' ? current : null);
+        const reply = list(
+          await this.call('casResourceWorkingMemory', [
+            id,
+            typeof version === 'string' ? version : '',
+            ms(new Date()),
+            next === null ? 'n' : 's',
+            next ?? '',
+            newVersion(),
+          ]),
+        );
+        if (text(reply[0]) === 'ok') return next;
+        [, current, version] = reply;
+        return RETRY;
+      },
+      { adapter: ADAPTER, attempts: this.casAttempts },
+    );
+  }
+
+  /** The same for `metadata.workingMemory` of a thread, which must exist. */
+  private async casThreadMemory(id: string, update: Update): Promise<string | null> {
+    let [owner, stored, version] = list(await this.call('readThreadWorkingMemory', [id]));
+    if (typeof owner !== 'string') throw threadNotFound(id);
+    return retryOptimistic(
+      async () => {
         const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
-        const next = args.update(typeof value === 'string' ? value : null);
-        const outcome = text(
+        const next = update(typeof value === 'string' ? value : null);
+        const reply = list(
           await this.call('casThreadWorkingMemory', [
-            args.threadId,
+            id,
             typeof version === 'string' ? version : '',
             ms(new Date()),
             JSON.stringify(next),
             newVersion(),
           ]),
         );
-        if (outcome === 'not_found') throw threadNotFound(args.threadId);
-        return outcome === 'ok' ? next : RETRY;
+        const outcome = text(reply[0]);
+        if (outcome === 'not_found') throw threadNotFound(id);
+        if (outcome === 'ok') return next;
+        [, stored, version] = reply;
+        return RETRY;
       },
       { adapter: ADAPTER, attempts: this.casAttempts },
     );
   }
 }
+
+type Update = (current: string | null) => string | null;
 
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */
 function newVersion(): string {
