@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at } from '../fixtures.ts';
+import { assertProperty } from '../property.ts';
 
 const check = defineArea('differential');
 
@@ -428,11 +429,11 @@ export const differentialChecks = [
       const store = await ctx.store();
       const atomic =
         store.supportsAtomicWorkingMemoryMerge && typeof store.updateWorkingMemoryAtomically === 'function';
-      await fc.assert(
+      await assertProperty(
         fc.asyncProperty(fc.array(opArbitrary, { minLength: 1, maxLength: MAX_OPS }), (ops) =>
           compare(store, ops, atomic),
         ),
-        { numRuns: DIFFERENTIAL_RUNS, interruptAfterTimeLimit: 120_000, markInterruptAsFailure: false },
+        DIFFERENTIAL_RUNS,
       );
     },
   ),

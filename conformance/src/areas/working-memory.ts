@@ -8,6 +8,7 @@ import {
 import fc from 'fast-check';
 import { ConformanceError, expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
+import { assertProperty } from '../property.ts';
 import { skipCheck } from '../skip.ts';
 import type { CheckContext } from '../types.ts';
 
@@ -252,7 +253,7 @@ export const workingMemoryChecks = [
     const store = await ctx.store();
     requireAtomic(store);
     const memory = memoryOf(store, { scope: 'resource', schema: { type: 'object' } });
-    await fc.assert(
+    await assertProperty(
       fc.asyncProperty(
         fc.oneof(
           fc.constant(null),
@@ -279,7 +280,7 @@ export const workingMemoryChecks = [
           }
         },
       ),
-      { numRuns: MERGE_RUNS, interruptAfterTimeLimit: 60_000, markInterruptAsFailure: false },
+      MERGE_RUNS,
     );
   }),
 

@@ -6,8 +6,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { FromRacer, ToRacer } from './protocol.ts';
 import type { RacerReport, RaceTask } from './tasks.ts';
 
-/** How long a whole cross-process race may take before its racers are killed. */
-const RACE_TIMEOUT_MS = 90_000;
+/** How long starting the racers, or one race, may take before the racers are killed. */
+const TIMEOUT_MS = 90_000;
+/** Racers left idle this long are shut down (the next race starts new ones). */
+const IDLE_MS = 1_500;
 
 /** The `file:` URL of a worker given as a URL, a `file:` URL string or a path. */
 export function workerHref(worker: URL | string): string {
@@ -32,85 +34,141 @@ export function racerExecArgv(): string[] {
 }
 
 /**
- * Forks `processes` OS processes that each import `worker`, create their own store, wait
- * until all are ready, then run their share of `task` at once. Returns one report per racer.
+ * `processes` forked OS processes, each with its own store created by the worker module.
+ * Started once and reused by consecutive races; shut down when idle.
  */
-export async function raceProcesses(
-  worker: URL | string,
-  task: RaceTask,
-  processes: number,
-): Promise<RacerReport[]> {
-  const href = workerHref(worker);
-  const children: ChildProcess[] = [];
-  const kill = () => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  };
-  const timer = setTimeout(kill, RACE_TIMEOUT_MS);
-  try {
-    const ready: Promise<void>[] = [];
-    const done: Promise<RacerReport>[] = [];
+class RacerPool {
+  private readonly children: ChildProcess[] = [];
+  private readonly started: Promise<void>;
+  private failure: Error | undefined;
+  private idle: NodeJS.Timeout | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  closed = false;
+
+  constructor(
+    readonly href: string,
+    readonly processes: number,
+    private readonly onClose: () => void,
+  ) {
     for (let racer = 0; racer < processes; racer++) {
       const child = fork(runnerPath(), [], {
         execArgv: racerExecArgv(),
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         env: process.env,
       });
-      children.push(child);
-      const failed = new Promise<never>((_, reject) => {
-        child.on('message', (message: FromRacer) => {
-          if (message.type === 'error') reject(new Error(`racer ${racer} failed: ${message.message}`));
-        });
-        child.on('exit', (code, signal) => {
-          reject(new Error(`racer ${racer} exited (${signal ?? `code ${code}`}) before reporting`));
-        });
-        child.on('error', reject);
+      child.on('message', (message: FromRacer) => {
+        if (message.type === 'error') this.fail(new Error(`racer ${racer} failed: ${message.message}`));
       });
-      failed.catch(() => undefined);
-      ready.push(Promise.race([waitFor(child, 'ready').then(() => undefined), failed]));
-      done.push(
-        Promise.race([
-          waitFor(child, 'done').then((m) => (m as Extract<FromRacer, { type: 'done' }>).report),
-          failed,
-        ]),
-      );
-      const start: ToRacer = { type: 'start', worker: href, task, racer };
-      child.send(start);
+      child.on('exit', (code, signal) => {
+        if (!this.closed) this.fail(new Error(`racer ${racer} exited (${signal ?? `code ${code}`})`));
+      });
+      child.on('error', (error) => this.fail(error));
+      this.children.push(child);
     }
-    await Promise.all(ready);
-    for (const child of children) child.send({ type: 'go' } satisfies ToRacer);
-    return await Promise.all(done);
-  } catch (error) {
-    kill();
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    await Promise.all(children.map(exited));
-    kill();
+    this.started = this.all('ready', (_child, racer) => ({ type: 'init', worker: href, racer })).then(
+      () => undefined,
+    );
+  }
+
+  /** Runs one race on every racer at once; races on one pool run one after another. */
+  race(task: RaceTask): Promise<RacerReport[]> {
+    const run = this.queue.then(async () => {
+      clearTimeout(this.idle);
+      await this.started;
+      const done = await this.all('done', () => ({ type: 'task', task }));
+      this.idle = setTimeout(() => this.close(), IDLE_MS);
+      this.idle.unref();
+      return done.map((m) => (m as Extract<FromRacer, { type: 'done' }>).report);
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Asks every racer to close its store and exit; kills any that linger. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.idle);
+    this.onClose();
+    for (const child of this.children) {
+      if (child.connected) child.send({ type: 'exit' } satisfies ToRacer);
+      const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      kill.unref();
+      child.once('exit', () => clearTimeout(kill));
+    }
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    this.closed = true;
+    this.onClose();
+    for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL');
+  }
+
+  /** Sends each racer a message and waits for every one to answer with `type`. */
+  private all(
+    type: FromRacer['type'],
+    message: (child: ChildProcess, racer: number) => ToRacer,
+  ): Promise<FromRacer[]> {
+    return new Promise((resolvePromise, reject) => {
+      if (this.failure) return reject(this.failure);
+      const answers: FromRacer[] = [];
+      let pending = this.children.length;
+      const listeners: [ChildProcess, (m: FromRacer) => void][] = [];
+      const cleanup = () => {
+        clearTimeout(timer);
+        clearInterval(watch);
+        for (const [child, listener] of listeners) child.off('message', listener);
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        const error = new Error(`racers did not answer '${type}' within ${TIMEOUT_MS / 1000} s`);
+        this.fail(error);
+        reject(error);
+      }, TIMEOUT_MS);
+      const watch = setInterval(() => {
+        if (!this.failure) return;
+        cleanup();
+        reject(this.failure);
+      }, 50);
+      this.children.forEach((child, racer) => {
+        const listener = (m: FromRacer) => {
+          if (m.type !== type) return;
+          answers[racer] = m;
+          if (--pending === 0) {
+            cleanup();
+            resolvePromise(answers);
+          }
+        };
+        listeners.push([child, listener]);
+        child.on('message', listener);
+        child.send(message(child, racer));
+      });
+    });
   }
 }
 
-function waitFor(child: ChildProcess, type: FromRacer['type']): Promise<FromRacer> {
-  return new Promise((resolve) => {
-    const listener = (message: FromRacer) => {
-      if (message.type !== type) return;
-      child.off('message', listener);
-      resolve(message);
-    };
-    child.on('message', listener);
-  });
-}
+const pools = new Map<string, RacerPool>();
 
-/** Resolves when the child has exited, or after a grace period (then it is killed). */
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      resolve();
-    }, 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+/**
+ * Runs `task` on `processes` OS processes that each imported `worker` and created their own
+ * store; every racer starts its share at once. Returns one report per racer.
+ */
+export function raceProcesses(
+  worker: URL | string,
+  task: RaceTask,
+  processes: number,
+): Promise<RacerReport[]> {
+  const href = workerHref(worker);
+  // Racers inherit the environment they were started with; a changed one needs new racers.
+  const key = `${processes}:${href}:${JSON.stringify(process.env)}`;
+  const existing = pools.get(key);
+  const pool =
+    existing && !existing.closed
+      ? existing
+      : new RacerPool(href, processes, () => {
+          if (pools.get(key) === pool) pools.delete(key);
+        });
+  pools.set(key, pool);
+  return pool.race(task);
 }

@@ -1,7 +1,13 @@
 import type { RacerReport, RaceTask } from './tasks.ts';
 
 /** Parent → racer. */
-export type ToRacer = { type: 'start'; worker: string; task: RaceTask; racer: number } | { type: 'go' };
+export type ToRacer =
+  /** Import the worker module, create and init a store, answer `ready`. */
+  | { type: 'init'; worker: string; racer: number }
+  /** Run this racer's share of a task at once, answer `done`. */
+  | { type: 'task'; task: RaceTask }
+  /** Close the store and exit. */
+  | { type: 'exit' };
 
 /** Racer → parent. */
 export type FromRacer =

@@ -1,4 +1,5 @@
 import {
+  isMemoryError,
   type ListMessagesArgs,
   type MessagePage,
   mergeMessageLists,
@@ -33,24 +34,32 @@ export class LeakyIncludeStore extends BreakableMemoryStore {
 
 const emptyPage = { total: 0, page: 0, hasMore: false };
 
+/** Returns `fallback` instead of a backend failure; argument errors still throw. */
+function swallow<T>(fallback: T): (error: unknown) => T {
+  return (error) => {
+    if (isMemoryError(error, 'STORAGE') || isMemoryError(error, 'CONNECTION')) return fallback;
+    throw error;
+  };
+}
+
 /** (c) Swallows read errors: a broken backend reads as "nothing there". */
 export class SwallowingStore extends BreakableMemoryStore {
   override async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
-    return super.getThreadById(args).catch(() => null);
+    return super.getThreadById(args).catch(swallow(null));
   }
   override async listThreads(args: Parameters<BreakableMemoryStore['listThreads']>[0] = {}) {
-    return super.listThreads(args).catch(() => ({ threads: [], ...emptyPage, perPage: args.perPage ?? 100 }));
+    const empty = { threads: [], ...emptyPage, perPage: args.perPage ?? 100 };
+    return super.listThreads(args).catch(swallow(empty));
   }
   override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
-    return super
-      .listMessages(args)
-      .catch(() => ({ messages: [], ...emptyPage, perPage: args.perPage ?? 40 }));
+    const empty = { messages: [], ...emptyPage, perPage: args.perPage ?? 40 };
+    return super.listMessages(args).catch(swallow(empty));
   }
   override async listMessagesById(args: { ids: string[] }) {
-    return super.listMessagesById(args).catch(() => []);
+    return super.listMessagesById(args).catch(swallow([]));
   }
   override async getResourceById(args: { resourceId: string }): Promise<Resource | null> {
-    return super.getResourceById(args).catch(() => null);
+    return super.getResourceById(args).catch(swallow(null));
   }
 }
 

@@ -24,7 +24,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * atomic but releases the lock between its read and its write — the classic lost update.
  */
 export class JsonFileStore extends InMemoryStore {
-  override readonly processLocal = false;
   private readonly lock: string;
 
   constructor(
@@ -32,6 +31,8 @@ export class JsonFileStore extends InMemoryStore {
     readonly brokenAtomic = false,
   ) {
     super();
+    // Shared by processes through the file: not process-local, unlike the store it extends.
+    Object.defineProperty(this, 'processLocal', { value: false });
     this.lock = `${file}.lock`;
   }
 

@@ -1,0 +1,171 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
+import { BreakableMemoryStore } from './support/breakable.ts';
+import {
+  brokenAtomicStore,
+  LeakyIncludeStore,
+  LosesEmptyStringsStore,
+  StringDatesStore,
+  SwallowingStore,
+} from './support/broken.ts';
+import { JsonFileStore } from './support/file-store.ts';
+import { breakMemory } from './support/stores.ts';
+
+const fileWorker = new URL('./fixtures/file-store-worker.ts', import.meta.url);
+
+/** A fresh JSON file for a file-backed store, exported to the racing processes. */
+function sharedFile(brokenAtomic: boolean): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
+  process.env.ENGRAM_CONFORMANCE_FILE = file;
+  process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC = brokenAtomic ? '1' : '0';
+  return file;
+}
+
+afterEach(() => {
+  delete process.env.ENGRAM_CONFORMANCE_FILE;
+  delete process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC;
+});
+
+async function area(init: ConformanceInit, name: AreaName): Promise<CheckResult[]> {
+  return runChecks(init, { areas: [name] });
+}
+
+function failures(results: CheckResult[]): string[] {
+  return results.filter((r) => r.status === 'fail').map((r) => r.name);
+}
+
+function result(results: CheckResult[], prefix: string): CheckResult {
+  const found = results.find((r) => r.name.startsWith(prefix));
+  if (!found) throw new Error(`no check named ${prefix}…`);
+  return found;
+}
+
+function message(r: CheckResult): string {
+  return r.error instanceof Error ? r.error.message : String(r.error);
+}
+
+describe('the cross-process harness', () => {
+  it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
+    const file = sharedFile(false);
+    const results = await area(
+      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker },
+      'concurrency',
+    );
+    expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
+    expect(results).toHaveLength(6);
+    const lines = results.flatMap((r) => r.output);
+    expect(lines).toContain(
+      'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
+    );
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(6);
+  });
+
+  it('fails a store claiming atomic merges that supplies no worker and is not process-local', async () => {
+    const notLocal = () =>
+      Object.defineProperty(new BreakableMemoryStore(), 'processLocal', { value: false });
+    const results = await area({ name: 'no-worker', create: notLocal }, 'concurrency');
+    const merge = result(results, "atomic merges into one resource's working memory");
+    expect(merge.status).toBe('fail');
+    expect(message(merge)).toContain('no `worker` was supplied');
+    expect(message(merge)).toContain('processLocal');
+    expect(result(results, 'concurrent updateThread metadata merges').status).toBe('pass');
+  });
+});
+
+describe('the suite catches deliberately broken stores', () => {
+  it('(a) an "atomic" merge that reads, awaits, then writes fails concurrency (4 OS processes)', async () => {
+    const file = sharedFile(true);
+    const results = await area(
+      { name: 'broken-atomic', create: () => brokenAtomicStore(file), worker: fileWorker },
+      'concurrency',
+    );
+    for (const prefix of ["atomic merges into one resource's", "atomic merges into one thread's"]) {
+      const r = result(results, prefix);
+      expect(r.status, prefix).toBe('fail');
+      expect(message(r)).toMatch(/acknowledged writes were lost \(\d+ keys survived; 4 OS processes\)/);
+    }
+    // The store's other writes hold the file lock, so only the atomic merges lose keys.
+    expect(result(results, 'concurrent updateThread metadata merges').status).toBe('pass');
+    expect(result(results, 'concurrent updateResource metadata merges').status).toBe('pass');
+  });
+
+  it('(b) include windows leaking across resources fail messages and isolation', async () => {
+    const init = {
+      name: 'leaky-include',
+      create: () => new LeakyIncludeStore(),
+      breakConnection: breakMemory,
+    };
+    expect(failures(await area(init, 'messages'))).toEqual(['include windows are restricted to resourceId']);
+    expect(failures(await area(init, 'isolation'))).toEqual([
+      'ids that are prefixes of each other (r1/r10) do not see each other',
+    ]);
+    expect(failures(await area(init, 'records'))).toEqual([]);
+  });
+
+  it('(c) swallowed read errors fail the errors area, one check per read', async () => {
+    const init = { name: 'swallowing', create: () => new SwallowingStore(), breakConnection: breakMemory };
+    const results = await area(init, 'errors');
+    expect(failures(results)).toEqual(
+      ['getThreadById', 'listThreads', 'listMessages', 'listMessagesById', 'getResourceById'].map(
+        (m) => `${m} on a broken backend throws STORAGE/CONNECTION, never an empty answer`,
+      ),
+    );
+    expect(message(result(results, 'listMessages on a broken backend'))).toContain(
+      'must throw MemoryError STORAGE/CONNECTION, but it returned {"messages":[]',
+    );
+  });
+
+  it('(d) dates returned as strings fail records and the differential tests', async () => {
+    const init = { name: 'string-dates', create: () => new StringDatesStore() };
+    const records = await area(init, 'records');
+    expect(failures(records)).toEqual(
+      expect.arrayContaining([
+        "thread round-trips: '' title, metadata JSON, Dates with milliseconds",
+        'message createdAt keeps milliseconds and comes back as a Date',
+        "resource working memory round-trips: '', null, unicode Markdown",
+      ]),
+    );
+    expect(message(result(records, 'message createdAt'))).toContain('must be a Date object');
+    const differential = await area(init, 'differential');
+    expect(failures(differential)).toHaveLength(1);
+    const text = message(differential[0]!);
+    expect(text).toMatch(/differs from the in-memory reference store|the stored state differs after/);
+    expect(text).toMatch(/\n\s+1\. \w+\(\{/);
+    expect(text).toContain('<store time>');
+    expect(text).toMatch(/replay with \{ seed: -?\d+, path: "[\d:]+" \}/);
+  });
+
+  it("(e) '' title and working memory lost as null fail records", async () => {
+    const init = { name: 'loses-empty', create: () => new LosesEmptyStringsStore() };
+    const records = await area(init, 'records');
+    expect(failures(records)).toEqual(
+      expect.arrayContaining([
+        "thread round-trips: '' title, metadata JSON, Dates with milliseconds",
+        "thread-scoped working memory '' round-trips as ''",
+        "resource working memory round-trips: '', null, unicode Markdown",
+      ]),
+    );
+    expect(message(result(records, "thread-scoped working memory ''"))).toContain('expected: ""');
+  });
+
+  it('the reference store passes every area with breakConnection, and names why checks skip without it', async () => {
+    const full = await runChecks({
+      name: 'memory',
+      create: () => new BreakableMemoryStore(),
+      breakConnection: breakMemory,
+    });
+    expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
+    const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
+    expect(skipped).toEqual(['the store declares supportsAtomicWorkingMemoryMerge: true']);
+    const bare = await runChecks(
+      { name: 'memory', create: () => new BreakableMemoryStore() },
+      { areas: ['errors'] },
+    );
+    expect(bare.filter((r) => r.status === 'skip').map((r) => r.reason)).toEqual(
+      Array.from({ length: 6 }, () => 'no breakConnection hook supplied'),
+    );
+  });
+});
