@@ -3,6 +3,22 @@ import { errorCode } from './errors.ts';
 import type { Statement } from './sql.ts';
 
 /**
+ * The options of every `execute`: rows as objects keyed by upper-case column name, CLOB and
+ * NCLOB columns fetched as strings (the driver reads the whole LOB), and no auto-commit.
+ */
+export function executeOptions(driver: OracleDriver): OracleExecuteOptions {
+  const clobs = new Set<object>([driver.DB_TYPE_CLOB, driver.DB_TYPE_NCLOB]);
+  return {
+    outFormat: driver.OUT_FORMAT_OBJECT,
+    autoCommit: false,
+    fetchTypeHandler: (metadata: OracleColumnMetadata) =>
+      metadata.dbType !== undefined && clobs.has(metadata.dbType)
+        ? { type: driver.DB_TYPE_VARCHAR }
+        : undefined,
+  };
+}
+
+/**
  * One pooled connection for one operation. Queries return rows as objects keyed by upper-case
  * column name, with CLOB and NCLOB columns fetched as strings (`fetchTypeHandler`), and never
  * auto-commit: the caller commits or rolls back.
