@@ -178,6 +178,22 @@ describe.skipIf(redisSkip)(title, () => {
     expect(await res.json()).toEqual({ error: 'Unauthorized' });
   });
 
+  it('answers an error (never an empty result) when its Redis cannot be reached', async () => {
+    const orphan = await startBridge({ redisUrl: 'redis://127.0.0.1:9', token });
+    try {
+      const client = new Redis({ url: orphan.url, token, enableAutoPipelining: false, retry: false });
+      await expect(client.get(key('s1'))).rejects.toThrow(/ECONNREFUSED/);
+      const res = await fetch(`${orphan.url}/pipeline`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify([['ping']]),
+      });
+      expect(res.status).toBe(500);
+    } finally {
+      await orphan.close();
+    }
+  });
+
   it('encodes responses in base64 only when Upstash-Encoding asks for it', async () => {
     await redis.set(key('enc'), 'ünï');
     const ask = (headers: Record<string, string>) =>
