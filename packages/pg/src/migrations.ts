@@ -71,10 +71,12 @@ export async function currentVersion(client: ClientBase, n: Names): Promise<numb
  * Brings the schema up to `target` (default: the latest version) in one transaction, under a
  * transaction-scoped advisory lock keyed on the schema name, so any number of processes may
  * call it at once: the first does the work, the others wait and then find nothing to do.
- * Creates the schema when it is missing. Returns the version reached.
+ * Creates the schema when it is missing. Returns the version the schema is at afterwards (more
+ * than `target` when the schema is newer).
  */
 export async function migrate(client: ClientBase, n: Names, target = LATEST_VERSION): Promise<number> {
-  if ((await currentVersion(client, n)) >= target) return target;
+  const found = await currentVersion(client, n);
+  if (found >= target) return found;
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:${n.schemaName}`]);

@@ -31,7 +31,7 @@ import {
   toResource,
   toThread,
 } from './mapping.ts';
-import { migrate } from './migrations.ts';
+import { LATEST_VERSION, migrate } from './migrations.ts';
 import * as sql from './sql.ts';
 
 /** Where the store gets its connections: a connection string, or a pool you own. */
@@ -135,12 +135,20 @@ export class PostgresStore extends StoreBase {
     const pool = this.pool;
     const client = await pool.connect();
     const release = watch(client);
+    let version: number;
     try {
-      await migrate(client, this.names);
+      version = await migrate(client, this.names);
       release();
     } catch (error) {
       release(error);
       throw toMemoryError(error, 'init');
+    }
+    if (version > LATEST_VERSION) {
+      throw new MemoryError(
+        'MIGRATION',
+        `pg: init failed: the schema ${this.names.schemaName} is at version ${version}, newer than this package knows (${LATEST_VERSION}); upgrade @engram/pg`,
+        { adapter: this.name },
+      );
     }
     return pool;
   }

@@ -9,8 +9,9 @@ const schemaName = randomName('engram_conformance');
 const { init, run } = conformanceRun(`pg (schemaName ${schemaName})`, schemaName);
 runConformance(init);
 
+const publicCheck = 'leaves public without engram objects (tables, indexes, types, functions, triggers)';
 it.skipIf(!PG_URL)(
-  'leaves public without engram objects (tables, indexes, types, functions, triggers)',
+  PG_URL ? publicCheck : `${publicCheck} (skipped: ${SKIP_REASON ?? 'ENGRAM_PG_URL is not set'})`,
   async () => {
     const db = run.db!;
     expect(await objectsIn(db, schemaName, 'engram_')).toContain('relation r engram_messages');

@@ -138,6 +138,23 @@ describePg('lifecycle: migrations and init', (url) => {
     }
   });
 
+  it('a schema newer than the package is refused with MIGRATION', async () => {
+    const schema = randomName('newer');
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    await store.init();
+    await store.close();
+    await db.query(`UPDATE ${schema}.engram_schema_version SET version = $1`, [LATEST_VERSION + 1]);
+    const later = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await expect(later.init()).rejects.toMatchObject({
+        code: 'MIGRATION',
+        message: /newer than this package/,
+      });
+    } finally {
+      await later.close();
+    }
+  });
+
   it('a failed migration is reported as MIGRATION and retried by the next call', async () => {
     const schema = randomName('blocked');
     // A table squatting on the name the first migration needs makes it fail.
