@@ -77,6 +77,7 @@ const CONFLICT_CODES = new Set([
 const INVALID_VALUE_CODES = new Set([
   'ORA-12899', // value too large for column (e.g. a message type over 255 characters)
   'ORA-01841', // year out of range
+  'ORA-01839', // date not valid for month (Oracle's calendar has no 5-14 October 1582)
   'ORA-01438', // value larger than specified precision
 ]);
 
@@ -128,7 +129,8 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
   if (code === 'NOT_FOUND') {
     message = `${ADAPTER}: ${operation} failed: the thread does not exist (it was deleted concurrently)`;
   } else if (code === 'INVALID_ARGUMENT') {
-    message = `${ADAPTER}: ${operation} failed: Oracle cannot store this value (${errorMessage(error)}); message types hold at most 255 characters`;
+    const hint = errorCodes(error).includes('ORA-12899') ? '; message types hold at most 255 characters' : '';
+    message = `${ADAPTER}: ${operation} failed: Oracle cannot store this value (${errorMessage(error)})${hint}`;
   }
   return new MemoryError(code, message, {
     adapter: ADAPTER,

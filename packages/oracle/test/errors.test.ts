@@ -27,6 +27,7 @@ describe('error mapping', () => {
     ['ORA-08177', 'CONFLICT'],
     ['ORA-02291', 'NOT_FOUND'], // parent key (thread) gone
     ['ORA-12899', 'INVALID_ARGUMENT'], // value too large for column
+    ['ORA-01839', 'INVALID_ARGUMENT'], // 1582-10-05..14
     ['ORA-00942', 'STORAGE'], // table does not exist
     ['ORA-00904', 'STORAGE'],
   ])('%s → %s', (code, expected) => {
