@@ -3,8 +3,8 @@
 #
 #   eval "$(bash scripts/redis.sh)"
 #
-# 1. A server on 127.0.0.1:6379 that answers PING is used as is.
-# 2. Otherwise redis-server is installed with apt-get when missing, and started on 6379 with
+# 1. A server on 127.0.0.1:6379 (or ENGRAM_REDIS_PORT) that answers PING is used as is.
+# 2. Otherwise redis-server is installed with apt-get when missing, and started on that port with
 #    nothing on disk (--save "" --appendonly no). A second call finds it and reuses it.
 #
 # Exits non-zero when no server can be had.
@@ -12,20 +12,21 @@ set -euo pipefail
 
 log() { echo "redis: $*" >&2; }
 
-port=6379
+port="${ENGRAM_REDIS_PORT:-6379}"
 
 answers() {
   if command -v redis-cli >/dev/null 2>&1; then
     [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true)" = "PONG" ]
     return
   fi
-  # No redis-cli: speak RESP over bash's /dev/tcp.
-  local reply=""
-  exec 3<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null || return 1
-  printf 'PING\r\n' >&3
-  IFS= read -r -t 2 reply <&3 || true
-  exec 3<&- 3>&-
-  [ "${reply%$'\r'}" = "+PONG" ]
+  # No redis-cli: speak RESP over bash's /dev/tcp, in a subshell so nothing leaks.
+  (
+    reply=""
+    exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+    printf 'PING\r\n' >&3
+    IFS= read -r -t 2 reply <&3 || true
+    [ "${reply%$'\r'}" = "+PONG" ]
+  ) 2>/dev/null
 }
 
 emit() { echo "export ENGRAM_REDIS_URL=redis://127.0.0.1:$port"; }

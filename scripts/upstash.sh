@@ -9,6 +9,8 @@
 # repository sources on ${ENGRAM_BRIDGE_PORT:-8079}; a bridge already answering there with the
 # token is reused. It is a development tool: production talks to Upstash itself.
 #
+# `bash scripts/upstash.sh stop` stops a bridge this script started (Redis is left running).
+#
 # Exits non-zero when Redis or the bridge cannot be had.
 set -euo pipefail
 
@@ -17,23 +19,38 @@ log() { echo "upstash: $*" >&2; }
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 
+dir="${ENGRAM_BRIDGE_DIR:-/tmp/engram-upstash-bridge}"
+
+if [ "${1:-}" = "stop" ]; then
+  if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+    kill "$(cat "$dir/pid")"
+    log "stopped the bridge (pid $(cat "$dir/pid"))"
+  else
+    log "no bridge started by this script is running"
+  fi
+  rm -f "$dir/pid"
+  exit 0
+fi
+
 redis_exports="$(bash "$here/redis.sh")" || { log "no Redis to put the bridge in front of"; exit 1; }
 eval "$redis_exports"
 
 port="${ENGRAM_BRIDGE_PORT:-8079}"
 token="${ENGRAM_UPSTASH_TOKEN:-engram-local-token}"
 url="http://127.0.0.1:$port"
-dir="${ENGRAM_BRIDGE_DIR:-/tmp/engram-upstash-bridge}"
 
-# POST ["ping"] with the token; true when the answer is {"result":"PONG"}.
-answers() {
+# POST ["ping"] with the token: exit 0 when the answer is {"result":"PONG"}, 3 on HTTP 401
+# (a bridge with another token holds the port), 1 otherwise.
+probe() {
   node -e '
     const [url, token] = process.argv.slice(1);
     fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(["ping"]),
       signal: AbortSignal.timeout(2000) })
-      .then((r) => r.json()).then((b) => process.exit(b.result === "PONG" ? 0 : 1), () => process.exit(1));
+      .then(async (r) => process.exit(r.status === 401 ? 3 : (await r.json()).result === "PONG" ? 0 : 1))
+      .catch(() => process.exit(1));
   ' "$url" "$token" >/dev/null 2>&1
 }
+answers() { probe; }
 
 emit() {
   echo "$redis_exports"
@@ -41,10 +58,16 @@ emit() {
   echo "export ENGRAM_UPSTASH_TOKEN=$token"
 }
 
-if answers; then
+status=0
+probe || status=$?
+if [ "$status" -eq 0 ]; then
   log "reusing the bridge on $url"
   emit
   exit 0
+fi
+if [ "$status" -eq 3 ]; then
+  log "a bridge on $url refuses the token; set ENGRAM_UPSTASH_TOKEN to its token or ENGRAM_BRIDGE_PORT to another port"
+  exit 1
 fi
 
 mkdir -p "$dir"
