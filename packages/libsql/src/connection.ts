@@ -3,6 +3,15 @@ import { MemoryError } from '@engram/core';
 import { type Client, createClient, type Transaction } from '@libsql/client';
 import { ADAPTER, isBusyError } from './errors.ts';
 
+/** Ends a transaction (rolling back what was not committed) without masking an earlier error. */
+export function closeQuietly(tx: Transaction): void {
+  try {
+    tx.close();
+  } catch {
+    // The connection is already gone; there is nothing left to roll back.
+  }
+}
+
 /** Where the store's client comes from. */
 export type ClientSource =
   | { kind: 'url'; url: string; authToken?: string; busyTimeoutMs: number }
@@ -101,7 +110,7 @@ export class Connection {
         await tx.commit();
         return result;
       } finally {
-        tx.close();
+        closeQuietly(tx);
       }
     });
   }

@@ -1,5 +1,6 @@
 import { MemoryError } from '@engram/core';
 import type { Client } from '@libsql/client';
+import { closeQuietly } from './connection.ts';
 import { ADAPTER } from './errors.ts';
 import { TABLES } from './sql.ts';
 
@@ -110,6 +111,6 @@ export async function migrate(client: Client, target: number = SCHEMA_VERSION): 
     }
     await tx.commit();
   } finally {
-    tx.close();
+    closeQuietly(tx);
   }
 }
