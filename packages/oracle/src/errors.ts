@@ -70,6 +70,8 @@ const SOCKET_CODES = new Set([
 const CONFLICT_CODES = new Set([
   'ORA-00001', // unique constraint violated
   'ORA-00060', // deadlock detected
+  'ORA-00054', // resource busy (a lock taken with NOWAIT)
+  'ORA-30006', // resource busy (a lock wait timed out)
   'ORA-08177', // cannot serialize access
 ]);
 

@@ -24,6 +24,7 @@ describe('error mapping', () => {
     ['ECONNREFUSED', 'CONNECTION'],
     ['ORA-00001', 'CONFLICT'], // unique constraint
     ['ORA-00060', 'CONFLICT'], // deadlock
+    ['ORA-30006', 'CONFLICT'], // lock wait timed out
     ['ORA-08177', 'CONFLICT'],
     ['ORA-02291', 'NOT_FOUND'], // parent key (thread) gone
     ['ORA-12899', 'INVALID_ARGUMENT'], // value too large for column
