@@ -39,15 +39,16 @@ export function formatTable(name: string, results: readonly CheckResult[]): stri
   const width = Math.max(...rows.map((r) => AREA_TITLES[r.area].length), 'area'.length);
   const line = (area: string, pass: string, fail: string, skip: string, note: string) =>
     `${area.padEnd(width)}  ${pass.padStart(4)}  ${fail.padStart(4)}  ${skip.padStart(4)}  ${note}`.trimEnd();
-  const out = [`engram conformance: ${name}`, '', line('area', 'pass', 'fail', 'skip', 'skipped because')];
-  out.push('-'.repeat(width + 20));
+  const header = line('area', 'pass', 'fail', 'skip', 'skipped because');
+  const rule = '-'.repeat(header.length);
+  const out = [`engram conformance: ${name}`, '', header, rule];
   for (const r of rows) {
     out.push(
       line(AREA_TITLES[r.area], String(r.pass), String(r.fail), String(r.skip), r.skipReasons.join('; ')),
     );
   }
   const total = (key: 'pass' | 'fail' | 'skip') => rows.reduce((sum, r) => sum + r[key], 0);
-  out.push('-'.repeat(width + 20));
+  out.push(rule);
   out.push(line('total', String(total('pass')), String(total('fail')), String(total('skip')), ''));
   const failures = rows.flatMap((r) => r.failed);
   if (failures.length) {

@@ -1,5 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
 import { runConformance } from '../src/index.ts';
+import { JsonFileStore } from './support/file-store.ts';
 import { referenceInit } from './support/stores.ts';
 
 // The whole suite against the reference store, with a backend the errors area can break.
@@ -7,3 +11,14 @@ runConformance(referenceInit);
 
 // The plain reference store: no breakConnection, so those checks skip with the reason in the name.
 runConformance({ name: 'memory (no breakConnection)', create: () => new InMemoryStore() });
+
+// A store shared by processes through a locked JSON file: instances share data, and the
+// concurrency area races 4 OS processes that each open the file through the worker module.
+const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
+process.env.ENGRAM_CONFORMANCE_FILE = file;
+process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC = '0';
+runConformance({
+  name: 'json-file',
+  create: () => new JsonFileStore(file),
+  worker: new URL('./fixtures/file-store-worker.ts', import.meta.url),
+});

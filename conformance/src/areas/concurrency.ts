@@ -16,11 +16,9 @@ export const FIRST_WRITE_ROUNDS = 5;
 
 const racers = (init: ConformanceInit) => Math.max(2, init.processes ?? 4);
 
-/** How the races of this initializer run, for test names. */
+/** How many race, for test names (the log line of each race says whether they were OS processes). */
 function mode(init: ConformanceInit): string {
-  return init.worker
-    ? `${racers(init)} OS processes`
-    : `${racers(init)} in-process racers, no worker supplied`;
+  return `${racers(init)} racers`;
 }
 
 const NEEDS_WORKER = (name: string) =>

@@ -1,0 +1,107 @@
+import { basename, isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describeError } from './assert.ts';
+import { formatTable } from './report.ts';
+import { runChecks } from './run.ts';
+import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
+
+const USAGE = `usage: engram-conformance <module> [--area <name>[,<name>…]] [--processes <n>]
+
+Runs the engram conformance suite against the store a module creates and prints a
+pass/fail/skip table by area. Exits 1 when any check fails, 2 on bad usage.
+
+The module (TypeScript or JavaScript) exports:
+  create()           required; returns a fresh MemoryStorage (the suite calls init())
+  destroy(store)     optional; defaults to store.close()
+  breakConnection(s) optional; lets the errors area break the backend
+  worker             optional; module for the cross-process races (defaults to the module itself)
+  name               optional; shown in the table
+
+Areas: ${AREAS.join(', ')}`;
+
+interface CliModule {
+  create?: ConformanceInit['create'];
+  destroy?: ConformanceInit['destroy'];
+  breakConnection?: ConformanceInit['breakConnection'];
+  worker?: ConformanceInit['worker'];
+  name?: string;
+  processes?: number;
+}
+
+/** Parses arguments, runs the suite, prints the table; resolves to the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const args = [...argv];
+  let modulePath: string | undefined;
+  let areas: AreaName[] | undefined;
+  let processes: number | undefined;
+  while (args.length) {
+    const arg = args.shift()!;
+    if (arg === '--help' || arg === '-h') {
+      console.log(USAGE);
+      return 0;
+    } else if (arg === '--area' || arg === '--areas') {
+      const names = (args.shift() ?? '').split(',').filter(Boolean);
+      const unknown = names.filter((n) => !(AREAS as readonly string[]).includes(n));
+      if (unknown.length || names.length === 0)
+        return usage(`unknown area ${unknown.join(', ') || '(none)'}`);
+      areas = names as AreaName[];
+    } else if (arg === '--processes') {
+      processes = Number(args.shift());
+      if (!Number.isInteger(processes) || processes < 2)
+        return usage('--processes needs an integer of at least 2');
+    } else if (arg.startsWith('-')) {
+      return usage(`unknown option ${arg}`);
+    } else if (modulePath === undefined) {
+      modulePath = arg;
+    } else {
+      return usage(`unexpected argument ${arg}`);
+    }
+  }
+  if (!modulePath) return usage('missing the module to test');
+
+  const href = pathToFileURL(isAbsolute(modulePath) ? modulePath : resolve(modulePath)).href;
+  let mod: CliModule;
+  try {
+    mod = (await import(href)) as CliModule;
+  } catch (error) {
+    console.error(`engram-conformance: cannot import ${modulePath}: ${describeError(error)}`);
+    return 2;
+  }
+  if (typeof mod.create !== 'function') return usage(`${modulePath} does not export a create() function`);
+
+  const init: ConformanceInit = {
+    name: mod.name ?? basename(modulePath),
+    create: mod.create,
+    destroy: mod.destroy,
+    breakConnection: mod.breakConnection,
+    worker: mod.worker ?? href,
+    processes: processes ?? mod.processes,
+  };
+  const results = await runChecks(init, {
+    areas,
+    onLog: (line) => console.log(`  · ${line}`),
+    onResult: (r) => {
+      const mark = r.status === 'pass' ? '✓' : r.status === 'fail' ? '✗' : '↓';
+      const note = r.status === 'skip' ? ` (skipped: ${r.reason})` : '';
+      console.log(`${mark} [${AREA_TITLES[r.area]}] ${r.name}${note}`);
+    },
+  });
+  console.log(`\n${formatTable(init.name, results)}`);
+  return results.some((r) => r.status === 'fail') ? 1 : 0;
+}
+
+function usage(problem: string): number {
+  console.error(`engram-conformance: ${problem}\n\n${USAGE}`);
+  return 2;
+}
+
+const invokedAs = process.argv[1] ? pathToFileURL(resolve(process.argv[1])).href : '';
+if (invokedAs === import.meta.url) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(`engram-conformance: ${describeError(error)}`);
+      process.exit(2);
+    },
+  );
+}

@@ -1,0 +1,55 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const bin = fileURLToPath(new URL('../bin/engram-conformance.mjs', import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+/** Runs the CLI as a user would and collects its exit code and output. */
+function cli(...args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.ENGRAM_CONFORMANCE_FILE;
+    const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      out += chunk;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+describe('engram-conformance CLI', () => {
+  it('passes the reference store: prints the table by area and exits 0', async () => {
+    const { code, out } = await cli(fixture('memory-module.ts'));
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/^area\s+pass\s+fail\s+skip\s+skipped because$/m);
+    expect(out).toMatch(/^messages\s+\d+\s+0\s+0$/m);
+    expect(out).toMatch(
+      /^working memory\s+\d+\s+0\s+1\s+the store declares supportsAtomicWorkingMemoryMerge: true \(1\)$/m,
+    );
+    expect(out).toMatch(/^total\s+\d+\s+0\s+1$/m);
+    expect(out).toMatch(/100\/100 keys survived/);
+  });
+
+  it('fails broken store (a): exits non-zero and shows the concurrency failures across 4 OS processes', async () => {
+    const { code, out } = await cli(fixture('broken-atomic-module.ts'), '--area', 'concurrency');
+    expect(code, out).toBe(1);
+    expect(out).toMatch(/^concurrency\s+3\s+3\s+0$/m);
+    expect(out).toMatch(
+      /resource working-memory merges: 4 OS processes, 100 operations .*; \d+\/100 keys survived/,
+    );
+    expect(out).toMatch(/acknowledged writes were lost/);
+  });
+
+  it('exits 2 on bad usage, 1 when the module cannot create a store', async () => {
+    expect((await cli()).code).toBe(2);
+    expect((await cli(fixture('memory-module.ts'), '--area', 'nope')).code).toBe(2);
+    const missing = await cli(fixture('file-store-worker.ts'), '--area', 'records');
+    expect(missing.code, missing.out).toBe(1);
+  });
+});
