@@ -31,6 +31,7 @@ const UNREPRESENTABLE_STATES = new Set(['22021', '22P05', '22008', '22007', '22P
 const CONNECTION_MESSAGES = [
   /connection terminated/i,
   /connection timeout/i,
+  /timeout exceeded when trying to connect/i,
   /timeout expired/i,
   /not queryable/i,
   /cannot use a pool after calling end/i,
