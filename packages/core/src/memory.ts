@@ -2,12 +2,24 @@ import { randomUUID } from 'node:crypto';
 import { MemoryError } from './errors.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
-import type { JsonObject, Message, Thread, WorkingMemoryScope } from './storage/records.ts';
+import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
-import { fallbackLockFor } from './working-memory/fallback-lock.ts';
-import { mergeWorkingMemory, parsePatch } from './working-memory/merge.ts';
-import { type ResolvedSchema, resolveSchema, type SchemaCheck } from './working-memory/schema.ts';
+import {
+  editMemory,
+  isAtomicStorage,
+  locate,
+  readMemory,
+  threadMemory,
+  type WorkingMemoryEdit,
+  type WorkingMemoryLocation,
+  type WorkingMemoryTarget,
+} from './working-memory/location.ts';
+import { parsePatch } from './working-memory/merge.ts';
+import { type PatchState, patchWorkingMemory, throwIfInvalid } from './working-memory/patch.ts';
+import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
 import { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
+
+export type { WorkingMemoryTarget } from './working-memory/location.ts';
 
 /** A message to save: `id` (a UUID), `createdAt` and `type` (`'text'`) may be left out. */
 export type MessageInput = Omit<Message, 'id' | 'createdAt' | 'type'> & {
@@ -15,14 +27,6 @@ export type MessageInput = Omit<Message, 'id' | 'createdAt' | 'type'> & {
   createdAt?: Date;
   type?: string;
 };
-
-/** Which working memory a call addresses; which id is needed depends on the configured scope. */
-export interface WorkingMemoryTarget {
-  /** Needed for thread scope (the thread must exist). */
-  threadId?: string;
-  /** Needed for resource scope. When both ids are given they must agree. */
-  resourceId?: string;
-}
 
 /** Per-call switch: `readOnly: true` refuses the write even if the memory allows writes. */
 export interface WriteControl {
@@ -40,17 +44,6 @@ export interface WorkingMemoryTemplate {
 export interface MemoryConfig {
   storage: MemoryStorage;
   options?: MemoryOptions;
-}
-
-type Location =
-  | { scope: 'resource'; resourceId: string }
-  | { scope: 'thread'; threadId: string; thread: Thread };
-
-type Edit = (current: string | null) => string | null;
-
-/** Thrown inside an atomic update to abandon it (nothing is written). */
-class Abandon {
-  constructor(readonly reason: 'stale' | 'async') {}
 }
 
 let lastStamp = 0;
@@ -74,7 +67,7 @@ export class Memory {
   /** The options with every default filled in. */
   readonly options: ResolvedMemoryOptions;
   private readonly schema: ResolvedSchema | null;
-  private asyncSchema = false;
+  private readonly patchState: PatchState = { asyncSchema: false };
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, or a
@@ -230,7 +223,7 @@ export class Memory {
     this.assertEnabled('getWorkingMemory');
     const location = await this.locate(args, 'getWorkingMemory');
     if (location.scope === 'thread') return threadMemory(location.thread);
-    return this.read(location);
+    return readMemory(this.storage, location);
   }
 
   /**
@@ -250,7 +243,7 @@ export class Memory {
       throwIfInvalid(await this.schema.validate(document));
     }
     const location = await this.locate(args, 'updateWorkingMemory');
-    await this.edit(location, () => value);
+    await editMemory(this.storage, location, () => value);
   }
 
   /**
@@ -265,7 +258,7 @@ export class Memory {
     this.assertEnabled('mergeWorkingMemory');
     this.assertWritable(args?.readOnly, 'mergeWorkingMemory');
     this.requireSchema('mergeWorkingMemory');
-    if (!this.storageIsAtomic()) {
+    if (!isAtomicStorage(this.storage)) {
       throw new MemoryError(
         'UNSUPPORTED',
         `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare supportsAtomicWorkingMemoryMerge (check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
@@ -296,18 +289,20 @@ export class Memory {
    * storage's `updateWorkingMemoryAtomically` when supported, else the in-process fallback lock.
    * If `edit` throws, nothing is written and the error propagates. Returns the stored value.
    */
-  async editWorkingMemory(args: WorkingMemoryTarget & WriteControl & { edit: Edit }): Promise<string | null> {
+  async editWorkingMemory(
+    args: WorkingMemoryTarget & WriteControl & { edit: WorkingMemoryEdit },
+  ): Promise<string | null> {
     this.assertEnabled('editWorkingMemory');
     this.assertWritable(args?.readOnly, 'editWorkingMemory');
     assertArgs(args, 'editWorkingMemory');
     if (typeof args.edit !== 'function') throw invalid('edit must be a function');
     const location = await this.locate(args, 'editWorkingMemory');
-    return this.edit(location, args.edit);
+    return editMemory(this.storage, location, args.edit);
   }
 
   /** `true` when the storage promises atomic working-memory updates across processes. */
   async supportsAtomicWorkingMemoryMerge(): Promise<boolean> {
-    return this.storageIsAtomic();
+    return isAtomicStorage(this.storage);
   }
 
   /** The Markdown template (or the default one), or in schema mode the JSON Schema as a string. */
@@ -325,13 +320,6 @@ export class Memory {
   }
 
   // ── internals ──────────────────────────────────────────────────────────────────────────────
-
-  private storageIsAtomic(): boolean {
-    return (
-      this.storage.supportsAtomicWorkingMemoryMerge === true &&
-      typeof this.storage.updateWorkingMemoryAtomically === 'function'
-    );
-  }
 
   private assertEnabled(operation: string): void {
     if (!this.options.workingMemory.enabled) {
@@ -364,70 +352,8 @@ export class Memory {
     return this.schema;
   }
 
-  /** Resolves the ids to the storage location of the configured scope, checking ownership. */
-  private async locate(args: WorkingMemoryTarget, operation: string): Promise<Location> {
-    assertArgs(args, operation);
-    const { threadId, resourceId } = args;
-    assertOptionalId(threadId, 'threadId');
-    assertOptionalId(resourceId, 'resourceId');
-    const scope: WorkingMemoryScope = this.options.workingMemory.scope;
-    if (scope === 'resource') {
-      if (resourceId === undefined) {
-        throw invalid(`${operation}: resource-scoped working memory needs a resourceId`);
-      }
-      if (threadId !== undefined) {
-        const thread = await this.storage.getThreadById({ threadId });
-        if (thread && thread.resourceId !== resourceId) throw notOwned(threadId, resourceId);
-      }
-      return { scope, resourceId };
-    }
-    if (threadId === undefined) throw invalid(`${operation}: thread-scoped working memory needs a threadId`);
-    const thread = await this.storage.getThreadById({ threadId });
-    if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
-    if (resourceId !== undefined && thread.resourceId !== resourceId) throw notOwned(threadId, resourceId);
-    return { scope, threadId, thread };
-  }
-
-  private async read(location: Location): Promise<string | null> {
-    if (location.scope === 'resource') {
-      const resource = await this.storage.getResourceById({ resourceId: location.resourceId });
-      return resource?.workingMemory ?? null;
-    }
-    const thread = await this.storage.getThreadById({ threadId: location.threadId });
-    if (!thread)
-      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(location.threadId)} does not exist`);
-    return threadMemory(thread);
-  }
-
-  private async write(location: Location, value: string | null): Promise<void> {
-    if (location.scope === 'resource') {
-      await this.storage.updateResource({ resourceId: location.resourceId, workingMemory: value });
-    } else {
-      await this.storage.updateThread({ id: location.threadId, metadata: { workingMemory: value } });
-    }
-  }
-
-  /** One read-modify-write: atomic in storage when supported, else under the fallback lock. */
-  private edit(location: Location, edit: Edit): Promise<string | null> {
-    const checked: Edit = (current) => {
-      const next: unknown = edit(current);
-      if (next !== null && typeof next !== 'string') {
-        throw invalid(`edit must return a string or null, got ${describe(next)}`);
-      }
-      return next;
-    };
-    if (this.storageIsAtomic()) {
-      const update = this.storage.updateWorkingMemoryAtomically!.bind(this.storage);
-      return location.scope === 'resource'
-        ? update({ scope: 'resource', resourceId: location.resourceId, update: checked })
-        : update({ scope: 'thread', threadId: location.threadId, update: checked });
-    }
-    const id = location.scope === 'resource' ? location.resourceId : location.threadId;
-    return fallbackLockFor(this.storage).run(location.scope, id, async () => {
-      const next = checked(await this.read(location));
-      await this.write(location, next);
-      return next;
-    });
+  private locate(args: WorkingMemoryTarget, operation: string): Promise<WorkingMemoryLocation> {
+    return locate(this.storage, this.options.workingMemory.scope, args, operation);
   }
 
   private async patch(
@@ -438,46 +364,7 @@ export class Memory {
     const schema = this.requireSchema(operation);
     const patch = parsePatch(rawPatch);
     const location = await this.locate(target, operation);
-    if (!this.asyncSchema) {
-      let merged: JsonObject = {};
-      try {
-        await this.edit(location, (current) => {
-          merged = mergeWorkingMemory(current, patch);
-          const check = schema.validate(merged);
-          if (isThenable(check)) {
-            check.then(undefined, () => undefined);
-            throw new Abandon('async');
-          }
-          throwIfInvalid(check);
-          return JSON.stringify(merged);
-        });
-        return merged;
-      } catch (error) {
-        if (!(error instanceof Abandon)) throw error;
-        this.asyncSchema = true;
-      }
-    }
-    // Async schemas cannot run inside a storage transaction: validate the merge of the value
-    // just read, then write it only if the stored value is still the same (bounded retries).
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const current = await this.read(location);
-      const merged = mergeWorkingMemory(current, patch);
-      throwIfInvalid(await schema.validate(merged));
-      const text = JSON.stringify(merged);
-      try {
-        await this.edit(location, (now) => {
-          if (now !== current) throw new Abandon('stale');
-          return text;
-        });
-        return merged;
-      } catch (error) {
-        if (!(error instanceof Abandon)) throw error;
-      }
-    }
-    throw new MemoryError(
-      'CONFLICT',
-      `${operation}: the working memory kept changing; gave up after 20 attempts`,
-    );
+    return patchWorkingMemory(this.storage, location, schema, patch, this.patchState, operation);
   }
 }
 
@@ -485,31 +372,6 @@ function invalid(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message);
 }
 
-function notOwned(threadId: string, resourceId: string): MemoryError {
-  return invalid(
-    `thread ${JSON.stringify(threadId)} does not belong to resource ${JSON.stringify(resourceId)}`,
-  );
-}
-
 function assertArgs(args: unknown, operation: string): asserts args is Record<string, unknown> {
   if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
-}
-
-function threadMemory(thread: Thread): string | null {
-  const value = thread.metadata.workingMemory;
-  return typeof value === 'string' ? value : null;
-}
-
-function throwIfInvalid(check: SchemaCheck): void {
-  if (!check.ok) {
-    throw new MemoryError(
-      'VALIDATION',
-      `working memory does not match the schema: ${check.issues.join('; ')}`,
-      { details: { issues: check.issues } },
-    );
-  }
-}
-
-function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }

@@ -130,6 +130,7 @@ describe('compileJsonSchema', () => {
     ['an empty type array', { type: [] }],
     ['a remote $ref', { $ref: 'https://example.com/schema.json' }],
     ['a dangling $ref', { $ref: '#/$defs/missing' }],
+    ['a malformed $ref', { $ref: '#/%E0%A4%A' }],
     ['a bad pattern', { pattern: '(' }],
     ['required not a list of strings', { required: 'a' }],
     ['negative minLength', { minLength: -1 }],
