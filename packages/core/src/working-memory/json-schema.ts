@@ -1,7 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import type { JsonObject, JsonValue } from '../storage/records.ts';
 import { isPlainObject } from '../storage/validate.ts';
-import { resolveRef, type ValidationContext, validate } from './json-schema-validate.ts';
+import { resolveRef, validate } from './json-schema-validate.ts';
 
 /**
  * A small JSON Schema validator for working-memory documents. It interprets the schema
