@@ -1,5 +1,6 @@
 import { MemoryError } from '@engram/core';
 import type { Collection, Db, IndexDescription, ObjectId } from 'mongodb';
+import type { LockDocument } from './locks.ts';
 
 /** A thread as stored: `_id` is the thread id. */
 export interface ThreadDocument {
@@ -53,6 +54,8 @@ export interface Collections {
   messages: Collection<MessageDocument>;
   resources: Collection<ResourceDocument>;
   migrations: Collection<MigrationDocument>;
+  /** Write locks, used only on servers whose single-document updates are not atomic. */
+  locks: Collection<LockDocument>;
 }
 
 /** Collection names for a prefix. */
@@ -62,6 +65,7 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     messages: `${prefix}messages`,
     resources: `${prefix}resources`,
     migrations: `${prefix}migrations`,
+    locks: `${prefix}locks`,
   };
 }
 
@@ -73,6 +77,7 @@ export function collections(db: Db, prefix: string): Collections {
     messages: db.collection<MessageDocument>(names.messages),
     resources: db.collection<ResourceDocument>(names.resources),
     migrations: db.collection<MigrationDocument>(names.migrations),
+    locks: db.collection<LockDocument>(names.locks),
   };
 }
 

@@ -6,19 +6,21 @@ import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram
  *
  * JSON allows any string as an object key; MongoDB field names may not be empty in update paths,
  * may not contain NUL, and keys holding `.` or starting with `$` are either rejected (FerretDB,
- * MongoDB before 5.0) or only reachable through `$getField`/`$setField` (MongoDB 5.0+). So keys
- * are escaped, at every depth, with a reversible percent code, and every other key is stored
- * exactly as given:
+ * MongoDB before 5.0) or only reachable through `$getField`/`$setField` (MongoDB 5.0+); FerretDB
+ * also refuses path elements with leading or trailing whitespace. So those characters are
+ * percent-escaped, at every depth, and every other key is stored exactly as given:
  *
- * | in the key        | stored as |
- * |-------------------|-----------|
- * | `%`               | `%25`     |
- * | `.`               | `%2E`     |
- * | NUL (`\u0000`)    | `%00`     |
- * | a leading `$`     | `%24`     |
- * | the empty key     | `%`       |
+ * | in the key                        | stored as                     |
+ * |-----------------------------------|-------------------------------|
+ * | `%`                               | `%25`                         |
+ * | `.`                               | `%2E`                         |
+ * | NUL (`\u0000`)                    | `%00`                         |
+ * | a leading `$`                     | `%24`                         |
+ * | whitespace as first or last char  | `%20`, `%09`, … or `%uXXXX`   |
+ * | the empty key                     | `%`                           |
  *
- * `__proto__` needs no escape: it is stored as an ordinary field and read back as an own
+ * A literal `%` is always escaped, so every `%` in a stored key starts an escape and decoding is
+ * exact. `__proto__` needs no escape: it is stored as an ordinary field and read back as an own
  * property, never as a prototype.
  *
  * Arrays directly inside arrays are stored natively on MongoDB. Servers that cannot store them
@@ -36,10 +38,14 @@ export interface Codec {
 export const NATIVE: Codec = { wrapNestedArrays: false };
 
 const ARRAY_WRAPPER = '%a';
+/** Whitespace as JavaScript's `\s` and Go's `unicode.IsSpace` (FerretDB) define it. */
+const SPACE = /[\s\u0085]/;
 
-const ESCAPES: Record<string, string> = { '%': '%25', '.': '%2E', '\0': '%00' };
-const UNESCAPES: Record<string, string> = { '25': '%', '2E': '.', '00': '\0', '24': '$' };
-const NEEDS_ESCAPE = /[%.\0]|^\$/;
+function escapeChar(c: string): string {
+  const code = c.charCodeAt(0);
+  const hex = code.toString(16).toUpperCase();
+  return code < 0x100 ? `%${hex.padStart(2, '0')}` : `%u${hex.padStart(4, '0')}`;
+}
 
 /**
  * MongoDB accepts 100 levels of nesting in a stored document; the record and the field holding
@@ -64,15 +70,21 @@ export function assertStorableString(value: string, field: string): void {
 /** The stored form of one object key (see the table above). */
 export function encodeKey(key: string): string {
   if (key === '') return '%';
-  if (!NEEDS_ESCAPE.test(key)) return key;
-  return key.replace(/[%.\0]/g, (c) => ESCAPES[c] ?? c).replace(/^\$/, '%24');
+  let out = key.replace(/[%.\0]/g, escapeChar).replace(/^\$/, '%24');
+  const first = out.charAt(0);
+  if (SPACE.test(first)) out = escapeChar(first) + out.slice(1);
+  const last = out.charAt(out.length - 1);
+  if (SPACE.test(last)) out = out.slice(0, -1) + escapeChar(last);
+  return out;
 }
 
 /** The key an `encodeKey` result came from. */
 export function decodeKey(stored: string): string {
   if (stored === '%') return '';
   if (!stored.includes('%')) return stored;
-  return stored.replace(/%(25|2E|00|24)/g, (match, code: string) => UNESCAPES[code] ?? match);
+  return stored.replace(/%(?:u([0-9A-F]{4})|([0-9A-F]{2}))/g, (_match, wide?: string, narrow?: string) =>
+    String.fromCharCode(Number.parseInt(wide ?? narrow ?? '', 16)),
+  );
 }
 
 /**

@@ -105,3 +105,10 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
     details: { operation, ...(serverCode === undefined ? {} : { serverCode }) },
   });
 }
+
+/** `NOT_FOUND` for a thread a call needs. */
+export function threadNotFound(threadId: string, detail = 'does not exist'): MemoryError {
+  return new MemoryError('NOT_FOUND', `mongodb: thread ${JSON.stringify(threadId)} ${detail}`, {
+    adapter: ADAPTER,
+  });
+}

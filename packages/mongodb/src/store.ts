@@ -21,21 +21,15 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import { type ClientSession, type Filter, MongoClient, type MongoClientOptions } from 'mongodb';
-import {
-  type Collections,
-  checkNames,
-  collections,
-  type MessageDocument,
-  type ThreadDocument,
-} from './collections.ts';
-import { assertStorableString, type Codec, valueHash } from './encoding.ts';
-import { isDuplicateKey, toMemoryError } from './errors.ts';
+import { type ClientSession, MongoClient, type MongoClientOptions } from 'mongodb';
+import { type Collections, checkNames, collections, type MessageDocument } from './collections.ts';
+import { assertStorableString, type Codec } from './encoding.ts';
+import { isDuplicateKey, threadNotFound as notFound, toMemoryError } from './errors.ts';
+import { WriteLocks } from './locks.ts';
 import {
   messagePatchSet,
   metadataSetPaths,
   newVersion,
-  threadWorkingMemory,
   toMessage,
   toMessageDocument,
   toResource,
@@ -44,6 +38,7 @@ import {
 } from './mapping.ts';
 import { migrate } from './migrations.ts';
 import { besideFilter, messageFilter, messageSort, scope, threadFilter, threadSort } from './queries.ts';
+import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
 export type MongoDBConnectionOptions =
@@ -78,6 +73,11 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
    * validate-first writes that standalone servers get.
    */
   transactions?: 'auto' | 'never';
+  /**
+   * Per-document write locks for servers whose single-document updates are not atomic. `'auto'`
+   * (default) turns them on for FerretDB 1.x only; MongoDB never needs them (see the README).
+   */
+  writeLocks?: 'auto' | 'always' | 'never';
   /** Bounds of the compare-and-set retries of working-memory updates. Default 50 attempts, 20 ms. */
   retry?: { attempts?: number; maxDelayMs?: number };
 };
@@ -94,12 +94,8 @@ interface Connection {
   codec: Codec;
   /** True when multi-document transactions are available and enabled. */
   transactions: boolean;
-}
-
-function notFound(threadId: string, detail = 'does not exist'): MemoryError {
-  return new MemoryError('NOT_FOUND', `mongodb: thread ${JSON.stringify(threadId)} ${detail}`, {
-    adapter: ADAPTER,
-  });
+  /** Serialises writers of one thread or resource where the server's updates are not atomic. */
+  locks: WriteLocks;
 }
 
 /** Throws `INVALID_ARGUMENT` for an id BSON could not store exactly (an unpaired surrogate). */
@@ -192,15 +188,19 @@ export class MongoDBStore extends StoreBase {
       const hello = await db.admin().command({ hello: 1 });
       const replicated = typeof hello.setName === 'string' || hello.msg === 'isdbgrid';
       const sessions = hello.logicalSessionTimeoutMinutes != null;
-      // FerretDB 1.x (which reports `ferretdbVersion`) cannot store arrays inside arrays.
+      // FerretDB 1.x (which reports `ferretdbVersion`) cannot store arrays inside arrays, and
+      // its updates are a read and a whole-document write with nothing atomic in between.
       const build = await db.admin().command({ buildInfo: 1 });
-      const codec: Codec = { wrapNestedArrays: typeof build.ferretdbVersion === 'string' };
+      const ferretdb1 = typeof build.ferretdbVersion === 'string' && /^v?1\./.test(build.ferretdbVersion);
+      const codec: Codec = { wrapNestedArrays: ferretdb1 };
+      const mode = this.options.writeLocks ?? 'auto';
       const store = collections(db, this.collectionPrefix);
       await migrate(store);
       return {
         collections: store,
         codec,
         transactions: this.options.transactions !== 'never' && replicated && sessions,
+        locks: new WriteLocks(mode === 'always' || (mode === 'auto' && ferretdb1) ? store.locks : undefined),
       };
     } catch (error) {
       throw toMemoryError(error, 'init');
@@ -245,15 +245,17 @@ export class MongoDBStore extends StoreBase {
   }
 
   protected async doSaveThread(thread: Thread): Promise<Thread> {
-    const { collections: c, codec } = await this.connect();
+    const { collections: c, codec, locks } = await this.connect();
     const { _id, ...fields } = toThreadDocument(thread, codec);
-    await upsert(() => c.threads.updateOne({ _id }, { $set: fields }, { upsert: true }), this.retry);
+    await locks.hold([threadLock(_id)], () =>
+      upsert(() => c.threads.updateOne({ _id }, { $set: fields }, { upsert: true }), this.retry),
+    );
     return structuredClone(thread);
   }
 
   protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
     storableIds({ id: args.id });
-    const { collections: c, codec } = await this.connect();
+    const { collections: c, codec, locks } = await this.connect();
     const set: Record<string, unknown> = { updatedAt: new Date() };
     if (args.title !== undefined) {
       assertStorableString(args.title, 'title');
@@ -264,10 +266,8 @@ export class MongoDBStore extends StoreBase {
       // Working memory changes: concurrent compare-and-set writers must see a new version.
       if (Object.hasOwn(args.metadata, 'workingMemory')) set.version = newVersion();
     }
-    const doc = await c.threads.findOneAndUpdate(
-      { _id: args.id },
-      { $set: set },
-      { returnDocument: 'after' },
+    const doc = await locks.hold([threadLock(args.id)], () =>
+      c.threads.findOneAndUpdate({ _id: args.id }, { $set: set }, { returnDocument: 'after' }),
     );
     if (!doc) throw notFound(args.id);
     return toThread(doc);
@@ -339,10 +339,8 @@ export class MongoDBStore extends StoreBase {
         );
       if (session) await write();
       else await upsert(write, this.retry);
-      const bumped = await c.threads.updateMany(
-        { _id: { $in: touched } },
-        { $set: { updatedAt: new Date() } },
-        { session },
+      const bumped = await connection.locks.hold(touched.map(threadLock), () =>
+        c.threads.updateMany({ _id: { $in: touched } }, { $set: { updatedAt: new Date() } }, { session }),
       );
       if (bumped.matchedCount < touched.length) {
         await this.backOutDeletedThreads(c, threadIds, ids, session);
@@ -434,7 +432,8 @@ export class MongoDBStore extends StoreBase {
   }
 
   protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
-    const { collections: c, codec } = await this.connect();
+    const connection = await this.connect();
+    const { collections: c, codec } = connection;
     const updates = patches.map((patch, i) => {
       storableIds({ [`patches[${i}].id`]: patch.id });
       return { id: patch.id, set: messagePatchSet(patch, `patches[${i}]`, codec) };
@@ -449,7 +448,7 @@ export class MongoDBStore extends StoreBase {
     const ids = [...new Set(patches.map((p) => p.id))];
     const docs = await c.messages.find({ _id: { $in: ids } }).toArray();
     await this.touch(
-      c,
+      connection,
       docs.map((d) => d.threadId),
     );
     return sortMessages(docs.map(toMessage));
@@ -457,22 +456,23 @@ export class MongoDBStore extends StoreBase {
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
     storableIds(Object.fromEntries(ids.map((id, i) => [`ids[${i}]`, id])));
-    const c = await this.collections();
+    const connection = await this.connect();
+    const c = connection.collections;
     const found = await c.messages.find({ _id: { $in: ids } }, { projection: { threadId: 1 } }).toArray();
     if (found.length === 0) return;
     await c.messages.deleteMany({ _id: { $in: found.map((d) => d._id) } });
     await this.touch(
-      c,
+      connection,
       found.map((d) => d.threadId),
     );
   }
 
   /** Bumps `updatedAt` of the given threads (absent ones are ignored). */
-  private async touch(c: Collections, threadIds: string[]): Promise<void> {
-    if (threadIds.length === 0) return;
-    await c.threads.updateMany(
-      { _id: { $in: [...new Set(threadIds)] } },
-      { $set: { updatedAt: new Date() } },
+  private async touch({ collections: c, locks }: Connection, threadIds: string[]): Promise<void> {
+    const ids = [...new Set(threadIds)];
+    if (ids.length === 0) return;
+    await locks.hold(ids.map(threadLock), () =>
+      c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } }),
     );
   }
 
@@ -485,7 +485,7 @@ export class MongoDBStore extends StoreBase {
 
   protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
     storableIds({ resourceId: args.resourceId });
-    const { collections: c, codec } = await this.connect();
+    const { collections: c, codec, locks } = await this.connect();
     const now = new Date();
     const set: Record<string, unknown> = { updatedAt: now };
     const setOnInsert: Record<string, unknown> = { createdAt: now };
@@ -499,14 +499,16 @@ export class MongoDBStore extends StoreBase {
       set.workingMemory = args.workingMemory;
       set.version = newVersion();
     }
-    const doc = await upsert(
-      () =>
-        c.resources.findOneAndUpdate(
-          { _id: args.resourceId },
-          { $set: set, $setOnInsert: setOnInsert },
-          { upsert: true, returnDocument: 'after' },
-        ),
-      this.retry,
+    const doc = await locks.hold([resourceLock(args.resourceId)], () =>
+      upsert(
+        () =>
+          c.resources.findOneAndUpdate(
+            { _id: args.resourceId },
+            { $set: set, $setOnInsert: setOnInsert },
+            { upsert: true, returnDocument: 'after' },
+          ),
+        this.retry,
+      ),
     );
     if (!doc)
       throw new MemoryError('STORAGE', 'mongodb: the upsert returned no document', { adapter: ADAPTER });
@@ -514,61 +516,30 @@ export class MongoDBStore extends StoreBase {
   }
 
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const c = await this.collections();
+    const { collections: c, locks } = await this.connect();
     if (args.scope === 'resource') {
       const { resourceId, update } = args;
       storableIds({ resourceId });
-      return retryOptimistic(async () => {
-        const doc = await c.resources.findOne({ _id: resourceId });
-        const next = update(doc && typeof doc.workingMemory === 'string' ? doc.workingMemory : null);
-        if (next !== null) assertStorableString(next, 'working memory');
-        const now = new Date();
-        if (!doc) {
-          try {
-            await c.resources.insertOne({
-              _id: resourceId,
-              workingMemory: next,
-              metadata: {},
-              createdAt: now,
-              updatedAt: now,
-              version: newVersion(),
-            });
-            return next;
-          } catch (error) {
-            if (isDuplicateKey(error)) return RETRY;
-            throw error;
-          }
-        }
-        const won = await c.resources.findOneAndUpdate(
-          { _id: resourceId, version: doc.version ?? null } as Filter<typeof doc>,
-          { $set: { workingMemory: next, updatedAt: now, version: newVersion() } },
-          { projection: { _id: 1 } },
-        );
-        return won ? next : RETRY;
-      }, this.retry);
+      return locks.hold([resourceLock(resourceId)], () =>
+        updateResourceWorkingMemory(c, resourceId, update, this.retry),
+      );
     }
     const { threadId, update } = args;
     storableIds({ threadId });
-    return retryOptimistic(async () => {
-      const doc = await c.threads.findOne({ _id: threadId });
-      if (!doc) throw notFound(threadId);
-      const next = update(threadWorkingMemory(doc));
-      if (next !== null) assertStorableString(next, 'working memory');
-      const won = await c.threads.findOneAndUpdate(
-        { _id: threadId, version: doc.version ?? null } as Filter<ThreadDocument>,
-        {
-          $set: {
-            'metadata.workingMemory': next,
-            'metadataHash.workingMemory': valueHash(next),
-            updatedAt: new Date(),
-            version: newVersion(),
-          },
-        },
-        { projection: { _id: 1 } },
-      );
-      return won ? next : RETRY;
-    }, this.retry);
+    return locks.hold([threadLock(threadId)], () =>
+      updateThreadWorkingMemory(c, threadId, update, this.retry),
+    );
   }
+}
+
+/** The write-lock key of a thread (see `locks.ts`). */
+function threadLock(threadId: string): string {
+  return `threads:${threadId}`;
+}
+
+/** The write-lock key of a resource. */
+function resourceLock(resourceId: string): string {
+  return `resources:${resourceId}`;
 }
 
 /**

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { MemoryError } from '@engram/core';
+import type { Collection } from 'mongodb';
+import { isDuplicateKey } from './errors.ts';
+
+/** One held write lock: `_id` names the locked document (`threads:<id>`, `resources:<id>`). */
+export interface LockDocument {
+  _id: string;
+  /** A random token of the holder; only the holder releases it. */
+  owner: string;
+  /** After this instant the holder is presumed dead and the lock may be broken. */
+  expiresAt: Date;
+}
+
+/** How long a holder may keep a lock before others break it. Every locked write is one or two commands. */
+const LEASE_MS = 10_000;
+/** How long a writer waits for a lock before giving up with `CONFLICT`; longer than a lease. */
+const WAIT_MS = 15_000;
+
+/**
+ * Per-document write locks for servers whose single-document updates are not atomic.
+ *
+ * MongoDB applies every update to one document atomically, so `$set` merges and the
+ * compare-and-set on `version` need nothing more, and the store runs without locks there.
+ * FerretDB 1.x executes an update as "read the document, apply the operators in the proxy, write
+ * the whole document back" with no check in between, so two concurrent `$set`s of different keys
+ * can lose one, and a `{ _id, version }` filter is no compare-and-set. Its one atomic primitive
+ * is the unique `_id` of an insert, so a lock is a document inserted into `<prefix>locks`: the
+ * insert that succeeds holds the lock, the others wait and retry, and the holder deletes it.
+ */
+export class WriteLocks {
+  /** `undefined` when the server's own updates are atomic: `hold` then just runs the function. */
+  constructor(private readonly locks: Collection<LockDocument> | undefined) {}
+
+  /** True when writes are serialised through lock documents. */
+  get enabled(): boolean {
+    return this.locks !== undefined;
+  }
+
+  /** Runs `write` while holding the locks of `keys` (taken in sorted order, so never deadlocking). */
+  async hold<T>(keys: string[], write: () => Promise<T>): Promise<T> {
+    const locks = this.locks;
+    if (!locks || keys.length === 0) return write();
+    const held: Array<{ key: string; owner: string }> = [];
+    try {
+      for (const key of [...new Set(keys)].sort()) held.push({ key, owner: await acquire(locks, key) });
+      return await write();
+    } finally {
+      // A lock that fails to be released (connection lost) expires after its lease.
+      await Promise.allSettled(held.map(({ key, owner }) => locks.deleteOne({ _id: key, owner })));
+    }
+  }
+}
+
+async function acquire(locks: Collection<LockDocument>, key: string): Promise<string> {
+  const owner = randomUUID();
+  const deadline = Date.now() + WAIT_MS;
+  for (let n = 0; ; n++) {
+    try {
+      await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + LEASE_MS) });
+      return owner;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const current = await locks.findOne({ _id: key });
+    if (current && current.expiresAt.getTime() < Date.now()) {
+      // The holder died without releasing: break its lock and try again at once.
+      await locks.deleteOne({ _id: key, owner: current.owner });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new MemoryError(
+        'CONFLICT',
+        `mongodb: gave up waiting ${WAIT_MS} ms for the write lock on ${key}`,
+        {
+          adapter: 'mongodb',
+        },
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(25, 2 * n)));
+  }
+}

@@ -1,0 +1,28 @@
+import { runConformance } from '@engram/conformance';
+import { afterAll, it } from 'vitest';
+import { MongoDBStore } from '../src/index.ts';
+import { dropDatabase, MONGODB_REQUIRED, MONGODB_URL, randomDbName, SKIP_REASON } from './env.ts';
+
+// One fresh database per run; the forked racers find it through the environment they inherit.
+process.env.ENGRAM_MONGODB_TEST_DB = randomDbName('engram_conformance');
+const dbName = process.env.ENGRAM_MONGODB_TEST_DB;
+
+if (!MONGODB_URL && MONGODB_REQUIRED) {
+  it('mongodb is listed in ENGRAM_REQUIRE, so ENGRAM_MONGODB_URL must be set', () => {
+    throw new Error('mongodb is required but ENGRAM_MONGODB_URL is not set; run scripts/mongodb.sh');
+  });
+}
+
+runConformance({
+  name: 'mongodb',
+  skip: MONGODB_URL ? false : SKIP_REASON,
+  create: () => new MongoDBStore({ url: MONGODB_URL!, dbName }),
+  destroy: (store) => store.close(),
+  worker: new URL('./worker.ts', import.meta.url),
+  // Closing the driver client under the store makes every later call fail as a lost connection.
+  breakConnection: (store) => (store as MongoDBStore).client.close(),
+});
+
+afterAll(async () => {
+  if (MONGODB_URL) await dropDatabase(MONGODB_URL, dbName);
+});

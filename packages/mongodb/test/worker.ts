@@ -1,0 +1,11 @@
+import type { MemoryStorage } from '@engram/core';
+import { MongoDBStore } from '../src/index.ts';
+
+/** A store with a client of its own, in a process of its own, for the cross-process races. */
+export async function create(): Promise<MemoryStorage> {
+  const url = process.env.ENGRAM_MONGODB_URL;
+  const dbName = process.env.ENGRAM_MONGODB_TEST_DB;
+  if (!url || !dbName)
+    throw new Error('the mongodb worker needs ENGRAM_MONGODB_URL and ENGRAM_MONGODB_TEST_DB');
+  return new MongoDBStore({ url, dbName });
+}
