@@ -120,6 +120,9 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
   }
   const useStateSignals =
     optionalBoolean(w.useStateSignals, 'options.workingMemory.useStateSignals') ?? false;
+  if (useStateSignals && version === 'vnext') {
+    throw invalid("options.workingMemory.useStateSignals cannot be combined with version 'vnext'");
+  }
 
   return Object.freeze({
     lastMessages,

@@ -106,17 +106,23 @@ describe('working-memory state signals', () => {
   });
 
   it('useStateSignals with vnext is a configuration error', () => {
-    const memory = new Memory({
-      storage: new InMemoryStore(),
-      options: { workingMemory: { useStateSignals: true, version: 'vnext' } },
-    });
+    const construct = () =>
+      new Memory({
+        storage: new InMemoryStore(),
+        options: { workingMemory: { useStateSignals: true, version: 'vnext' } },
+      });
+    expect(construct).toThrow(/useStateSignals/);
     let error: unknown;
     try {
-      assertStateSignalConfig(memory);
+      construct();
     } catch (e) {
       error = e;
     }
     expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    // The same check for any host object (for memories built by other means).
+    expect(() =>
+      assertStateSignalConfig({ options: { workingMemory: { useStateSignals: true, version: 'vnext' } } }),
+    ).toThrow(/vnext/);
     expect(() =>
       assertStateSignalConfig(
         new Memory({ storage: new InMemoryStore(), options: { workingMemory: { useStateSignals: true } } }),
