@@ -270,16 +270,8 @@ export class UpstashStore extends StoreBase {
         ]),
       ]),
     );
-    const byId = new Map<string, Message>();
-    for (const frame of reply) {
-      const message = toMessage(frame);
-      if (message) byId.set(message.id, message);
-    }
-    const found = patches.flatMap((p) => {
-      const message = byId.get(p.id);
-      return message ? [structuredClone(message)] : [];
-    });
-    return sortMessages(found);
+    // The script answers each updated message once, even when patches repeat an id.
+    return sortMessages(reply.flatMap((frame) => toMessage(frame) ?? []));
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
