@@ -129,6 +129,7 @@ export {
   type JsonSchema,
   type JsonSchemaValidator,
 } from './working-memory/json-schema.ts';
+export type { WorkingMemoryEdit } from './working-memory/location.ts';
 export { mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
 export {
   isStandardSchema,

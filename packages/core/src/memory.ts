@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { MemoryError } from './errors.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
@@ -110,7 +109,7 @@ export class Memory {
     const metadata = args.metadata ?? {};
     assertJsonObject(metadata, 'metadata');
     if (Object.hasOwn(metadata, 'workingMemory')) this.assertWritable(args.readOnly, 'createThread');
-    const id = args.threadId ?? randomUUID();
+    const id = args.threadId ?? crypto.randomUUID();
     const existing = args.threadId === undefined ? null : await this.storage.getThreadById({ threadId: id });
     if (existing && existing.resourceId !== args.resourceId) {
       throw new MemoryError('CONFLICT', `thread ${JSON.stringify(id)} already exists for another resource`);
@@ -177,7 +176,7 @@ export class Memory {
       if (!isPlainObject(message))
         throw invalid(`messages[${i}] must be an object, got ${describe(message)}`);
       return {
-        id: message.id ?? randomUUID(),
+        id: message.id ?? crypto.randomUUID(),
         threadId: message.threadId,
         resourceId: message.resourceId,
         role: message.role,
