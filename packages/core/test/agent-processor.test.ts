@@ -306,3 +306,38 @@ describe('WorkingMemory processor', () => {
     expect(isMemoryError(bad, 'INVALID_ARGUMENT')).toBe(true);
   });
 });
+
+describe('WorkingMemory processor with a Memory', () => {
+  it('JSON: a schema with $ref and $defs shows its referenced fields', async () => {
+    const storage = new InMemoryStore();
+    const schema = {
+      type: 'object',
+      $defs: {
+        Address: { type: 'object', properties: { city: { type: 'string' }, zip: { type: 'string' } } },
+      },
+      properties: { name: { type: 'string' }, home: { $ref: '#/$defs/Address' } },
+    };
+    const memory = new Memory({ storage, options: { workingMemory: { schema } } });
+    const processor = WorkingMemory.fromMemory(memory);
+    const message = memoryMessage(
+      await processor.processInput({ messages: [], requestContext: { resourceId: 'r-refs' } }),
+    );
+    expect(message.content).toContain(JSON.stringify({ name: '', home: { city: '', zip: '' } }, null, 2));
+  });
+
+  it('fromMemory follows the memory: scope, template, read-only, vnext', async () => {
+    const storage = new InMemoryStore();
+    const memory = new Memory({
+      storage,
+      options: { readOnly: true, workingMemory: { scope: 'thread', template: '# T\n', version: 'vnext' } },
+    });
+    const processor = WorkingMemory.fromMemory(memory);
+    expect(processor.scope).toBe('thread');
+    expect(processor.options.readOnly).toBe(true);
+    expect(processor.options.useVNext).toBe(true);
+    expect(await processor.resolveTemplate()).toEqual({ format: 'markdown', content: '# T\n' });
+    const writable = new Memory({ storage, options: { workingMemory: {} } });
+    expect(WorkingMemory.fromMemory(writable, { readOnly: true }).options.readOnly).toBe(true);
+    expect(WorkingMemory.fromMemory(writable).options.readOnly).toBe(false);
+  });
+});

@@ -1,4 +1,5 @@
 import { isPlainObject } from '../storage/validate.ts';
+import { toProviderSafeSchema } from './json-schema-rules.ts';
 import { emptyShape } from './template.ts';
 import type { WorkingMemoryTemplate } from './types.ts';
 
@@ -34,6 +35,17 @@ export function renderData(format: WorkingMemoryTemplate['format'], data: string
   return data === null || data.trim() === '' ? EMPTY_MARKDOWN : data;
 }
 
+/** A JSON Schema with its `$ref`s inlined; a field map (or anything unusable) as it is. */
+function inlineRefs(schema: unknown): unknown {
+  if (!isPlainObject(schema) || !('type' in schema || 'properties' in schema || '$ref' in schema))
+    return schema;
+  try {
+    return toProviderSafeSchema(schema);
+  } catch {
+    return schema;
+  }
+}
+
 /** The template as the model should see it: Markdown as is, JSON as an empty object of its shape. */
 export function renderTemplate(template: WorkingMemoryTemplate): string {
   if (template.format === 'markdown') return template.content;
@@ -43,7 +55,7 @@ export function renderTemplate(template: WorkingMemoryTemplate): string {
   } catch {
     return template.content;
   }
-  return JSON.stringify(emptyShape(parsed), null, 2);
+  return JSON.stringify(emptyShape(inlineRefs(parsed)), null, 2);
 }
 
 function readOnlyText(template: WorkingMemoryTemplate, data: string | null): string {
