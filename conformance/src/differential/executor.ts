@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { InMemoryStore, type MemoryStorage, type Message } from '@engram/core';
+import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
+import { at } from '../fixtures.ts';
+import { MESSAGES, type Op, RESOURCES, THREADS } from './ops.ts';
+
+/** Executes symbolic operations against one store. */
+class Executor {
+  constructor(
+    readonly store: MemoryStorage,
+    readonly prefix: string,
+    readonly oracle: InMemoryStore,
+  ) {}
+
+  id(symbol: string): string {
+    return `${this.prefix}${symbol}`;
+  }
+
+  /** The concrete arguments of `op`, identical for the adapter and the oracle. */
+  async call(op: Op): Promise<unknown> {
+    const s = this.store;
+    const id = (symbol: string) => this.id(symbol);
+    switch (op.op) {
+      case 'saveThread':
+        return s.saveThread({
+          id: id(op.thread),
+          resourceId: id(op.resource),
+          title: op.title,
+          metadata: op.metadata,
+          createdAt: at(op.created),
+          updatedAt: at(op.created),
+        });
+      case 'updateThread':
+        return s.updateThread({ id: id(op.thread), title: op.title, metadata: op.metadata });
+      case 'deleteThread':
+        return s.deleteThread({ threadId: id(op.thread) });
+      case 'getThreadById':
+        return s.getThreadById({ threadId: id(op.thread), resourceId: op.resource && id(op.resource) });
+      case 'listThreads':
+        return s.listThreads({
+          resourceId: id(op.resource),
+          metadata: op.metadata,
+          page: op.page,
+          perPage: op.perPage,
+          direction: op.direction,
+        });
+      case 'saveMessages': {
+        const messages: Message[] = [];
+        for (const m of op.messages) {
+          const owner = await this.oracle.getThreadById({ threadId: id(m.thread) });
+          messages.push({
+            id: id(m.id),
+            threadId: id(m.thread),
+            resourceId: m.resource === 'own' ? (owner?.resourceId ?? id('r1')) : id(m.resource),
+            role: 'user',
+            content: m.content,
+            type: 'text',
+            createdAt: at(m.created),
+          });
+        }
+        return s.saveMessages(messages);
+      }
+      case 'listMessages':
+        return s.listMessages({
+          threadId: id(op.thread),
+          resourceId: op.resource && id(op.resource),
+          page: op.page,
+          perPage: op.perPage,
+          direction: op.direction,
+          dateRange: op.range && {
+            start: op.range.start === undefined ? undefined : at(op.range.start),
+            end: op.range.end === undefined ? undefined : at(op.range.end),
+            startExclusive: op.range.startExclusive,
+            endExclusive: op.range.endExclusive,
+          },
+          include: op.include?.map((w) => ({ ...w, id: id(w.id) })),
+        });
+      case 'listMessagesById':
+        return s.listMessagesById({ ids: op.ids.map(id) });
+      case 'updateMessages':
+        return s.updateMessages(
+          op.patches.map((p) => ({
+            id: id(p.id),
+            content: p.content,
+            createdAt: p.created === undefined ? undefined : at(p.created),
+          })),
+        );
+      case 'deleteMessages':
+        return s.deleteMessages(op.ids.map(id));
+      case 'getResourceById':
+        return s.getResourceById({ resourceId: id(op.resource) });
+      case 'updateResource':
+        return s.updateResource({
+          resourceId: id(op.resource),
+          workingMemory: op.workingMemory,
+          metadata: op.metadata,
+        });
+      case 'atomic':
+        return s.updateWorkingMemoryAtomically?.({
+          scope: op.scope,
+          resourceId: op.scope === 'resource' ? id(op.resource) : undefined,
+          threadId: op.scope === 'thread' ? id(op.thread) : undefined,
+          update: (current) => `${current ?? ''}${op.append}`,
+        });
+    }
+  }
+
+  /** The outcome of `op` in comparable form: store-chosen timestamps blanked, prefix removed, errors by code. */
+  async outcome(op: Op): Promise<unknown> {
+    try {
+      return this.comparable(await this.call(op));
+    } catch (error) {
+      return { error: isMemoryErrorLike(error) ? error.code : `not a MemoryError: ${String(error)}` };
+    }
+  }
+
+  /** Everything stored under this run's ids, for a final comparison. */
+  async snapshot(): Promise<unknown> {
+    const out: Record<string, unknown> = {};
+    for (const r of RESOURCES) {
+      out[`resource ${r}`] = await this.store.getResourceById({ resourceId: this.id(r) });
+      out[`threads of ${r}`] = await this.store.listThreads({ resourceId: this.id(r), perPage: false });
+    }
+    for (const t of THREADS) {
+      out[`messages of ${t}`] = await this.store.listMessages({ threadId: this.id(t), perPage: false });
+    }
+    out.messages = await this.store.listMessagesById({ ids: MESSAGES.map((m) => this.id(m)) });
+    return this.comparable(out);
+  }
+
+  comparable(value: unknown): unknown {
+    const walk = (v: unknown, key?: string): unknown => {
+      if (v instanceof Date) {
+        // Timestamps the store picks itself cannot match between two stores; callers' can.
+        return key === 'updatedAt' || (key === 'createdAt' && this.resourceLike) ? '<store time>' : v;
+      }
+      if (typeof v === 'string') return v.startsWith(this.prefix) ? `~${v.slice(this.prefix.length)}` : v;
+      if (Array.isArray(v)) return v.map((item) => walk(item));
+      if (v !== null && typeof v === 'object') {
+        const previous = this.resourceLike;
+        this.resourceLike = 'workingMemory' in v && !('resourceId' in v);
+        const out: Record<string, unknown> = {};
+        for (const [k, item] of Object.entries(v)) out[k] = walk(item, k);
+        this.resourceLike = previous;
+        return out;
+      }
+      return v;
+    };
+    return normalize(walk(value));
+  }
+
+  private resourceLike = false;
+}
+
+/** A readable listing of a sequence of operations. */
+function listing(ops: readonly Op[], upTo = ops.length): string {
+  return ops
+    .slice(0, upTo)
+    .map((op, i) => {
+      const { op: name, ...args } = op;
+      return `  ${String(i + 1).padStart(2)}. ${name}(${show(args, 300)})`;
+    })
+    .join('\n');
+}
+
+/** Runs `ops` against the adapter and a fresh oracle, failing at the first differing result. */
+export async function compare(store: MemoryStorage, ops: Op[], atomic: boolean): Promise<void> {
+  const prefix = `d${randomUUID().slice(0, 8)}-`;
+  const oracle = new InMemoryStore();
+  const reference = new Executor(oracle, prefix, oracle);
+  const subject = new Executor(store, prefix, oracle);
+  for (const [i, op] of ops.entries()) {
+    if (op.op === 'atomic' && !atomic) continue;
+    const actual = await subject.outcome(op);
+    const expected = await reference.outcome(op);
+    if (!jsonSame(actual, expected)) {
+      throw new ConformanceError(
+        `differential: step ${i + 1} differs from the in-memory reference store\n${listing(ops, i + 1)}\n` +
+          `  reference: ${show(expected, 2_000)}\n  adapter:   ${show(actual, 2_000)}\n` +
+          '  (ids shown as ~suffix; store-chosen timestamps as <store time>)',
+      );
+    }
+  }
+  const actual = await subject.snapshot();
+  const expected = await reference.snapshot();
+  if (!jsonSame(actual, expected)) {
+    throw new ConformanceError(
+      `differential: the stored state differs after\n${listing(ops)}\n  reference: ${show(expected, 3_000)}\n  adapter:   ${show(actual, 3_000)}`,
+    );
+  }
+}
+
+function jsonSame(a: unknown, b: unknown): boolean {
+  return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}

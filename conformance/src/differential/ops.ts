@@ -1,0 +1,203 @@
+import type { JsonObject, JsonValue } from '@engram/core';
+import fc from 'fast-check';
+
+// Small pools so operations collide: prefixes of each other, case and UTF-8 byte order.
+export const RESOURCES = ['r1', 'r10'] as const;
+export const THREADS = ['ta', 'tB', 'té'] as const;
+export const MESSAGES = ['ma', 'mB', 'm_', 'mé', 'mab'] as const;
+const TIMES = [0, 0, 1, 1_000, 2_000] as const;
+
+type R = (typeof RESOURCES)[number];
+type T = (typeof THREADS)[number];
+type M = (typeof MESSAGES)[number];
+
+/** One contract call with symbolic ids (resolved against a per-run prefix when executed). */
+export type Op =
+  | { op: 'saveThread'; thread: T; resource: R; title: string; metadata: JsonObject; created: number }
+  | { op: 'updateThread'; thread: T; title?: string; metadata?: JsonObject }
+  | { op: 'deleteThread'; thread: T }
+  | { op: 'getThreadById'; thread: T; resource?: R }
+  | {
+      op: 'listThreads';
+      resource: R;
+      metadata?: JsonObject;
+      page: number;
+      perPage: number | false;
+      direction: 'ASC' | 'DESC';
+    }
+  | {
+      op: 'saveMessages';
+      messages: { id: M; thread: T; resource: R | 'own'; created: number; content: JsonValue }[];
+    }
+  | {
+      op: 'listMessages';
+      thread: T;
+      resource?: R;
+      page: number;
+      perPage: number | false;
+      direction: 'ASC' | 'DESC';
+      range?: { start?: number; end?: number; startExclusive?: boolean; endExclusive?: boolean };
+      include?: { id: M; withPreviousMessages: number; withNextMessages: number }[];
+    }
+  | { op: 'listMessagesById'; ids: M[] }
+  | { op: 'updateMessages'; patches: { id: M; content?: JsonValue; created?: number }[] }
+  | { op: 'deleteMessages'; ids: M[] }
+  | { op: 'getResourceById'; resource: R }
+  | { op: 'updateResource'; resource: R; workingMemory?: string | null; metadata?: JsonObject }
+  | { op: 'atomic'; scope: 'resource' | 'thread'; resource: R; thread: T; append: string };
+
+const resource = fc.constantFrom(...RESOURCES);
+const threadId = fc.constantFrom(...THREADS);
+const messageId = fc.constantFrom(...MESSAGES);
+const time = fc.constantFrom(...TIMES);
+const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
+const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
+  text,
+  fc.integer({ min: -3, max: 3 }),
+  fc.constant(null),
+  fc.boolean(),
+  fc.constant<JsonValue>({ format: 2, parts: [{ type: 'text', text: 'hi' }] }),
+  fc.constant<JsonValue>([1, 'two', { three: 3 }]),
+);
+const metadata: fc.Arbitrary<JsonObject> = fc
+  .dictionary(fc.constantFrom('a', 'b', 'workingMemory'), smallJson, {
+    maxKeys: 2,
+  })
+  .map((m) =>
+    typeof m.workingMemory === 'string' || !('workingMemory' in m) ? m : { ...m, workingMemory: 'wm' },
+  );
+const perPage = fc.oneof(fc.constant<false>(false), fc.integer({ min: 0, max: 3 }));
+const direction = fc.constantFrom<'ASC' | 'DESC'>('ASC', 'DESC');
+const page = fc.integer({ min: 0, max: 2 });
+
+export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('saveThread' as const),
+      thread: threadId,
+      resource,
+      title: text,
+      metadata,
+      created: time,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      { op: fc.constant('updateThread' as const), thread: threadId, title: text, metadata },
+      { requiredKeys: ['op', 'thread'] },
+    ),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteThread' as const), thread: threadId }) },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { op: fc.constant('getThreadById' as const), thread: threadId, resource },
+      { requiredKeys: ['op', 'thread'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      { op: fc.constant('listThreads' as const), resource, metadata, page, perPage, direction },
+      { requiredKeys: ['op', 'resource', 'page', 'perPage', 'direction'] },
+    ),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('saveMessages' as const),
+      messages: fc.uniqueArray(
+        fc.record({
+          id: messageId,
+          thread: threadId,
+          resource: fc.oneof(
+            { weight: 4, arbitrary: fc.constant('own' as const) },
+            { weight: 1, arbitrary: resource },
+          ),
+          created: time,
+          content: smallJson,
+        }),
+        { minLength: 1, maxLength: 3, selector: (m) => m.id },
+      ),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('listMessages' as const),
+        thread: threadId,
+        resource,
+        page,
+        perPage,
+        direction,
+        range: fc.record(
+          { start: time, end: time, startExclusive: fc.boolean(), endExclusive: fc.boolean() },
+          { requiredKeys: [] },
+        ),
+        include: fc.array(
+          fc.record({
+            id: messageId,
+            withPreviousMessages: fc.integer({ min: 0, max: 2 }),
+            withNextMessages: fc.integer({ min: 0, max: 2 }),
+          }),
+          { maxLength: 2 },
+        ),
+      },
+      { requiredKeys: ['op', 'thread', 'page', 'perPage', 'direction'] },
+    ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('listMessagesById' as const),
+      ids: fc.array(messageId, { minLength: 1, maxLength: 3 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('updateMessages' as const),
+      patches: fc.uniqueArray(
+        fc.record({ id: messageId, content: smallJson, created: time }, { requiredKeys: ['id'] }),
+        {
+          minLength: 1,
+          maxLength: 2,
+          selector: (p) => p.id,
+        },
+      ),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('deleteMessages' as const),
+      ids: fc.array(messageId, { minLength: 1, maxLength: 2 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('getResourceById' as const), resource }) },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('updateResource' as const),
+        resource,
+        workingMemory: fc.oneof(text, fc.constant(null)),
+        metadata,
+      },
+      { requiredKeys: ['op', 'resource'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('atomic' as const),
+      scope: fc.constantFrom<'resource' | 'thread'>('resource', 'thread'),
+      resource,
+      thread: threadId,
+      append: text,
+    }),
+  },
+);
