@@ -93,9 +93,10 @@ export class Memory {
   // ── threads ────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Creates (or overwrites, keeping its `createdAt`) a thread. `threadId` defaults to a UUID;
-   * `metadata.workingMemory` is the thread's initial thread-scoped working memory. A thread id
-   * already used by another resource is refused with `CONFLICT`.
+   * Creates a thread. `threadId` defaults to a UUID, `title` to `''`; `metadata.workingMemory`
+   * is the thread's initial thread-scoped working memory. An id that already exists is refused
+   * with `CONFLICT` (change an existing thread with `updateThread`), so re-creating a thread can
+   * never wipe its messages' context or its working memory.
    */
   async createThread(
     args: { resourceId: string; threadId?: string; title?: string; metadata?: JsonObject } & WriteControl,
@@ -111,8 +112,11 @@ export class Memory {
     if (Object.hasOwn(metadata, 'workingMemory')) this.assertWritable(args.readOnly, 'createThread');
     const id = args.threadId ?? crypto.randomUUID();
     const existing = args.threadId === undefined ? null : await this.storage.getThreadById({ threadId: id });
-    if (existing && existing.resourceId !== args.resourceId) {
-      throw new MemoryError('CONFLICT', `thread ${JSON.stringify(id)} already exists for another resource`);
+    if (existing) {
+      throw new MemoryError(
+        'CONFLICT',
+        `thread ${JSON.stringify(id)} already exists; use updateThread to change it`,
+      );
     }
     const now = new Date();
     return this.storage.saveThread({
@@ -120,7 +124,7 @@ export class Memory {
       resourceId: args.resourceId,
       title: args.title ?? '',
       metadata,
-      createdAt: existing?.createdAt ?? now,
+      createdAt: now,
       updatedAt: now,
     });
   }

@@ -33,26 +33,24 @@ describe('Memory threads', () => {
     expect(thread).toMatchObject({ id: 't-1', title: 'Hi', metadata: { a: [1] } });
   });
 
-  it('createThread on an existing id of the same resource overwrites but keeps createdAt', async () => {
-    const memory = fresh();
-    const first = await memory.createThread({ resourceId: 'r', threadId: 't', title: 'one' });
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const second = await memory.createThread({ resourceId: 'r', threadId: 't', title: 'two' });
-    expect(second.title).toBe('two');
-    expect(second.createdAt).toStrictEqual(first.createdAt);
-  });
-
-  it('createThread refuses an id owned by another resource with CONFLICT, changing nothing', async () => {
-    const memory = fresh();
-    const original = await memory.createThread({
-      resourceId: 'alice',
-      threadId: 't',
-      metadata: { workingMemory: 'secret' },
-    });
-    const error = await caught(() => memory.createThread({ resourceId: 'mallory', threadId: 't' }));
-    expect(isMemoryError(error, 'CONFLICT')).toBe(true);
-    expect(await memory.getThreadById({ threadId: 't' })).toStrictEqual(original);
-  });
+  it.each([
+    ['the same resource', 'alice'],
+    ['another resource', 'mallory'],
+  ])(
+    'createThread refuses an existing id (%s) with CONFLICT, changing nothing',
+    async (_name, resourceId) => {
+      const memory = fresh();
+      const original = await memory.createThread({
+        resourceId: 'alice',
+        threadId: 't',
+        metadata: { workingMemory: 'secret' },
+      });
+      const error = await caught(() => memory.createThread({ resourceId, threadId: 't', title: 'again' }));
+      expect(isMemoryError(error, 'CONFLICT')).toBe(true);
+      expect((error as Error).message).not.toMatch(/alice/);
+      expect(await memory.getThreadById({ threadId: 't' })).toStrictEqual(original);
+    },
+  );
 
   it.each([
     ['a missing resourceId', { resourceId: undefined }],
