@@ -1,0 +1,201 @@
+import {
+  MemoryError,
+  type Message,
+  type MessagePage,
+  type MessagePatch,
+  mergeMessageLists,
+  type NormalizedInclude,
+  type NormalizedListMessages,
+  pageInfo,
+  pageOffset,
+  type RetryOptions,
+  sortMessages,
+} from '@engram/core';
+import type { ClientSession } from 'mongodb';
+import type { Collections, MessageDocument } from './collections.ts';
+import {
+  atomically,
+  type Connection,
+  storableIdList,
+  storableIds,
+  threadLock,
+  upsert,
+} from './connection.ts';
+import { threadNotFound } from './errors.ts';
+import { messagePatchSet, toMessage, toMessageDocument } from './mapping.ts';
+import { besideFilter, messageFilter, messageSort, scope } from './queries.ts';
+
+/**
+ * The message operations. `saveMessages` checks every thread and resource first, then writes the
+ * batch with one ordered `bulkWrite` — inside a transaction where the server has them.
+ */
+export async function saveMessages(
+  connection: Connection,
+  messages: Message[],
+  retry: RetryOptions,
+): Promise<Message[]> {
+  // Everything is encoded and checked before the first query.
+  const docs = messages.map((message, i) => toMessageDocument(message, `messages[${i}]`, connection.codec));
+  const ids = docs.map((d) => d._id);
+  const threadIds = [...new Set(messages.map((m) => m.threadId))];
+  await atomically(connection, async (c, session) => {
+    const threads = await c.threads
+      .find({ _id: { $in: threadIds } }, { projection: { resourceId: 1 }, session })
+      .toArray();
+    const owners = new Map(threads.map((t) => [t._id, t.resourceId]));
+    for (const message of messages) {
+      const owner = owners.get(message.threadId);
+      if (owner === undefined) throw threadNotFound(message.threadId);
+      if (owner !== message.resourceId) {
+        throw new MemoryError(
+          'INVALID_ARGUMENT',
+          `mongodb: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+          { adapter: 'mongodb' },
+        );
+      }
+    }
+    const previous = await c.messages
+      .find({ _id: { $in: ids } }, { projection: { threadId: 1 }, session })
+      .toArray();
+    const touched = [...new Set([...previous.map((p) => p.threadId), ...threadIds])];
+    const write = () =>
+      c.messages.bulkWrite(
+        docs.map(({ _id, ...replacement }) => ({
+          replaceOne: { filter: { _id }, replacement, upsert: true },
+        })),
+        { ordered: true, session },
+      );
+    if (session) await write();
+    else await upsert(write, retry);
+    const bumped = await connection.locks.hold(touched.map(threadLock), () =>
+      c.threads.updateMany({ _id: { $in: touched } }, { $set: { updatedAt: new Date() } }, { session }),
+    );
+    if (bumped.matchedCount < touched.length) await backOutDeletedThreads(c, threadIds, ids, session);
+  });
+  return structuredClone(messages);
+}
+
+/**
+ * After a batch is written, a thread deleted meanwhile (a concurrent `deleteThread` without a
+ * transaction) would leave the batch's messages orphaned: remove them and report `NOT_FOUND`.
+ */
+async function backOutDeletedThreads(
+  c: Collections,
+  threadIds: string[],
+  ids: string[],
+  session: ClientSession | undefined,
+): Promise<void> {
+  const alive = await c.threads
+    .find({ _id: { $in: threadIds } }, { projection: { _id: 1 }, session })
+    .toArray();
+  const aliveIds = new Set(alive.map((t) => t._id));
+  const gone = threadIds.filter((id) => !aliveIds.has(id));
+  if (gone.length === 0) return;
+  if (!session) await c.messages.deleteMany({ _id: { $in: ids }, threadId: { $in: gone } });
+  throw threadNotFound(gone[0] as string, 'was deleted while its messages were being saved');
+}
+
+/** The page (count + one bounded `find`) and the include windows, in parallel. */
+export async function listMessages(c: Collections, args: NormalizedListMessages): Promise<MessagePage> {
+  storableIds({ threadId: args.threadId, resourceId: args.resourceId });
+  storableIdList(
+    args.include.map((w) => w.id),
+    'include',
+  );
+  const filter = messageFilter(args.threadId, args.resourceId, args.dateRange);
+  const [total, page, windows] = await Promise.all([
+    c.messages.countDocuments(filter),
+    args.perPage === 0
+      ? []
+      : c.messages
+          .find(filter)
+          .sort(messageSort(args.direction))
+          .skip(pageOffset(args.page, args.perPage))
+          .limit(args.perPage === false ? 0 : args.perPage)
+          .toArray(),
+    includeWindows(c, args.include, args.resourceId),
+  ]);
+  return {
+    messages: mergeMessageLists([page.map(toMessage), ...windows], args.direction),
+    ...pageInfo(total, args.page, args.perPage),
+  };
+}
+
+/** Each target with its neighbours in its own thread: one query for the targets, two per window. */
+async function includeWindows(
+  c: Collections,
+  include: NormalizedInclude[],
+  resourceId: string | undefined,
+): Promise<Message[][]> {
+  if (include.length === 0) return [];
+  const ids = [...new Set(include.map((w) => w.id))];
+  const found = await c.messages.find({ _id: { $in: ids }, ...scope(resourceId) }).toArray();
+  const targets = new Map(found.map((d) => [d._id, d]));
+  const beside = (target: MessageDocument, side: 'before' | 'after', count: number) =>
+    count === 0
+      ? Promise.resolve([])
+      : c.messages
+          .find(besideFilter(target, side, resourceId))
+          .sort(messageSort(side === 'before' ? 'DESC' : 'ASC'))
+          .limit(count)
+          .toArray();
+  return Promise.all(
+    include.map(async (window) => {
+      const target = targets.get(window.id);
+      if (!target) return [];
+      const [before, after] = await Promise.all([
+        beside(target, 'before', window.withPreviousMessages),
+        beside(target, 'after', window.withNextMessages),
+      ]);
+      return [...before, target, ...after].map(toMessage);
+    }),
+  );
+}
+
+export async function listMessagesById(c: Collections, ids: string[]): Promise<Message[]> {
+  storableIdList(ids, 'ids');
+  return sortMessages((await c.messages.find({ _id: { $in: ids } }).toArray()).map(toMessage));
+}
+
+/** One ordered `bulkWrite` of `$set`s, then the updated messages are read back. */
+export async function updateMessages(connection: Connection, patches: MessagePatch[]): Promise<Message[]> {
+  const c = connection.collections;
+  const updates = patches.map((patch, i) => {
+    storableIds({ [`patches[${i}].id`]: patch.id });
+    return { id: patch.id, set: messagePatchSet(patch, `patches[${i}]`, connection.codec) };
+  });
+  const writes = updates.filter((u) => Object.keys(u.set).length > 0);
+  if (writes.length > 0) {
+    await c.messages.bulkWrite(
+      writes.map((u) => ({ updateOne: { filter: { _id: u.id }, update: { $set: u.set } } })),
+      { ordered: true },
+    );
+  }
+  const docs = await c.messages.find({ _id: { $in: [...new Set(patches.map((p) => p.id))] } }).toArray();
+  await touch(
+    connection,
+    docs.map((d) => d.threadId),
+  );
+  return sortMessages(docs.map(toMessage));
+}
+
+export async function deleteMessages(connection: Connection, ids: string[]): Promise<void> {
+  storableIdList(ids, 'ids');
+  const c = connection.collections;
+  const found = await c.messages.find({ _id: { $in: ids } }, { projection: { threadId: 1 } }).toArray();
+  if (found.length === 0) return;
+  await c.messages.deleteMany({ _id: { $in: found.map((d) => d._id) } });
+  await touch(
+    connection,
+    found.map((d) => d.threadId),
+  );
+}
+
+/** Bumps `updatedAt` of the given threads (absent ones are ignored). */
+async function touch({ collections: c, locks }: Connection, threadIds: string[]): Promise<void> {
+  const ids = [...new Set(threadIds)];
+  if (ids.length === 0) return;
+  await locks.hold(ids.map(threadLock), () =>
+    c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } }),
+  );
+}
