@@ -208,6 +208,37 @@ describe('toProviderSafeSchema', () => {
     });
   });
 
+  it('a merge patch accepts null for every property and map entry, and requires nothing', () => {
+    const patch = toMergePatchSchema(
+      toProviderSafeSchema({
+        type: 'object',
+        properties: {
+          a: { type: 'object', properties: { b: { type: 'string' } }, required: ['b'] },
+          m: { type: 'object', additionalProperties: { type: 'number' } },
+          list: {
+            type: 'array',
+            items: { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] },
+          },
+        },
+        required: ['a'],
+      }),
+    );
+    const validate = ajv2020.compile(patch);
+    for (const ok of [
+      {},
+      { a: {} },
+      { a: { b: null } },
+      { a: null },
+      { m: { k: null, j: 2 } },
+      { list: [{ x: 'y' }] },
+    ]) {
+      expect(validate(ok), JSON.stringify(ok)).toBe(true);
+    }
+    // Array items are whole values: they keep their required fields.
+    expect(validate({ list: [{}] })).toBe(false);
+    expect(validate({ a: { b: 3 } })).toBe(false);
+  });
+
   it('never mutates its input', () => {
     const input = { type: 'object', properties: { a: { type: 'None' } }, required: ['a'] };
     const copy = structuredClone(input);

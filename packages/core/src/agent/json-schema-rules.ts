@@ -277,16 +277,24 @@ export function toMergePatchSchema(schema: JsonSchemaObject): JsonSchemaObject {
     if (Array.isArray(node.anyOf)) {
       return { ...node, anyOf: (node.anyOf as JsonSchemaObject[]).map(patch) };
     }
-    if (!isPlainObject(node.properties)) return node;
+    const extra = node.additionalProperties;
+    const isObject = isPlainObject(node.properties) || isPlainObject(extra);
+    if (!isObject) return node;
     const { required: _required, ...rest } = node;
-    const properties: JsonSchemaObject = {};
-    for (const [key, value] of Object.entries(node.properties)) {
-      Object.defineProperty(properties, key, {
-        value: withNull(patch(value as JsonSchemaObject)),
-        enumerable: true,
-      });
+    const out: JsonSchemaObject = { ...rest };
+    if (isPlainObject(node.properties)) {
+      const properties: JsonSchemaObject = {};
+      for (const [key, value] of Object.entries(node.properties)) {
+        Object.defineProperty(properties, key, {
+          value: withNull(patch(value as JsonSchemaObject)),
+          enumerable: true,
+        });
+      }
+      out.properties = properties;
     }
-    return { ...rest, properties };
+    // Map-like objects (`additionalProperties: <schema>`) merge too: null deletes an entry.
+    if (isPlainObject(extra)) out.additionalProperties = withNull(patch(extra));
+    return out;
   };
   return patch(schema);
 }
