@@ -1,10 +1,14 @@
 /**
- * The layout versions, append-only: the index + 1 is the version `init()` records at
- * `<prefix>:schema`. Each entry says what the version changed; a later entry that needs existing
- * keys rewritten carries the Lua that does it.
+ * The key-layout versions, append-only: entry `i` is version `i + 1`. `init()` runs, in one
+ * script, the `lua` of every version newer than the one recorded at `<prefix>:schema`, then
+ * records the latest, so an older layout is upgraded in place and atomically. The Lua runs
+ * after the shared prelude of `scripts.ts` (key builders, `P` for the prefix).
  */
-export const MIGRATIONS: readonly { description: string; lua?: string }[] = [
-  { description: 'hashes per thread, message and resource; sorted-set indexes by createdAt/updatedAt' },
+export const MIGRATIONS: readonly { description: string; lua: string }[] = [
+  {
+    description: 'hashes per thread, message and resource; sorted-set indexes by createdAt/updatedAt',
+    lua: '',
+  },
 ];
 
 /** The layout version this code reads and writes. */

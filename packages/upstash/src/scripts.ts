@@ -10,6 +10,8 @@
  * alone, and `unframe` in `mapping.ts` reads it back.
  */
 
+import { LAYOUT_VERSION, MIGRATIONS } from './migrations.ts';
+
 const PRELUDE = `
 local P = ARGV[1]
 local function enc(id)
@@ -73,11 +75,15 @@ local function collector()
 end
 `;
 
-/** Records the layout version. ARGV: prefix, latest. Returns the version found before. */
+/**
+ * Upgrades the layout: runs every migration newer than the recorded version, then records the
+ * latest. ARGV: prefix. Returns the version found before (newer than the latest: left alone).
+ */
 const INIT = `
 local key = P .. ':schema'
 local found = tonumber(redis.call('GET', key) or '0')
-if found < tonumber(ARGV[2]) then redis.call('SET', key, ARGV[2]) end
+${MIGRATIONS.map((m, i) => `if found < ${i + 1} then\n${m.lua}\nend`).join('\n')}
+if found < ${LAYOUT_VERSION} then redis.call('SET', key, '${LAYOUT_VERSION}') end
 return frame(found)
 `;
 

@@ -96,6 +96,9 @@ export class UpstashStore extends StoreBase {
     if (typeof prefix !== 'string' || prefix.length === 0) throw invalid('prefix must be a non-empty string');
     this.prefix = prefix;
     this.casAttempts = options.casAttempts ?? 50;
+    if (!Number.isInteger(this.casAttempts) || this.casAttempts < 1) {
+      throw invalid('casAttempts must be a positive integer');
+    }
     if (options.client) {
       this.client = options.client;
     } else {
@@ -130,7 +133,7 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doInit(): Promise<void> {
-    const found = Number(text(await this.call('init', [String(LAYOUT_VERSION)])));
+    const found = Number(text(await this.call('init', [])));
     if (found > LAYOUT_VERSION) {
       throw new MemoryError(
         'MIGRATION',
