@@ -166,10 +166,11 @@ describe.skipIf(upstashSkip)(title, () => {
     // One script call from the client, the same as for a 30-message thread…
     expect(forBig).toBe(1);
     expect(sent.length).toBe(forBig);
-    // …and on the server it reads 20 message hashes, not 10,000 (other tests may add a few).
+    // …and on the server it reads 20 message hashes, not 10,000 (tests running in parallel on the
+    // same Redis may add some).
     const hgetall = (after.get('hgetall') ?? 0) - (before.get('hgetall') ?? 0);
     expect(hgetall).toBeGreaterThanOrEqual(20);
-    expect(hgetall).toBeLessThan(1_000);
+    expect(hgetall).toBeLessThan(5_000); // reading the whole thread would be ≥ 10,000
   });
 
   it('encodes ids in keys so :, *, {, }, % and prefixes never collide', async () => {
