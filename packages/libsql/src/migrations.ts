@@ -11,7 +11,7 @@ export interface Migration {
   readonly statements: readonly string[];
 }
 
-const { threads, messages, resources, migrations } = TABLES;
+const { threads, messages, resources, messageCounts, migrations } = TABLES;
 
 /**
  * The schema, as an append-only list: never edit or reorder an entry, only add new ones. A
@@ -54,6 +54,19 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${messages} ADD COLUMN type TEXT NOT NULL DEFAULT 'text'`,
       `CREATE INDEX ${threads}_resource_created_id ON ${threads} (resource_id, created_at, id)`,
       `CREATE INDEX ${threads}_resource_updated_id ON ${threads} (resource_id, updated_at, id)`,
+    ],
+  },
+  {
+    name: 'message counts per thread and resource',
+    statements: [
+      `CREATE TABLE ${messageCounts} (
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (thread_id, resource_id)
+      ) WITHOUT ROWID`,
+      `INSERT INTO ${messageCounts} (thread_id, resource_id, n)
+        SELECT thread_id, resource_id, COUNT(*) FROM ${messages} GROUP BY thread_id, resource_id`,
     ],
   },
 ];

@@ -6,10 +6,12 @@ export const TABLES = {
   threads: 'engram_threads',
   messages: 'engram_messages',
   resources: 'engram_resources',
+  /** Messages per `(thread_id, resource_id)`, kept by every write, so totals cost one row read. */
+  messageCounts: 'engram_message_counts',
   migrations: 'engram_migrations',
 } as const;
 
-const { threads, messages, resources } = TABLES;
+const { threads, messages, resources, messageCounts } = TABLES;
 
 /** One SQL statement with positional arguments. */
 export interface Statement {
@@ -70,8 +72,22 @@ export const selectThreadOwners = (ids: string[]): Statement => ({
 
 export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${messages} WHERE thread_id = ?`, args: [id] },
+  { sql: `DELETE FROM ${messageCounts} WHERE thread_id = ?`, args: [id] },
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
+
+/** Adds `delta` to the message count of one `(thread, resource)` pair. */
+export const addToMessageCount = (threadId: string, resourceId: string, delta: number): Statement => ({
+  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES (?, ?, ?)
+        ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
+  args: [threadId, resourceId, delta],
+});
+
+/** Drops the count rows that reached zero for these threads. */
+export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
+  sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id IN (${placeholders(threadIds.length)})`,
+  args: threadIds,
+});
 
 export const selectMessagesByIds = (ids: string[]): Statement => ({
   sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} WHERE id IN (${placeholders(ids.length)})
@@ -80,7 +96,7 @@ export const selectMessagesByIds = (ids: string[]): Statement => ({
 });
 
 export const selectMessageThreads = (ids: string[]): Statement => ({
-  sql: `SELECT id, thread_id FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
+  sql: `SELECT id, thread_id, resource_id FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
 });
 
@@ -188,7 +204,10 @@ function dateConditions(range: DateRange | undefined, column: string): { sql: st
   return { sql, args };
 }
 
-/** The page of `listMessages` and its total, over the `(thread_id, created_at, id)` index. */
+/**
+ * The page of `listMessages`, over the `(thread_id, created_at, id)` index, and its total: from
+ * the kept counts (one row read, whatever the thread's length) unless a date range filters it.
+ */
 export function messagePageStatements(args: {
   threadId: string;
   resourceId?: string;
@@ -202,18 +221,24 @@ export function messagePageStatements(args: {
     clauses.push('resource_id = ?');
     values.push(args.resourceId);
   }
+  const scope = clauses.join(' AND ');
+  const scopeArgs = [...values];
   const dates = dateConditions(args.dateRange, 'created_at');
   clauses.push(...dates.sql);
   values.push(...dates.args);
   const where = `WHERE ${clauses.join(' AND ')}`;
   const paging = args.limit ? ' LIMIT ? OFFSET ?' : '';
+  const count: Statement =
+    dates.sql.length > 0
+      ? { sql: `SELECT COUNT(*) AS total FROM ${messages} ${where}`, args: values }
+      : { sql: `SELECT COALESCE(SUM(n), 0) AS total FROM ${messageCounts} WHERE ${scope}`, args: scopeArgs };
   return {
     rows: {
       sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} ${where}
             ORDER BY created_at ${args.direction}, id ${args.direction}${paging}`,
       args: args.limit ? [...values, args.limit.limit, args.limit.offset] : values,
     },
-    count: { sql: `SELECT COUNT(*) AS total FROM ${messages} ${where}`, args: values },
+    count,
   };
 }
 

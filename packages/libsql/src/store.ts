@@ -34,10 +34,12 @@ import {
 } from './mapping.ts';
 import { migrate } from './migrations.ts';
 import {
+  addToMessageCount,
   CHUNK,
   chunks,
   deleteMessagesByIds,
   deleteThreadStatements,
+  dropEmptyMessageCounts,
   includeWindowStatement,
   listThreadsStatements,
   messagePageStatements,
@@ -74,9 +76,33 @@ export type LibSQLStoreOptions =
       busyTimeoutMs?: number;
     };
 
-/** Anything that runs one statement: the client or an open transaction. */
+/** Anything that runs statements: the client or an open transaction. */
 interface Executor {
   execute(statement: InStatement): Promise<ResultSet>;
+  batch(statements: InStatement[]): Promise<ResultSet[]>;
+}
+
+/** Net changes to the kept message counts within one transaction. */
+class CountChanges {
+  private readonly deltas = new Map<string, { threadId: string; resourceId: string; delta: number }>();
+
+  add(threadId: string, resourceId: string, delta: number): void {
+    const key = JSON.stringify([threadId, resourceId]);
+    const entry = this.deltas.get(key) ?? { threadId, resourceId, delta: 0 };
+    entry.delta += delta;
+    this.deltas.set(key, entry);
+  }
+
+  async apply(tx: Executor): Promise<void> {
+    const changed = [...this.deltas.values()].filter((entry) => entry.delta !== 0);
+    if (changed.length > 0) {
+      await tx.batch(
+        changed.map(({ threadId, resourceId, delta }) => addToMessageCount(threadId, resourceId, delta)),
+      );
+    }
+    const threadIds = [...new Set(changed.filter((entry) => entry.delta < 0).map((entry) => entry.threadId))];
+    for (const ids of chunks(threadIds)) await tx.execute(dropEmptyMessageCounts(ids));
+  }
 }
 
 function invalidOption(message: string): MemoryError {
@@ -228,11 +254,26 @@ export class LibSQLStore extends StoreBase {
         }
       }
       const touched = new Set(threadIds);
+      const counts = new CountChanges();
+      const previous = new Map<string, { threadId: string; resourceId: string }>();
       for (const ids of chunks(messages.map((m) => m.id))) {
-        for (const row of (await tx.execute(selectMessageThreads(ids))).rows)
-          touched.add(String(row.thread_id));
+        for (const row of (await tx.execute(selectMessageThreads(ids))).rows) {
+          previous.set(String(row.id), {
+            threadId: String(row.thread_id),
+            resourceId: String(row.resource_id),
+          });
+        }
+      }
+      for (const message of messages) {
+        const before = previous.get(message.id);
+        if (before) {
+          touched.add(before.threadId);
+          counts.add(before.threadId, before.resourceId, -1);
+        }
+        counts.add(message.threadId, message.resourceId, 1);
       }
       await tx.batch(messages.map((m) => upsertMessage(messageRow(m))));
+      await counts.apply(tx);
       await this.touch(tx, touched);
       return messages.map(copyMessage);
     });
@@ -299,11 +340,15 @@ export class LibSQLStore extends StoreBase {
   protected async doDeleteMessages(ids: string[]): Promise<void> {
     await this.connection.write(async (tx) => {
       const touched = new Set<string>();
+      const counts = new CountChanges();
       for (const part of chunks(ids)) {
-        for (const row of (await tx.execute(selectMessageThreads(part))).rows)
+        for (const row of (await tx.execute(selectMessageThreads(part))).rows) {
           touched.add(String(row.thread_id));
+          counts.add(String(row.thread_id), String(row.resource_id), -1);
+        }
         await tx.execute(deleteMessagesByIds(part));
       }
+      await counts.apply(tx);
       await this.touch(tx, touched);
     });
   }

@@ -121,6 +121,76 @@ describe('libsql: storage layout', () => {
     }
   });
 
+  it('counts a thread from the kept counts, without reading its messages', async () => {
+    const { url } = fileUrl();
+    await open(url);
+    const raw = createClient({ url });
+    try {
+      for (const resourceId of [undefined, 'r']) {
+        const { count } = messagePageStatements({ threadId: 't', resourceId, direction: 'DESC' });
+        const plan = await raw.execute({ sql: `EXPLAIN QUERY PLAN ${count.sql}`, args: count.args });
+        const detail = plan.rows.map((r) => String(r.detail)).join('\n');
+        expect(detail).toContain('engram_message_counts');
+        expect(detail).not.toContain('engram_messages ');
+      }
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('keeps the message counts equal to the messages through saves, moves and deletes', async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    for (const [id, r] of [
+      ['t1', 'r1'],
+      ['t2', 'r1'],
+      ['t3', 'r2'],
+    ] as const)
+      await store.saveThread(thread(id, r, 1));
+    const msg = (id: string, threadId: string, resourceId: string) => ({
+      id,
+      threadId,
+      resourceId,
+      role: 'user' as const,
+      content: id,
+      type: 'text',
+      createdAt: new Date(10),
+    });
+    await store.saveMessages([
+      msg('a', 't1', 'r1'),
+      msg('b', 't1', 'r1'),
+      msg('c', 't2', 'r1'),
+      msg('d', 't3', 'r2'),
+    ]);
+    await store.saveMessages([msg('a', 't1', 'r1'), msg('b', 't2', 'r1'), msg('e', 't1', 'r1')]); // b moves to t2
+    await store.saveThread(thread('t3', 'r1', 1)); // t3 changes owner; d keeps resource r2
+    await store.saveMessages([msg('d', 't3', 'r1'), msg('f', 't3', 'r1')]); // d re-saved under r1
+    await store.deleteMessages(['c', 'nope']);
+    await store.saveThread(thread('t4', 'r3', 1));
+    await store.saveMessages([msg('g', 't4', 'r3')]);
+    await store.deleteThread({ threadId: 't4' });
+    const raw = createClient({ url });
+    try {
+      const kept = await raw.execute(
+        'SELECT thread_id, resource_id, n FROM engram_message_counts ORDER BY 1, 2',
+      );
+      const actual = await raw.execute(
+        'SELECT thread_id, resource_id, COUNT(*) AS n FROM engram_messages GROUP BY 1, 2 ORDER BY 1, 2',
+      );
+      expect(kept.rows.map((r) => ({ ...r }))).toEqual(actual.rows.map((r) => ({ ...r })));
+      expect(kept.rows.map((r) => [r.thread_id, r.resource_id, r.n])).toEqual([
+        ['t1', 'r1', 2],
+        ['t2', 'r1', 1],
+        ['t3', 'r1', 2],
+      ]);
+    } finally {
+      raw.close();
+    }
+    expect((await store.listMessages({ threadId: 't3' })).total).toBe(2);
+    expect((await store.listMessages({ threadId: 't3', resourceId: 'r2' })).total).toBe(0);
+    expect((await store.listMessages({ threadId: 't1', dateRange: { start: new Date(11) } })).total).toBe(0);
+  });
+
   it('orders ids by their bytes (BINARY), like compareIds', async () => {
     const store = await open(':memory:');
     const ids = ['b', 'B', 'a', '_', 'é', 'Z', '10', '9', 'a:b'];

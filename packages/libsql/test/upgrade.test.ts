@@ -60,7 +60,8 @@ describe('libsql: versioned migrations', () => {
       createdAt: new Date(t),
       updatedAt: new Date(t),
     });
-    const { messages } = await store.listMessages({ threadId: 'th-1' });
+    const { messages, total } = await store.listMessages({ threadId: 'th-1' });
+    expect(total).toBe(1);
     expect(messages).toEqual([
       {
         id: 'msg-1',
@@ -89,6 +90,7 @@ describe('libsql: versioned migrations', () => {
       },
     ]);
     expect((await store.listMessagesById({ ids: ['msg-2'] }))[0]?.type).toBe('v2');
+    expect((await store.listMessages({ threadId: 'th-1', resourceId: 'user-1' })).total).toBe(2);
     await store.close();
 
     const check = createClient({ url });
