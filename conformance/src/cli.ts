@@ -16,6 +16,8 @@ The module (TypeScript or JavaScript) exports:
   breakConnection(s) optional; lets the errors area break the backend
   worker             optional; module for the cross-process races (defaults to the module itself)
   name               optional; shown in the table
+  processes          optional; racing OS processes (default 4)
+  skip               optional; a reason to skip everything (e.g. no server)
 
 Areas: ${AREAS.join(', ')}`;
 
@@ -26,6 +28,7 @@ interface CliModule {
   worker?: ConformanceInit['worker'];
   name?: string;
   processes?: number;
+  skip?: ConformanceInit['skip'];
 }
 
 /** Parses arguments, runs the suite, prints the table; resolves to the exit code. */
@@ -76,6 +79,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     breakConnection: mod.breakConnection,
     worker: mod.worker ?? href,
     processes: processes ?? mod.processes,
+    skip: mod.skip,
   };
   const results = await runChecks(init, {
     areas,

@@ -1,7 +1,4 @@
-export {
-  type AreaResult,
-  summarize,
-} from './report.ts';
+export { type AreaResult, formatTable, summarize } from './report.ts';
 export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
 export { SkipCheck, skipCheck } from './skip.ts';
 export {

@@ -1,9 +1,4 @@
-import {
-  type JsonObject,
-  Memory,
-  type MemoryStorage,
-  type WorkingMemoryOptions,
-} from '@engram/core';
+import { type JsonObject, Memory, type MemoryStorage, type WorkingMemoryOptions } from '@engram/core';
 import fc from 'fast-check';
 import { ConformanceError, expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
