@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { JsonValue } from '@engram/core';
 import { describe, expect, it } from 'vitest';
 import {
@@ -193,5 +194,27 @@ describe('rows to records', () => {
       createdAt: new Date('2024-05-01T10:20:30.123Z'),
       updatedAt: new Date('2024-05-01T10:20:30.123Z'),
     });
+  });
+});
+
+describe('why JSON travels as text, not as driver-encoded OSON', () => {
+  const require = createRequire(import.meta.url);
+  const { OsonEncoder, OsonDecoder } = require('oracledb/lib/impl/datahandlers/oson.js') as {
+    OsonEncoder: new () => { encode(value: unknown, maxFieldNameSize: number): Buffer };
+    OsonDecoder: new (buf: Buffer) => { decode(): Record<string, unknown> };
+  };
+  const { transformJsonValue } = require('oracledb/lib/transformer.js') as {
+    transformJsonValue(value: unknown): unknown;
+  };
+
+  it('the driver OSON round trip turns a __proto__ key into a prototype; text keeps it as data', () => {
+    const text = '{"__proto__":{"polluted":true},"a":1}';
+    const viaDriver = new OsonDecoder(
+      new OsonEncoder().encode(transformJsonValue(JSON.parse(text)), 65535),
+    ).decode();
+    expect(Object.keys(viaDriver)).toEqual(['a']); // the key is lost…
+    expect(Object.getPrototypeOf(viaDriver)).not.toBe(Object.prototype); // …and became the prototype
+    const viaText = decodeJsonObject(encodeJson(JSON.parse(text)));
+    expect(Object.keys(viaText)).toEqual(['__proto__', 'a']);
   });
 });
