@@ -38,10 +38,10 @@ if (previous) {
 }
 const run = (previous?.runs ?? 0) + 1;
 
-// 2. A user (the resource) with two threads, and a few messages in each.
+// 2. A user (the resource) with two threads (created on the first run), and new messages in each.
 const threads = [
-  await memory.createThread({ resourceId: USER_ID, threadId: 'ada-trip', title: 'Planning a trip' }),
-  await memory.createThread({ resourceId: USER_ID, threadId: 'ada-dinner', title: 'Dinner ideas' }),
+  await openThread('ada-trip', 'Planning a trip'),
+  await openThread('ada-dinner', 'Dinner ideas'),
 ];
 await memory.saveMessages({
   messages: [
@@ -138,6 +138,12 @@ console.log(
   `Run ${run} done in ${((Date.now() - started) / 1000).toFixed(1)} s. Run it again: the memory persists (runs: ${run} → ${run + 1}).`,
 );
 if (!allLanded) process.exitCode = 1;
+
+/** The user's thread with this id: found from an earlier run, or created now. */
+async function openThread(threadId: string, title: string) {
+  const found = await memory.getThreadById({ threadId, resourceId: USER_ID });
+  return found ?? memory.createThread({ resourceId: USER_ID, threadId, title });
+}
 
 /** Indented JSON, with each topic's facts on one line. */
 function formatMemory(value: UserMemory): string {
