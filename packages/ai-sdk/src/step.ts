@@ -6,10 +6,11 @@ import {
   type Message,
   messagesToSave,
   recallHistory,
+  stateSignalText,
   WorkingMemory,
   WorkingMemoryState,
 } from '@engram/core';
-import type { ModelMessage, Tool } from 'ai';
+import type { ModelMessage, PrepareStepFunction, Tool } from 'ai';
 import { fromModelMessage, toModelMessages } from './messages.ts';
 import { workingMemoryTools } from './tool.ts';
 
@@ -39,6 +40,12 @@ export interface MemoryCall {
   messages: ModelMessage[];
   /** The working-memory tool, when one is offered. Add your own tools next to it. */
   tools: Record<string, Tool<unknown, unknown>>;
+  /**
+   * Only under state signals: once `setWorkingMemory` has run in this call, each later step gets
+   * the current memory as a fresh signal at the end of its messages, so the model works with
+   * the value it just wrote. (If you pass your own `prepareStep`, call this one from it.)
+   */
+  prepareStep?: PrepareStepFunction<Record<string, Tool<unknown, unknown>>>;
 }
 
 /** What `save` accepts: a result with `response.messages`, a response with `messages`, or messages. */
@@ -116,6 +123,7 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
   let conversation: AgentMessage[] = [...history, ...inputAsAgent];
   let system = options.instructions?.trim() || undefined;
 
+  let prepareStep: MemoryCall['prepareStep'];
   if (config.enabled) {
     const processor = WorkingMemory.fromMemory(memory, { readOnly });
     const memoryMessage = await processor.buildMessage(requestContext);
@@ -127,6 +135,12 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
         templateProvider: memory,
       });
       conversation = await state.processInput({ messages: conversation, requestContext });
+      prepareStep = async ({ steps, messages }) => {
+        const wrote = steps.some((s) => s.toolCalls.some((call) => call.toolName === 'setWorkingMemory'));
+        if (!wrote) return undefined;
+        const signal = await state.snapshot(requestContext);
+        return { messages: [...messages, { role: 'user', content: stateSignalText(signal) }] };
+      };
     }
   }
   const turnStart = history.length;
@@ -147,5 +161,7 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
     return memory.saveMessages({ messages: toSave });
   };
 
-  return { call: { system, messages: toModelMessages(conversation), tools }, save };
+  const call: MemoryCall = { system, messages: toModelMessages(conversation), tools };
+  if (prepareStep) call.prepareStep = prepareStep;
+  return { call, save };
 }

@@ -213,6 +213,7 @@ describe('generateText with engram memory (mock model)', () => {
       readOnly: true,
     });
     expect(step.call.tools).toEqual({});
+    expect(step.call.prepareStep).toBeUndefined();
     expect(await workingMemoryTools(memory, { resourceId, readOnly: true })).toEqual({});
     const model = scripted(text('You are Sam.'));
     await generateText({ model, ...step.call });
@@ -248,7 +249,14 @@ describe('generateText with engram memory (mock model)', () => {
     const signals1 = step1.call.messages.filter(isSignal);
     expect(signals1).toHaveLength(1);
     expect(JSON.stringify(signals1[0])).toContain('- Name: Sam');
+    expect(step1.call.prepareStep).toBeTypeOf('function');
     const result1 = await generateText({ model: model1, ...step1.call, stopWhen: stepCountIs(3) });
+    // The step after setWorkingMemory already sees the new value as a signal.
+    const afterWrite = model1.doGenerateCalls[1]!.prompt.at(-1)!;
+    expect(afterWrite.role).toBe('user');
+    expect(textOf(afterWrite)).toContain('- City: Oslo');
+    expect(textOf(afterWrite)).toMatch(/^<state id="working-memory"/);
+    expect(textOf(model1.doGenerateCalls[0]!.prompt.at(-1)!)).toBe('I live in Oslo.');
     const saved = await step1.save(result1);
     expect(saved.map((m) => m.role)).toEqual(['user', 'user', 'assistant', 'tool', 'assistant']);
 
