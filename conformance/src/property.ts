@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { ConformanceError } from './assert.ts';
 
 /** Time budget of one property check; runs stop (passing) when it is spent. */
-const TIME_LIMIT_MS = 120_000;
+const TIME_LIMIT_MS = 60_000;
 
 /**
  * Runs a fast-check property and, on failure, throws the shrunk counterexample's own error

@@ -3,6 +3,10 @@ import { nameOf } from './define.ts';
 import { checksOf, runCheck, suiteSkipReason } from './run.ts';
 import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
 
+/** Areas whose checks race processes or run property tests: they get a longer timeout. */
+const SLOW_AREAS = new Set<AreaName>(['concurrency', 'differential', 'working-memory']);
+const SLOW_TIMEOUT_MS = 180_000;
+
 /** Registers one area's checks as vitest tests in the current `describe`. */
 function registerArea(init: ConformanceInit, area: AreaName): void {
   describe(AREA_TITLES[area], () => {
@@ -13,11 +17,15 @@ function registerArea(init: ConformanceInit, area: AreaName): void {
         it.skip(`${name} — skipped: ${reason}`, () => {});
         continue;
       }
-      it(name, async (context) => {
-        const result = await runCheck(init, check, (line) => console.log(`[${init.name}] ${line}`));
-        if (result.status === 'skip') context.skip(`skipped: ${result.reason}`);
-        if (result.status === 'fail') throw result.error;
-      });
+      it(
+        name,
+        async (context) => {
+          const result = await runCheck(init, check, (line) => console.log(`[${init.name}] ${line}`));
+          if (result.status === 'skip') context.skip(`skipped: ${result.reason}`);
+          if (result.status === 'fail') throw result.error;
+        },
+        SLOW_AREAS.has(area) ? SLOW_TIMEOUT_MS : undefined,
+      );
     }
   });
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { defineArea } from '../define.ts';
 import { compare } from '../differential/executor.ts';
-import { opArbitrary } from '../differential/ops.ts';
+import { opArbitrary, SETUP_OPS, setupArbitrary } from '../differential/ops.ts';
 import { assertProperty } from '../property.ts';
 
 const check = defineArea('differential');
@@ -19,8 +19,10 @@ export const differentialChecks = [
       const atomic =
         store.supportsAtomicWorkingMemoryMerge && typeof store.updateWorkingMemoryAtomically === 'function';
       await assertProperty(
-        fc.asyncProperty(fc.array(opArbitrary, { minLength: 1, maxLength: MAX_OPS }), (ops) =>
-          compare(store, ops, atomic),
+        fc.asyncProperty(
+          setupArbitrary,
+          fc.array(opArbitrary, { minLength: 1, maxLength: MAX_OPS - SETUP_OPS }),
+          (setup, ops) => compare(store, [...setup, ...ops], atomic),
         ),
         DIFFERENTIAL_RUNS,
       );

@@ -5,7 +5,7 @@ import { at } from '../fixtures.ts';
 import { MESSAGES, type Op, RESOURCES, THREADS } from './ops.ts';
 
 /** Executes symbolic operations against one store. */
-class Executor {
+export class Executor {
   constructor(
     readonly store: MemoryStorage,
     readonly prefix: string,
@@ -158,7 +158,7 @@ function listing(ops: readonly Op[], upTo = ops.length): string {
     .slice(0, upTo)
     .map((op, i) => {
       const { op: name, ...args } = op;
-      return `  ${String(i + 1).padStart(2)}. ${name}(${show(args, 300)})`;
+      return `  ${String(i + 1).padStart(2)}. ${name}(${JSON.stringify(args)})`;
     })
     .join('\n');
 }

@@ -66,9 +66,16 @@ const metadata: fc.Arbitrary<JsonObject> = fc
   .map((m) =>
     typeof m.workingMemory === 'string' || !('workingMemory' in m) ? m : { ...m, workingMemory: 'wm' },
   );
-const perPage = fc.oneof(fc.constant<false>(false), fc.integer({ min: 0, max: 3 }));
+const perPage = fc.oneof(
+  { weight: 2, arbitrary: fc.constant<false>(false) },
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+  { weight: 1, arbitrary: fc.constant(0) },
+);
 const direction = fc.constantFrom<'ASC' | 'DESC'>('ASC', 'DESC');
-const page = fc.integer({ min: 0, max: 2 });
+const page = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) },
+);
 
 export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -133,9 +140,15 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
         page,
         perPage,
         direction,
-        range: fc.record(
-          { start: time, end: time, startExclusive: fc.boolean(), endExclusive: fc.boolean() },
-          { requiredKeys: [] },
+        range: fc.oneof(
+          { weight: 2, arbitrary: fc.constant(undefined) },
+          {
+            weight: 1,
+            arbitrary: fc.record(
+              { start: time, end: time, startExclusive: fc.boolean(), endExclusive: fc.boolean() },
+              { requiredKeys: [] },
+            ),
+          },
         ),
         include: fc.array(
           fc.record({
@@ -146,7 +159,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
           { maxLength: 2 },
         ),
       },
-      { requiredKeys: ['op', 'thread', 'page', 'perPage', 'direction'] },
+      { requiredKeys: ['op', 'thread', 'page', 'perPage', 'direction', 'range'] },
     ),
   },
   {
@@ -201,3 +214,37 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
 );
+
+/**
+ * The opening of every sequence: the three threads saved (under random resources) and a batch
+ * of messages into them, so the random operations that follow mostly act on existing records.
+ */
+export const setupArbitrary: fc.Arbitrary<Op[]> = fc
+  .record({
+    resources: fc.tuple(resource, resource, resource),
+    created: fc.tuple(time, time, time),
+    messages: fc.uniqueArray(
+      fc.record({ id: messageId, thread: threadId, created: time, content: smallJson }),
+      {
+        minLength: 2,
+        maxLength: 5,
+        selector: (m) => m.id,
+      },
+    ),
+  })
+  .map(({ resources, created, messages }): Op[] => [
+    ...THREADS.map(
+      (thread, i): Op => ({
+        op: 'saveThread',
+        thread,
+        resource: resources[i]!,
+        title: '',
+        metadata: {},
+        created: created[i]!,
+      }),
+    ),
+    { op: 'saveMessages', messages: messages.map((m) => ({ ...m, resource: 'own' as const })) },
+  ]);
+
+/** Operations in a sequence after the opening. */
+export const SETUP_OPS = 4;
