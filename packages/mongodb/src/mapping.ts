@@ -1,5 +1,13 @@
-import type { JsonObject, Message, MessagePatch, MessageRole, Resource, Thread } from '@engram/core';
-import { ObjectId } from 'mongodb';
+import {
+  type JsonObject,
+  MemoryError,
+  type Message,
+  type MessagePatch,
+  type MessageRole,
+  type Resource,
+  type Thread,
+} from '@engram/core';
+import { BSON, ObjectId } from 'mongodb';
 import type { MessageDocument, ResourceDocument, ThreadDocument } from './collections.ts';
 import {
   assertStorableString,
@@ -10,6 +18,24 @@ import {
   encodeValue,
   valueHash,
 } from './encoding.ts';
+
+/** MongoDB's largest document, in bytes. */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Throws `INVALID_ARGUMENT` when `doc` (a record or an update's fields) is larger than MongoDB
+ * stores; the driver would otherwise fail while serialising with a bare `RangeError`.
+ */
+export function assertDocumentSize(doc: object, what: string): void {
+  const bytes = BSON.calculateObjectSize(doc as BSON.Document);
+  if (bytes > MAX_DOCUMENT_BYTES) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `mongodb: ${what} is ${bytes} bytes as BSON; MongoDB stores documents of at most ${MAX_DOCUMENT_BYTES}`,
+      { adapter: 'mongodb' },
+    );
+  }
+}
 
 /** A fresh compare-and-set token: unique, so a delete-and-recreate can never look unchanged. */
 export function newVersion(): ObjectId {
@@ -54,7 +80,7 @@ export function toThreadDocument(thread: Thread, codec: Codec): ThreadDocument {
   assertStorableString(thread.id, 'thread.id');
   assertStorableString(thread.resourceId, 'thread.resourceId');
   assertStorableString(thread.title, 'thread.title');
-  return {
+  const doc: ThreadDocument = {
     _id: thread.id,
     resourceId: thread.resourceId,
     title: thread.title,
@@ -63,6 +89,8 @@ export function toThreadDocument(thread: Thread, codec: Codec): ThreadDocument {
     updatedAt: thread.updatedAt,
     version: newVersion(),
   };
+  assertDocumentSize(doc, `thread ${JSON.stringify(thread.id)}`);
+  return doc;
 }
 
 export function toThread(doc: ThreadDocument): Thread {
@@ -82,7 +110,7 @@ export function toMessageDocument(message: Message, field: string, codec: Codec)
   assertStorableString(message.threadId, `${field}.threadId`);
   assertStorableString(message.resourceId, `${field}.resourceId`);
   assertStorableString(message.type, `${field}.type`);
-  return {
+  const doc: MessageDocument = {
     _id: message.id,
     threadId: message.threadId,
     resourceId: message.resourceId,
@@ -91,6 +119,8 @@ export function toMessageDocument(message: Message, field: string, codec: Codec)
     type: message.type,
     createdAt: message.createdAt,
   };
+  assertDocumentSize(doc, field);
+  return doc;
 }
 
 export function toMessage(doc: MessageDocument): Message {
@@ -115,6 +145,7 @@ export function messagePatchSet(patch: MessagePatch, field: string, codec: Codec
     set.type = patch.type;
   }
   if (patch.createdAt !== undefined) set.createdAt = patch.createdAt;
+  assertDocumentSize(set, field);
   return set;
 }
 

@@ -29,7 +29,14 @@ import {
 } from './connection.ts';
 import { assertStorableString } from './encoding.ts';
 import { threadNotFound, toMemoryError } from './errors.ts';
-import { metadataSetPaths, newVersion, toResource, toThread, toThreadDocument } from './mapping.ts';
+import {
+  assertDocumentSize,
+  metadataSetPaths,
+  newVersion,
+  toResource,
+  toThread,
+  toThreadDocument,
+} from './mapping.ts';
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
 import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
@@ -201,6 +208,7 @@ export class MongoDBStore extends StoreBase {
       // Working memory changes: concurrent compare-and-set writers must see a new version.
       if (Object.hasOwn(args.metadata, 'workingMemory')) set.version = newVersion();
     }
+    assertDocumentSize(set, 'the thread update');
     const doc = await locks.hold([threadLock(args.id)], () =>
       c.threads.findOneAndUpdate({ _id: args.id }, { $set: set }, { returnDocument: 'after' }),
     );
@@ -282,6 +290,7 @@ export class MongoDBStore extends StoreBase {
       set.workingMemory = args.workingMemory;
       set.version = newVersion();
     }
+    assertDocumentSize(set, 'the resource update');
     const doc = await locks.hold([resourceLock(args.resourceId)], () =>
       upsert(
         () =>

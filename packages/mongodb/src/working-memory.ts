@@ -3,7 +3,7 @@ import type { Filter } from 'mongodb';
 import type { Collections, ResourceDocument, ThreadDocument } from './collections.ts';
 import { assertStorableString, valueHash } from './encoding.ts';
 import { isDuplicateKey, threadNotFound } from './errors.ts';
-import { newVersion, threadWorkingMemory } from './mapping.ts';
+import { assertDocumentSize, newVersion, threadWorkingMemory } from './mapping.ts';
 
 /**
  * Atomic read-modify-write of working memory by compare-and-set: read the document and its
@@ -17,7 +17,10 @@ type Update = (current: string | null) => string | null;
 
 function computeNext(update: Update, current: string | null): string | null {
   const next = update(current);
-  if (next !== null) assertStorableString(next, 'working memory');
+  if (next !== null) {
+    assertStorableString(next, 'working memory');
+    assertDocumentSize({ workingMemory: next }, 'the working memory');
+  }
   return next;
 }
 

@@ -306,6 +306,25 @@ describeMongo('MongoDBStore against a real server', (url) => {
     expect(await store.getThreadById({ threadId: t.id })).toEqual(t);
   });
 
+  it('rejects documents over 16 MiB with INVALID_ARGUMENT and writes nothing', async () => {
+    const store = await open();
+    const t = thread();
+    await store.saveThread(t);
+    const huge = 'x'.repeat(17 * 1024 * 1024);
+    await expect(store.saveMessages([message(t, 1, { content: huge })])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/16777216/),
+    });
+    await expect(store.updateThread({ id: t.id, metadata: { huge } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(
+      store.updateWorkingMemoryAtomically({ scope: 'thread', threadId: t.id, update: () => huge }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.getThreadById({ threadId: t.id })).toEqual(t);
+    expect((await store.listMessages({ threadId: t.id })).total).toBe(0);
+  });
+
   it('uses the collection prefix for every collection', async () => {
     await open({ collectionPrefix: 'other.' });
     const names = (await raw.db(dbName).listCollections().toArray()).map((c) => c.name);

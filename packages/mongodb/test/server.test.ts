@@ -1,0 +1,151 @@
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { MongoDBStore } from '../src/index.ts';
+import { describeMongo, dropDatabase, randomDbName } from './env.ts';
+import { message, rid, thread } from './fixtures.ts';
+
+/** The commands a store sends, as the server receives them (command monitoring). */
+interface Sent {
+  name: string;
+  command: Record<string, unknown>;
+}
+
+describeMongo('MongoDBStore: queries, write locks and server differences', (url) => {
+  const dbName = randomDbName();
+  let client: MongoClient;
+  let raw: MongoClient;
+  let store: MongoDBStore;
+  let ferretdb = false;
+  const sent: Sent[] = [];
+
+  beforeAll(async () => {
+    client = new MongoClient(url, { monitorCommands: true, serverSelectionTimeoutMS: 5_000 });
+    client.on('commandStarted', (event) => sent.push({ name: event.commandName, command: event.command }));
+    store = new MongoDBStore({ client, dbName });
+    await store.init();
+    raw = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    const build = await raw.db('admin').command({ buildInfo: 1 });
+    ferretdb = typeof build.ferretdbVersion === 'string';
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await client?.close();
+    await raw?.close();
+    await dropDatabase(url, dbName);
+  });
+
+  it('lists the newest messages with one count and one bounded, index-ordered find', async () => {
+    const t = thread();
+    await store.saveThread(t);
+    await store.saveMessages(Array.from({ length: 60 }, (_, i) => message(t, i)));
+    sent.length = 0;
+    const page = await store.listMessages({ threadId: t.id, direction: 'DESC', perPage: 20 });
+    expect(page.messages).toHaveLength(20);
+    expect(page.total).toBe(60);
+    const finds = sent.filter((s) => s.name === 'find');
+    expect(finds).toHaveLength(1);
+    expect(finds[0]?.command).toMatchObject({ filter: { threadId: t.id }, limit: 20 });
+    // The sort matches the (threadId, createdAt, _id) index, so the server walks 20 entries.
+    expect([...(finds[0]?.command.sort as Map<string, number>)]).toEqual([
+      ['createdAt', -1],
+      ['_id', -1],
+    ]);
+    expect(sent.filter((s) => s.name === 'aggregate')).toHaveLength(1);
+    expect(sent).toHaveLength(2);
+  });
+
+  it('include windows cost one query for the targets and two bounded finds per window', async () => {
+    const t = thread();
+    await store.saveThread(t);
+    const batch = Array.from({ length: 30 }, (_, i) => message(t, i));
+    await store.saveMessages(batch);
+    sent.length = 0;
+    const target = batch[15]!;
+    const page = await store.listMessages({
+      threadId: t.id,
+      perPage: 0,
+      include: [{ id: target.id, withPreviousMessages: 3, withNextMessages: 2 }],
+    });
+    expect(page.messages.map((m) => m.id)).toEqual(batch.slice(12, 18).map((m) => m.id));
+    const finds = sent.filter((s) => s.name === 'find');
+    expect(finds).toHaveLength(3);
+    expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, undefined].sort());
+  });
+
+  it('stores an array inside an array natively on MongoDB, wrapped on FerretDB 1.x, and reads it back', async () => {
+    const t = thread();
+    await store.saveThread(t);
+    const content = [
+      [1, [2, []]],
+      {
+        grid: [
+          [0, 1],
+          [1, 0],
+        ],
+      },
+    ];
+    const m = message(t, 1, { content });
+    await store.saveMessages([m]);
+    expect((await store.listMessagesById({ ids: [m.id] }))[0]?.content).toEqual(content);
+    const stored = await raw
+      .db(dbName)
+      .collection('engram_messages')
+      .findOne({ _id: m.id as never });
+    if (ferretdb) {
+      expect(stored?.content).toEqual([
+        { '%a': [1, { '%a': [2, { '%a': [] }] }] },
+        { grid: [{ '%a': [0, 1] }, { '%a': [1, 0] }] },
+      ]);
+    } else {
+      expect(stored?.content).toEqual(content);
+    }
+  });
+
+  it('a lock left by a dead writer is broken after its lease; a live one is waited for', async () => {
+    const resourceId = rid('r');
+    const locks = raw.db(dbName).collection<{ _id: string; owner: string; expiresAt: Date }>('engram_locks');
+    const locked = new MongoDBStore({ url, dbName, writeLocks: 'always' });
+    try {
+      await locked.init();
+      await locks.insertOne({
+        _id: `resources:${resourceId}`,
+        owner: 'dead',
+        expiresAt: new Date(Date.now() - 1),
+      });
+      await locked.updateResource({ resourceId, workingMemory: 'after a dead writer' });
+      expect(await locks.countDocuments({ _id: `resources:${resourceId}` })).toBe(0);
+
+      await locks.insertOne({
+        _id: `resources:${resourceId}`,
+        owner: 'alive',
+        expiresAt: new Date(Date.now() + 60_000),
+      });
+      const started = Date.now();
+      const waiting = locked.updateResource({ resourceId, workingMemory: 'after a live writer' });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await locked.getResourceById({ resourceId }))?.workingMemory).toBe('after a dead writer');
+      await locks.deleteOne({ _id: `resources:${resourceId}` });
+      expect((await waiting).workingMemory).toBe('after a live writer');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    } finally {
+      await locked.close();
+    }
+  });
+
+  it('writeLocks "never" sends no lock commands; "auto" uses them only on FerretDB 1.x', async () => {
+    const t = thread();
+    sent.length = 0;
+    await store.saveThread(t);
+    await store.updateThread({ id: t.id, metadata: { a: 1 } });
+    const lockCommands = sent.filter((s) => s.command[s.name] === 'engram_locks');
+    expect(lockCommands.length > 0).toBe(ferretdb);
+
+    const never = new MongoDBStore({ client, dbName, writeLocks: 'never' });
+    await never.init();
+    sent.length = 0;
+    await never.updateThread({ id: t.id, metadata: { b: 2 } });
+    expect(sent.filter((s) => s.command[s.name] === 'engram_locks')).toEqual([]);
+    await never.close();
+  });
+});
