@@ -6,27 +6,30 @@ import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from
 import { BreakableMemoryStore } from './support/breakable.ts';
 import {
   brokenAtomicStore,
+  InclusiveRangeStore,
   LeakyIncludeStore,
   LosesEmptyStringsStore,
+  PrefixMatchStore,
   StringDatesStore,
   SwallowingStore,
+  UnorderedTiesStore,
 } from './support/broken.ts';
-import { JsonFileStore } from './support/file-store.ts';
+import { type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
 import { breakMemory } from './support/stores.ts';
 
 const fileWorker = new URL('./fixtures/file-store-worker.ts', import.meta.url);
 
 /** A fresh JSON file for a file-backed store, exported to the racing processes. */
-function sharedFile(brokenAtomic: boolean): string {
+function sharedFile(defect: FileStoreDefect): string {
   const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
   process.env.ENGRAM_CONFORMANCE_FILE = file;
-  process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC = brokenAtomic ? '1' : '0';
+  process.env.ENGRAM_CONFORMANCE_DEFECT = defect;
   return file;
 }
 
 afterEach(() => {
   delete process.env.ENGRAM_CONFORMANCE_FILE;
-  delete process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC;
+  delete process.env.ENGRAM_CONFORMANCE_DEFECT;
 });
 
 async function area(init: ConformanceInit, name: AreaName): Promise<CheckResult[]> {
@@ -49,7 +52,7 @@ function message(r: CheckResult): string {
 
 describe('the cross-process harness', () => {
   it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
-    const file = sharedFile(false);
+    const file = sharedFile('none');
     const results = await area(
       { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker },
       'concurrency',
@@ -77,7 +80,7 @@ describe('the cross-process harness', () => {
 
 describe('the suite catches deliberately broken stores', () => {
   it('(a) an "atomic" merge that reads, awaits, then writes fails concurrency (4 OS processes)', async () => {
-    const file = sharedFile(true);
+    const file = sharedFile('atomic');
     const results = await area(
       { name: 'broken-atomic', create: () => brokenAtomicStore(file), worker: fileWorker },
       'concurrency',
@@ -167,5 +170,44 @@ describe('the suite catches deliberately broken stores', () => {
     expect(bare.filter((r) => r.status === 'skip').map((r) => r.reason)).toEqual(
       Array.from({ length: 6 }, () => 'no breakConnection hook supplied'),
     );
+  });
+});
+
+describe('the suite catches further defects', () => {
+  it('non-atomic updateThread/updateResource metadata merges fail concurrency (4 OS processes)', async () => {
+    const file = sharedFile('metadata');
+    const init = {
+      name: 'stale-metadata',
+      create: () => new JsonFileStore(file, 'metadata'),
+      worker: fileWorker,
+    };
+    const results = await area(init, 'concurrency');
+    expect(result(results, 'concurrent updateThread metadata merges').status).toBe('fail');
+    expect(result(results, 'concurrent updateResource metadata merges').status).toBe('fail');
+    expect(message(result(results, 'concurrent updateThread metadata merges'))).toMatch(
+      /acknowledged writes were lost/,
+    );
+  });
+
+  it('resource ids matched by prefix fail isolation (r1 sees r10)', async () => {
+    const init = { name: 'prefix-match', create: () => new PrefixMatchStore() };
+    const results = await area(init, 'isolation');
+    expect(failures(results)).toContain('ids that are prefixes of each other (r1/r10) do not see each other');
+    expect(message(result(results, 'ids that are prefixes'))).toContain('r1: listThreads({ resourceId })');
+  });
+
+  it('equal createdAt in no defined order fails messages and the differential tests', async () => {
+    const init = { name: 'unordered-ties', create: () => new UnorderedTiesStore() };
+    expect(failures(await area(init, 'messages'))).toContain(
+      'ordered by (createdAt, id), equal createdAt broken by id, both directions',
+    );
+    expect(failures(await area(init, 'differential'))).toHaveLength(1);
+  });
+
+  it('exclusive date bounds treated as inclusive fail messages', async () => {
+    const init = { name: 'inclusive-range', create: () => new InclusiveRangeStore() };
+    expect(failures(await area(init, 'messages'))).toEqual([
+      'date ranges: inclusive by default, exclusive bounds, open ends',
+    ]);
   });
 });

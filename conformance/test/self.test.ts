@@ -16,7 +16,7 @@ runConformance({ name: 'memory (no breakConnection)', create: () => new InMemory
 // concurrency area races 4 OS processes that each open the file through the worker module.
 const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
 process.env.ENGRAM_CONFORMANCE_FILE = file;
-process.env.ENGRAM_CONFORMANCE_BROKEN_ATOMIC = '0';
+process.env.ENGRAM_CONFORMANCE_DEFECT = 'none';
 runConformance({
   name: 'json-file',
   create: () => new JsonFileStore(file),

@@ -1,8 +1,10 @@
 import {
+  compareIds,
   isMemoryError,
   type ListMessagesArgs,
   type MessagePage,
   mergeMessageLists,
+  pageInfo,
   type Resource,
   type Thread,
 } from '@engram/core';
@@ -16,7 +18,7 @@ import { JsonFileStore } from './file-store.ts';
 
 /** (a) Claims atomic working-memory merges, but reads, awaits, then writes. */
 export function brokenAtomicStore(file: string): JsonFileStore {
-  return new JsonFileStore(file, true);
+  return new JsonFileStore(file, 'atomic');
 }
 
 /** (b) Include windows ignore `resourceId`, leaking other resources' messages. */
@@ -135,5 +137,42 @@ export class LosesEmptyStringsStore extends RewritingStore {
       record.metadata = rest;
     }
     return record;
+  }
+}
+
+// Further defects, beyond the five the suite is required to catch.
+
+/** (f) `listThreads` matches resource ids by prefix, like an unescaped `LIKE 'r1%'`. */
+export class PrefixMatchStore extends BreakableMemoryStore {
+  override async listThreads(args: Parameters<BreakableMemoryStore['listThreads']>[0] = {}) {
+    if (args.resourceId === undefined) return super.listThreads(args);
+    const prefix = args.resourceId;
+    const all = await super.listThreads({ ...args, resourceId: undefined, page: 0, perPage: false });
+    const threads = all.threads.filter((t) => t.resourceId.startsWith(prefix));
+    const perPage = args.perPage ?? 100;
+    const page = args.page ?? 0;
+    const shown = perPage === false ? threads : threads.slice(page * perPage, (page + 1) * perPage);
+    return { ...pageInfo(threads.length, page, perPage), threads: shown };
+  }
+}
+
+/** (g) Messages with equal `createdAt` come back in no defined order (here: id descending). */
+export class UnorderedTiesStore extends BreakableMemoryStore {
+  override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
+    const page = await super.listMessages(args);
+    const sign = args.direction === 'DESC' ? -1 : 1;
+    const messages = [...page.messages].sort(
+      (a, b) => sign * (a.createdAt.getTime() - b.createdAt.getTime()) || compareIds(b.id, a.id),
+    );
+    return { ...page, messages };
+  }
+}
+
+/** (h) Date-range bounds are always inclusive: `startExclusive`/`endExclusive` are ignored. */
+export class InclusiveRangeStore extends BreakableMemoryStore {
+  override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
+    if (!args.dateRange) return super.listMessages(args);
+    const { start, end } = args.dateRange;
+    return super.listMessages({ ...args, dateRange: { start, end } });
   }
 }

@@ -16,29 +16,38 @@ interface Maps {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What is wrong with a `JsonFileStore`, if anything. */
+export type FileStoreDefect = 'none' | 'atomic' | 'metadata';
+
 /**
  * The reference store persisted to one JSON file shared by several processes, so the suite's
  * cross-process races have something real to race. Every operation holds a file lock (an
  * exclusive `mkdir`) while it loads the file, runs and writes it back, which makes it correct
- * across processes. With `brokenAtomic`, `updateWorkingMemoryAtomically` still claims to be
- * atomic but releases the lock between its read and its write — the classic lost update.
+ * across processes. With the `'atomic'` defect, `updateWorkingMemoryAtomically` still claims to
+ * be atomic but releases the lock between its read and its write — the classic lost update.
+ * With `'metadata'`, `updateThread` and `updateResource` merge into a stale read the same way.
  */
 export class JsonFileStore extends InMemoryStore {
   private readonly lock: string;
+  private readonly brokenAtomic: boolean;
 
   constructor(
     readonly file: string,
-    readonly brokenAtomic = false,
+    readonly defect: FileStoreDefect = 'none',
   ) {
     super();
     // Shared by processes through the file: not process-local, unlike the store it extends.
     Object.defineProperty(this, 'processLocal', { value: false });
     this.lock = `${file}.lock`;
+    this.brokenAtomic = defect === 'atomic';
   }
 
   protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (operation === 'init' || operation === 'close') return super.run(operation, fn);
     if (operation === 'updateWorkingMemoryAtomically' && this.brokenAtomic) return super.run(operation, fn);
+    if ((operation === 'updateThread' || operation === 'updateResource') && this.defect === 'metadata') {
+      return super.run(operation, () => this.lockedStale(fn));
+    }
     return super.run(operation, () => this.locked(fn));
   }
 
@@ -84,6 +93,30 @@ export class JsonFileStore extends InMemoryStore {
     } finally {
       await rmdir(this.lock);
     }
+  }
+
+  /** Loads, lets others run, then applies `fn` to the stale state and writes it all back. */
+  private async lockedStale<T>(fn: () => Promise<T>): Promise<T> {
+    const stale = await this.locked(async () => this.snapshot());
+    await sleep(Math.random() * 3);
+    return this.locked(async () => {
+      this.restore(stale);
+      return fn();
+    });
+  }
+
+  private snapshot(): Maps {
+    return {
+      threads: new Map(this.maps.threads),
+      messages: new Map(this.maps.messages),
+      resources: new Map(this.maps.resources),
+    };
+  }
+
+  private restore(maps: Maps): void {
+    this.maps.threads = maps.threads;
+    this.maps.messages = maps.messages;
+    this.maps.resources = maps.resources;
   }
 
   private get maps(): Maps {
