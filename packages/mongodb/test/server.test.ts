@@ -47,7 +47,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(finds).toHaveLength(1);
     expect(finds[0]?.command).toMatchObject({ filter: { threadId: t.id }, limit: 20 });
     // The sort matches the (threadId, createdAt, _id) index, so the server walks 20 entries.
-    expect([...(finds[0]?.command.sort as Map<string, number>)]).toEqual([
+    expect([...(finds[0]!.command.sort as Map<string, number>)]).toEqual([
       ['createdAt', -1],
       ['_id', -1],
     ]);

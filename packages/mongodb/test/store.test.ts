@@ -42,6 +42,35 @@ describeMongo('MongoDBStore against a real server', (url) => {
     });
   });
 
+  it('upgrades collections that predate the recorded schema in place, keeping their documents', async () => {
+    const prefix = `old_${rid('p').slice(2, 10)}_`;
+    const db = raw.db(dbName);
+    const at = new Date(Date.UTC(2025, 5, 1));
+    await db.collection(`${prefix}threads`).insertOne({
+      _id: 'kept' as never,
+      resourceId: 'r',
+      title: 'from before',
+      metadata: { a: 1 },
+      metadataHash: {},
+      createdAt: at,
+      updatedAt: at,
+    });
+    const store = await open({ collectionPrefix: prefix });
+    expect(await db.collection(`${prefix}migrations`).countDocuments()).toBe(LATEST_VERSION);
+    const indexes = (await db.collection(`${prefix}threads`).listIndexes().toArray()).map((i) => i.name);
+    expect(indexes).toEqual(expect.arrayContaining(['resource_created', 'resource_updated']));
+    expect(await store.getThreadById({ threadId: 'kept' })).toMatchObject({
+      title: 'from before',
+      metadata: { a: 1 },
+    });
+    // A document without a version still takes part in compare-and-set updates.
+    await store.updateWorkingMemoryAtomically({ scope: 'thread', threadId: 'kept', update: () => 'wm' });
+    expect((await store.getThreadById({ threadId: 'kept' }))?.metadata).toEqual({
+      a: 1,
+      workingMemory: 'wm',
+    });
+  });
+
   it('refuses a database written by a newer schema with MIGRATION', async () => {
     const prefix = `newer_${rid('p').slice(2, 10)}_`;
     await raw
