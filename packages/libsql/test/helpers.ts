@@ -15,8 +15,13 @@ export function runScript(relativePath: string, env: Record<string, string>): Ch
   const script = fileURLToPath(new URL(relativePath, import.meta.url));
   return spawn(process.execPath, ['--conditions=source', '--import', 'tsx', script], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
+}
+
+/** Sends one line to the child's stdin. */
+export function send(child: ChildProcess, line: string): void {
+  child.stdin?.write(`${line}\n`);
 }
 
 /** Resolves when the child prints `line` on stdout; rejects if it exits first. */

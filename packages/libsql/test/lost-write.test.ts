@@ -2,7 +2,7 @@ import { isMemoryError } from '@engram/core';
 import { LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exited, runScript, tempDir, waitForLine } from './helpers.ts';
+import { exited, runScript, send, tempDir, waitForLine } from './helpers.ts';
 
 /**
  * `@libsql/client` has a trap: once a statement on a client fails with SQLITE_BUSY, later writes
@@ -35,6 +35,7 @@ describe('libsql: no write reported successful is lost after SQLITE_BUSY', () =>
 
       const holder = runScript('./fixtures/hold-write-lock.ts', { ENGRAM_LIBSQL_FILE: file, HOLD_MS: '500' });
       await waitForLine(holder, 'locked');
+      send(holder, 'go');
       const done = exited(holder);
       let holderDone = false;
       void done.then(() => {

@@ -3,7 +3,7 @@ import { LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { messagePageStatements } from '../src/sql.ts';
-import { exited, runScript, tempDir, waitForLine } from './helpers.ts';
+import { exited, runScript, send, tempDir, waitForLine } from './helpers.ts';
 
 const cleanups: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -231,6 +231,7 @@ describe('libsql: locking', () => {
     const store = await open(url);
     const holder = runScript('./fixtures/hold-write-lock.ts', { ENGRAM_LIBSQL_FILE: file, HOLD_MS: '300' });
     await waitForLine(holder, 'locked');
+    send(holder, 'go');
     const started = Date.now();
     await store.updateResource({ resourceId: 'r', metadata: { waited: true } });
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
