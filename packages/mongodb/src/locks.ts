@@ -27,6 +27,11 @@ const WAIT_MS = 15_000;
  * can lose one, and a `{ _id, version }` filter is no compare-and-set. Its one atomic primitive
  * is the unique `_id` of an insert, so a lock is a document inserted into `<prefix>locks`: the
  * insert that succeeds holds the lock, the others wait and retry, and the holder deletes it.
+ *
+ * A lock whose lease ran out (its holder died) is broken by deleting it. On FerretDB that delete
+ * is itself a read followed by a delete by `_id`, so in the instant after a lease expires two
+ * waiters could both end up holding the lock; leases are stamped with the writer's clock, so
+ * clocks that disagree by more than the lease shorten or lengthen it.
  */
 export class WriteLocks {
   /** `undefined` when the server's own updates are atomic: `hold` then just runs the function. */
