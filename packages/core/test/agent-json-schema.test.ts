@@ -126,6 +126,16 @@ describe('tool inputSchema from each schema source', () => {
   });
 });
 
+describe('tool inputSchema in template and vnext modes', () => {
+  it('is provider-safe too', async () => {
+    for (const version of ['stable', 'vnext'] as const) {
+      const memory = new Memory({ storage: new InMemoryStore(), options: { workingMemory: { version } } });
+      const tool = await createWorkingMemoryTool(memory, { resourceId: 'r' });
+      expectProviderSafe(tool!.inputSchema);
+    }
+  });
+});
+
 describe('toProviderSafeSchema', () => {
   it('maps type "None" to "null" and rejects unknown types', () => {
     expect(toProviderSafeSchema({ type: 'object', properties: { a: { type: 'None' } } })).toEqual({
