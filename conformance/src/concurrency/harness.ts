@@ -27,10 +27,15 @@ function runnerPath(): string {
   throw new Error('worker-runner not found next to the conformance harness');
 }
 
-/** Node flags for racers: the tsx loader (so workers may be TypeScript) and the `source` condition. */
+/**
+ * Node flags for racers: the tsx loader, so workers may be TypeScript, and — when this suite
+ * itself runs from its sources, as in the engram workspace — the `source` export condition, so
+ * workspace packages resolve to their sources too. Published packages do not ship sources, so
+ * the condition is left out when running from the built files.
+ */
 export function racerExecArgv(): string[] {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return ['--import', tsx, '--conditions=source'];
+  return import.meta.url.endsWith('.ts') ? ['--import', tsx, '--conditions=source'] : ['--import', tsx];
 }
 
 /**
