@@ -28,10 +28,12 @@ const WAIT_MS = 15_000;
  * is the unique `_id` of an insert, so a lock is a document inserted into `<prefix>locks`: the
  * insert that succeeds holds the lock, the others wait and retry, and the holder deletes it.
  *
- * A lock whose lease ran out (its holder died) is broken by deleting it. On FerretDB that delete
- * is itself a read followed by a delete by `_id`, so in the instant after a lease expires two
- * waiters could both end up holding the lock; leases are stamped with the writer's clock, so
- * clocks that disagree by more than the lease shorten or lengthen it.
+ * A lock whose lease ran out (its holder died) is broken by deleting it. On FerretDB a filtered
+ * delete is itself a read followed by a delete by `_id`, so two waiters breaking the same lock
+ * could delete a fresh lock taken in between; breaking therefore happens under a lock of its own,
+ * `break:<owner of the dead lock>`, and only its holder deletes. A breaker that dies is broken the
+ * same way. Leases are stamped with the writer's clock, so clocks that disagree by more than the
+ * lease shorten or lengthen it.
  */
 export class WriteLocks {
   /** `undefined` when the server's own updates are atomic: `hold` then just runs the function. */
@@ -57,20 +59,29 @@ export class WriteLocks {
   }
 }
 
+/** Inserts the lock document; `false` when someone else holds `key`. */
+async function tryInsert(locks: Collection<LockDocument>, key: string, owner: string): Promise<boolean> {
+  try {
+    await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + LEASE_MS) });
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
+}
+
+function expired(lock: LockDocument | null): lock is LockDocument {
+  return lock !== null && lock.expiresAt.getTime() < Date.now();
+}
+
 async function acquire(locks: Collection<LockDocument>, key: string): Promise<string> {
   const owner = randomUUID();
   const deadline = Date.now() + WAIT_MS;
   for (let n = 0; ; n++) {
-    try {
-      await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + LEASE_MS) });
-      return owner;
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
+    if (await tryInsert(locks, key, owner)) return owner;
     const current = await locks.findOne({ _id: key });
-    if (current && current.expiresAt.getTime() < Date.now()) {
-      // The holder died without releasing: break its lock and try again at once.
-      await locks.deleteOne({ _id: key, owner: current.owner });
+    if (expired(current)) {
+      await breakDead(locks, current);
       continue;
     }
     if (Date.now() > deadline) {
@@ -83,5 +94,21 @@ async function acquire(locks: Collection<LockDocument>, key: string): Promise<st
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(25, 2 * n)));
+  }
+}
+
+/** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */
+async function breakDead(locks: Collection<LockDocument>, dead: LockDocument): Promise<void> {
+  const claim = `break:${dead.owner}`;
+  const breaker = randomUUID();
+  if (!(await tryInsert(locks, claim, breaker))) {
+    const other = await locks.findOne({ _id: claim });
+    if (expired(other)) await breakDead(locks, other);
+    return;
+  }
+  try {
+    await locks.deleteOne({ _id: dead._id, owner: dead.owner });
+  } finally {
+    await locks.deleteOne({ _id: claim, owner: breaker });
   }
 }

@@ -113,8 +113,14 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
         owner: 'dead',
         expiresAt: new Date(Date.now() - 1),
       });
+      // A waiter that died while breaking it left its own claim behind: that is broken too.
+      await locks.insertOne({
+        _id: 'break:dead',
+        owner: 'dead breaker',
+        expiresAt: new Date(Date.now() - 1),
+      });
       await locked.updateResource({ resourceId, workingMemory: 'after a dead writer' });
-      expect(await locks.countDocuments({ _id: `resources:${resourceId}` })).toBe(0);
+      expect(await locks.countDocuments({ _id: { $in: [`resources:${resourceId}`, 'break:dead'] } })).toBe(0);
 
       await locks.insertOne({
         _id: `resources:${resourceId}`,
