@@ -1,0 +1,133 @@
+import { Ledger, type Verdict, verify } from './checker.ts';
+import { runId } from './services.ts';
+import { type Child, sleep, spawnChild } from './spawn.ts';
+import { openStore, type Target } from './targets.ts';
+import { type Scene, schemaMemory } from './workload.ts';
+
+/** Options of `runCrash`. */
+export interface CrashOptions {
+  target: Target;
+  /** How long to keep killing and respawning writers. */
+  seconds: number;
+  /**
+   * Keep going past `seconds` (up to four times as long) until this many writers were killed
+   * while writing: on a loaded machine process start-up eats most of a short budget. Default 6.
+   */
+  minKills?: number;
+  /** Writer processes alive at once. Default 3. */
+  writers?: number;
+  /** Longest a writer lives once it is writing, in ms (each lifetime is random below it). Default 2000. */
+  maxLifeMs?: number;
+  /** Run the writers on `AckBeforeCommitStore` (the meta-test). */
+  ackBeforeCommitMs?: number;
+}
+
+/** What a crash run did and found. */
+export interface CrashResult {
+  /** Writers killed while writing (killing one still starting up is not counted). */
+  kills: number;
+  spawned: number;
+  acks: number;
+  /** Error codes the writers saw (a killed peer can make a live writer's call fail). */
+  errors: Record<string, number>;
+  /** Children that exited on their own (they must not). */
+  unexpectedExits: string[];
+  verdict: Verdict;
+  /** How long a fresh writer's merge took after the last kill. */
+  freshMergeMs: number;
+}
+
+/**
+ * Writer crash: `writers` processes merge disjoint keys into one resource's working memory and
+ * save 10-message batches into one thread, reporting each acknowledged write over IPC; the
+ * parent SIGKILLs each at a random moment of its life and starts a new one in its place until
+ * the budget is spent, then kills the rest. Afterwards it checks every acknowledged write with a
+ * fresh store and times a fresh writer's merge (a lock left held would stall it).
+ */
+export async function runCrash(options: CrashOptions): Promise<CrashResult> {
+  const writers = options.writers ?? 3;
+  const maxLife = options.maxLifeMs ?? 2_000;
+  const id = runId();
+  const scene: Scene = { resourceId: `crash-r-${id}`, threadId: `crash-t-${id}` };
+  const setup = await openStore(options.target);
+  await setup.init();
+  const now = new Date();
+  await setup.saveThread({
+    id: scene.threadId,
+    resourceId: scene.resourceId,
+    title: 'crash',
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
+  await setup.close();
+
+  const ledger = new Ledger();
+  const errors: Record<string, number> = {};
+  const unexpectedExits: string[] = [];
+  const slots: Array<Child | undefined> = [];
+  const exits: Array<Promise<unknown>> = [];
+  const killed = new Set<Child>();
+  let spawned = 0;
+  let kills = 0;
+  let stopping = false;
+
+  const start = (slot: number): void => {
+    const writer = `w${slot}g${spawned}`;
+    spawned += 1;
+    const child = spawnChild(
+      options.target,
+      { mode: 'crash', writer, scene, ackBeforeCommitMs: options.ackBeforeCommitMs },
+      (message) => {
+        // Once writing, the writer is killed at a random moment of its life.
+        if (message.type === 'ready') setTimeout(() => stopping || kill(child), 50 + Math.random() * maxLife);
+        if (message.type === 'ack') ledger.add(message.ack);
+        else if (message.type === 'error') errors[message.code] = (errors[message.code] ?? 0) + 1;
+      },
+    );
+    slots[slot] = child;
+    const exit = child.exited.then(({ code, signal }) => {
+      if (!killed.has(child)) unexpectedExits.push(`${writer} exited with ${signal ?? code}`);
+      if (!stopping && slots[slot] === child) start(slot);
+    });
+    exits.push(exit);
+  };
+  const kill = (child: Child): void => {
+    if (killed.has(child)) return;
+    killed.add(child);
+    if (child.ready) kills += 1;
+    child.process.kill('SIGKILL');
+  };
+
+  for (let slot = 0; slot < writers; slot += 1) start(slot);
+  const started = Date.now();
+  const minKills = options.minKills ?? 6;
+  while (
+    Date.now() - started < options.seconds * 1000 ||
+    (kills < minKills && Date.now() - started < options.seconds * 4000)
+  ) {
+    await sleep(100);
+  }
+  stopping = true;
+  for (const child of slots) if (child && !killed.has(child)) kill(child);
+  // Exits of killed children may respawn once more before `stopping` is seen; drain until quiet.
+  for (let seen = 0; seen < exits.length; seen = exits.length) {
+    await Promise.all(exits);
+    for (const child of slots) if (child && !killed.has(child)) kill(child);
+  }
+
+  const checker = await openStore(options.target);
+  try {
+    await checker.init();
+    const verdict = await verify(checker, ledger);
+    const mergeStart = performance.now();
+    await schemaMemory(checker).mergeWorkingMemory({
+      resourceId: scene.resourceId,
+      workingMemory: { fresh: id },
+    });
+    const freshMergeMs = performance.now() - mergeStart;
+    return { kills, spawned, acks: ledger.count, errors, unexpectedExits, verdict, freshMergeMs };
+  } finally {
+    await checker.close();
+  }
+}

@@ -1,0 +1,41 @@
+import type { Ack, Scene } from './workload.ts';
+
+/** What a child process is asked to do, passed in `FAULTS_JOB`. */
+export type Job =
+  | {
+      mode: 'crash';
+      /** Unique per spawned process; prefixes every key and batch it writes. */
+      writer: string;
+      scene: Scene;
+      /** Wrap the store in `AckBeforeCommitStore` with this delay (the meta-test). */
+      ackBeforeCommitMs?: number;
+    }
+  | {
+      mode: 'soak';
+      writer: string;
+      seconds: number;
+      /** The resource and thread this process owns. */
+      own: Scene;
+      /** The resource every process merges into. */
+      shared: Scene;
+      /** Other processes' scenes: reads with `own.resourceId` must never see their data. */
+      others: Scene[];
+    };
+
+/** Messages from a child process to the parent. */
+export type ChildMessage =
+  | { type: 'ready' }
+  | { type: 'ack'; ack: Ack }
+  | { type: 'error'; code: string; message: string }
+  | { type: 'done'; operations: number; invariants: number; violations: string[] };
+
+/** Sends a message to the parent and resolves once it is handed to the IPC channel. */
+export function report(message: ChildMessage): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (!process.send) {
+      reject(new Error('not started with an IPC channel'));
+      return;
+    }
+    process.send(message, undefined, {}, (error) => (error ? reject(error) : resolve()));
+  });
+}

@@ -1,0 +1,78 @@
+import { InMemoryStore, type MemoryStorage } from '@engram/core';
+
+/** The adapters the scenarios run against. */
+export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'memory';
+
+/**
+ * Everything needed to open a store, as plain JSON: the parent builds one per run and hands it
+ * to every child process (in `FAULTS_TARGET`), so each process opens its own store on the same
+ * data.
+ */
+export type Target =
+  | { adapter: 'libsql'; url: string; busyTimeoutMs?: number }
+  | { adapter: 'pg'; url: string; schemaName: string; connectTimeoutMs?: number }
+  | { adapter: 'upstash'; url: string; token: string; prefix: string; retries?: number }
+  | { adapter: 'mongodb'; url: string; dbName: string; serverSelectionTimeoutMS?: number }
+  | { adapter: 'memory' };
+
+/**
+ * A new, not yet initialised store on the target's data. Only the target's driver is loaded, so
+ * a child process starts quickly.
+ */
+export async function openStore(target: Target): Promise<MemoryStorage> {
+  switch (target.adapter) {
+    case 'libsql': {
+      const { LibSQLStore } = await import('@engram/libsql');
+      return new LibSQLStore({ url: target.url, busyTimeoutMs: target.busyTimeoutMs });
+    }
+    case 'pg': {
+      const { PostgresStore } = await import('@engram/pg');
+      return new PostgresStore({
+        connectionString: target.url,
+        schemaName: target.schemaName,
+        connectTimeoutMs: target.connectTimeoutMs,
+        maxConnections: 4,
+      });
+    }
+    case 'upstash': {
+      const [{ UpstashStore }, { Redis }] = await Promise.all([
+        import('@engram/upstash'),
+        import('@upstash/redis'),
+      ]);
+      return new UpstashStore({
+        client: new Redis({
+          url: target.url,
+          token: target.token,
+          automaticDeserialization: false,
+          enableTelemetry: false,
+          retry: { retries: target.retries ?? 2, backoff: (n) => 50 * 2 ** n },
+        }),
+        prefix: target.prefix,
+      });
+    }
+    case 'mongodb': {
+      const { MongoDBStore } = await import('@engram/mongodb');
+      return new MongoDBStore({
+        url: target.url,
+        dbName: target.dbName,
+        serverSelectionTimeoutMS: target.serverSelectionTimeoutMS,
+      });
+    }
+    case 'memory':
+      return new InMemoryStore();
+  }
+}
+
+/** The target a child process was given, from `FAULTS_TARGET`. */
+export function targetFromEnv(): Target {
+  const raw = process.env.FAULTS_TARGET;
+  if (!raw) throw new Error('FAULTS_TARGET is not set');
+  return JSON.parse(raw) as Target;
+}
+
+/** How long a writer may wait for another writer's lock on this target before failing, in ms. */
+export function lockTimeoutMs(target: Target): number {
+  if (target.adapter === 'libsql') return target.busyTimeoutMs ?? 5_000;
+  // FerretDB: a lock whose holder was killed is broken when its 10 s lease ends; waiters wait 15 s.
+  return target.adapter === 'mongodb' ? 15_000 : 5_000;
+}

@@ -1,0 +1,29 @@
+import { expect, it } from 'vitest';
+import { runCrash } from '../src/crash.ts';
+import { provision } from '../src/services.ts';
+import { lockTimeoutMs } from '../src/targets.ts';
+import { forEachAdapter, seconds } from './support.ts';
+
+const BUDGET = seconds('ENGRAM_CRASH_SECONDS', 8);
+
+forEachAdapter('writer crash (SIGKILL)', (adapter) => {
+  it(`keeps every acknowledged key and batch through ${BUDGET} s of random SIGKILLs, leaves no batch half-saved and no lock held`, async () => {
+    const space = await provision(adapter.name, 'crash');
+    try {
+      const result = await runCrash({ target: space.target, seconds: BUDGET });
+      const v = result.verdict;
+      console.log(
+        `crash ${adapter.name}: ${result.kills} kills, ${result.spawned} writers, ${result.acks} acks; verified ${v.verifiedKeys} keys + ${v.verifiedBatches} batches (${v.batchesSeen} batches in storage, all whole); fresh merge ${result.freshMergeMs.toFixed(0)} ms; writer errors ${JSON.stringify(result.errors)}`,
+      );
+      expect(v.problems).toEqual([]);
+      expect(result.unexpectedExits).toEqual([]);
+      expect(result.kills).toBeGreaterThanOrEqual(6);
+      expect(v.verifiedKeys).toBeGreaterThan(0);
+      expect(v.verifiedBatches).toBeGreaterThan(0);
+      expect(v.verifiedKeys + v.verifiedBatches).toBe(result.acks);
+      expect(result.freshMergeMs).toBeLessThan(lockTimeoutMs(space.target));
+    } finally {
+      await space.cleanup();
+    }
+  });
+});
