@@ -1,0 +1,38 @@
+import type { MemoryStorage } from '@engram/core';
+import { expectTypeOf } from 'vitest';
+import {
+  type AreaName,
+  type CheckResult,
+  type ConformanceInit,
+  concurrencySuite,
+  runChecks,
+  runConformance,
+} from '../src/index.ts';
+
+// The initializer adapters code against.
+expectTypeOf<ConformanceInit>().toEqualTypeOf<{
+  name: string;
+  create: () => MemoryStorage | Promise<MemoryStorage>;
+  destroy?: (store: MemoryStorage) => void | Promise<void>;
+  worker?: URL | string;
+  breakConnection?: (store: MemoryStorage) => void | Promise<void>;
+  processes?: number;
+  skip?: string | boolean;
+}>();
+
+expectTypeOf(runConformance).parameters.toEqualTypeOf<[ConformanceInit]>();
+expectTypeOf(runConformance).returns.toBeVoid();
+expectTypeOf(concurrencySuite).parameters.toEqualTypeOf<[ConformanceInit]>();
+expectTypeOf(runChecks).returns.resolves.toEqualTypeOf<CheckResult[]>();
+expectTypeOf<CheckResult['status']>().toEqualTypeOf<'pass' | 'fail' | 'skip'>();
+expectTypeOf<AreaName>().toEqualTypeOf<
+  | 'records'
+  | 'threads'
+  | 'messages'
+  | 'resources'
+  | 'working-memory'
+  | 'concurrency'
+  | 'isolation'
+  | 'errors'
+  | 'differential'
+>();
