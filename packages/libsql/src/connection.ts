@@ -1,6 +1,12 @@
 import { resolve } from 'node:path';
 import { MemoryError } from '@engram/core';
-import { type Client, createClient, type Transaction } from '@libsql/client';
+import {
+  type Client,
+  createClient,
+  type InStatement,
+  type ResultSet,
+  type Transaction,
+} from '@libsql/client';
 import { ADAPTER, isBusyError } from './errors.ts';
 
 /** Ends a transaction (rolling back what was not committed) without masking an earlier error. */
@@ -10,6 +16,12 @@ export function closeQuietly(tx: Transaction): void {
   } catch {
     // The connection is already gone; there is nothing left to roll back.
   }
+}
+
+/** Anything that runs statements: the client or an open transaction. */
+export interface Executor {
+  execute(statement: InStatement): Promise<ResultSet>;
+  batch(statements: InStatement[]): Promise<ResultSet[]>;
 }
 
 /** Where the store's client comes from. */
@@ -199,13 +211,20 @@ export class Connection {
     }
   }
 
+  /**
+   * Drops a client of an embedded file database after SQLITE_BUSY. (A server keeps no such
+   * state in the client, and an in-memory database lives in its one connection, which nothing
+   * else can lock: both are kept.)
+   */
   private discard(client: Client): void {
-    if (this.client !== client) return;
-    // An in-memory database lives in its one connection and nothing else can lock it: keep it.
-    if (this.processLocal) return;
+    if (this.client !== client || !this.embedded || this.processLocal) return;
     this.client = undefined;
     this.opening = undefined;
-    if (this.source.kind === 'url') client.close();
-    else client.reconnect();
+    try {
+      if (this.source.kind === 'url') client.close();
+      else void Promise.resolve(client.reconnect() as unknown).catch(() => undefined);
+    } catch {
+      // Closing a client that is already broken may throw; it is dropped either way.
+    }
   }
 }

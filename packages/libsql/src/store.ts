@@ -20,8 +20,9 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import type { Client, InStatement, ResultSet } from '@libsql/client';
-import { Connection } from './connection.ts';
+import type { Client, ResultSet } from '@libsql/client';
+import { Connection, type Executor } from './connection.ts';
+import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
 import {
   copyMessage,
@@ -34,12 +35,10 @@ import {
 } from './mapping.ts';
 import { migrate } from './migrations.ts';
 import {
-  addToMessageCount,
   CHUNK,
   chunks,
   deleteMessagesByIds,
   deleteThreadStatements,
-  dropEmptyMessageCounts,
   includeWindowStatement,
   listThreadsStatements,
   messagePageStatements,
@@ -75,35 +74,6 @@ export type LibSQLStoreOptions =
       /** Applied to the client's connection when it has no busy timeout. Default 5000 ms. */
       busyTimeoutMs?: number;
     };
-
-/** Anything that runs statements: the client or an open transaction. */
-interface Executor {
-  execute(statement: InStatement): Promise<ResultSet>;
-  batch(statements: InStatement[]): Promise<ResultSet[]>;
-}
-
-/** Net changes to the kept message counts within one transaction. */
-class CountChanges {
-  private readonly deltas = new Map<string, { threadId: string; resourceId: string; delta: number }>();
-
-  add(threadId: string, resourceId: string, delta: number): void {
-    const key = JSON.stringify([threadId, resourceId]);
-    const entry = this.deltas.get(key) ?? { threadId, resourceId, delta: 0 };
-    entry.delta += delta;
-    this.deltas.set(key, entry);
-  }
-
-  async apply(tx: Executor): Promise<void> {
-    const changed = [...this.deltas.values()].filter((entry) => entry.delta !== 0);
-    if (changed.length > 0) {
-      await tx.batch(
-        changed.map(({ threadId, resourceId, delta }) => addToMessageCount(threadId, resourceId, delta)),
-      );
-    }
-    const threadIds = [...new Set(changed.filter((entry) => entry.delta < 0).map((entry) => entry.threadId))];
-    for (const ids of chunks(threadIds)) await tx.execute(dropEmptyMessageCounts(ids));
-  }
-}
 
 function invalidOption(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: ${message}`, { adapter: ADAPTER });
