@@ -7,3 +7,9 @@ export class SkipCheck extends Error {
 export function skipCheck(reason: string): never {
   throw new SkipCheck(reason);
 }
+
+/** Name suffix of checks that apply only to stores declaring `supportsAtomicWorkingMemoryMerge: true`. */
+export const NEEDS_ATOMIC = ' [needs supportsAtomicWorkingMemoryMerge]';
+
+/** Name suffix of checks that apply only to stores declaring `supportsAtomicWorkingMemoryMerge: false`. */
+export const FOR_NON_ATOMIC = ' [stores without supportsAtomicWorkingMemoryMerge]';

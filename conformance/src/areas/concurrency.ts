@@ -4,7 +4,7 @@ import { raceProcesses } from '../concurrency/harness.ts';
 import { parseObject, type RacerReport, type RaceTask, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { thread } from '../fixtures.ts';
-import { skipCheck } from '../skip.ts';
+import { NEEDS_ATOMIC, skipCheck } from '../skip.ts';
 import type { CheckContext, ConformanceInit } from '../types.ts';
 
 const check = defineArea('concurrency');
@@ -96,7 +96,7 @@ function keysOf(metadata: JsonObject | undefined): Set<string> {
 export const concurrencyChecks = [
   check(
     (init) =>
-      `atomic merges into one resource's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)`,
+      `atomic merges into one resource's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)${NEEDS_ATOMIC}`,
     async (ctx) => {
       const store = await ctx.store();
       requireAtomic(store);
@@ -114,7 +114,7 @@ export const concurrencyChecks = [
 
   check(
     (init) =>
-      `atomic merges into one thread's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)`,
+      `atomic merges into one thread's working memory survive (${mode(init)} × ${OPS_PER_RACER} merges)${NEEDS_ATOMIC}`,
     async (ctx) => {
       const store = await ctx.store();
       requireAtomic(store);
@@ -173,7 +173,7 @@ export const concurrencyChecks = [
 
   check(
     (init) =>
-      `concurrent first atomic merges into a missing resource all survive (${mode(init)}, ${FIRST_WRITE_ROUNDS} resources)`,
+      `concurrent first atomic merges into a missing resource all survive (${mode(init)}, ${FIRST_WRITE_ROUNDS} resources)${NEEDS_ATOMIC}`,
     async (ctx) => {
       const store = await ctx.store();
       requireAtomic(store);

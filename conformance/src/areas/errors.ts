@@ -9,7 +9,7 @@ import {
 } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
-import { skipCheck } from '../skip.ts';
+import { NEEDS_ATOMIC, skipCheck } from '../skip.ts';
 import type { CheckContext, ConformanceInit } from '../types.ts';
 
 const check = defineArea('errors');
@@ -181,46 +181,49 @@ export const errorsChecks = [
     },
   ),
 
-  check('an error thrown by the update function propagates as-is and writes nothing', async (ctx) => {
-    const store = await ctx.store();
-    if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
-      skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
-    }
-    const r = ctx.id('r');
-    await store.updateResource({ resourceId: r, workingMemory: 'before' });
-    const thrown = new Error('refused by the caller');
-    let caught: unknown;
-    try {
-      await store.updateWorkingMemoryAtomically({
-        scope: 'resource',
-        resourceId: r,
-        update: () => {
-          throw thrown;
-        },
-      });
-    } catch (error) {
-      caught = error;
-    }
-    if (caught !== thrown) {
-      throw new ConformanceError(`expected the update function's own error, got ${describeError(caught)}`);
-    }
-    expectEqual(
-      (await store.getResourceById({ resourceId: r }))?.workingMemory,
-      'before',
-      'nothing was written',
-    );
-    const fresh = ctx.id('r');
-    await store
-      .updateWorkingMemoryAtomically({
-        scope: 'resource',
-        resourceId: fresh,
-        update: () => {
-          throw thrown;
-        },
-      })
-      .catch(() => undefined);
-    expectEqual(await store.getResourceById({ resourceId: fresh }), null, 'no resource was created');
-  }),
+  check(
+    `an error thrown by the update function propagates as-is and writes nothing${NEEDS_ATOMIC}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
+        skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
+      }
+      const r = ctx.id('r');
+      await store.updateResource({ resourceId: r, workingMemory: 'before' });
+      const thrown = new Error('refused by the caller');
+      let caught: unknown;
+      try {
+        await store.updateWorkingMemoryAtomically({
+          scope: 'resource',
+          resourceId: r,
+          update: () => {
+            throw thrown;
+          },
+        });
+      } catch (error) {
+        caught = error;
+      }
+      if (caught !== thrown) {
+        throw new ConformanceError(`expected the update function's own error, got ${describeError(caught)}`);
+      }
+      expectEqual(
+        (await store.getResourceById({ resourceId: r }))?.workingMemory,
+        'before',
+        'nothing was written',
+      );
+      const fresh = ctx.id('r');
+      await store
+        .updateWorkingMemoryAtomically({
+          scope: 'resource',
+          resourceId: fresh,
+          update: () => {
+            throw thrown;
+          },
+        })
+        .catch(() => undefined);
+      expectEqual(await store.getResourceById({ resourceId: fresh }), null, 'no resource was created');
+    },
+  ),
 
   ...(
     [

@@ -4,7 +4,7 @@ import { ConformanceError, expectEqual, expectRejects, expectTrue, show } from '
 import { defineArea } from '../define.ts';
 import { assertProperty } from '../property.ts';
 import { patchArbitrary, referenceMerge } from '../reference-merge.ts';
-import { skipCheck } from '../skip.ts';
+import { FOR_NON_ATOMIC, NEEDS_ATOMIC, skipCheck } from '../skip.ts';
 import type { CheckContext } from '../types.ts';
 
 const check = defineArea('working-memory');
@@ -137,54 +137,66 @@ export const workingMemoryChecks = [
     expectEqual(await memory.getWorkingMemory({ resourceId }), '# Profile\n- Name: Ada\n', 'replaced whole');
   }),
 
-  check('schema mode: deep merge, null deletes, arrays replace, VALIDATION writes nothing', async (ctx) => {
-    const store = await ctx.store();
-    requireAtomic(store);
-    for (const scope of ['resource', 'thread'] as const) {
-      const memory = memoryOf(store, { scope, schema: PROFILE_SCHEMA });
-      const resourceId = ctx.id('r');
-      const t = await memory.createThread({ resourceId, threadId: ctx.id('t') });
-      const target = { resourceId, threadId: t.id };
-      expectEqual((await memory.getWorkingMemoryTemplate()).format, 'json', `${scope}: template format`);
-      await memory.mergeWorkingMemory({
-        ...target,
-        workingMemory: { name: 'Ada', tags: ['a', 'b'], prefs: { theme: 'dark', fonts: { mono: 'x' } } },
-      });
-      const merged = await memory.mergeWorkingMemory({
-        ...target,
-        workingMemory: JSON.stringify({ tags: ['c'], prefs: { fonts: { mono: null, sans: 'y' } }, age: 36 }),
-      });
-      const expected = { name: 'Ada', tags: ['c'], prefs: { theme: 'dark', fonts: { sans: 'y' } }, age: 36 };
-      expectEqual(merged, expected, `${scope}: the merge result`);
-      expectEqual(
-        JSON.parse((await memory.getWorkingMemory(target)) ?? 'null'),
-        expected,
-        `${scope}: stored`,
-      );
-      await expectRejects(
-        memory.mergeWorkingMemory({ ...target, workingMemory: { age: -1 } }),
-        ['VALIDATION'],
-        `${scope}: a merge that breaks the schema`,
-      );
-      await expectRejects(
-        memory.mergeWorkingMemory({ ...target, workingMemory: '[1]' }),
-        ['INVALID_ARGUMENT'],
-        `${scope}: a patch that is not an object`,
-      );
-      expectEqual(
-        JSON.parse((await memory.getWorkingMemory(target)) ?? 'null'),
-        expected,
-        `${scope}: unchanged`,
-      );
-      const cleared = await memory.mergeWorkingMemory({
-        ...target,
-        workingMemory: { name: null, prefs: null },
-      });
-      expectEqual(cleared, { tags: ['c'], age: 36 }, `${scope}: null deletes keys`);
-    }
-  }),
+  check(
+    `schema mode: deep merge, null deletes, arrays replace, VALIDATION writes nothing${NEEDS_ATOMIC}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      for (const scope of ['resource', 'thread'] as const) {
+        const memory = memoryOf(store, { scope, schema: PROFILE_SCHEMA });
+        const resourceId = ctx.id('r');
+        const t = await memory.createThread({ resourceId, threadId: ctx.id('t') });
+        const target = { resourceId, threadId: t.id };
+        expectEqual((await memory.getWorkingMemoryTemplate()).format, 'json', `${scope}: template format`);
+        await memory.mergeWorkingMemory({
+          ...target,
+          workingMemory: { name: 'Ada', tags: ['a', 'b'], prefs: { theme: 'dark', fonts: { mono: 'x' } } },
+        });
+        const merged = await memory.mergeWorkingMemory({
+          ...target,
+          workingMemory: JSON.stringify({
+            tags: ['c'],
+            prefs: { fonts: { mono: null, sans: 'y' } },
+            age: 36,
+          }),
+        });
+        const expected = {
+          name: 'Ada',
+          tags: ['c'],
+          prefs: { theme: 'dark', fonts: { sans: 'y' } },
+          age: 36,
+        };
+        expectEqual(merged, expected, `${scope}: the merge result`);
+        expectEqual(
+          JSON.parse((await memory.getWorkingMemory(target)) ?? 'null'),
+          expected,
+          `${scope}: stored`,
+        );
+        await expectRejects(
+          memory.mergeWorkingMemory({ ...target, workingMemory: { age: -1 } }),
+          ['VALIDATION'],
+          `${scope}: a merge that breaks the schema`,
+        );
+        await expectRejects(
+          memory.mergeWorkingMemory({ ...target, workingMemory: '[1]' }),
+          ['INVALID_ARGUMENT'],
+          `${scope}: a patch that is not an object`,
+        );
+        expectEqual(
+          JSON.parse((await memory.getWorkingMemory(target)) ?? 'null'),
+          expected,
+          `${scope}: unchanged`,
+        );
+        const cleared = await memory.mergeWorkingMemory({
+          ...target,
+          workingMemory: { name: null, prefs: null },
+        });
+        expectEqual(cleared, { tags: ['c'], age: 36 }, `${scope}: null deletes keys`);
+      }
+    },
+  ),
 
-  check('schema mode on a store without atomic merge: mergeWorkingMemory is UNSUPPORTED', async (ctx) => {
+  check(`schema mode: mergeWorkingMemory is UNSUPPORTED${FOR_NON_ATOMIC}`, async (ctx) => {
     const store = await ctx.store();
     if (store.supportsAtomicWorkingMemoryMerge)
       skipCheck('the store declares supportsAtomicWorkingMemoryMerge: true');
@@ -197,40 +209,43 @@ export const workingMemoryChecks = [
     );
   }),
 
-  check(`merges match the reference merge (${MERGE_RUNS} runs of random patches)`, async (ctx) => {
-    const store = await ctx.store();
-    requireAtomic(store);
-    const memory = memoryOf(store, { scope: 'resource', schema: { type: 'object' } });
-    await assertProperty(
-      fc.asyncProperty(
-        fc.oneof(
-          fc.constant(null),
-          fc.constant('not json'),
-          fc.constant('{"a":{"b":1,"n":null},"c":[null]}'),
-        ),
-        fc.array(patchArbitrary, { minLength: 1, maxLength: 4 }),
-        async (initial, patches) => {
-          const resourceId = ctx.id('r');
-          if (initial !== null) await store.updateResource({ resourceId, workingMemory: initial });
-          let expected: string | null = initial;
-          for (const [i, patch] of patches.entries()) {
-            const want = referenceMerge(expected, patch);
-            const got = await memory.mergeWorkingMemory({ resourceId, workingMemory: patch });
-            const stored = await memory.getWorkingMemory({ resourceId });
-            if (JSON.stringify(sorted(got)) !== JSON.stringify(sorted(want)) || !sameJson(stored, want)) {
-              throw new ConformanceError(
-                `merge ${i + 1} of ${patches.length} differs from the reference merge\n` +
-                  `  initial: ${show(initial)}\n  patches: ${show(patches.slice(0, i + 1))}\n` +
-                  `  reference: ${show(want)}\n  returned:  ${show(got)}\n  stored:    ${show(stored)}`,
-              );
+  check(
+    `merges match the reference merge (${MERGE_RUNS} runs of random patches)${NEEDS_ATOMIC}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      const memory = memoryOf(store, { scope: 'resource', schema: { type: 'object' } });
+      await assertProperty(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.constant(null),
+            fc.constant('not json'),
+            fc.constant('{"a":{"b":1,"n":null},"c":[null]}'),
+          ),
+          fc.array(patchArbitrary, { minLength: 1, maxLength: 4 }),
+          async (initial, patches) => {
+            const resourceId = ctx.id('r');
+            if (initial !== null) await store.updateResource({ resourceId, workingMemory: initial });
+            let expected: string | null = initial;
+            for (const [i, patch] of patches.entries()) {
+              const want = referenceMerge(expected, patch);
+              const got = await memory.mergeWorkingMemory({ resourceId, workingMemory: patch });
+              const stored = await memory.getWorkingMemory({ resourceId });
+              if (JSON.stringify(sorted(got)) !== JSON.stringify(sorted(want)) || !sameJson(stored, want)) {
+                throw new ConformanceError(
+                  `merge ${i + 1} of ${patches.length} differs from the reference merge\n` +
+                    `  initial: ${show(initial)}\n  patches: ${show(patches.slice(0, i + 1))}\n` +
+                    `  reference: ${show(want)}\n  returned:  ${show(got)}\n  stored:    ${show(stored)}`,
+                );
+              }
+              expected = JSON.stringify(want);
             }
-            expected = JSON.stringify(want);
-          }
-        },
-      ),
-      MERGE_RUNS,
-    );
-  }),
+          },
+        ),
+        MERGE_RUNS,
+      );
+    },
+  ),
 
   check('editWorkingMemory: an atomic read-modify-write; a throwing edit writes nothing', async (ctx) => {
     const store = await ctx.store();
