@@ -211,3 +211,21 @@ describe('the suite catches further defects', () => {
     ]);
   });
 });
+
+describe('capabilities drive skips', () => {
+  it('a store declaring supportsAtomicWorkingMemoryMerge: false passes, skipping only what needs it', async () => {
+    const create = () =>
+      Object.defineProperty(new BreakableMemoryStore(), 'supportsAtomicWorkingMemoryMerge', { value: false });
+    const results = await runChecks({ name: 'non-atomic', create, breakConnection: breakMemory });
+    expect(results.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
+    const skipped = results.filter((r) => r.status === 'skip');
+    expect(skipped.map((r) => r.reason)).toEqual(
+      Array.from({ length: skipped.length }, () =>
+        expect.stringContaining('supportsAtomicWorkingMemoryMerge: false'),
+      ),
+    );
+    expect(skipped.every((r) => r.name.endsWith('[needs supportsAtomicWorkingMemoryMerge]'))).toBe(true);
+    expect(skipped).toHaveLength(6);
+    expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
+  });
+});
