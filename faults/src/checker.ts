@@ -16,6 +16,16 @@ export class Ledger {
   /** How many acknowledgements were recorded. */
   count = 0;
 
+  /** Distinct facts to verify: keys, live batches and deleted batches (a batch saved then deleted is one). */
+  facts(): number {
+    let n = 0;
+    for (const map of [this.keys, this.batches, this.threadMeta, this.resourceMeta]) {
+      for (const inner of map.values()) n += inner.size;
+    }
+    for (const set of this.deleted.values()) n += set.size;
+    return n;
+  }
+
   add(ack: Ack): void {
     this.count += 1;
     switch (ack.kind) {

@@ -13,6 +13,11 @@ import type {
   UpdateThreadArgs,
 } from '@engram/core';
 
+/** A few ms, as a round trip to a server would take: keeps the queue of pending writes short. */
+function pause(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 5));
+}
+
 /**
  * A deliberately broken store for the meta-test: it acknowledges working-memory updates and
  * message saves at once and commits them to the real store `delayMs` later. A process killed in
@@ -71,6 +76,7 @@ export class AckBeforeCommitStore implements MemoryStorage {
 
   async saveMessages(messages: Message[]): Promise<Message[]> {
     this.later(() => this.inner.saveMessages(messages));
+    await pause();
     return messages;
   }
 
@@ -107,6 +113,7 @@ export class AckBeforeCommitStore implements MemoryStorage {
       : null;
     const answer = args.update(resource?.workingMemory ?? null);
     this.later(() => atomic(args));
+    await pause();
     return answer;
   }
 }
