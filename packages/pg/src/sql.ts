@@ -79,7 +79,7 @@ export function updateThread(n: Names): string {
       "updatedAt" = $4 WHERE id = $1 RETURNING ${THREAD_COLUMNS}`;
 }
 
-/** Messages go with their thread through `ON DELETE CASCADE`. */
+/** Locks the thread row, then its messages go with it through `ON DELETE CASCADE`. */
 export function deleteThread(n: Names): string {
   return `DELETE FROM ${n.threads} WHERE id = $1`;
 }
@@ -202,8 +202,14 @@ export function lockThreads(n: Names): string {
   return `SELECT id, resource_id FROM ${n.threads} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`;
 }
 
+/** The threads the messages among `$1` are in now (a plain read, no lock). */
 export function threadsOfMessages(n: Names): string {
   return `SELECT DISTINCT thread_id FROM ${n.messages} WHERE id = ANY($1::text[])`;
+}
+
+/** Locks the existing messages among `$1` in id order and returns their threads. */
+export function lockMessages(n: Names): string {
+  return `SELECT id, thread_id FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`;
 }
 
 /** Upserts a batch of messages passed as parallel arrays. */

@@ -1,4 +1,5 @@
 import {
+  compareIds,
   MemoryError,
   type Message,
   type MessagePage,
@@ -64,8 +65,18 @@ export type PostgresStoreOptions = PostgresConnectionOptions & {
 
 const DEFAULT_PREFIX = 'engram_';
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-/** Transactions that lost a deadlock or serialization race are retried this many times in all. */
-const TRANSACTION_ATTEMPTS = 3;
+/**
+ * Attempts in all for a transaction that PostgreSQL aborted (deadlock, serialization race) or
+ * that found a message moved to a thread it had not locked.
+ */
+const TRANSACTION_ATTEMPTS = 5;
+
+/** Thrown inside a transaction to roll it back and run it again from the start. */
+class RestartTransaction extends Error {
+  constructor() {
+    super('a message moved to another thread while the transaction ran; try again');
+  }
+}
 
 /**
  * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
@@ -153,10 +164,19 @@ export class PostgresStore extends StoreBase {
     return pool;
   }
 
-  /** One statement on a pooled connection. */
+  /**
+   * One statement on a pooled connection. A statement runs in its own transaction, so one that
+   * PostgreSQL aborted to break a deadlock left nothing behind and is simply run again.
+   */
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
     const pool = await this.connect();
-    return (await pool.query<R>(text, values)).rows;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await pool.query<R>(text, values)).rows;
+      } catch (error) {
+        if (!isRetryable(error) || attempt >= TRANSACTION_ATTEMPTS) throw error;
+      }
+    }
   }
 
   /**
@@ -179,8 +199,13 @@ export class PostgresStore extends StoreBase {
         if (!broken)
           await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
         release(broken);
-        const code = errorCode(error);
-        if ((code === '40P01' || code === '40001') && attempt < TRANSACTION_ATTEMPTS) continue;
+        if ((isRetryable(error) || error instanceof RestartTransaction) && attempt < TRANSACTION_ATTEMPTS)
+          continue;
+        if (error instanceof RestartTransaction) {
+          throw new MemoryError('CONFLICT', `pg: ${error.message} (${TRANSACTION_ATTEMPTS} attempts)`, {
+            adapter: this.name,
+          });
+        }
         throw error;
       }
     }
@@ -259,12 +284,11 @@ export class PostgresStore extends StoreBase {
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
     const ids = messages.map((m) => m.id);
     await this.transaction(async (client) => {
-      const previous = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
-      const touched = new Set([...messages.map((m) => m.threadId), ...previous.rows.map((r) => r.thread_id)]);
-      const locked = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
-        [...touched],
-      ]);
-      const owners = new Map(locked.rows.map((row) => [row.id, row.resource_id]));
+      const { owners, touched } = await this.lockForWrite(
+        client,
+        ids,
+        messages.map((m) => m.threadId),
+      );
       for (const message of messages) {
         const owner = owners.get(message.threadId);
         if (owner === undefined) throw notFound(message.threadId);
@@ -277,7 +301,7 @@ export class PostgresStore extends StoreBase {
         }
       }
       // Rows are written in id order so concurrent batches lock them in the same order.
-      const sorted = [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
       await client.query(sql.upsertMessages(this.names), messageArrays(sorted));
       await client.query(sql.touchThreads(this.names), [[...touched], timestamp(new Date())]);
     });
@@ -320,19 +344,57 @@ export class PostgresStore extends StoreBase {
       byId.set(patch.id, merged);
     }
     const folded = [...byId.values()];
-    const rows = await this.query<MessageRow>(sql.updateMessages(this.names), [
-      folded.map((p) => p.id),
-      folded.map((p) => p.role ?? null),
-      folded.map((p) => (p.content === undefined ? null : JSON.stringify(p.content))),
-      folded.map((p) => p.type ?? null),
-      folded.map((p) => optionalTimestamp(p.createdAt)),
-      timestamp(new Date()),
-    ]);
+    const rows = await this.transaction(async (client) => {
+      await this.lockForWrite(client, [...byId.keys()]);
+      const result = await client.query<MessageRow>(sql.updateMessages(this.names), [
+        folded.map((p) => p.id),
+        folded.map((p) => p.role ?? null),
+        folded.map((p) => (p.content === undefined ? null : JSON.stringify(p.content))),
+        folded.map((p) => p.type ?? null),
+        folded.map((p) => optionalTimestamp(p.createdAt)),
+        timestamp(new Date()),
+      ]);
+      return result.rows;
+    });
     return rows.map(toMessage);
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
-    await this.query(sql.deleteMessages(this.names), [ids, timestamp(new Date())]);
+    await this.transaction(async (client) => {
+      await this.lockForWrite(client, ids);
+      await client.query(sql.deleteMessages(this.names), [ids, timestamp(new Date())]);
+    });
+  }
+
+  /**
+   * Takes the locks a message write needs, always threads first (in id order), then messages
+   * (in id order), so writers of the same rows queue up instead of deadlocking: the threads in
+   * `threadIds` and the ones the messages are in now, then the existing messages themselves.
+   * If a message moved to an unlocked thread in between, the transaction starts over. Returns
+   * the locked threads' resources and every thread the write touches.
+   */
+  private async lockForWrite(
+    client: pg.PoolClient,
+    messageIds: string[],
+    threadIds: string[] = [],
+  ): Promise<{ owners: Map<string, string>; touched: Set<string> }> {
+    const current = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [
+      messageIds,
+    ]);
+    const touched = new Set([...threadIds, ...current.rows.map((r) => r.thread_id)]);
+    const owners = await this.lockThreadIds(client, [...touched]);
+    const locked = await client.query<{ thread_id: string }>(sql.lockMessages(this.names), [messageIds]);
+    if (locked.rows.some((row) => !touched.has(row.thread_id))) throw new RestartTransaction();
+    return { owners, touched };
+  }
+
+  /** Locks threads in id order; returns the resource of each one found. */
+  private async lockThreadIds(client: pg.PoolClient, threadIds: string[]): Promise<Map<string, string>> {
+    if (threadIds.length === 0) return new Map();
+    const locked = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
+      [...new Set(threadIds)],
+    ]);
+    return new Map(locked.rows.map((row) => [row.id, row.resource_id]));
   }
 
   protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
@@ -393,6 +455,12 @@ function watch(client: pg.PoolClient): (error?: unknown) => void {
     const reason = error ?? failed;
     client.release(reason ? (reason instanceof Error ? reason : true) : undefined);
   };
+}
+
+/** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
+function isRetryable(error: unknown): boolean {
+  const code = errorCode(error);
+  return code === '40P01' || code === '40001';
 }
 
 function notFound(threadId: string): MemoryError {
