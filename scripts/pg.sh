@@ -58,12 +58,8 @@ if [ -z "$(find_bin initdb)" ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq >&2 || true
   $SUDO apt-get install -y -qq postgresql >&2
-  # The package may have started its own cluster on 5432; use it when it answers.
-  if answers 5432; then
-    log "using the server the postgresql package started on 127.0.0.1:5432"
-    emit 5432
-    exit 0
-  fi
+  # A cluster the package may have started on 5432 asks for passwords over TCP: leave it
+  # alone and start a trust-auth throwaway cluster on another port below.
 fi
 
 initdb_bin="$(find_bin initdb)"
