@@ -15,14 +15,23 @@ log() { echo "pg: $*" >&2; }
 
 answers() { pg_isready -q -h 127.0.0.1 -p "$1" -t 2 >/dev/null 2>&1; }
 
+# The tests log in as postgres without a password: check that this works (when psql exists).
+trusts() {
+  command -v psql >/dev/null 2>&1 || return 0
+  PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atqc 'select 1' >/dev/null 2>&1
+}
+
 emit() {
   echo "export ENGRAM_PG_URL=postgres://postgres@127.0.0.1:$1/postgres"
 }
 
 if command -v pg_isready >/dev/null 2>&1 && answers 5432; then
-  log "using the server on 127.0.0.1:5432"
-  emit 5432
-  exit 0
+  if trusts 5432; then
+    log "using the server on 127.0.0.1:5432"
+    emit 5432
+    exit 0
+  fi
+  log "the server on 127.0.0.1:5432 does not let postgres in without a password; starting our own"
 fi
 
 dir="${ENGRAM_PG_DIR:-/tmp/engram-pg}"
