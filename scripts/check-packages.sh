@@ -3,7 +3,7 @@
 # publint (package.json and exports) and @arethetypeswrong/cli (types resolve for ESM users).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pnpm -s build >/dev/null
+pnpm build >/dev/null
 status=0
 for dir in packages/* conformance; do
   [ -f "$dir/package.json" ] || continue

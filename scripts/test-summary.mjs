@@ -23,7 +23,9 @@ for (const path of reports) {
   failed += report.numFailedTests + suitesThatFailedToLoad(report);
   skipped += report.numPendingTests + report.numTodoTests;
   const rel = path.slice(root.length);
-  console.log(`${rel}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`);
+  console.log(
+    `${rel}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
+  );
 }
 // A file that failed to load has no test results; count it as one failure so it cannot hide.
 function suitesThatFailedToLoad(report) {
