@@ -139,6 +139,64 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     }
   });
 
+  it('without transactions, a batch whose thread is deleted mid-save is backed out with NOT_FOUND', async () => {
+    const locks = raw.db(dbName).collection<{ _id: string; owner: string; expiresAt: Date }>('engram_locks');
+    // Write locks let the test pause saveMessages after its bulkWrite, at the thread bump.
+    const paused = new MongoDBStore({ url, dbName, transactions: 'never', writeLocks: 'always' });
+    try {
+      await paused.init();
+      const t = thread();
+      const other = thread({ resourceId: t.resourceId });
+      await paused.saveThread(t);
+      await paused.saveThread(other);
+      await locks.insertOne({
+        _id: `threads:${t.id}`,
+        owner: 'test',
+        expiresAt: new Date(Date.now() + 60_000),
+      });
+      const saving = paused.saveMessages([message(t, 1), message(other, 2)]);
+      const messagesOf = (threadId: string) =>
+        raw.db(dbName).collection('engram_messages').countDocuments({ threadId });
+      for (let i = 0; i < 100 && (await messagesOf(t.id)) === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(await messagesOf(t.id)).toBe(1);
+      await raw
+        .db(dbName)
+        .collection('engram_threads')
+        .deleteOne({ _id: t.id as never });
+      await locks.deleteOne({ _id: `threads:${t.id}` });
+      await expect(saving).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+        message: expect.stringMatching(/deleted/),
+      });
+      expect(await messagesOf(t.id)).toBe(0);
+      // Messages of the batch for a thread that still exists stay saved (documented).
+      expect(await messagesOf(other.id)).toBe(1);
+    } finally {
+      await paused.close();
+    }
+  });
+
+  it('deleteThread also removes messages left without their thread', async () => {
+    const threadId = rid('gone');
+    const orphan = (i: number) => ({
+      _id: rid('m'),
+      threadId,
+      resourceId: 'r',
+      role: 'user',
+      content: `left behind ${i}`,
+      type: 'text',
+      createdAt: new Date(),
+    });
+    await raw
+      .db(dbName)
+      .collection('engram_messages')
+      .insertMany([orphan(1), orphan(2)] as never[]);
+    await store.deleteThread({ threadId });
+    expect(await raw.db(dbName).collection('engram_messages').countDocuments({ threadId })).toBe(0);
+  });
+
   it('writeLocks "never" sends no lock commands; "auto" uses them only on FerretDB 1.x', async () => {
     const t = thread();
     sent.length = 0;
