@@ -40,14 +40,23 @@ describePg('a connection terminated mid-run', (url) => {
     await db?.drop();
   });
 
-  /** Terminates every backend of the store; returns how many. */
+  /**
+   * Terminates every backend of the store and waits until they are gone (pg_terminate_backend
+   * only signals them); returns how many there were.
+   */
   async function terminateStore(): Promise<number> {
     const rows = await admin.query<{ pid: number }>(
       'SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
       [APP],
     );
-    for (const { pid } of rows.rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-    return rows.rowCount ?? 0;
+    const pids = rows.rows.map((r) => r.pid);
+    for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    for (let i = 0; i < 200; i++) {
+      const left = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])', [pids]);
+      if (left.rowCount === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return pids.length;
   }
 
   /** Waits until one of the store's backends is waiting for a lock. */
