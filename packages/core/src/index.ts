@@ -120,6 +120,7 @@ export {
   assertIds,
   assertJson,
   assertJsonObject,
+  assertText,
   isPlainObject,
   MAX_ID_LENGTH,
 } from './storage/validate.ts';

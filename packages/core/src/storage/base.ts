@@ -20,6 +20,7 @@ import {
   assertJson,
   assertJsonObject,
   assertOptionalId,
+  assertText,
   describe,
   isPlainObject,
 } from './validate.ts';
@@ -130,6 +131,7 @@ export abstract class StoreBase implements MemoryStorage {
     if (args.title !== undefined && typeof args.title !== 'string') {
       throw invalid(`title must be a string, got ${describe(args.title)}`);
     }
+    if (args.title !== undefined) assertText(args.title, 'title', true);
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
     return this.run('updateThread', () => this.doUpdateThread(args));
   }
@@ -243,6 +245,7 @@ export abstract class StoreBase implements MemoryStorage {
     ) {
       throw invalid(`workingMemory must be a string or null, got ${describe(args.workingMemory)}`);
     }
+    if (typeof args.workingMemory === 'string') assertText(args.workingMemory, 'workingMemory', true);
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
     return this.run('updateResource', () => this.doUpdateResource(args));
   }
@@ -259,6 +262,13 @@ export abstract class StoreBase implements MemoryStorage {
       }
       if (next !== null && typeof next !== 'string') {
         throw new UpdateFunctionError(invalid(`update must return a string or null, got ${describe(next)}`));
+      }
+      if (typeof next === 'string') {
+        try {
+          assertText(next, 'the working memory returned by update', true);
+        } catch (error) {
+          throw new UpdateFunctionError(error);
+        }
       }
       return next;
     };
@@ -309,6 +319,7 @@ function assertThread(thread: unknown): asserts thread is Thread {
   assertId(t.id, 'thread.id');
   assertId(t.resourceId, 'thread.resourceId');
   if (typeof t.title !== 'string') throw invalid(`thread.title must be a string, got ${describe(t.title)}`);
+  assertText(t.title, 'thread.title', true);
   assertJsonObject(t.metadata, 'thread.metadata');
   assertWorkingMemoryField(t.metadata);
   assertDate(t.createdAt, 'thread.createdAt');
@@ -333,6 +344,7 @@ function assertMessage(message: unknown, field: string): asserts message is Mess
   if (m.content === undefined) throw invalid(`${field}.content is missing`);
   assertJson(m.content, `${field}.content`);
   if (typeof m.type !== 'string') throw invalid(`${field}.type must be a string, got ${describe(m.type)}`);
+  assertText(m.type, `${field}.type`, true);
   assertDate(m.createdAt, `${field}.createdAt`);
 }
 
@@ -345,5 +357,6 @@ function assertPatch(patch: unknown, field: string): asserts patch is MessagePat
   }
   if (p.content !== undefined) assertJson(p.content, `${field}.content`);
   if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
+  if (p.type !== undefined) assertText(p.type, `${field}.type`, true);
   if (p.createdAt !== undefined) assertDate(p.createdAt, `${field}.createdAt`);
 }

@@ -8,6 +8,31 @@ function invalid(message: string, details?: Record<string, unknown>): MemoryErro
   return new MemoryError('INVALID_ARGUMENT', message, { details });
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Throws `INVALID_ARGUMENT` when a string cannot be stored as text everywhere: a lone UTF-16
+ * surrogate has no UTF-8 encoding (databases would replace it with U+FFFD or refuse it), and,
+ * with `plain` (ids, titles, working memory: stored in text columns, not inside JSON), a NUL
+ * character, which PostgreSQL refuses and SQLite cuts the text at.
+ */
+export function assertText(value: string, field: string, plain: boolean): void {
+  const lone = LONE_SURROGATE.exec(value);
+  if (lone) {
+    const code = lone[0].charCodeAt(0).toString(16).toUpperCase();
+    throw invalid(
+      `${field} holds a lone UTF-16 surrogate (U+${code} at index ${lone.index}); text must be well-formed Unicode, as databases store it as UTF-8`,
+      { field },
+    );
+  }
+  if (plain && value.includes('\u0000')) {
+    throw invalid(
+      `${field} holds a NUL character (U+0000 at index ${value.indexOf('\u0000')}); ids, titles and working memory are stored as database text, which cannot hold NUL`,
+      { field },
+    );
+  }
+}
+
 /** Throws `INVALID_ARGUMENT` unless `value` is a non-empty string of at most 255 characters. */
 export function assertId(value: unknown, field: string): asserts value is string {
   if (typeof value !== 'string') {
@@ -19,6 +44,7 @@ export function assertId(value: unknown, field: string): asserts value is string
       field,
     });
   }
+  assertText(value, field, true);
 }
 
 /** Like `assertId`, but `undefined` passes. */
@@ -50,7 +76,11 @@ export function assertJsonObject(value: unknown, field: string): asserts value i
 /** Throws `INVALID_ARGUMENT` unless `value` is a JSON value (no undefined, functions, NaN, cycles). */
 export function assertJson(value: unknown, field: string, depth = 0): void {
   if (depth > 2_000) throw invalid(`${field} is nested too deeply (over 2000 levels)`);
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'string') {
+    assertText(value, field, false);
+    return;
+  }
+  if (value === null || typeof value === 'boolean') return;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw invalid(`${field} holds ${value}, which JSON cannot represent`);
     return;
@@ -62,7 +92,10 @@ export function assertJson(value: unknown, field: string, depth = 0): void {
     return;
   }
   if (isPlainObject(value)) {
-    for (const [key, item] of Object.entries(value)) assertJson(item, `${field}.${key}`, depth + 1);
+    for (const [key, item] of Object.entries(value)) {
+      assertText(key, `${field} key ${JSON.stringify(key)}`, false);
+      assertJson(item, `${field}.${key}`, depth + 1);
+    }
     return;
   }
   throw invalid(`${field} holds ${describe(value)}, which is not a JSON value`);
