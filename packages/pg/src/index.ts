@@ -1,2 +1,3 @@
 export { LATEST_VERSION } from './migrations.ts';
-export { type PostgresConnectionOptions, PostgresStore, type PostgresStoreOptions } from './store.ts';
+export type { PostgresConnectionOptions, PostgresStoreOptions } from './options.ts';
+export { PostgresStore } from './store.ts';

@@ -17,8 +17,9 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import pg from 'pg';
-import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
+import type pg from 'pg';
+import { Connection, RestartTransaction } from './connection.ts';
+import { toMemoryError } from './errors.ts';
 import {
   copy,
   type MessageRow,
@@ -32,51 +33,8 @@ import {
   toResource,
   toThread,
 } from './mapping.ts';
-import { LATEST_VERSION, migrate } from './migrations.ts';
+import { checkOptions, DEFAULT_PREFIX, DEFAULT_SCHEMA, type PostgresStoreOptions } from './options.ts';
 import * as sql from './sql.ts';
-
-/** Where the store gets its connections: a connection string, or a pool you own. */
-export type PostgresConnectionOptions =
-  | {
-      /** `postgres://user:password@host:port/database`. The store creates and ends its own pool. */
-      connectionString: string;
-      pool?: undefined;
-    }
-  | {
-      /** A `pg.Pool` you created. `close()` leaves it open: ending it is up to you. */
-      pool: pg.Pool;
-      connectionString?: undefined;
-    };
-
-/** Options of `PostgresStore`. */
-export type PostgresStoreOptions = PostgresConnectionOptions & {
-  /** The schema holding every table and index; created when missing. Default `'public'`. */
-  schemaName?: string;
-  /** Prepended to every table and index name. Letters, digits and `_`. Default `'engram_'`. */
-  tablePrefix?: string;
-  /**
-   * How long to wait for a new connection before failing with `CONNECTION`, in ms. Applies to
-   * the pool the store creates from `connectionString`. Default 5000.
-   */
-  connectTimeoutMs?: number;
-  /** Most connections in the pool the store creates from `connectionString`. Default 10. */
-  maxConnections?: number;
-};
-
-const DEFAULT_PREFIX = 'engram_';
-const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-/**
- * Attempts in all for a transaction that PostgreSQL aborted (deadlock, serialization race) or
- * that found a message moved to a thread it had not locked.
- */
-const TRANSACTION_ATTEMPTS = 5;
-
-/** Thrown inside a transaction to roll it back and run it again from the start. */
-class RestartTransaction extends Error {
-  constructor() {
-    super('a message moved to another thread while the transaction ran; try again');
-  }
-}
 
 /**
  * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
@@ -90,19 +48,15 @@ export class PostgresStore extends StoreBase {
   readonly supportsAtomicWorkingMemoryMerge = true;
 
   private readonly names: sql.Names;
-  private readonly ownsPool: boolean;
-  private pool: pg.Pool | undefined;
-  private ready: Promise<pg.Pool> | undefined;
-  private closing: Promise<void> | undefined;
+  private readonly connection: Connection;
 
-  constructor(private readonly options: PostgresStoreOptions) {
+  constructor(options: PostgresStoreOptions) {
     super();
-    const schemaName = options.schemaName ?? 'public';
-    const prefix = options.tablePrefix ?? DEFAULT_PREFIX;
+    const schemaName = options?.schemaName ?? DEFAULT_SCHEMA;
+    const prefix = options?.tablePrefix ?? DEFAULT_PREFIX;
     checkOptions(options, schemaName, prefix);
     this.names = sql.names(schemaName, prefix);
-    this.ownsPool = options.pool === undefined;
-    this.pool = options.pool;
+    this.connection = new Connection(options, this.names);
   }
 
   /** The schema the store writes to. */
@@ -119,108 +73,20 @@ export class PostgresStore extends StoreBase {
     return toMemoryError(error, operation);
   }
 
-  /** The pool, connected and migrated once; a failed attempt is retried by the next call. */
-  private connect(): Promise<pg.Pool> {
-    if (this.closing) {
-      return Promise.reject(new MemoryError('CONNECTION', 'pg: the store is closed', { adapter: this.name }));
-    }
-    this.ready ??= this.open().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    });
-    return this.ready;
-  }
-
-  private async open(): Promise<pg.Pool> {
-    if (!this.pool) {
-      const pool = new pg.Pool({
-        connectionString: this.options.connectionString,
-        connectionTimeoutMillis: this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-        max: this.options.maxConnections ?? 10,
-      });
-      // An idle connection that drops (server restart, pg_terminate_backend) is removed from the
-      // pool; without a listener the pool's 'error' event would crash the process.
-      pool.on('error', () => undefined);
-      this.pool = pool;
-    }
-    const pool = this.pool;
-    const client = await pool.connect();
-    const release = watch(client);
-    let version: number;
-    try {
-      version = await migrate(client, this.names);
-      release();
-    } catch (error) {
-      release(error);
-      throw toMemoryError(error, 'init');
-    }
-    if (version > LATEST_VERSION) {
-      throw new MemoryError(
-        'MIGRATION',
-        `pg: init failed: the schema ${this.names.schemaName} is at version ${version}, newer than this package knows (${LATEST_VERSION}); upgrade @engram/pg`,
-        { adapter: this.name },
-      );
-    }
-    return pool;
-  }
-
-  /**
-   * One statement on a pooled connection. A statement runs in its own transaction, so one that
-   * PostgreSQL aborted to break a deadlock left nothing behind and is simply run again.
-   */
-  private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
-    const pool = await this.connect();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await pool.query<R>(text, values)).rows;
-      } catch (error) {
-        if (!isRetryable(error) || attempt >= TRANSACTION_ATTEMPTS) throw error;
-      }
-    }
-  }
-
-  /**
-   * Runs `fn` in a transaction on one connection. Rolled back when `fn` throws; retried (with
-   * `fn` called again) when PostgreSQL aborts it to break a deadlock or a serialization race.
-   */
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const pool = await this.connect();
-    for (let attempt = 1; ; attempt++) {
-      const client = await pool.connect();
-      const release = watch(client);
-      try {
-        await client.query('BEGIN');
-        const result = await fn(client);
-        await client.query('COMMIT');
-        release();
-        return result;
-      } catch (error) {
-        let broken: unknown = isConnectionError(error) ? error : undefined;
-        if (!broken)
-          await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
-        release(broken);
-        if ((isRetryable(error) || error instanceof RestartTransaction) && attempt < TRANSACTION_ATTEMPTS)
-          continue;
-        if (error instanceof RestartTransaction) {
-          throw new MemoryError('CONFLICT', `pg: ${error.message} (${TRANSACTION_ATTEMPTS} attempts)`, {
-            adapter: this.name,
-          });
-        }
-        throw error;
-      }
-    }
-  }
-
   protected async doInit(): Promise<void> {
-    await this.connect();
+    await this.connection.connect();
   }
 
-  protected async doClose(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.ready?.catch(() => undefined);
-      if (this.ownsPool && this.pool && !this.pool.ended && !this.pool.ending) await this.pool.end();
-    })();
-    return this.closing;
+  protected doClose(): Promise<void> {
+    return this.connection.close();
+  }
+
+  private query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+    return this.connection.query<R>(text, values);
+  }
+
+  private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.connection.transaction(fn);
   }
 
   protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
@@ -439,60 +305,8 @@ export class PostgresStore extends StoreBase {
   }
 }
 
-/**
- * Guards a checked-out client: a connection error while it is out of the pool would otherwise
- * be an unhandled 'error' event. Returns the release function; passing an error (or anything
- * truthy) destroys the connection instead of returning it to the pool.
- */
-function watch(client: pg.PoolClient): (error?: unknown) => void {
-  let failed: unknown;
-  const onError = (error: unknown) => {
-    failed = error ?? true;
-  };
-  client.on('error', onError);
-  return (error?: unknown) => {
-    client.removeListener('error', onError);
-    const reason = error ?? failed;
-    client.release(reason ? (reason instanceof Error ? reason : true) : undefined);
-  };
-}
-
-/** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
-function isRetryable(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === '40P01' || code === '40001';
-}
-
 function notFound(threadId: string): MemoryError {
   return new MemoryError('NOT_FOUND', `pg: thread ${JSON.stringify(threadId)} does not exist`, {
     adapter: 'pg',
   });
-}
-
-const PREFIX_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,29}$/;
-
-function checkOptions(options: PostgresStoreOptions, schemaName: string, prefix: string): void {
-  const invalid = (message: string) =>
-    new MemoryError('INVALID_ARGUMENT', `pg: ${message}`, { adapter: 'pg' });
-  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
-  const hasUrl = typeof options.connectionString === 'string' && options.connectionString !== '';
-  const hasPool = options.pool !== undefined && options.pool !== null;
-  if (hasUrl === hasPool) throw invalid('pass exactly one of connectionString and pool');
-  if (typeof schemaName !== 'string' || schemaName === '' || Buffer.byteLength(schemaName) > 63) {
-    throw invalid('schemaName must be a non-empty string of at most 63 bytes');
-  }
-  if (schemaName.includes('\0')) throw invalid('schemaName must not contain NUL');
-  if (typeof prefix !== 'string' || (prefix !== '' && !PREFIX_PATTERN.test(prefix))) {
-    throw invalid(
-      'tablePrefix must start with a letter or _, hold only letters, digits and _, and be at most 30 characters',
-    );
-  }
-  const timeout = options.connectTimeoutMs;
-  if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
-    throw invalid('connectTimeoutMs must be a positive integer');
-  }
-  const max = options.maxConnections;
-  if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {
-    throw invalid('maxConnections must be a positive integer');
-  }
 }

@@ -1,0 +1,162 @@
+import { MemoryError } from '@engram/core';
+import pg from 'pg';
+import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
+import { LATEST_VERSION, migrate } from './migrations.ts';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, type PostgresStoreOptions } from './options.ts';
+import type { Names } from './sql.ts';
+
+/**
+ * Attempts in all for a transaction that PostgreSQL aborted (deadlock, serialization race) or
+ * that found a message moved to a thread it had not locked.
+ */
+const ATTEMPTS = 5;
+
+/** Thrown inside a transaction to roll it back and run it again from the start. */
+export class RestartTransaction extends Error {
+  constructor() {
+    super('a message moved to another thread while the transaction ran; try again');
+  }
+}
+
+/**
+ * The store's connections: a pool opened and migrated lazily through one memoised promise,
+ * single statements, transactions with retries, and an idempotent close.
+ */
+export class Connection {
+  private pool: pg.Pool | undefined;
+  private readonly ownsPool: boolean;
+  private ready: Promise<pg.Pool> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: PostgresStoreOptions,
+    private readonly names: Names,
+  ) {
+    this.pool = options.pool;
+    this.ownsPool = options.pool === undefined;
+  }
+
+  /** The pool, connected and migrated once; a failed attempt is retried by the next call. */
+  connect(): Promise<pg.Pool> {
+    if (this.closing) {
+      return Promise.reject(new MemoryError('CONNECTION', 'pg: the store is closed', { adapter: 'pg' }));
+    }
+    this.ready ??= this.open().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async open(): Promise<pg.Pool> {
+    if (!this.pool) {
+      const pool = new pg.Pool({
+        connectionString: this.options.connectionString,
+        connectionTimeoutMillis: this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        max: this.options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      });
+      // An idle connection that drops (server restart, pg_terminate_backend) is removed from the
+      // pool; without a listener the pool's 'error' event would crash the process.
+      pool.on('error', () => undefined);
+      this.pool = pool;
+    }
+    const pool = this.pool;
+    const client = await pool.connect();
+    const release = watch(client);
+    let version: number;
+    try {
+      version = await migrate(client, this.names);
+      release();
+    } catch (error) {
+      release(error);
+      throw toMemoryError(error, 'init');
+    }
+    if (version > LATEST_VERSION) {
+      throw new MemoryError(
+        'MIGRATION',
+        `pg: init failed: the schema ${this.names.schemaName} is at version ${version}, newer than this package knows (${LATEST_VERSION}); upgrade @engram/pg`,
+        { adapter: 'pg' },
+      );
+    }
+    return pool;
+  }
+
+  /**
+   * One statement on a pooled connection. A statement runs in its own transaction, so one that
+   * PostgreSQL aborted to break a deadlock left nothing behind and is simply run again.
+   */
+  async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    const pool = await this.connect();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await pool.query<R>(text, values)).rows;
+      } catch (error) {
+        if (!isRetryable(error) || attempt >= ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` in a transaction on one connection. Rolled back when `fn` throws; run again from
+   * the start (calling `fn` again) when PostgreSQL aborted it to break a deadlock or a
+   * serialization race, or when `fn` threw `RestartTransaction`.
+   */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const pool = await this.connect();
+    for (let attempt = 1; ; attempt++) {
+      const client = await pool.connect();
+      const release = watch(client);
+      try {
+        await client.query('BEGIN');
+        const result = await fn(client);
+        await client.query('COMMIT');
+        release();
+        return result;
+      } catch (error) {
+        let broken: unknown = isConnectionError(error) ? error : undefined;
+        if (!broken)
+          await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+        release(broken);
+        const restart = error instanceof RestartTransaction;
+        if ((restart || isRetryable(error)) && attempt < ATTEMPTS) continue;
+        if (restart) {
+          throw new MemoryError('CONFLICT', `pg: ${error.message} (${ATTEMPTS} attempts)`, { adapter: 'pg' });
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** Ends the pool the store created (an injected pool stays open). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.ready?.catch(() => undefined);
+      if (this.ownsPool && this.pool && !this.pool.ended && !this.pool.ending) await this.pool.end();
+    })();
+    return this.closing;
+  }
+}
+
+/**
+ * Guards a checked-out client: a connection error while it is out of the pool would otherwise
+ * be an unhandled 'error' event. Returns the release function; passing an error (or anything
+ * truthy) destroys the connection instead of returning it to the pool.
+ */
+function watch(client: pg.PoolClient): (error?: unknown) => void {
+  let failed: unknown;
+  const onError = (error: unknown) => {
+    failed = error ?? true;
+  };
+  client.on('error', onError);
+  return (error?: unknown) => {
+    client.removeListener('error', onError);
+    const reason = error ?? failed;
+    client.release(reason ? (reason instanceof Error ? reason : true) : undefined);
+  };
+}
+
+/** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
+function isRetryable(error: unknown): boolean {
+  const code = errorCode(error);
+  return code === '40P01' || code === '40001';
+}

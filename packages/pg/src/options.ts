@@ -1,0 +1,64 @@
+import { MemoryError } from '@engram/core';
+import type pg from 'pg';
+
+/** Where the store gets its connections: a connection string, or a pool you own. */
+export type PostgresConnectionOptions =
+  | {
+      /** `postgres://user:password@host:port/database`. The store creates and ends its own pool. */
+      connectionString: string;
+      pool?: undefined;
+    }
+  | {
+      /** A `pg.Pool` you created. `close()` leaves it open: ending it is up to you. */
+      pool: pg.Pool;
+      connectionString?: undefined;
+    };
+
+/** Options of `PostgresStore`. */
+export type PostgresStoreOptions = PostgresConnectionOptions & {
+  /** The schema holding every table and index; created when missing. Default `'public'`. */
+  schemaName?: string;
+  /** Prepended to every table and index name. Letters, digits and `_`. Default `'engram_'`. */
+  tablePrefix?: string;
+  /**
+   * How long to wait for a new connection before failing with `CONNECTION`, in ms. Applies to
+   * the pool the store creates from `connectionString`. Default 5000.
+   */
+  connectTimeoutMs?: number;
+  /** Most connections in the pool the store creates from `connectionString`. Default 10. */
+  maxConnections?: number;
+};
+
+export const DEFAULT_SCHEMA = 'public';
+export const DEFAULT_PREFIX = 'engram_';
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+export const DEFAULT_MAX_CONNECTIONS = 10;
+
+const PREFIX_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,29}$/;
+
+/** Throws `INVALID_ARGUMENT` for options the store cannot work with. */
+export function checkOptions(options: PostgresStoreOptions, schemaName: string, prefix: string): void {
+  const invalid = (message: string) =>
+    new MemoryError('INVALID_ARGUMENT', `pg: ${message}`, { adapter: 'pg' });
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
+  const hasUrl = typeof options.connectionString === 'string' && options.connectionString !== '';
+  const hasPool = options.pool !== undefined && options.pool !== null;
+  if (hasUrl === hasPool) throw invalid('pass exactly one of connectionString and pool');
+  if (typeof schemaName !== 'string' || schemaName === '' || Buffer.byteLength(schemaName) > 63) {
+    throw invalid('schemaName must be a non-empty string of at most 63 bytes');
+  }
+  if (schemaName.includes('\0')) throw invalid('schemaName must not contain NUL');
+  if (typeof prefix !== 'string' || (prefix !== '' && !PREFIX_PATTERN.test(prefix))) {
+    throw invalid(
+      'tablePrefix must start with a letter or _, hold only letters, digits and _, and be at most 30 characters',
+    );
+  }
+  const timeout = options.connectTimeoutMs;
+  if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
+    throw invalid('connectTimeoutMs must be a positive integer');
+  }
+  const max = options.maxConnections;
+  if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {
+    throw invalid('maxConnections must be a positive integer');
+  }
+}
