@@ -10,6 +10,8 @@ export const shared = defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Type tests (*.test-d.ts) lock the public API; they run through tsc and count as tests.
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: 'tsconfig.json' },
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });
