@@ -208,7 +208,9 @@ export async function bigBatch(store: MemoryStorage, count: number): Promise<Out
           `saved ${count} messages, listed ${page.messages.length} (total ${page.total})`,
         );
       }
-      page.messages.forEach((m, i) => expectSame(`message ${i}`, m.content, `#${i}`));
+      page.messages.forEach((m, i) => {
+        expectSame(`message ${i}`, m.content, `#${i}`);
+      });
     },
     async () => {
       const page = await store.listMessages({ threadId: thread.id, perPage: 1 });

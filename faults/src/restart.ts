@@ -105,13 +105,13 @@ export async function runRestart(options: RestartOptions): Promise<RestartResult
 
   const successesSince = (store: number, since: number) =>
     calls.filter((c) => c.store === store && c.start >= since && c.code === undefined);
-  const waitForSuccess = async (since: number, label: string): Promise<number[]> => {
+  const waitForSuccess = async (since: number, label: string, needed: number): Promise<number[]> => {
     const deadline = Date.now() + recoverMs;
     const first: number[] = [];
     for (let i = 0; i < count; i += 1) {
       for (;;) {
         const ok = successesSince(i, since);
-        if (ok.length >= 2) {
+        if (ok.length >= needed) {
           first.push((ok[0]?.end ?? since) - since);
           break;
         }
@@ -125,14 +125,14 @@ export async function runRestart(options: RestartOptions): Promise<RestartResult
 
   const reports: OutageReport[] = [];
   try {
-    await waitForSuccess(0, 'before the first outage');
+    await waitForSuccess(0, 'before the first outage', 10);
     for (const outage of options.outages) {
       const from = Date.now();
       await outage.stop();
       await sleep(downMs);
       await outage.start();
       const to = Date.now();
-      const recoveredAfterMs = await waitForSuccess(to, `after ${outage.name} came back`);
+      const recoveredAfterMs = await waitForSuccess(to, `after ${outage.name} came back`, 5);
       reports.push({
         name: outage.name,
         from,
