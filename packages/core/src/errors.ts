@@ -45,3 +45,20 @@ export class MemoryError extends Error {
 export function isMemoryError(error: unknown, code?: MemoryErrorCode): error is MemoryError {
   return error instanceof MemoryError && (code === undefined || error.code === code);
 }
+
+/**
+ * Node socket error codes that mean a server could not be reached or the link dropped. Adapters
+ * map a driver error carrying one of these to `CONNECTION`.
+ */
+export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+]);

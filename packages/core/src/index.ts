@@ -73,7 +73,13 @@ export {
   type VNextOutcome,
   type VNextUpdateReason,
 } from './agent/vnext.ts';
-export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
+export {
+  isMemoryError,
+  MemoryError,
+  type MemoryErrorCode,
+  type MemoryErrorOptions,
+  NETWORK_ERROR_CODES,
+} from './errors.ts';
 export {
   Memory,
   type MemoryConfig,

@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
 
 /** The adapter name used in every error this package raises. */
 export const ADAPTER = 'libsql';
@@ -16,15 +16,6 @@ const CONNECTION_CODES = new Set([
 ]);
 
 const ARGUMENT_CODES = new Set(['URL_INVALID', 'URL_SCHEME_NOT_SUPPORTED', 'URL_PARAM_NOT_SUPPORTED']);
-
-const NETWORK_ERRNOS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-]);
 
 /** The driver's codes found on an error and its causes (`code`, `extendedCode`). */
 function codesOf(error: unknown): string[] {
@@ -54,7 +45,7 @@ function classify(error: unknown): MemoryErrorCode {
   if (isBusyError(error)) return 'CONFLICT';
   if (codes.some((code) => code.startsWith('SQLITE_CONSTRAINT'))) return 'CONFLICT';
   if (codes.some((code) => ARGUMENT_CODES.has(code))) return 'INVALID_ARGUMENT';
-  if (codes.some((code) => CONNECTION_CODES.has(code) || NETWORK_ERRNOS.has(code))) return 'CONNECTION';
+  if (codes.some((code) => CONNECTION_CODES.has(code) || NETWORK_ERROR_CODES.has(code))) return 'CONNECTION';
   if (error instanceof TypeError && /fetch failed|network/i.test(error.message)) return 'CONNECTION';
   // The embedded engine reports a file it cannot open as a plain Error without a code.
   if (error instanceof Error && /ConnectionFailed|Unable to open connection/.test(error.message)) {

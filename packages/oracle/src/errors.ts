@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
 
 const ADAPTER = 'oracle';
 
@@ -54,18 +54,6 @@ const CONNECTION_CODES = new Set([
   'ORA-28001', // password expired
 ]);
 
-/** Node socket errors (without an NJS code) that mean the server could not be reached. */
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-
 /** Errors of a write that lost a race: duplicate key, deadlock, serialisation failure. */
 const CONFLICT_CODES = new Set([
   'ORA-00001', // unique constraint violated
@@ -113,8 +101,8 @@ export function errorCodes(error: unknown): string[] {
 /** The engram code for a driver error raised by `operation`. */
 export function classify(error: unknown, operation: string): MemoryErrorCode {
   const codes = errorCodes(error);
-  const has = (set: Set<string>) => codes.some((code) => set.has(code));
-  if (has(CONNECTION_CODES) || has(SOCKET_CODES)) return 'CONNECTION';
+  const has = (set: ReadonlySet<string>) => codes.some((code) => set.has(code));
+  if (has(CONNECTION_CODES) || has(NETWORK_ERROR_CODES)) return 'CONNECTION';
   if (operation === 'init') return 'MIGRATION';
   if (has(CONFLICT_CODES)) return 'CONFLICT';
   if (has(NOT_FOUND_CODES)) return 'NOT_FOUND';

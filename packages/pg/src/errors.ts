@@ -1,20 +1,6 @@
-import { MemoryError, type MemoryErrorCode } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
 
 const ADAPTER = 'pg';
-
-/** Node socket errors that mean the server could not be reached or the link dropped. */
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EHOSTDOWN',
-  'ENETDOWN',
-]);
 
 /** SQLSTATEs that mean the session is gone or cannot be had. */
 const CONNECTION_STATES = new Set([
@@ -62,7 +48,7 @@ export function isConnectionError(error: unknown): boolean {
   const code = errorCode(error);
   if (
     code !== undefined &&
-    (SOCKET_CODES.has(code) || CONNECTION_STATES.has(code) || code.startsWith('08'))
+    (NETWORK_ERROR_CODES.has(code) || CONNECTION_STATES.has(code) || code.startsWith('08'))
   ) {
     return true;
   }
