@@ -81,6 +81,11 @@ export interface Verdict {
   problems: string[];
   /** The subset of `problems` that are acknowledged writes not found. */
   lost: string[];
+  /**
+   * Half-saved batches that were never acknowledged, when `allowPartialUnacknowledged` let them
+   * pass (threadId and batch). Otherwise they are in `problems`.
+   */
+  partial: Array<{ threadId: string; batch: string }>;
 }
 
 /** Options of `verify`. */
@@ -93,6 +98,13 @@ export interface VerifyOptions {
   exact?: boolean;
   /** Resource owning each thread, to check that every message carries its thread's resource. */
   owners?: Map<string, string>;
+  /**
+   * For backends without multi-document transactions (MongoDB standalone, FerretDB), whose
+   * documented contract is that a failed `saveMessages` may leave part of its batch written:
+   * list such batches in `partial` instead of `problems`, as long as the call was never
+   * acknowledged. An acknowledged batch must always be whole.
+   */
+  allowPartialUnacknowledged?: boolean;
 }
 
 /**
@@ -113,6 +125,7 @@ export async function verify(
     invariants: 0,
     problems: [],
     lost: [],
+    partial: [],
   };
   const lost = (what: string) => {
     verdict.problems.push(what);
@@ -169,9 +182,10 @@ export async function verify(
         }
       }
     }
-    const found = groupBatches(threadId, messages, verdict);
-    verdict.batchesSeen += found.size;
     const acked = ledger.batches.get(threadId) ?? new Map<string, number>();
+    const tolerated = (batch: string) => options.allowPartialUnacknowledged === true && !acked.has(batch);
+    const found = groupBatches(threadId, messages, verdict, tolerated);
+    verdict.batchesSeen += found.size;
     for (const [batch, size] of acked) {
       verdict.invariants += 1;
       const got = found.get(batch)?.length ?? 0;
@@ -196,7 +210,12 @@ export async function verify(
 }
 
 /** Groups a thread's messages by batch and checks each batch is whole, in order and intact. */
-function groupBatches(threadId: string, messages: Message[], verdict: Verdict): Map<string, Message[]> {
+function groupBatches(
+  threadId: string,
+  messages: Message[],
+  verdict: Verdict,
+  tolerated: (batch: string) => boolean,
+): Map<string, Message[]> {
   const found = new Map<string, Message[]>();
   for (const message of messages) {
     const batch = batchOf(message.id);
@@ -207,6 +226,10 @@ function groupBatches(threadId: string, messages: Message[], verdict: Verdict): 
   for (const [batch, list] of found) {
     verdict.invariants += 1;
     const size = statedSize(list[0] as Message);
+    if (size !== undefined && list.length !== size && tolerated(batch)) {
+      verdict.partial.push({ threadId, batch });
+      continue;
+    }
     if (size === undefined || list.length !== size) {
       verdict.problems.push(
         `thread ${threadId}: batch ${batch} is half-saved (${list.length} of ${size ?? '?'})`,

@@ -1,8 +1,8 @@
 import { Ledger, type Verdict, verify } from './checker.ts';
 import { runId } from './services.ts';
 import { type Child, sleep, spawnChild } from './spawn.ts';
-import { openStore, type Target } from './targets.ts';
-import { type Scene, schemaMemory } from './workload.ts';
+import { batchesAtomic, openStore, type Target } from './targets.ts';
+import { completeBatches, type Scene, schemaMemory } from './workload.ts';
 
 /** Options of `runCrash`. */
 export interface CrashOptions {
@@ -32,7 +32,10 @@ export interface CrashResult {
   errors: Record<string, number>;
   /** Children that exited on their own (they must not). */
   unexpectedExits: string[];
+  /** After half-saved, unacknowledged batches (see `batchesAtomic`) were saved again. */
   verdict: Verdict;
+  /** Half-saved, unacknowledged batches found (only where batches are not atomic), then completed. */
+  partial: number;
   /** How long a fresh writer's merge took after the last kill. */
   freshMergeMs: number;
 }
@@ -119,14 +122,20 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   const checker = await openStore(options.target);
   try {
     await checker.init();
-    const verdict = await verify(checker, ledger);
+    const allowPartialUnacknowledged = !batchesAtomic(options.target);
+    let verdict = await verify(checker, ledger, { allowPartialUnacknowledged });
+    const partial = verdict.partial.length;
+    if (partial > 0) {
+      await completeBatches(schemaMemory(checker), scene, verdict.partial);
+      verdict = await verify(checker, ledger, { allowPartialUnacknowledged });
+    }
     const mergeStart = performance.now();
     await schemaMemory(checker).mergeWorkingMemory({
       resourceId: scene.resourceId,
       workingMemory: { fresh: id },
     });
     const freshMergeMs = performance.now() - mergeStart;
-    return { kills, spawned, acks: ledger.count, errors, unexpectedExits, verdict, freshMergeMs };
+    return { kills, spawned, acks: ledger.count, errors, unexpectedExits, verdict, partial, freshMergeMs };
   } finally {
     await checker.close();
   }

@@ -2,8 +2,8 @@ import { isMemoryError, type MemoryStorage } from '@engram/core';
 import { Ledger, type Verdict, verify } from './checker.ts';
 import { runId } from './services.ts';
 import { sleep } from './spawn.ts';
-import { openStore, type Target } from './targets.ts';
-import { type Scene, schemaMemory, writeStep } from './workload.ts';
+import { batchesAtomic, openStore, type Target } from './targets.ts';
+import { completeBatches, type Scene, schemaMemory, writeStep } from './workload.ts';
 
 /** One way to take the backend away and bring it back (the database, the bridge, …). */
 export interface Outage {
@@ -53,8 +53,13 @@ export interface RestartResult {
   acks: number;
   /** Checked through the very store instances that lived through the outages. */
   verdict: Verdict;
-  /** Checked again through a store opened afterwards. */
+  /** Checked again through a store opened afterwards (strict: no batch may be half-saved). */
   freshVerdict: Verdict;
+  /**
+   * Half-saved batches of failed calls found by the first check (only where batches are not
+   * atomic, see `batchesAtomic`); they were saved again before the fresh check.
+   */
+  partial: number;
 }
 
 /**
@@ -147,11 +152,18 @@ export async function runRestart(options: RestartOptions): Promise<RestartResult
   }
 
   try {
-    const verdict = await verify(stores[0] as MemoryStorage, ledger);
+    const same = stores[0] as MemoryStorage;
+    const allowPartialUnacknowledged = !batchesAtomic(options.target);
+    let verdict = await verify(same, ledger, { allowPartialUnacknowledged });
+    const partial = verdict.partial.length;
+    if (partial > 0) {
+      await completeBatches(schemaMemory(same), scene, verdict.partial);
+      verdict = await verify(same, ledger, { allowPartialUnacknowledged });
+    }
     const fresh = await openStore(options.target);
     try {
       const freshVerdict = await verify(fresh, ledger);
-      return { outages: reports, calls, acks: ledger.count, verdict, freshVerdict };
+      return { outages: reports, calls, acks: ledger.count, verdict, freshVerdict, partial };
     } finally {
       await fresh.close();
     }

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -8,6 +8,18 @@ import { type Bridge, startBridge } from '@engram/upstash/bridge';
 import { sleep } from './spawn.ts';
 
 const run = promisify(execFile);
+
+/** Last-resort stops for servers still running when the test process exits (a timeout, a crash). */
+const onExit = new Set<() => void>();
+process.once('exit', () => {
+  for (const stop of onExit) {
+    try {
+      stop();
+    } catch {
+      // Best effort: the process is going away.
+    }
+  }
+});
 
 /**
  * A server started for one test only, never one of the machine's shared servers: its own data
@@ -70,8 +82,10 @@ function processServer(
   dir: string,
 ): DedicatedServer {
   let child: ChildProcess | undefined;
+  const killNow = () => child?.kill('SIGKILL');
   const start = async () => {
     child = spawn(command, args, { stdio: 'ignore' });
+    onExit.add(killNow);
     await waitForPort(port);
   };
   const stop = async () => {
@@ -88,6 +102,7 @@ function processServer(
     stop,
     destroy: async () => {
       await stop();
+      onExit.delete(killNow);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -136,6 +151,14 @@ export async function startPostgres(): Promise<DedicatedServer> {
   const stop = async () => {
     await asPostgres(pgCtl, ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
   };
+  const stopNow = () => {
+    const args = [pgCtl, '-D', data, '-m', 'immediate', 'stop'];
+    if (asRoot)
+      execFileSync('su', ['postgres', '-s', '/bin/bash', '-c', args.join(' ')], { stdio: 'ignore' });
+    else execFileSync(pgCtl, args.slice(1), { stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  onExit.add(stopNow);
   await start();
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -143,6 +166,7 @@ export async function startPostgres(): Promise<DedicatedServer> {
     stop,
     destroy: async () => {
       await stop();
+      onExit.delete(stopNow);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -76,3 +76,12 @@ export function lockTimeoutMs(target: Target): number {
   // FerretDB: a lock whose holder was killed is broken when its 10 s lease ends; waiters wait 15 s.
   return target.adapter === 'mongodb' ? 15_000 : 5_000;
 }
+
+/**
+ * False where a `saveMessages` that fails part-way may leave part of its batch written: MongoDB
+ * without transactions (a standalone server, FerretDB), as the adapter documents. Saving the
+ * batch again completes it.
+ */
+export function batchesAtomic(target: Target): boolean {
+  return target.adapter !== 'mongodb';
+}

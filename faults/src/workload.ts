@@ -78,3 +78,16 @@ export function writeStep(memory: Memory, scene: Scene, writer: string, n: numbe
     ? mergeKey(memory, scene.resourceId, `${writer}-k${n}`, n)
     : saveBatch(memory, scene, `${writer}-b${n}`);
 }
+
+/**
+ * Saves half-saved batches again (the documented recovery where batches are not atomic) and
+ * returns how many were completed.
+ */
+export async function completeBatches(
+  memory: Memory,
+  scene: Scene,
+  batches: Array<{ batch: string }>,
+): Promise<number> {
+  for (const { batch } of batches) await saveBatch(memory, scene, batch);
+  return batches.length;
+}

@@ -61,7 +61,11 @@ function summary(adapter: string, result: RestartResult): string {
     return `${o.name}: down ${((o.to - o.from) / 1000).toFixed(1)} s, ${failed.length} of ${o.calls.length} calls failed (${codes}), slowest ${slowest} ms, recovered after ${o.recoveredAfterMs.join('/')} ms`;
   });
   const v = result.verdict;
-  return `restart ${adapter}: ${result.outages.length} restart(s) [${parts.join('; ')}]; ${result.acks} acks, verified ${v.verifiedKeys} keys + ${v.verifiedBatches} batches through the same instances and again through a fresh one`;
+  const partial =
+    result.partial > 0
+      ? `; ${result.partial} batch(es) of failed calls found half-saved (no transactions on this server, as documented) and completed by saving them again`
+      : '';
+  return `restart ${adapter}: ${result.outages.length} restart(s) [${parts.join('; ')}]; ${result.acks} acks, verified ${v.verifiedKeys} keys + ${v.verifiedBatches} batches through the same instances and again through a fresh one${partial}`;
 }
 
 forEachAdapter('server restart', (adapter) => {
