@@ -1,0 +1,110 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JsonObject, Message } from '@engram/core';
+import { LibSQLStore, TABLES } from '@engram/libsql';
+import { createClient } from '@libsql/client';
+import { deepMerge } from '../deep-merge.ts';
+import { runScoped } from '../env.ts';
+import type { BenchTarget, RawBaseline } from '../target.ts';
+
+const { resources, messages, threads } = TABLES;
+/** A database file named by the caller is kept; one this run made up is removed at the end. */
+const given = process.env.ENGRAM_BENCH_LIBSQL_URL;
+
+/** The run's database file: `ENGRAM_BENCH_LIBSQL_URL`, or a fresh file in the temp directory. */
+function url(): string {
+  return runScoped(
+    'ENGRAM_BENCH_LIBSQL_URL',
+    () => `file:${join(tmpdir(), `engram-bench-${process.pid}.db`)}`,
+  );
+}
+
+/** libSQL on an embedded `file:` database (WAL), the store and `@libsql/client` side by side. */
+export const libsql: BenchTarget = {
+  name: 'libsql',
+  unavailable: () => null,
+  async open() {
+    const storage = new LibSQLStore({ url: url() });
+    await storage.init();
+    const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
+    const raw: RawBaseline = {
+      async getWorkingMemory(resourceId) {
+        const result = await client.execute({
+          sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,
+          args: [resourceId],
+        });
+        return (result.rows[0]?.working_memory as string | null | undefined) ?? null;
+      },
+      async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
+        // A write transaction is BEGIN IMMEDIATE: it takes the write lock first, so no other
+        // writer can interleave between the read and the write.
+        const tx = await client.transaction('write');
+        try {
+          const result = await tx.execute({
+            sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,
+            args: [resourceId],
+          });
+          const next = deepMerge(
+            (result.rows[0]?.working_memory as string | null | undefined) ?? null,
+            patch,
+          );
+          const now = Date.now();
+          await tx.execute({
+            sql: `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
+                  VALUES (?, ?, '{}', ?, ?)
+                  ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory, updated_at = excluded.updated_at`,
+            args: [resourceId, next, now, now],
+          });
+          await tx.commit();
+        } finally {
+          tx.close();
+        }
+      },
+      async saveMessages(batch: Message[]) {
+        await client.execute({
+          sql: `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
+                VALUES ${batch.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+          args: batch.flatMap((m) => [
+            m.id,
+            m.threadId,
+            m.resourceId,
+            m.role,
+            JSON.stringify(m.content),
+            m.type,
+            m.createdAt.getTime(),
+          ]),
+        });
+      },
+      async listNewest(threadId, n) {
+        const result = await client.execute({
+          sql: `SELECT id, thread_id, resource_id, role, content, type, created_at FROM ${messages}
+                WHERE thread_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`,
+          args: [threadId, n],
+        });
+        return result.rows.map((row) => ({ ...row, content: JSON.parse(String(row.content)) }));
+      },
+      async listThreads(resourceId, n) {
+        const result = await client.execute({
+          sql: `SELECT id, resource_id, title, metadata, created_at, updated_at FROM ${threads}
+                WHERE resource_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`,
+          args: [resourceId, n],
+        });
+        return result.rows.map((row) => ({ ...row, metadata: JSON.parse(String(row.metadata)) }));
+      },
+    };
+    return {
+      storage,
+      raw,
+      async close() {
+        client.close();
+        await storage.close();
+      },
+    };
+  },
+  async dispose() {
+    if (given) return;
+    const path = url().slice('file:'.length);
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+  },
+};

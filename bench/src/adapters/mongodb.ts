@@ -1,0 +1,177 @@
+import type { JsonObject, Message } from '@engram/core';
+import { collectionNames, MongoDBStore } from '@engram/mongodb';
+import { type Collection, type Document, MongoClient, ObjectId } from 'mongodb';
+import { deepMerge } from '../deep-merge.ts';
+import { runScoped } from '../env.ts';
+import type { BenchTarget, RawBaseline } from '../target.ts';
+
+/** The run's database: `ENGRAM_BENCH_MONGODB_DB`, or a fresh one dropped at the end. */
+const given = process.env.ENGRAM_BENCH_MONGODB_DB;
+const dbName = () => runScoped('ENGRAM_BENCH_MONGODB_DB', () => `engram_bench_${process.pid}`);
+
+interface ResourceDoc {
+  _id: string;
+  workingMemory?: string | null;
+  version?: ObjectId;
+}
+
+interface LockDoc {
+  _id: string;
+  expiresAt: Date;
+}
+
+const isDuplicateKey = (error: unknown) => (error as { code?: unknown })?.code === 11000;
+const pause = (n: number) =>
+  new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(25, 2 * n)));
+
+/**
+ * A serialised read-modify-write with nothing but the driver. MongoDB applies each update to one
+ * document atomically, so a compare-and-set on `version` is enough. FerretDB 1.x does not (it
+ * reads, applies the operators in the proxy and writes back), so there the least that keeps every
+ * write is a lock document: the insert that wins holds it.
+ */
+function mergeFor(resources: Collection<ResourceDoc>, locks: Collection<LockDoc> | undefined) {
+  const casOnce = async (resourceId: string, patch: JsonObject): Promise<boolean> => {
+    const doc = await resources.findOne({ _id: resourceId });
+    const next = deepMerge(doc?.workingMemory ?? null, patch);
+    if (!doc) {
+      try {
+        await resources.insertOne({ _id: resourceId, workingMemory: next, version: new ObjectId() });
+        return true;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false;
+        throw error;
+      }
+    }
+    const result = await resources.updateOne({ _id: resourceId, version: doc.version ?? null } as Document, {
+      $set: { workingMemory: next, updatedAt: new Date(), version: new ObjectId() },
+    });
+    return result.modifiedCount === 1;
+  };
+  return async (resourceId: string, patch: JsonObject): Promise<void> => {
+    if (locks) {
+      const key = `raw:resources:${resourceId}`;
+      for (let n = 0; ; n++) {
+        try {
+          await locks.insertOne({ _id: key, expiresAt: new Date(Date.now() + 10_000) });
+          break;
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          await pause(n);
+        }
+      }
+      try {
+        if (!(await casOnce(resourceId, patch))) throw new Error('raw write lost under its own lock');
+      } finally {
+        await locks.deleteOne({ _id: key });
+      }
+      return;
+    }
+    for (let n = 0; n < 100; n++) {
+      if (await casOnce(resourceId, patch)) return;
+      await pause(n);
+    }
+    throw new Error('raw compare-and-set gave up after 100 attempts');
+  };
+}
+
+/** MongoDB at `ENGRAM_MONGODB_URL` (FerretDB here): the store and the `mongodb` driver side by side. */
+export const mongodb: BenchTarget = {
+  name: 'mongodb',
+  unavailable: () =>
+    process.env.ENGRAM_MONGODB_URL
+      ? null
+      : 'ENGRAM_MONGODB_URL is not set (eval "$(bash scripts/services.sh)")',
+  async open() {
+    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const storage = new MongoDBStore({ url, dbName: dbName() });
+    await storage.init();
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    await client.connect();
+    const db = client.db(dbName());
+    const names = collectionNames(storage.collectionPrefix);
+    const resources = db.collection<ResourceDoc>(names.resources);
+    const messages = db.collection(names.messages);
+    const threads = db.collection(names.threads);
+    const build = await db.admin().command({ buildInfo: 1 });
+    const ferretdb = typeof build.ferretdbVersion === 'string';
+    const merge = mergeFor(resources, ferretdb ? db.collection<LockDoc>(names.locks) : undefined);
+    const raw: RawBaseline = {
+      async getWorkingMemory(resourceId) {
+        const doc = await resources.findOne({ _id: resourceId }, { projection: { workingMemory: 1 } });
+        return doc?.workingMemory ?? null;
+      },
+      mergeWorkingMemory: merge,
+      async saveMessages(batch: Message[]) {
+        await messages.insertMany(
+          batch.map((m) => ({
+            _id: m.id as unknown as ObjectId,
+            threadId: m.threadId,
+            resourceId: m.resourceId,
+            role: m.role,
+            content: m.content,
+            type: m.type,
+            createdAt: m.createdAt,
+          })),
+        );
+      },
+      listNewest: (threadId, n) =>
+        messages.find({ threadId }).sort({ createdAt: -1, _id: -1 }).limit(n).toArray(),
+      listThreads: (resourceId, n) =>
+        threads.find({ resourceId }).sort({ createdAt: -1, _id: -1 }).limit(n).toArray(),
+    };
+    return {
+      storage,
+      raw,
+      // Through the store, FerretDB takes minutes for the 100,000-message fixture; these write
+      // the documents the store writes (plain ids, empty metadata, string content).
+      seed: {
+        async messages(batch) {
+          await raw.saveMessages(batch);
+        },
+        async threads(batch) {
+          await threads.insertMany(
+            batch.map((t) => ({
+              _id: t.id as unknown as ObjectId,
+              resourceId: t.resourceId,
+              title: t.title,
+              metadata: {},
+              metadataHash: {},
+              createdAt: t.createdAt,
+              updatedAt: t.updatedAt,
+              version: new ObjectId(),
+            })),
+          );
+        },
+      },
+      async close() {
+        await client.close();
+        await storage.close();
+      },
+    };
+  },
+  async fixtureCap() {
+    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      const build = await client.db('admin').command({ buildInfo: 1 });
+      if (typeof build.ferretdbVersion !== 'string' || !/^v?1\./.test(build.ferretdbVersion)) return null;
+      return {
+        messages: 10_000,
+        threads: 2_000,
+        reason: `FerretDB ${build.ferretdbVersion} pushes no filter, sort or limit down to its backend (explain: SCAN, filterPushdown false), so every query but a lookup by _id reads the whole collection, engram's and the raw driver's alike`,
+      };
+    } finally {
+      await client.close();
+    }
+  },
+  async dispose() {
+    if (given || !process.env.ENGRAM_MONGODB_URL) return;
+    const client = new MongoClient(process.env.ENGRAM_MONGODB_URL, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      await client.db(dbName()).dropDatabase();
+    } finally {
+      await client.close();
+    }
+  },
+};

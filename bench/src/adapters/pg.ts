@@ -1,0 +1,113 @@
+import type { JsonObject, Message } from '@engram/core';
+import { PostgresStore } from '@engram/pg';
+import pg from 'pg';
+import { deepMerge } from '../deep-merge.ts';
+import { runScoped } from '../env.ts';
+import type { BenchTarget, RawBaseline } from '../target.ts';
+
+/** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
+const given = process.env.ENGRAM_BENCH_PG_SCHEMA;
+const schema = () => runScoped('ENGRAM_BENCH_PG_SCHEMA', () => `engram_bench_${process.pid}`);
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
+
+/** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
+export const postgres: BenchTarget = {
+  name: 'pg',
+  unavailable: () =>
+    process.env.ENGRAM_PG_URL ? null : 'ENGRAM_PG_URL is not set (eval "$(bash scripts/services.sh)")',
+  async open() {
+    const url = process.env.ENGRAM_PG_URL as string;
+    const storage = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4 });
+    await storage.init();
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    pool.on('error', () => undefined);
+    const resources = table('resources');
+    const messages = table('messages');
+    const threads = table('threads');
+    const raw: RawBaseline = {
+      async getWorkingMemory(resourceId) {
+        const result = await pool.query<{ workingMemory: string | null }>(
+          `SELECT "workingMemory" FROM ${resources} WHERE id = $1`,
+          [resourceId],
+        );
+        return result.rows[0]?.workingMemory ?? null;
+      },
+      async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          const lock = `SELECT "workingMemory" FROM ${resources} WHERE id = $1 FOR UPDATE`;
+          let locked = await client.query<{ workingMemory: string | null }>(lock, [resourceId]);
+          if (locked.rows.length === 0) {
+            // First write: create the row (another process may win that race), then lock it.
+            await client.query(
+              `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+               VALUES ($1, NULL, '{}', now(), now()) ON CONFLICT (id) DO NOTHING`,
+              [resourceId],
+            );
+            locked = await client.query(lock, [resourceId]);
+          }
+          const next = deepMerge(locked.rows[0]?.workingMemory ?? null, patch);
+          await client.query(
+            `UPDATE ${resources} SET "workingMemory" = $2, "updatedAt" = now() WHERE id = $1`,
+            [resourceId, next],
+          );
+          await client.query('COMMIT');
+          client.release();
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          client.release(true);
+          throw error;
+        }
+      },
+      async saveMessages(batch: Message[]) {
+        const values: unknown[] = [];
+        const rows = batch.map((m) => {
+          const at = values.length;
+          values.push(m.id, m.threadId, m.resourceId, m.role, JSON.stringify(m.content), m.type, m.createdAt);
+          return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $${at + 6}, $${at + 7})`;
+        });
+        await pool.query(
+          `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, "createdAt") VALUES ${rows.join(', ')}`,
+          values,
+        );
+      },
+      async listNewest(threadId, n) {
+        const result = await pool.query(
+          `SELECT id, thread_id, resource_id, role, content, type, "createdAt" FROM ${messages}
+           WHERE thread_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          [threadId, n],
+        );
+        return result.rows;
+      },
+      async listThreads(resourceId, n) {
+        const result = await pool.query(
+          `SELECT id, resource_id, title, metadata, "createdAt", "updatedAt" FROM ${threads}
+           WHERE resource_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          [resourceId, n],
+        );
+        return result.rows;
+      },
+    };
+    return {
+      storage,
+      raw,
+      async close() {
+        await pool.end();
+        await storage.close();
+      },
+    };
+  },
+  async dispose() {
+    if (given || !process.env.ENGRAM_PG_URL) return;
+    const client = new pg.Client({ connectionString: process.env.ENGRAM_PG_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);
+    } finally {
+      await client.end();
+    }
+  },
+};

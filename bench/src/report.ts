@@ -1,0 +1,106 @@
+import type { ContentionResult } from './contention.ts';
+import type { Comparison } from './measure.ts';
+
+/** Everything one adapter measured. */
+export interface AdapterResult {
+  adapter: string;
+  skipped?: string;
+  /** Why this adapter ran smaller fixtures than the others, when it did. */
+  note?: string;
+  comparisons: Comparison[];
+  scaling?: { small: number; large: number; engram: [number, number]; raw: [number, number]; ratio: number };
+  contention?: { engram: ContentionResult; raw: ContentionResult };
+}
+
+export interface BenchRun {
+  date: string;
+  machine: string;
+  quick: boolean;
+  results: AdapterResult[];
+}
+
+const ms = (n: number) => (n >= 10 ? n.toFixed(1) : n.toFixed(2));
+
+/** The run as Markdown: one comparison table, one contention table, one scaling table. */
+export function toMarkdown(run: BenchRun): string {
+  const lines = [
+    `Run ${run.date} on ${run.machine}${run.quick ? ' (--quick)' : ''}. Medians in ms; ratio = engram / raw.`,
+    '',
+    '| adapter | operation | engram | raw | ratio |',
+    '|---|---|---:|---:|---:|',
+  ];
+  for (const r of run.results) {
+    if (r.skipped) lines.push(`| ${r.adapter} | skipped: ${r.skipped} | | | |`);
+    for (const c of r.comparisons) {
+      lines.push(
+        `| ${r.adapter} | ${c.operation} | ${ms(c.engram.median)} | ${ms(c.raw.median)} | ${c.ratio.toFixed(2)}× |`,
+      );
+    }
+  }
+  for (const r of run.results) if (r.note) lines.push('', `${r.adapter}: ${r.note}`);
+  lines.push(
+    '',
+    'Contended merges (8 processes, disjoint keys into one resource):',
+    '',
+    '| adapter | side | merges/s | p50 ms | p99 ms | retries | failed | keys survived |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const r of run.results) {
+    if (!r.contention) continue;
+    for (const [side, c] of Object.entries(r.contention)) {
+      lines.push(
+        `| ${r.adapter} | ${side} | ${c.throughput.toFixed(0)} | ${ms(c.p50)} | ${ms(c.p99)} | ${c.retries} | ${c.failed} | ${c.keysSurvived}/${c.keysExpected} |`,
+      );
+    }
+  }
+  lines.push(
+    '',
+    'Scaling of newest-20 listMessages (engram median, ms):',
+    '',
+    '| adapter | small thread | large thread | large/small |',
+    '|---|---:|---:|---:|',
+  );
+  for (const r of run.results) {
+    if (!r.scaling) continue;
+    const s = r.scaling;
+    lines.push(
+      `| ${r.adapter} | ${ms(s.engram[0])} (${s.small}) | ${ms(s.engram[1])} (${s.large}) | ${s.ratio.toFixed(2)} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** A bar chart (SVG) of newest-20 latency on the small and large thread, engram and raw. */
+export function scalingChart(run: BenchRun): string {
+  const rows = run.results.filter((r) => r.scaling);
+  const bars = rows.flatMap((r) => [
+    { label: `${r.adapter} engram`, values: r.scaling!.engram },
+    { label: `${r.adapter} raw`, values: r.scaling!.raw },
+  ]);
+  const max = Math.max(0.001, ...bars.flatMap((b) => b.values));
+  const width = 640;
+  const rowHeight = 34;
+  const left = 140;
+  const scale = (v: number) => ((width - left - 80) * v) / max;
+  const small = rows[0]?.scaling?.small ?? 0;
+  const large = rows[0]?.scaling?.large ?? 0;
+  const body = bars
+    .map((b, i) => {
+      const y = 40 + i * rowHeight;
+      return [
+        `<text x="${left - 8}" y="${y + 14}" text-anchor="end">${b.label}</text>`,
+        `<rect x="${left}" y="${y}" width="${scale(b.values[0])}" height="12" fill="#7aa6d8"/>`,
+        `<text x="${left + scale(b.values[0]) + 4}" y="${y + 10}">${ms(b.values[0])}</text>`,
+        `<rect x="${left}" y="${y + 14}" width="${scale(b.values[1])}" height="12" fill="#1f4e89"/>`,
+        `<text x="${left + scale(b.values[1]) + 4}" y="${y + 24}">${ms(b.values[1])}</text>`,
+      ].join('');
+    })
+    .join('\n');
+  const height = 60 + bars.length * rowHeight;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="20" font-size="13">Newest-20 listMessages, median ms — light: ${small} messages, dark: ${large} messages</text>
+${body}
+</svg>
+`;
+}

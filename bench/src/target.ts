@@ -1,0 +1,48 @@
+import type { JsonObject, MemoryStorage, Message, Thread } from '@engram/core';
+
+/**
+ * The least the raw driver can do for the same result as an engram operation, against the same
+ * tables or keys the adapter uses.
+ */
+export interface RawBaseline {
+  /** Read one resource's working memory. */
+  getWorkingMemory(resourceId: string): Promise<string | null>;
+  /** Deep-merge `patch` into one resource's JSON working memory, serialised against other writers. */
+  mergeWorkingMemory(resourceId: string, patch: JsonObject): Promise<void>;
+  /** Insert a batch of messages of one existing thread. */
+  saveMessages(messages: Message[]): Promise<void>;
+  /** The newest `n` messages of a thread. */
+  listNewest(threadId: string, n: number): Promise<unknown[]>;
+  /** The first page (newest `n`) of a resource's threads. */
+  listThreads(resourceId: string, n: number): Promise<unknown[]>;
+}
+
+/** One open connection to a backend: the engram store and the raw baseline, side by side. */
+export interface OpenTarget {
+  storage: MemoryStorage;
+  raw: RawBaseline;
+  /**
+   * Bulk writers of records in the adapter's own layout, for backends where seeding the large
+   * fixtures through the store would take too long. The records are then read through the store.
+   */
+  seed?: {
+    messages(messages: Message[]): Promise<void>;
+    threads(threads: Thread[]): Promise<void>;
+  };
+  close(): Promise<void>;
+}
+
+/** A backend to benchmark. `open()` is also called inside each contention worker process. */
+export interface BenchTarget {
+  name: string;
+  /** `null` when the backend can run here, else why not. */
+  unavailable(): string | null;
+  open(): Promise<OpenTarget>;
+  /**
+   * Caps on the large fixtures for a backend too slow for the full ones, and why. The run
+   * records the reason next to the figures.
+   */
+  fixtureCap?(): Promise<{ messages: number; threads: number; reason: string } | null>;
+  /** Removes what the run wrote (its file, schema, keys or database); called once, at the end. */
+  dispose?(): Promise<void>;
+}
