@@ -108,6 +108,15 @@ export const upsertMessage = (row: InValue[]): Statement => ({
   args: row,
 });
 
+/** Upserts several messages in one statement (rows in order, so a repeated id ends as its last row). */
+export const upsertMessages = (rows: InValue[][]): Statement => ({
+  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
+        ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id,
+          role = excluded.role, content = excluded.content, type = excluded.type,
+          created_at = excluded.created_at`,
+  args: rows.flat(),
+});
+
 export const deleteMessagesByIds = (ids: string[]): Statement => ({
   sql: `DELETE FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,

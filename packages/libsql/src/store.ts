@@ -20,7 +20,7 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import type { Client, ResultSet } from '@libsql/client';
+import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
@@ -51,6 +51,7 @@ import {
   touchThreads,
   updateThreadRow,
   upsertMessage,
+  upsertMessages,
   upsertResource,
   upsertThread,
 } from './sql.ts';
@@ -242,7 +243,8 @@ export class LibSQLStore extends StoreBase {
         }
         counts.add(message.threadId, message.resourceId, 1);
       }
-      await tx.batch(messages.map((m) => upsertMessage(messageRow(m))));
+      // One multi-row statement per chunk instead of one statement per message.
+      await tx.batch(chunks(messages).map((part) => upsertMessages(part.map(messageRow))));
       await counts.apply(tx);
       await this.touch(tx, touched);
       return messages.map(copyMessage);
@@ -333,9 +335,10 @@ export class LibSQLStore extends StoreBase {
     return this.connection.write((tx) => this.updateResourceIn(tx, args));
   }
 
-  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
+  /** `row` is the resource's row when the caller has just read it in the same transaction. */
+  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs, read?: Row): Promise<Resource> {
     const now = new Date();
-    const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
+    const row = read ?? (await tx.execute(selectResource(args.resourceId))).rows[0];
     const stored: Resource = row
       ? toResource(row)
       : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
@@ -354,7 +357,8 @@ export class LibSQLStore extends StoreBase {
       if (args.scope === 'resource') {
         const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
         const next = args.update(row ? toResource(row).workingMemory : null);
-        await this.updateResourceIn(tx, { resourceId: args.resourceId, workingMemory: next });
+        // The row was read under this transaction's write lock: no second read is needed.
+        await this.updateResourceIn(tx, { resourceId: args.resourceId, workingMemory: next }, row);
         return next;
       }
       const row = (await tx.execute(selectThread(args.threadId))).rows[0];
