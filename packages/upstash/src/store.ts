@@ -40,7 +40,7 @@ import { SCRIPTS, type ScriptName } from './scripts.ts';
 interface CommonOptions {
   /** Prefix of every key, so several stores can share one database. Default `'engram'`. */
   prefix?: string;
-  /** Compare-and-set attempts of `updateWorkingMemoryAtomically` before `CONFLICT`. Default 50. */
+  /** Compare-and-set attempts of `updateWorkingMemoryAtomically` before `CONFLICT`. Default 200. */
   casAttempts?: number;
 }
 
@@ -95,7 +95,7 @@ export class UpstashStore extends StoreBase {
     const prefix = options.prefix ?? 'engram';
     if (typeof prefix !== 'string' || prefix.length === 0) throw invalid('prefix must be a non-empty string');
     this.prefix = prefix;
-    this.casAttempts = options.casAttempts ?? 50;
+    this.casAttempts = options.casAttempts ?? 200;
     if (!Number.isInteger(this.casAttempts) || this.casAttempts < 1) {
       throw invalid('casAttempts must be a positive integer');
     }
