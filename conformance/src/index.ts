@@ -1,5 +1,6 @@
 export { type AreaResult, formatTable, summarize } from './report.ts';
 export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
+export { missingService, requiredServices, type Service, service } from './services.ts';
 export { SkipCheck, skipCheck } from './skip.ts';
 export {
   AREA_TITLES,
@@ -13,6 +14,7 @@ export {
 export {
   areasSuite,
   concurrencySuite,
+  describeService,
   differentialSuite,
   errorsSuite,
   isolationSuite,

@@ -1,6 +1,7 @@
 import { describe, it } from 'vitest';
 import { nameOf } from './define.ts';
 import { checksOf, runCheck, suiteSkipReason } from './run.ts';
+import { missingService, type Service } from './services.ts';
 import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
 
 /** Areas whose checks race processes or run property tests: they get a longer timeout. */
@@ -14,7 +15,7 @@ function registerArea(init: ConformanceInit, area: AreaName): void {
       const name = nameOf(check, init);
       const reason = check.skipReason?.(init);
       if (reason) {
-        it.skip(`${name} — skipped: ${reason}`, () => {});
+        it.skip(`${name} — skipped: ${reason}`, () => {}); // a declared capability; reason in the name
         continue;
       }
       it(
@@ -35,7 +36,7 @@ function register(init: ConformanceInit, areas: readonly AreaName[]): void {
   const skipped = suiteSkipReason(init);
   describe(`${init.name} conformance`, () => {
     if (skipped) {
-      it.skip(`${init.name} conformance — skipped: ${skipped}`, () => {});
+      it.skip(`${init.name} conformance — skipped: ${skipped}`, () => {}); // reason in the name
       return;
     }
     for (const area of areas) registerArea(init, area);
@@ -74,3 +75,23 @@ export const errorsSuite = (init: ConformanceInit): void => register(init, ['err
 export const differentialSuite = (init: ConformanceInit): void => register(init, ['differential']);
 /** Registers a chosen set of areas. */
 export const areasSuite = (init: ConformanceInit, areas: readonly AreaName[]): void => register(init, areas);
+
+/**
+ * `describe` for tests that need a database service: runs `body` with the service's URL when it
+ * is set; fails with one test when `ENGRAM_REQUIRE` lists the service but it is missing; and
+ * otherwise registers a skipped block whose name carries the reason.
+ */
+export function describeService(s: Service, name: string, body: (url: string) => void): void {
+  if (s.url) {
+    const url = s.url;
+    describe(name, () => body(url));
+  } else if (s.required) {
+    describe(name, () => {
+      it(`has a server (ENGRAM_REQUIRE lists ${s.name})`, () => {
+        throw new Error(missingService(s));
+      });
+    });
+  } else {
+    describe.skip(`${name} (skipped: ${s.skipReason})`, () => body('')); // the reason is in the name
+  }
+}

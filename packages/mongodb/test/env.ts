@@ -1,40 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import { describeService, service } from '@engram/conformance';
 import { MongoClient } from 'mongodb';
-import { describe, it } from 'vitest';
 
 /** The server under test, from `scripts/mongodb.sh` (`ENGRAM_MONGODB_URL`). */
-export const MONGODB_URL = process.env.ENGRAM_MONGODB_URL || undefined;
-
+export const MONGODB = service('mongodb', 'ENGRAM_MONGODB_URL', 'start a server with scripts/mongodb.sh');
+export const MONGODB_URL = MONGODB.url;
 /** True when `ENGRAM_REQUIRE` lists `mongodb`: a missing server is then a failure, not a skip. */
-export const MONGODB_REQUIRED = (process.env.ENGRAM_REQUIRE ?? '')
-  .split(',')
-  .map((s) => s.trim())
-  .includes('mongodb');
-
+export const MONGODB_REQUIRED = MONGODB.required;
 /** Why the MongoDB tests do not run, or `undefined` when they do (or must). */
-export const SKIP_REASON =
-  MONGODB_URL || MONGODB_REQUIRED
-    ? undefined
-    : 'ENGRAM_MONGODB_URL is not set; start a server with scripts/mongodb.sh';
+export const SKIP_REASON = MONGODB.skipReason;
 
-/**
- * `describe` for tests that need the server: skipped with the reason in its name when no server
- * is configured, and failing when `mongodb` is required but `ENGRAM_MONGODB_URL` is missing.
- */
+/** `describe` for tests that need the server (see `describeService`). */
 export function describeMongo(name: string, body: (url: string) => void): void {
-  if (MONGODB_URL) {
-    describe(name, () => body(MONGODB_URL));
-  } else if (MONGODB_REQUIRED) {
-    describe(name, () => {
-      it('has a server (ENGRAM_REQUIRE lists mongodb)', () => {
-        throw new Error(
-          'ENGRAM_REQUIRE lists mongodb but ENGRAM_MONGODB_URL is not set; run scripts/mongodb.sh',
-        );
-      });
-    });
-  } else {
-    describe.skip(`${name} (skipped: ${SKIP_REASON})`, () => body(''));
-  }
+  describeService(MONGODB, name, body);
 }
 
 /** A fresh database name, so runs never see each other's data. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { requiredServices } from '@engram/conformance';
 import type { OracleStoreOptions } from '../src/index.ts';
 import { type OracleConnectionConfig, parseOracleUrl } from '../src/url.ts';
 import { oracledb } from './fixtures.ts';
@@ -21,10 +22,7 @@ export function oracleConfig(env: NodeJS.ProcessEnv = process.env): OracleConnec
 
 /** True when `ENGRAM_REQUIRE` lists `oracle`: a missing server is then a failure, not a skip. */
 export function oracleRequired(env: NodeJS.ProcessEnv = process.env): boolean {
-  return (env.ENGRAM_REQUIRE ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .includes('oracle');
+  return requiredServices(env).has('oracle');
 }
 
 /** The printed reason when no server is configured. */

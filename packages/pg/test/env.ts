@@ -1,36 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import { describeService, service } from '@engram/conformance';
 import pg from 'pg';
-import { describe, it } from 'vitest';
 
 /** The server under test, from `scripts/pg.sh` (`ENGRAM_PG_URL`). */
-export const PG_URL = process.env.ENGRAM_PG_URL || undefined;
-
+export const PG = service('pg', 'ENGRAM_PG_URL', 'start a server with scripts/pg.sh');
+export const PG_URL = PG.url;
 /** True when `ENGRAM_REQUIRE` lists `pg`: a missing server is then a failure, not a skip. */
-export const PG_REQUIRED = (process.env.ENGRAM_REQUIRE ?? '')
-  .split(',')
-  .map((s) => s.trim())
-  .includes('pg');
-
+export const PG_REQUIRED = PG.required;
 /** Why the PostgreSQL tests do not run, or `undefined` when they do (or must). */
-export const SKIP_REASON =
-  PG_URL || PG_REQUIRED ? undefined : 'ENGRAM_PG_URL is not set; start a server with scripts/pg.sh';
+export const SKIP_REASON = PG.skipReason;
 
-/**
- * `describe` for tests that need the server: skipped with the reason in its name when no server
- * is configured, and failing when `pg` is required but `ENGRAM_PG_URL` is missing.
- */
+/** `describe` for tests that need the server (see `describeService`). */
 export function describePg(name: string, body: (url: string) => void): void {
-  if (PG_URL) {
-    describe(name, () => body(PG_URL));
-  } else if (PG_REQUIRED) {
-    describe(name, () => {
-      it('has a server (ENGRAM_REQUIRE lists pg)', () => {
-        throw new Error('ENGRAM_REQUIRE lists pg but ENGRAM_PG_URL is not set; run scripts/pg.sh');
-      });
-    });
-  } else {
-    describe.skip(`${name} (skipped: ${SKIP_REASON})`, () => body(''));
-  }
+  describeService(PG, name, body);
 }
 
 /** A random lowercase name with a readable prefix, safe as an identifier. */

@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { requiredServices } from '@engram/conformance';
 
 /** True when `service` is listed in ENGRAM_REQUIRE (a missing service is then a failure). */
 export function required(service: string): boolean {
-  return (process.env.ENGRAM_REQUIRE ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .includes(service);
+  return requiredServices().has(service);
 }
 
 /** The real Redis behind the bridge tests, or why they are skipped. */
