@@ -70,36 +70,41 @@ export function toMarkdown(run: BenchRun): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A bar chart (SVG) of newest-20 latency on the small and large thread, engram and raw. */
+/**
+ * A bar chart (SVG) of newest-20 latency on the small and large thread, engram and raw. Each
+ * adapter has its own scale (backends differ by three orders of magnitude); the numbers are ms.
+ */
 export function scalingChart(run: BenchRun): string {
   const rows = run.results.filter((r) => r.scaling);
-  const bars = rows.flatMap((r) => [
-    { label: `${r.adapter} engram`, values: r.scaling!.engram },
-    { label: `${r.adapter} raw`, values: r.scaling!.raw },
-  ]);
-  const max = Math.max(0.001, ...bars.flatMap((b) => b.values));
+  const bars = rows.flatMap((r) => {
+    const s = r.scaling!;
+    const max = Math.max(0.001, ...s.engram, ...s.raw);
+    return [
+      { label: `${r.adapter} engram`, values: s.engram, max, sizes: [s.small, s.large] },
+      { label: `${r.adapter} raw`, values: s.raw, max, sizes: [s.small, s.large] },
+    ];
+  });
   const width = 640;
   const rowHeight = 34;
   const left = 140;
-  const scale = (v: number) => ((width - left - 80) * v) / max;
-  const small = rows[0]?.scaling?.small ?? 0;
-  const large = rows[0]?.scaling?.large ?? 0;
+  const scale = (v: number, max: number) => ((width - left - 140) * v) / max;
   const body = bars
     .map((b, i) => {
-      const y = 40 + i * rowHeight;
+      const y = 40 + i * rowHeight + (Math.floor(i / 2) * rowHeight) / 3;
+      const [a, z] = b.values;
       return [
         `<text x="${left - 8}" y="${y + 14}" text-anchor="end">${b.label}</text>`,
-        `<rect x="${left}" y="${y}" width="${scale(b.values[0])}" height="12" fill="#7aa6d8"/>`,
-        `<text x="${left + scale(b.values[0]) + 4}" y="${y + 10}">${ms(b.values[0])}</text>`,
-        `<rect x="${left}" y="${y + 14}" width="${scale(b.values[1])}" height="12" fill="#1f4e89"/>`,
-        `<text x="${left + scale(b.values[1]) + 4}" y="${y + 24}">${ms(b.values[1])}</text>`,
+        `<rect x="${left}" y="${y}" width="${scale(a, b.max)}" height="12" fill="#7aa6d8"/>`,
+        `<text x="${left + scale(a, b.max) + 4}" y="${y + 10}">${ms(a)} ms (${b.sizes[0]})</text>`,
+        `<rect x="${left}" y="${y + 14}" width="${scale(z, b.max)}" height="12" fill="#1f4e89"/>`,
+        `<text x="${left + scale(z, b.max) + 4}" y="${y + 24}">${ms(z)} ms (${b.sizes[1]})</text>`,
       ].join('');
     })
     .join('\n');
-  const height = 60 + bars.length * rowHeight;
+  const height = 60 + bars.length * rowHeight + (rows.length * rowHeight) / 3;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="20" font-size="13">Newest-20 listMessages, median ms — light: ${small} messages, dark: ${large} messages</text>
+<text x="10" y="20" font-size="13">Newest-20 listMessages, median (each adapter on its own scale) — light: small thread, dark: large thread</text>
 ${body}
 </svg>
 `;
