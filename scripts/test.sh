@@ -13,7 +13,7 @@ env | grep -E '^ENGRAM_' | sed 's/TOKEN=.*/TOKEN=…/' | sort >&2
 
 find . -name .vitest-report.json -not -path '*/node_modules/*' -delete
 status=0
-pnpm exec turbo run test --concurrency=1 "$@" || status=$?
+pnpm exec turbo run test --concurrency=1 --continue "$@" || status=$?
 summary=$(node scripts/test-summary.mjs) || status=1
 printf '%s\n' "$summary"
 printf '%s\n' "$summary" | tail -n 1 | grep -qE '^[0-9]+ passed, 0 failed' || status=1
