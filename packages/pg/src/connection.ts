@@ -13,8 +13,8 @@ const ATTEMPTS = 5;
 
 /** Thrown inside a transaction to roll it back and run it again from the start. */
 export class RestartTransaction extends Error {
-  constructor() {
-    super('a message moved to another thread while the transaction ran; try again');
+  constructor(message = 'a message moved to another thread while the transaction ran; try again') {
+    super(message);
   }
 }
 

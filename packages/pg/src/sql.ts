@@ -16,6 +16,8 @@ export interface Names {
   threads: string;
   messages: string;
   resources: string;
+  /** Messages per (thread, resource), kept by every message write. */
+  counts: string;
   version: string;
 }
 
@@ -30,6 +32,7 @@ export function names(schemaName: string, prefix: string): Names {
     threads: table('threads'),
     messages: table('messages'),
     resources: table('resources'),
+    counts: table('message_counts'),
     version: table('schema_version'),
   };
 }
@@ -148,8 +151,17 @@ export function pageMessages(
   return { text, values: p.values };
 }
 
+/**
+ * The number of rows `listMessages` pages over. Without a date range it is read from the kept
+ * counts (one primary-key lookup, whatever the thread's length); with one, the rows are counted.
+ */
 export function countMessages(n: Names, args: NormalizedListMessages): Statement {
   const p = new Params();
+  if (args.dateRange === undefined) {
+    let text = `SELECT COALESCE(sum(n), 0)::int AS total FROM ${n.counts} WHERE thread_id = ${p.add(args.threadId)}`;
+    if (args.resourceId !== undefined) text += ` AND resource_id = ${p.add(args.resourceId)}`;
+    return { text, values: p.values };
+  }
   return { text: `SELECT count(*)::int AS total ${messageFilter(n, args, p)}`, values: p.values };
 }
 
@@ -197,9 +209,19 @@ export function messagesById(n: Names): string {
   return `SELECT ${MESSAGE_COLUMNS} FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY ${messageOrder('ASC')}`;
 }
 
-/** Locks the threads in id order (so concurrent writers cannot deadlock) and returns them. */
+/**
+ * Locks, in id order, the threads among `$1` and the ones the messages among `$2` are in now
+ * (so concurrent writers cannot deadlock), and returns them.
+ */
 export function lockThreads(n: Names): string {
-  return `SELECT id, resource_id FROM ${n.threads} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`;
+  return `SELECT id, resource_id FROM ${n.threads}
+    WHERE id = ANY($1::text[] || ARRAY(SELECT thread_id FROM ${n.messages} WHERE id = ANY($2::text[])))
+    ORDER BY id FOR UPDATE`;
+}
+
+/** Locks the existing messages among `$1` in id order and returns their thread and resource. */
+export function lockMessages(n: Names): string {
+  return `SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`;
 }
 
 /** The threads the messages among `$1` are in now (a plain read, no lock). */
@@ -207,28 +229,38 @@ export function threadsOfMessages(n: Names): string {
   return `SELECT DISTINCT thread_id FROM ${n.messages} WHERE id = ANY($1::text[])`;
 }
 
-/** Locks the existing messages among `$1` in id order and returns their threads. */
-export function lockMessages(n: Names): string {
-  return `SELECT id, thread_id FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`;
-}
-
-/** Upserts a batch of messages passed as parallel arrays. */
-export function upsertMessages(n: Names): string {
-  return `INSERT INTO ${n.messages} (${MESSAGE_COLUMNS})
-    SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-      AS m(id, thread_id, resource_id, role, content, type, "createdAt")
-    ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
-      role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"`;
-}
-
-export function touchThreads(n: Names): string {
-  return `UPDATE ${n.threads} SET "updatedAt" = $2 WHERE id = ANY($1::text[])`;
+/**
+ * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), the changes to the kept
+ * counts (`$9`–`$11`) and the touched threads' `updatedAt` (`$12`, `$13`) in one statement. An
+ * existing row is overwritten only when its id is among `$8` (the messages this transaction
+ * locked); one inserted by another writer since is left alone and missing from `written`, and
+ * the caller starts over.
+ */
+export function saveMessages(n: Names): string {
+  return `WITH upserted AS (
+      INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
+      SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+        AS m(id, thread_id, resource_id, role, content, type, "createdAt")
+      ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
+        role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
+      WHERE o.id = ANY($8::text[])
+      RETURNING 1
+    ), counted AS (
+      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
+      SELECT * FROM unnest($9::text[], $10::text[], $11::int[])
+      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
+    ), touched AS (
+      UPDATE ${n.threads} SET "updatedAt" = $12 WHERE id = ANY($13::text[])
+    )
+    SELECT count(*)::int AS written FROM upserted`;
 }
 
 /**
  * Applies partial patches (parallel arrays; NULL keeps a field) and bumps the touched threads'
- * `updatedAt` in one statement; returns the updated messages.
+ * `updatedAt` in one statement; returns the updated messages. Only the messages among `$7` (the
+ * ones this transaction locked) are written: one inserted by another writer since is left alone,
+ * as if this update had run before it.
  */
 export function updateMessages(n: Names): string {
   return `WITH patched AS (
@@ -236,7 +268,7 @@ export function updateMessages(n: Names): string {
         type = COALESCE(p.type, m.type), "createdAt" = COALESCE(p."createdAt", m."createdAt")
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
         AS p(id, role, content, type, "createdAt")
-      WHERE m.id = p.id
+      WHERE m.id = p.id AND m.id = ANY($7::text[])
       RETURNING ${MESSAGE_COLUMNS.split(', ')
         .map((c) => `m.${c}`)
         .join(', ')}
@@ -246,9 +278,18 @@ export function updateMessages(n: Names): string {
     SELECT ${MESSAGE_COLUMNS} FROM patched ORDER BY ${messageOrder('ASC')}`;
 }
 
-/** Deletes messages and bumps their threads' `updatedAt` in one statement. */
+/**
+ * Deletes the messages among `$1` (the ones this transaction locked), lowers the kept counts and
+ * bumps their threads' `updatedAt` in one statement.
+ */
 export function deleteMessages(n: Names): string {
-  return `WITH gone AS (DELETE FROM ${n.messages} WHERE id = ANY($1::text[]) RETURNING thread_id)
+  return `WITH gone AS (
+      DELETE FROM ${n.messages} WHERE id = ANY($1::text[]) RETURNING thread_id, resource_id
+    ), counted AS (
+      UPDATE ${n.counts} c SET n = c.n - g.k
+      FROM (SELECT thread_id, resource_id, count(*)::int AS k FROM gone GROUP BY thread_id, resource_id) g
+      WHERE c.thread_id = g.thread_id AND c.resource_id = g.resource_id
+    )
     UPDATE ${n.threads} SET "updatedAt" = $2 WHERE id IN (SELECT thread_id FROM gone)`;
 }
 

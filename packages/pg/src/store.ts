@@ -19,6 +19,7 @@ import {
 } from '@engram/core';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
+import { CountChanges } from './counts.ts';
 import { toMemoryError } from './errors.ts';
 import {
   copy,
@@ -149,12 +150,15 @@ export class PostgresStore extends StoreBase {
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
     const ids = messages.map((m) => m.id);
+    const seen = new Set<string>();
     await this.transaction(async (client) => {
-      const { owners, touched } = await this.lockForWrite(
+      const { owners, touched, locked } = await this.lockForWrite(
         client,
         ids,
         messages.map((m) => m.threadId),
+        seen,
       );
+      const counts = new CountChanges();
       for (const message of messages) {
         const owner = owners.get(message.threadId);
         if (owner === undefined) throw notFound(message.threadId);
@@ -165,11 +169,27 @@ export class PostgresStore extends StoreBase {
             { adapter: this.name },
           );
         }
+        counts.add(message.threadId, message.resourceId, 1);
       }
+      for (const old of locked.values()) counts.add(old.threadId, old.resourceId, -1);
       // Rows are written in id order so concurrent batches lock them in the same order.
       const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
-      await client.query(sql.upsertMessages(this.names), messageArrays(sorted));
-      await client.query(sql.touchThreads(this.names), [[...touched], timestamp(new Date())]);
+      const result = await client.query<{ written: number }>(sql.saveMessages(this.names), [
+        ...messageArrays(sorted),
+        [...locked.keys()],
+        ...counts.arrays(),
+        timestamp(new Date()),
+        [...touched],
+      ]);
+      // A message inserted by another writer after the locks were taken: start over, so its
+      // thread is locked and counted too.
+      if (result.rows[0]?.written !== messages.length) {
+        const moved = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
+        for (const row of moved.rows) seen.add(row.thread_id);
+        throw new RestartTransaction(
+          'another writer saved one of the messages while the transaction ran; try again',
+        );
+      }
     });
     return messages.map(copy);
   }
@@ -210,8 +230,9 @@ export class PostgresStore extends StoreBase {
       byId.set(patch.id, merged);
     }
     const folded = [...byId.values()];
+    const seen = new Set<string>();
     const rows = await this.transaction(async (client) => {
-      await this.lockForWrite(client, [...byId.keys()]);
+      const { locked } = await this.lockForWrite(client, [...byId.keys()], [], seen);
       const result = await client.query<MessageRow>(sql.updateMessages(this.names), [
         folded.map((p) => p.id),
         folded.map((p) => p.role ?? null),
@@ -219,6 +240,7 @@ export class PostgresStore extends StoreBase {
         folded.map((p) => p.type ?? null),
         folded.map((p) => optionalTimestamp(p.createdAt)),
         timestamp(new Date()),
+        [...locked.keys()],
       ]);
       return result.rows;
     });
@@ -226,41 +248,55 @@ export class PostgresStore extends StoreBase {
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
+    const seen = new Set<string>();
     await this.transaction(async (client) => {
-      await this.lockForWrite(client, ids);
-      await client.query(sql.deleteMessages(this.names), [ids, timestamp(new Date())]);
+      const { locked } = await this.lockForWrite(client, ids, [], seen);
+      if (locked.size === 0) return;
+      await client.query(sql.deleteMessages(this.names), [[...locked.keys()], timestamp(new Date())]);
     });
   }
 
   /**
    * Takes the locks a message write needs, always threads first (in id order), then messages
-   * (in id order), so writers of the same rows queue up instead of deadlocking: the threads in
-   * `threadIds` and the ones the messages are in now, then the existing messages themselves.
-   * If a message moved to an unlocked thread in between, the transaction starts over. Returns
-   * the locked threads' resources and every thread the write touches.
+   * (in id order), so writers of the same rows queue up instead of deadlocking: one statement
+   * locks the threads in `threadIds` and the ones the messages are in now, a second (with a
+   * view taken after the thread locks were granted) locks the existing messages. If a message
+   * moved to an unlocked thread in between, the transaction starts over, locking that thread
+   * too (it is added to `seen`, which the caller keeps across attempts). Returns the locked
+   * threads' resources, every thread the write touches and the locked messages' thread and
+   * resource.
    */
   private async lockForWrite(
     client: pg.PoolClient,
     messageIds: string[],
-    threadIds: string[] = [],
-  ): Promise<{ owners: Map<string, string>; touched: Set<string> }> {
-    const current = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [
+    threadIds: string[],
+    seen: Set<string>,
+  ): Promise<{
+    owners: Map<string, string>;
+    touched: Set<string>;
+    locked: Map<string, { threadId: string; resourceId: string }>;
+  }> {
+    const threads = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
+      [...new Set([...threadIds, ...seen])],
       messageIds,
     ]);
-    const touched = new Set([...threadIds, ...current.rows.map((r) => r.thread_id)]);
-    const owners = await this.lockThreadIds(client, [...touched]);
-    const locked = await client.query<{ thread_id: string }>(sql.lockMessages(this.names), [messageIds]);
-    if (locked.rows.some((row) => !touched.has(row.thread_id))) throw new RestartTransaction();
-    return { owners, touched };
-  }
-
-  /** Locks threads in id order; returns the resource of each one found. */
-  private async lockThreadIds(client: pg.PoolClient, threadIds: string[]): Promise<Map<string, string>> {
-    if (threadIds.length === 0) return new Map();
-    const locked = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
-      [...new Set(threadIds)],
-    ]);
-    return new Map(locked.rows.map((row) => [row.id, row.resource_id]));
+    const owners = new Map(threads.rows.map((row) => [row.id, row.resource_id]));
+    const messages = await client.query<{ id: string; thread_id: string; resource_id: string }>(
+      sql.lockMessages(this.names),
+      [messageIds],
+    );
+    const locked = new Map(
+      messages.rows.map((row) => [row.id, { threadId: row.thread_id, resourceId: row.resource_id }]),
+    );
+    const touched = new Set(threadIds);
+    for (const message of locked.values()) {
+      if (!owners.has(message.threadId)) {
+        for (const other of locked.values()) seen.add(other.threadId);
+        throw new RestartTransaction();
+      }
+      touched.add(message.threadId);
+    }
+    return { owners, touched, locked };
   }
 
   protected async doGetResourceById(resourceId: string): Promise<Resource | null> {

@@ -108,5 +108,15 @@ describePg('writers contending for the same threads and messages', (url) => {
         WHERE t.id IS NULL OR t.resource_id <> m.resource_id`,
     );
     expect(orphans).toEqual([]);
+    // The kept counts match the rows, through every move, delete and thread deletion.
+    const drift = await db.query(
+      `SELECT coalesce(c.thread_id, m.thread_id) AS thread_id, c.n, m.n AS actual
+         FROM (SELECT thread_id, resource_id, n FROM engram_message_counts WHERE n <> 0) c
+         FULL JOIN (SELECT thread_id, resource_id, count(*)::int AS n FROM engram_messages
+                    GROUP BY thread_id, resource_id) m
+           ON m.thread_id = c.thread_id AND m.resource_id = c.resource_id
+        WHERE c.n IS DISTINCT FROM m.n`,
+    );
+    expect(drift).toEqual([]);
   });
 });

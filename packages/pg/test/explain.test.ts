@@ -1,4 +1,5 @@
 import type { Message, NormalizedListMessages } from '@engram/core';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
 import * as sql from '../src/sql.ts';
@@ -8,6 +9,7 @@ import { createDatabase, describePg, type TestDatabase } from './env.ts';
 interface PlanNode {
   'Node Type': string;
   'Index Name'?: string;
+  'Relation Name'?: string;
   'Actual Rows'?: number;
   Plans?: PlanNode[];
 }
@@ -97,6 +99,53 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       undefined,
     );
     expectIndexOnly(await explain(statement), 5);
+  });
+
+  it('the newest 20 reads its total from the kept count: no count(*), no message row read', async () => {
+    await db.query('ANALYZE');
+    const count = sql.countMessages(names, newest20);
+    expect(count.text).not.toMatch(/count\(\*\)/i);
+    const plan = await explain(count);
+    expect(plan.filter((node) => node['Relation Name'] === 'engram_messages')).toEqual([]);
+    expect(plan.some((node) => node['Relation Name'] === 'engram_message_counts')).toBe(true);
+    const withResource = await explain(sql.countMessages(names, { ...newest20, resourceId }));
+    expect(withResource.filter((node) => node['Relation Name'] === 'engram_messages')).toEqual([]);
+
+    // What the store sends for the call, recorded on every connection of its pool.
+    const sent: string[] = [];
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, {
+        query: (...args: unknown[]) => {
+          const first = args[0];
+          sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+          return query(...args);
+        },
+      });
+    });
+    const recorded = new PostgresStore({ pool });
+    try {
+      await recorded.init();
+      sent.length = 0;
+      const page = await recorded.listMessages({ threadId, perPage: 20, direction: 'DESC' });
+      expect(page.total).toBe(THREAD_SIZE);
+      expect(page.messages).toHaveLength(20);
+      expect(sent.length).toBe(2);
+      expect(sent.filter((text) => /count\(\*\)/i.test(text))).toEqual([]);
+      // A date range still counts its rows.
+      sent.length = 0;
+      const ranged = await recorded.listMessages({
+        threadId,
+        perPage: 20,
+        dateRange: { start: new Date('2024-01-01T02:00:00.000Z') },
+      });
+      expect(ranged.total).toBe(THREAD_SIZE - 7_200);
+      expect(sent.some((text) => /count\(\*\)/i.test(text))).toBe(true);
+    } finally {
+      await recorded.close();
+      await pool.end();
+    }
   });
 
   it('the store returns the newest 20 in order', async () => {

@@ -67,7 +67,7 @@ describePg('lifecycle: migrations and init', (url) => {
       `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'engram\\_%'`,
       [schema],
     );
-    expect(tables[0]!.n).toBe(4);
+    expect(tables[0]!.n).toBe(5);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
@@ -107,6 +107,82 @@ describePg('lifecycle: migrations and init', (url) => {
         { id: 'm1', content: 'hello' },
       ]);
       expect(await store.getResourceById({ resourceId: 'r1' })).toMatchObject({ workingMemory: 'remember' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('init() upgrades a schema at migration 2 by counting the messages already there', async () => {
+    const schema = randomName('counts');
+    const names = sql.names(schema, 'engram_');
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const at = new Date('2023-03-03T03:03:03.333Z');
+    try {
+      expect(await migrate(client, names, 2)).toBe(2);
+      for (const [id, resource] of [
+        ['t1', 'r1'],
+        ['t2', 'r1'],
+        ['t3', 'r2'],
+      ]) {
+        await client.query(`INSERT INTO ${names.threads} VALUES ($1, $2, $1, '{}', $3, $3)`, [
+          id,
+          resource,
+          at,
+        ]);
+      }
+      // t1: 45 messages of r1 and 3 of an earlier owner; t2: 2; t3: none.
+      await client.query(
+        `INSERT INTO ${names.messages}
+          SELECT 'm' || i, 't1', CASE WHEN i <= 3 THEN 'r0' ELSE 'r1' END, 'user', '"x"', 'text',
+                 $1::timestamptz + i * interval '1 second'
+          FROM generate_series(1, 48) AS i`,
+        [at],
+      );
+      await client.query(
+        `INSERT INTO ${names.messages} VALUES ('n1', 't2', 'r1', 'user', '"x"', 'text', $1), ('n2', 't2', 'r1', 'user', '"x"', 'text', $1)`,
+        [at],
+      );
+    } finally {
+      await client.end();
+    }
+    expect(await versionRows(schema)).toEqual([{ id: 1, version: 2 }]);
+
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await store.init();
+      expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+      const counts = await db.query(
+        `SELECT thread_id, resource_id, n FROM ${names.counts} ORDER BY thread_id, resource_id`,
+      );
+      expect(counts).toEqual([
+        { thread_id: 't1', resource_id: 'r0', n: 3 },
+        { thread_id: 't1', resource_id: 'r1', n: 45 },
+        { thread_id: 't2', resource_id: 'r1', n: 2 },
+      ]);
+      const total = async (threadId: string, resourceId?: string) =>
+        (await store.listMessages({ threadId, resourceId, perPage: 1 })).total;
+      expect(await total('t1')).toBe(48);
+      expect(await total('t1', 'r1')).toBe(45);
+      expect(await total('t1', 'r0')).toBe(3);
+      expect(await total('t2')).toBe(2);
+      expect(await total('t3')).toBe(0);
+      // Writes after the upgrade keep the backfilled counts going.
+      await store.saveMessages([
+        {
+          id: 'n1',
+          threadId: 't1',
+          resourceId: 'r1',
+          role: 'user',
+          content: 'moved',
+          type: 'text',
+          createdAt: at,
+        },
+      ]);
+      await store.deleteMessages(['m1']);
+      expect(await total('t1')).toBe(48);
+      expect(await total('t1', 'r0')).toBe(2);
+      expect(await total('t2')).toBe(1);
     } finally {
       await store.close();
     }
