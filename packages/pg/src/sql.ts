@@ -211,10 +211,12 @@ export function messagesById(n: Names): string {
 
 /**
  * Locks, in id order, the threads among `$1` and the ones the messages among `$2` are in now
- * (so concurrent writers cannot deadlock), and returns them.
+ * (so concurrent writers cannot deadlock), and returns them; `existing` tells whether any of
+ * the messages existed when the statement started.
  */
 export function lockThreads(n: Names): string {
-  return `SELECT id, resource_id FROM ${n.threads}
+  return `SELECT id, resource_id, EXISTS (SELECT 1 FROM ${n.messages} WHERE id = ANY($2::text[])) AS existing
+    FROM ${n.threads}
     WHERE id = ANY($1::text[] || ARRAY(SELECT thread_id FROM ${n.messages} WHERE id = ANY($2::text[])))
     ORDER BY id FOR UPDATE`;
 }

@@ -150,13 +150,13 @@ export class PostgresStore extends StoreBase {
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
     const ids = messages.map((m) => m.id);
-    const seen = new Set<string>();
+    const hints: RetryHints = { threads: new Set(), lockMessages: false };
     await this.transaction(async (client) => {
       const { owners, touched, locked } = await this.lockForWrite(
         client,
         ids,
         messages.map((m) => m.threadId),
-        seen,
+        hints,
       );
       const counts = new CountChanges();
       for (const message of messages) {
@@ -185,7 +185,8 @@ export class PostgresStore extends StoreBase {
       // thread is locked and counted too.
       if (result.rows[0]?.written !== messages.length) {
         const moved = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
-        for (const row of moved.rows) seen.add(row.thread_id);
+        for (const row of moved.rows) hints.threads.add(row.thread_id);
+        hints.lockMessages = true;
         throw new RestartTransaction(
           'another writer saved one of the messages while the transaction ran; try again',
         );
@@ -230,9 +231,9 @@ export class PostgresStore extends StoreBase {
       byId.set(patch.id, merged);
     }
     const folded = [...byId.values()];
-    const seen = new Set<string>();
+    const hints: RetryHints = { threads: new Set(), lockMessages: false };
     const rows = await this.transaction(async (client) => {
-      const { locked } = await this.lockForWrite(client, [...byId.keys()], [], seen);
+      const { locked } = await this.lockForWrite(client, [...byId.keys()], [], hints);
       const result = await client.query<MessageRow>(sql.updateMessages(this.names), [
         folded.map((p) => p.id),
         folded.map((p) => p.role ?? null),
@@ -248,9 +249,9 @@ export class PostgresStore extends StoreBase {
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
-    const seen = new Set<string>();
+    const hints: RetryHints = { threads: new Set(), lockMessages: false };
     await this.transaction(async (client) => {
-      const { locked } = await this.lockForWrite(client, ids, [], seen);
+      const { locked } = await this.lockForWrite(client, ids, [], hints);
       if (locked.size === 0) return;
       await client.query(sql.deleteMessages(this.names), [[...locked.keys()], timestamp(new Date())]);
     });
@@ -262,36 +263,40 @@ export class PostgresStore extends StoreBase {
    * locks the threads in `threadIds` and the ones the messages are in now, a second (with a
    * view taken after the thread locks were granted) locks the existing messages. If a message
    * moved to an unlocked thread in between, the transaction starts over, locking that thread
-   * too (it is added to `seen`, which the caller keeps across attempts). Returns the locked
-   * threads' resources, every thread the write touches and the locked messages' thread and
-   * resource.
+   * too (`hints` outlive an attempt). When none of the messages existed as the threads were
+   * locked (a save of new messages), the second statement is skipped: the write then finds any
+   * message inserted since and starts over. Returns the locked threads' resources, every thread
+   * the write touches and the locked messages' thread and resource.
    */
   private async lockForWrite(
     client: pg.PoolClient,
     messageIds: string[],
     threadIds: string[],
-    seen: Set<string>,
+    hints: RetryHints,
   ): Promise<{
     owners: Map<string, string>;
     touched: Set<string>;
     locked: Map<string, { threadId: string; resourceId: string }>;
   }> {
-    const threads = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
-      [...new Set([...threadIds, ...seen])],
-      messageIds,
-    ]);
+    const threads = await client.query<{ id: string; resource_id: string; existing: boolean }>(
+      sql.lockThreads(this.names),
+      [[...new Set([...threadIds, ...hints.threads])], messageIds],
+    );
     const owners = new Map(threads.rows.map((row) => [row.id, row.resource_id]));
-    const messages = await client.query<{ id: string; thread_id: string; resource_id: string }>(
-      sql.lockMessages(this.names),
-      [messageIds],
-    );
-    const locked = new Map(
-      messages.rows.map((row) => [row.id, { threadId: row.thread_id, resourceId: row.resource_id }]),
-    );
+    const locked = new Map<string, { threadId: string; resourceId: string }>();
+    if (hints.lockMessages || threads.rows.some((row) => row.existing)) {
+      const messages = await client.query<{ id: string; thread_id: string; resource_id: string }>(
+        sql.lockMessages(this.names),
+        [messageIds],
+      );
+      for (const row of messages.rows) {
+        locked.set(row.id, { threadId: row.thread_id, resourceId: row.resource_id });
+      }
+    }
     const touched = new Set(threadIds);
     for (const message of locked.values()) {
       if (!owners.has(message.threadId)) {
-        for (const other of locked.values()) seen.add(other.threadId);
+        for (const other of locked.values()) hints.threads.add(other.threadId);
         throw new RestartTransaction();
       }
       touched.add(message.threadId);
@@ -339,6 +344,14 @@ export class PostgresStore extends StoreBase {
       return next;
     });
   }
+}
+
+/** What a message write learnt in an attempt that started over, for the next attempt. */
+interface RetryHints {
+  /** Threads to lock as well: the ones messages were found in. */
+  threads: Set<string>;
+  /** Lock the messages even when none existed as the threads were locked. */
+  lockMessages: boolean;
 }
 
 function notFound(threadId: string): MemoryError {

@@ -5,6 +5,7 @@ import {
   type Message,
   type Thread,
 } from '@engram/core';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
 import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
@@ -139,5 +140,35 @@ describePg('kept message counts', (url) => {
       [b.id],
     );
     expect(rows[0]!.n).toBe(1);
+  });
+
+  it('saveMessages sends 4 statements for new messages and 5 when some exist already', async () => {
+    const sent: string[] = [];
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, {
+        query: (...args: unknown[]) => {
+          sent.push(String(args[0]).trim().split(/\s+/)[0]!);
+          return query(...args);
+        },
+      });
+    });
+    const recorded = new PostgresStore({ pool });
+    const t = thread(`${run}-rt`, `${run}-r1`);
+    try {
+      await recorded.init();
+      await recorded.saveThread(t);
+      sent.length = 0;
+      await recorded.saveMessages(ids(100, 120).map((id, i) => message(id, t, i)));
+      expect(sent).toEqual(['BEGIN', 'SELECT', 'WITH', 'COMMIT']);
+      sent.length = 0;
+      await recorded.saveMessages(ids(110, 130).map((id, i) => message(id, t, i + 50)));
+      expect(sent).toEqual(['BEGIN', 'SELECT', 'SELECT', 'WITH', 'COMMIT']);
+      expect((await recorded.listMessages({ threadId: t.id, perPage: 10 })).total).toBe(30);
+    } finally {
+      await recorded.close();
+      await pool.end();
+    }
   });
 });
