@@ -30,20 +30,6 @@ export const ADAPTERS: readonly AdapterService[] = [
   { name: 'mongodb', envVar: 'ENGRAM_MONGODB_URL', script: 'scripts/mongodb.sh' },
 ];
 
-/** True when `ENGRAM_REQUIRE` lists the service (a missing service then fails instead of skipping). */
-export function required(name: string): boolean {
-  return (process.env.ENGRAM_REQUIRE ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .includes(name);
-}
-
-/** Why the adapter's tests cannot run here, or `undefined` when its service is configured. */
-export function missing(adapter: AdapterService): string | undefined {
-  if (!adapter.envVar || process.env[adapter.envVar]) return undefined;
-  return `${adapter.envVar} is not set; start the service with \`eval "$(bash ${adapter.script})"\``;
-}
-
 /** A random lowercase suffix for names of this run. */
 export function runId(): string {
   return randomBytes(5).toString('hex');

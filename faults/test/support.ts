@@ -1,25 +1,21 @@
-import { describe, it } from 'vitest';
-import { ADAPTERS, type AdapterService, missing, required } from '../src/services.ts';
+import { describeService, service } from '@engram/conformance';
+import { describe } from 'vitest';
+import { ADAPTERS, type AdapterService } from '../src/services.ts';
 
 /**
  * One describe block per adapter: run when its service is configured, skipped with the reason in
  * its name when not (unless `ENGRAM_REQUIRE` lists it: then a missing service is a failure).
+ * Embedded databases (libSQL) always run.
  */
 export function forEachAdapter(scenario: string, body: (adapter: AdapterService) => void): void {
   for (const adapter of ADAPTERS) {
-    const reason = missing(adapter);
     const name = `${scenario} · ${adapter.name}`;
-    if (!reason) {
+    if (!adapter.envVar) {
       describe(name, () => body(adapter));
-    } else if (required(adapter.name)) {
-      describe(name, () => {
-        it(`has its service (ENGRAM_REQUIRE lists ${adapter.name})`, () => {
-          throw new Error(`ENGRAM_REQUIRE lists ${adapter.name} but ${reason}`);
-        });
-      });
-    } else {
-      describe.skip(`${name} (skipped: ${reason})`, () => body(adapter));
+      continue;
     }
+    const hint = `start the service with \`eval "$(bash ${adapter.script})"\``;
+    describeService(service(adapter.name, adapter.envVar, hint), name, () => body(adapter));
   }
 }
 
