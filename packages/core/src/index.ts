@@ -109,6 +109,8 @@ export {
   defineKey,
   inDateRange,
   jsonEqual,
+  type MessageCountChange,
+  MessageCountChanges,
   matchesMetadata,
   mergeMessageLists,
   pageInfo,

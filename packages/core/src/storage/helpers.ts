@@ -127,3 +127,35 @@ export async function retryOptimistic<T>(
     adapter: options.adapter,
   });
 }
+
+/** One net change to a kept per-(thread, resource) message count. */
+export interface MessageCountChange {
+  threadId: string;
+  resourceId: string;
+  delta: number;
+}
+
+/**
+ * Net changes to kept message counts made by one write, for adapters that keep a count per
+ * (thread, resource) so `listMessages` never counts a whole thread: +1 for each message saved
+ * into a (thread, resource), −1 for each one it replaces or deletes.
+ */
+export class MessageCountChanges {
+  private readonly deltas = new Map<string, MessageCountChange>();
+
+  /** Adds `delta` to the count of (`threadId`, `resourceId`). */
+  add(threadId: string, resourceId: string, delta: number): void {
+    const key = JSON.stringify([threadId, resourceId]);
+    const entry = this.deltas.get(key) ?? { threadId, resourceId, delta: 0 };
+    entry.delta += delta;
+    this.deltas.set(key, entry);
+  }
+
+  /** The non-zero changes, in a fixed order (so concurrent writers lock count rows alike). */
+  changes(): MessageCountChange[] {
+    return [...this.deltas.entries()]
+      .filter(([, entry]) => entry.delta !== 0)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, entry]) => ({ ...entry }));
+  }
+}
