@@ -1,5 +1,6 @@
 export { readMemoryIds } from './agent/context.ts';
 export {
+  dropOrphanToolResults,
   type HistoryHost,
   messagesToSave,
   recallHistory,
