@@ -67,6 +67,8 @@ export type {
 } from './agent/types.ts';
 export {
   applyVNextEdit,
+  isDuplicateEntry,
+  normalizeEntry,
   normalizeText,
   parseVNextInput,
   VNEXT_UPDATE_REASONS,

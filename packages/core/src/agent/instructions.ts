@@ -81,7 +81,7 @@ function markdownRules(toolName: string): string[] {
 function vnextRules(toolName: string): string[] {
   return [
     `- When the user shares something worth keeping, call \`${toolName}\` with only the new text in \`newMemory\`, never the whole document.`,
-    '- `updateReason: "append-new-memory"` adds the text at the end. Text that is already stored is skipped, so do not resend it.',
+    '- `updateReason: "append-new-memory"` adds the text at the end. A line that is already stored as it is (ignoring case, spacing and list markers) is skipped, so do not resend it.',
     '- `updateReason: "clarify-existing-memory"` or `"replace-irrelevant-memory"` replaces the exact text given in `searchString` with `newMemory`; copy `searchString` verbatim from the current memory.',
     '- Never send the template itself as new memory.',
   ];
