@@ -490,16 +490,69 @@ describe.each(schemas)('schema mode with %s', (_name, schema) => {
     const memory = memoryWith({ enabled: true, schema });
     const resourceId = uid('user');
     await memory.updateWorkingMemory({ resourceId, workingMemory: '{"name":"Sam"}' });
-    const invalidJson = await caught(() =>
-      memory.updateWorkingMemory({ resourceId, workingMemory: 'Name: Sam' }),
-    );
-    expect(isMemoryError(invalidJson, 'INVALID_ARGUMENT')).toBe(true);
+    // Not JSON, or JSON that is not an object: VALIDATION about the document, never "patch".
+    for (const text of ['Name: Sam', 'hello', '', '[1]', '42', 'null', '"{}"']) {
+      const error = await caught(() => memory.updateWorkingMemory({ resourceId, workingMemory: text }));
+      expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+      expect((error as Error).message).toMatch(/document/);
+      expect((error as Error).message).not.toMatch(/patch/);
+    }
     const failing = await caught(() =>
       memory.updateWorkingMemory({ resourceId, workingMemory: '{"age":-3}' }),
     );
     expect(isMemoryError(failing, 'VALIDATION')).toBe(true);
     expect(await memory.getWorkingMemory({ resourceId })).toBe('{"name":"Sam"}');
+    const notString = await caught(() =>
+      memory.updateWorkingMemory({ resourceId, workingMemory: { name: 'x' } as unknown as string }),
+    );
+    expect(isMemoryError(notString, 'INVALID_ARGUMENT')).toBe(true);
   });
+
+  it.each(['thread', 'resource'] as const)(
+    '%s scope: createThread/updateThread refuse thread memory the schema rejects (VALIDATION, nothing written)',
+    async (scope) => {
+      const memory = memoryWith({ enabled: true, scope, schema });
+      const resourceId = uid('user');
+      for (const bad of ['{"age":"old"}', 'hello', '[1]', '{"age":-1}']) {
+        const threadId = uid('t');
+        const error = await caught(() =>
+          memory.createThread({ resourceId, threadId, metadata: { workingMemory: bad } }),
+        );
+        expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+        expect(await memory.storage.getThreadById({ threadId })).toBeNull();
+      }
+      const notString = await caught(() =>
+        memory.createThread({ resourceId, metadata: { workingMemory: { age: 3 } } }),
+      );
+      expect(isMemoryError(notString, 'INVALID_ARGUMENT')).toBe(true);
+
+      const thread = await memory.createThread({
+        resourceId,
+        metadata: { workingMemory: '{"name":"Sam","age":30}', other: 1 },
+      });
+      const before = await snapshot(memory.storage, resourceId, thread.id);
+      for (const bad of ['{"age":"old"}', 'hello', '{"prefs":{"tone":"rude"}}']) {
+        const error = await caught(() =>
+          memory.updateThread({ id: thread.id, title: 'changed', metadata: { workingMemory: bad } }),
+        );
+        expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+        expect(await snapshot(memory.storage, resourceId, thread.id)).toBe(before);
+      }
+      // Valid values and null (no memory) are accepted; other metadata is untouched by the check.
+      await memory.updateThread({ id: thread.id, metadata: { workingMemory: '{"age":31}' } });
+      await memory.updateThread({ id: thread.id, metadata: { other: 2 } });
+      if (scope === 'thread') {
+        expect(await memory.mergeWorkingMemory({ threadId: thread.id, workingMemory: {} })).toStrictEqual({
+          age: 31,
+        });
+      }
+      await memory.updateThread({ id: thread.id, metadata: { workingMemory: null } });
+      expect((await memory.getThreadById({ threadId: thread.id }))?.metadata).toStrictEqual({
+        workingMemory: null,
+        other: 2,
+      });
+    },
+  );
 });
 
 describe('mergeWorkingMemory rules', () => {
