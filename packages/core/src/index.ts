@@ -8,6 +8,7 @@ export {
   stripWorkingMemoryToolParts,
 } from './agent/history.ts';
 export {
+  escapeData,
   type InstructionOptions,
   renderData,
   renderTemplate,
