@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts';
+import { assertKnownKeys } from './known-keys.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
@@ -45,6 +46,9 @@ export interface MemoryConfig {
   options?: MemoryOptions;
 }
 
+/** Every key of `MemoryConfig`; the `satisfies` makes a key added to it a type error here. */
+const CONFIG_KEYS = Object.keys({ storage: true, options: true } satisfies Record<keyof MemoryConfig, true>);
+
 let lastStamp = 0;
 
 /** Strictly increasing timestamps within this process (ms). */
@@ -69,8 +73,9 @@ export class Memory {
   private readonly patchState: PatchState = { asyncSchema: false };
 
   /**
-   * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, or a
-   * schema that is neither a Standard Schema nor a JSON Schema object) and `UNSUPPORTED` for
+   * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
+   * schema that is neither a Standard Schema nor a JSON Schema object, or an unknown key such
+   * as `workingMemory.scopee`, named with the closest valid one) and `UNSUPPORTED` for
    * `semanticRecall`, which is not available yet.
    */
   constructor(config: MemoryConfig) {
@@ -80,6 +85,7 @@ export class Memory {
         `new Memory expects { storage, options? }, got ${describe(config)}`,
       );
     }
+    assertKnownKeys(config, CONFIG_KEYS, '');
     const storage = config.storage;
     if (typeof storage !== 'object' || storage === null || typeof storage.getThreadById !== 'function') {
       throw new MemoryError('INVALID_ARGUMENT', 'new Memory needs a storage implementing MemoryStorage');

@@ -118,6 +118,69 @@ describe('Memory construction', () => {
     expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
   });
 
+  const unknownKeys: [string, () => unknown, RegExp][] = [
+    [
+      'workingMemory.scopee',
+      () => new Memory({ storage, options: { workingMemory: { scopee: 'thread' } as never } }),
+      /unknown option options\.workingMemory\.scopee; did you mean options\.workingMemory\.scope\?/,
+    ],
+    [
+      'workingMemory.Template',
+      () => new Memory({ storage, options: { workingMemory: { Template: '# T' } as never } }),
+      /options\.workingMemory\.Template; did you mean options\.workingMemory\.template\?/,
+    ],
+    [
+      'options.lastMessage',
+      () => new Memory({ storage, options: { lastMessage: 5 } as never }),
+      /unknown option options\.lastMessage; did you mean options\.lastMessages\?/,
+    ],
+    [
+      'options.readonly',
+      () => new Memory({ storage, options: { readonly: true } as never }),
+      /options\.readonly; did you mean options\.readOnly\?/,
+    ],
+    [
+      'a constructor key (optons)',
+      () => new Memory({ storage, optons: { lastMessages: 5 } } as never),
+      /unknown option optons; did you mean options\?/,
+    ],
+    [
+      'a key unlike any option',
+      () => new Memory({ storage, options: { embedderModel: 'x' } as never }),
+      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall\)/,
+    ],
+    [
+      'an unknown key whose value is undefined',
+      () => new Memory({ storage, options: { workingMemory: { scopee: undefined } as never } }),
+      /options\.workingMemory\.scopee/,
+    ],
+  ];
+  it.each(unknownKeys)('refuses the unknown key %s, naming it and the closest valid one', async (_name, make, message) => {
+    const error = await caught(make);
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it('accepts every documented key', () => {
+    const memory = new Memory({
+      storage,
+      options: {
+        lastMessages: 3,
+        readOnly: false,
+        semanticRecall: false,
+        workingMemory: {
+          enabled: true,
+          scope: 'thread',
+          template: '# T',
+          version: 'stable',
+          useStateSignals: false,
+        },
+      },
+    });
+    expect(memory.options.workingMemory.scope).toBe('thread');
+    expect(new Memory({ storage, options: { workingMemory: { schema: jsonSchema } } }).options.workingMemory.format).toBe('json');
+  });
+
   it('template and schema together names both in the message', async () => {
     const error = await caught(
       () => new Memory({ storage, options: { workingMemory: { template: '#', schema: jsonSchema } } }),
