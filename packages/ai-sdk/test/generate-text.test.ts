@@ -1,5 +1,5 @@
 import { InMemoryStore, Memory, type MemoryOptions } from '@engram/core';
-import { generateText, type ModelMessage, stepCountIs, streamText, tool } from 'ai';
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, type Tool, tool } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -280,19 +280,15 @@ describe('generateText with engram memory (mock model)', () => {
 
   it('lastMessages: 2 after a tool turn: the prompt never starts with an orphan tool result', async () => {
     const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
-    const getWeather = tool({
+    const getWeather = tool<unknown, unknown>({
       description: 'weather',
-      inputSchema: z.object({ city: z.string() }),
+      inputSchema: jsonSchema<unknown>({ type: 'object', properties: { city: { type: 'string' } } }),
       execute: async () => 'sun',
     });
     const model1 = scripted(toolCall('getWeather', { city: 'Berlin' }, 'call-w1'), text('It is sunny.'));
     const step1 = await memoryStep({ memory, threadId, resourceId, input: 'Weather in Berlin?' });
-    const result1 = await generateText({
-      model: model1,
-      ...step1.call,
-      tools: { ...step1.call.tools, getWeather },
-      stopWhen: stepCountIs(3),
-    });
+    const tools: Record<string, Tool<unknown, unknown>> = { ...step1.call.tools, getWeather };
+    const result1 = await generateText({ model: model1, ...step1.call, tools, stopWhen: stepCountIs(3) });
     const saved = await step1.save(result1);
     expect(saved.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
 

@@ -15,7 +15,12 @@ import {
   type WorkingMemoryTarget,
 } from './working-memory/location.ts';
 import { parsePatch } from './working-memory/merge.ts';
-import { type PatchState, parseDocument, patchWorkingMemory, throwIfInvalid } from './working-memory/patch.ts';
+import {
+  type PatchState,
+  parseDocument,
+  patchWorkingMemory,
+  throwIfInvalid,
+} from './working-memory/patch.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
 import { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
 

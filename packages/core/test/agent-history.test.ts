@@ -189,7 +189,12 @@ describe('message history', () => {
           role: 'assistant',
           content: [
             { type: 'tool-call', toolCallId: 'a', toolName: 'x', input: {} },
-            { type: 'tool-result', toolCallId: 'a', toolName: 'x', output: { type: 'text', value: 'same message' } },
+            {
+              type: 'tool-result',
+              toolCallId: 'a',
+              toolName: 'x',
+              output: { type: 'text', value: 'same message' },
+            },
             { type: 'tool-call', toolCallId: 'b', toolName: 'x', input: {} },
             { type: 'tool-approval-request', approvalId: 'ap-b', toolCallId: 'b' },
           ],
@@ -205,7 +210,10 @@ describe('message history', () => {
             ],
           },
         },
-        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'pending', toolName: 'x', input: {} }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'pending', toolName: 'x', input: {} }],
+        },
       ];
       const frozen = structuredClone(messages);
       const out = dropOrphanToolResults(messages);

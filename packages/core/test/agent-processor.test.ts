@@ -423,7 +423,10 @@ describe('processInput is idempotent', () => {
     const instructions: AgentMessage = { role: 'system', content: 'You are helpful.' };
     const signal: AgentMessage = { role: 'user', content: 'state', source: MEMORY_SOURCE, type: 'state' };
     const messages = [instructions, signal, user];
-    const once = (await processor.processInput({ messages, requestContext: { resourceId } })) as AgentMessage[];
+    const once = (await processor.processInput({
+      messages,
+      requestContext: { resourceId },
+    })) as AgentMessage[];
     await storage.updateResource({ resourceId, workingMemory: '- Name: Kim' });
     const twice = (await processor.processInput({
       messages: once,

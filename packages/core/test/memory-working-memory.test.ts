@@ -155,11 +155,14 @@ describe('Memory construction', () => {
       /options\.workingMemory\.scopee/,
     ],
   ];
-  it.each(unknownKeys)('refuses the unknown key %s, naming it and the closest valid one', async (_name, make, message) => {
-    const error = await caught(make);
-    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
-    expect((error as Error).message).toMatch(message);
-  });
+  it.each(unknownKeys)(
+    'refuses the unknown key %s, naming it and the closest valid one',
+    async (_name, make, message) => {
+      const error = await caught(make);
+      expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+      expect((error as Error).message).toMatch(message);
+    },
+  );
 
   it('accepts every documented key', () => {
     const memory = new Memory({
@@ -178,7 +181,10 @@ describe('Memory construction', () => {
       },
     });
     expect(memory.options.workingMemory.scope).toBe('thread');
-    expect(new Memory({ storage, options: { workingMemory: { schema: jsonSchema } } }).options.workingMemory.format).toBe('json');
+    expect(
+      new Memory({ storage, options: { workingMemory: { schema: jsonSchema } } }).options.workingMemory
+        .format,
+    ).toBe('json');
   });
 
   it('template and schema together names both in the message', async () => {
