@@ -410,6 +410,13 @@ describe('stored data cannot break out of its block', () => {
     expect(text.match(TAG)).toEqual(['<state', '</state']);
   });
 
+  it('escaping stays linear on hostile whitespace (1 MB of "<" and spaces)', () => {
+    const hostile = `<${' '.repeat(200_000)}x`.repeat(5);
+    const started = performance.now();
+    expect(escapeData(hostile)).toBe(hostile);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
   it('leaves ordinary angle brackets alone', () => {
     expect(escapeData('a < b, <3, <statement>, <b>bold</b>')).toBe('a < b, <3, <statement>, <b>bold</b>');
   });
