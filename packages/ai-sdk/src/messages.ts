@@ -13,7 +13,13 @@ import type { ModelMessage } from 'ai';
 /** `Message.type` of messages holding AI SDK parts (`content: { format: 2, parts }`). */
 export const PARTS_MESSAGE_TYPE = 'v2';
 
+/** Node's `Buffer` when present (fast base64); edge runtimes fall back to `btoa`. */
+const NodeBuffer = (
+  globalThis as { Buffer?: { from(bytes: Uint8Array): { toString(enc: 'base64'): string } } }
+).Buffer;
+
 function base64(bytes: Uint8Array): string {
+  if (NodeBuffer) return NodeBuffer.from(bytes).toString('base64');
   let binary = '';
   for (let at = 0; at < bytes.length; at += 0x8000) {
     binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
