@@ -106,9 +106,10 @@ export class Memory {
   /**
    * Creates a thread. `threadId` defaults to a UUID, `title` to `''`; `metadata.workingMemory`
    * is the thread's initial thread-scoped working memory (in schema mode a string holding a JSON
-   * object that passes the schema, or `null`; `VALIDATION` otherwise, nothing written). An id that already exists is refused
-   * with `CONFLICT` (change an existing thread with `updateThread`), so re-creating a thread can
-   * never wipe its messages' context or its working memory.
+   * object that passes the schema, or `null`; `VALIDATION` otherwise, nothing written). An id
+   * that already exists is refused with `CONFLICT` (change an existing thread with
+   * `updateThread`), so re-creating a thread can never wipe its messages' context or its
+   * working memory.
    */
   async createThread(
     args: { resourceId: string; threadId?: string; title?: string; metadata?: JsonObject } & WriteControl,

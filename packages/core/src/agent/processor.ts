@@ -144,8 +144,8 @@ export class WorkingMemory {
    * (`addSystem(message, 'memory')`) and the list is returned; otherwise a new array is returned
    * with the message after any leading system messages. Idempotent on arrays: a working-memory
    * message already there (a system message tagged `source: 'memory'`) is replaced in place, so
-   * running the processor twice still leaves one, holding the current memory. Without a thread or resource id in the
-   * request context, the messages are returned unchanged.
+   * running the processor twice still leaves one, holding the current memory. Without a thread
+   * or resource id in the request context, the messages are returned unchanged.
    */
   async processInput(args: ProcessInputArgs): Promise<AgentMessage[] | MessageListLike> {
     const ids = readMemoryIds(args.requestContext);
