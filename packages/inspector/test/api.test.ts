@@ -18,6 +18,7 @@ function call(
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read answers of many shapes loosely
   json: () => any;
 }> {
   const headers: Record<string, string> = { host: `127.0.0.1:${server.port}`, ...options.headers };
