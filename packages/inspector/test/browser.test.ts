@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
 import { WorkingMemory } from '@engram/core';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -225,3 +226,110 @@ for (const adapter of ADAPTERS) {
     });
   });
 }
+
+describe('Markdown working memory, and the README screenshot (libsql)', () => {
+  let opened: OpenedStore;
+  let server: InspectorServer;
+  let page: Page;
+  const alice = `alice-${process.pid}`;
+  const mallory = `mallory-${process.pid}`;
+  let trip: string;
+  let hostile: string;
+
+  beforeAll(async () => {
+    opened = await openStore(`file:${tmp.dir}/markdown.db`);
+    const memory = opened.memory;
+    const lisbon = await memory.createThread({
+      resourceId: alice,
+      title: 'Trip to Lisbon',
+      metadata: { topic: 'travel' },
+    });
+    trip = lisbon.id;
+    await memory.createThread({
+      resourceId: alice,
+      title: 'Kitchen renovation',
+      metadata: { topic: 'home' },
+    });
+    await memory.createThread({
+      resourceId: alice,
+      title: 'Birthday gift for Sam',
+      metadata: { topic: 'family' },
+    });
+    const start = Date.UTC(2026, 10, 30, 9, 0, 0);
+    const turns: [string, string][] = [
+      ['user', 'I want to visit Lisbon in May, ideally for a long weekend.'],
+      ['assistant', 'Lovely! Do you prefer the old town (Alfama) or somewhere near the beach?'],
+      ['user', 'Alfama please. And I am vegetarian, so restaurant tips should fit that.'],
+      ['assistant', 'Noted: Alfama, vegetarian. I will look for guesthouses and a few restaurants.'],
+      ['user', 'Flights from Berlin, no checked bag.'],
+    ];
+    await memory.saveMessages({
+      messages: turns.map(([role, content], i) => ({
+        threadId: trip,
+        resourceId: alice,
+        role: role as 'user' | 'assistant',
+        content,
+        createdAt: new Date(start + i * 60_000),
+      })),
+    });
+    await memory.updateWorkingMemory({
+      resourceId: alice,
+      workingMemory: [
+        '# User Information',
+        '- **First Name**: Alice',
+        '- **Location**: Berlin',
+        '- **Diet**: vegetarian',
+        '## Plans',
+        '- [ ] Book flights Berlin → Lisbon (May, carry-on only)',
+        '- [ ] Guesthouse in Alfama',
+        '- [x] Renew passport',
+      ].join('\n'),
+    });
+    const bad = await memory.createThread({ resourceId: mallory, title: 'probe' });
+    hostile = bad.id;
+    await memory.saveMessages({
+      messages: [{ threadId: hostile, resourceId: mallory, role: 'user', content: XSS_IMG }],
+    });
+    await memory.updateWorkingMemory({
+      resourceId: mallory,
+      workingMemory: `# Name ${XSS_SCRIPT}\n- **Bold ${XSS_IMG}**\n- [ ] \`${XSS_SCRIPT}\`\n> ${XSS_IMG}\n${XSS_SCRIPT}\n`,
+    });
+    server = await startServer(new Inspector({ memory, label: 'file:./memory.db (libsql)' }));
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await page?.close();
+    await server?.close();
+    await opened?.close();
+  });
+
+  it('renders Markdown structure, and hostile Markdown as text', async () => {
+    await openThread(page, server, mallory, hostile);
+    const doc = page.locator('#panel-wm [data-scope="resource"]');
+    expect(await doc.locator('.md-heading').textContent()).toBe(`Name ${XSS_SCRIPT}`);
+    expect(await doc.locator('strong').textContent()).toBe(`Bold ${XSS_IMG}`);
+    expect(await doc.locator('li code').textContent()).toBe(XSS_SCRIPT);
+    expect(await doc.locator('blockquote').textContent()).toBe(XSS_IMG);
+    expect(await doc.locator('p').last().textContent()).toBe(XSS_SCRIPT);
+    expect(await page.locator('#panel-prompt pre').textContent()).toContain(`# Name ${XSS_SCRIPT}`);
+    expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+    expect(await page.locator('img').count()).toBe(0);
+  });
+
+  it('takes the screenshot of a thread (docs/inspector.png with ENGRAM_INSPECTOR_SCREENSHOT=1)', async () => {
+    await openThread(page, server, alice, trip);
+    await page.locator('#threads li').nth(2).waitFor();
+    await expect
+      .poll(() => page.locator('#resource-progress').textContent())
+      .toMatch(/^\d+ resources in \d+ threads$/);
+    expect(await page.locator('#panel-wm .md-heading').first().textContent()).toBe('User Information');
+    expect(await page.locator('#panel-wm li').count()).toBe(6);
+    const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
+      ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
+      : `${tmp.dir}/inspector.png`;
+    await page.setViewportSize({ width: 1440, height: 1150 });
+    const png = await page.screenshot({ path });
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+  });
+});
