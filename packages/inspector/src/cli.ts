@@ -67,7 +67,7 @@ function parse(argv: readonly string[]): Parsed {
     else if (arg === '--port') out.port = integer(arg, 0);
     else if (arg === '--allow-edits') out.allowEdits = true;
     else if (arg === '--json') out.json = true;
-    else if (arg === '--last') out.last = integer(arg, 0);
+    else if (arg === '--last') out.last = integer(arg, 1);
     else if (arg === '--thread') out.thread = value(arg);
     else if (arg === '--scope') {
       const scope = value(arg);

@@ -117,7 +117,7 @@ export async function startServer(
       return sendJson(res, 200, result);
     }
     if (method === 'GET' && first === 'threads' && id !== undefined && parts.length === 2) {
-      const last = q.has('last') ? Math.min(count(q.get('last'), 0), 1000) : undefined;
+      const last = q.has('last') ? Math.min(Math.max(count(q.get('last'), 1), 1), 1000) : undefined;
       const view = await inspector.thread(id, last);
       const etag = `"${view.version}"`;
       if (req.headers['if-none-match'] === etag) {

@@ -221,6 +221,20 @@ describe('HTTP API', () => {
       expect(changed.json().messages.map((m: { content: unknown }) => m.content)).toEqual(['milk']);
     });
 
+    it('reaches ids holding path and query characters', async () => {
+      const id = `a/b?c#d%e&f=g ../${Date.now()}`;
+      await memory.createThread({ resourceId: seeded.resourceId, threadId: id, title: 'odd id' });
+      const res = await call(readOnly, `/api/threads/${encodeURIComponent(id)}`);
+      expect(res.status).toBe(200);
+      expect(res.json().thread.id).toBe(id);
+      const found = await call(
+        readOnly,
+        `/api/threads?resourceId=${seeded.resourceId}&q=${encodeURIComponent(id)}`,
+      );
+      expect(found.json().threads.map((t: { id: string }) => t.id)).toEqual([id]);
+      await memory.deleteThread(id);
+    });
+
     it('answers NOT_FOUND for an absent thread and 400 for a malformed path', async () => {
       const missing = await call(readOnly, '/api/threads/nope');
       expect(missing.status).toBe(404);
