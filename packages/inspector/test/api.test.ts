@@ -402,6 +402,28 @@ describe('HTTP API', () => {
     });
   });
 
+  describe('an unreachable store', () => {
+    it('answers 503 CONNECTION with a clear message, and the page still loads to say so', async () => {
+      const { PostgresStore } = await import('@engram/pg');
+      const { Memory } = await import('@engram/core');
+      const storage = new PostgresStore({
+        connectionString: 'postgres://nobody@127.0.0.1:9/none',
+        connectTimeoutMs: 1_000,
+      });
+      const down = await startServer(new Inspector({ memory: new Memory({ storage }) }));
+      try {
+        expect((await call(down, '/')).status).toBe(200);
+        const res = await call(down, '/api/resources?page=0');
+        expect(res.status).toBe(503);
+        expect(res.json().code).toBe('CONNECTION');
+        expect(res.json().message).toMatch(/^pg: /);
+      } finally {
+        await down.close();
+        await storage.close();
+      }
+    });
+  });
+
   describe('resource scan', () => {
     it('walks every thread in steps and finds every resource', async () => {
       const prefix = `scan-${Date.now()}`;

@@ -317,6 +317,25 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     expect(await page.locator('img').count()).toBe(0);
   });
 
+  it('says clearly when the store cannot be reached', async () => {
+    const { PostgresStore } = await import('@engram/pg');
+    const { Memory } = await import('@engram/core');
+    const storage = new PostgresStore({
+      connectionString: 'postgres://nobody@127.0.0.1:9/none',
+      connectTimeoutMs: 1_000,
+    });
+    const down = await startServer(new Inspector({ memory: new Memory({ storage }) }));
+    try {
+      await page.goto(down.url);
+      await page.locator('#error').waitFor({ state: 'visible' });
+      expect(await page.locator('#error').textContent()).toMatch(/^The store cannot be reached: pg: /);
+      expect(await page.locator('#resource-progress').textContent()).toBe('listing failed');
+    } finally {
+      await down.close();
+      await storage.close();
+    }
+  });
+
   it('takes the screenshot of a thread (docs/inspector.png with ENGRAM_INSPECTOR_SCREENSHOT=1)', async () => {
     await openThread(page, server, alice, trip);
     await page.locator('#threads li').nth(2).waitFor();
