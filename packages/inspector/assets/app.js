@@ -340,14 +340,18 @@ async function deleteMessage(m) {
   refreshThread(true);
 }
 
-function renderDocument(doc, target) {
+/**
+ * One working-memory document. `owner.rerender()` redraws the panel holding it (to open or close
+ * its editor); `owner.reload()` reads it again from the server after a save.
+ */
+function renderDocument(doc, target, owner) {
   const box = el('section', `wm-doc${doc.active ? ' active' : ''}`);
   box.dataset.scope = doc.scope;
   const title = el('h4', '', `${doc.scope} scope`);
   if (doc.active) title.append(el('span', 'badge small', 'used by the agent'));
   box.append(title);
   if (state.editing.has(doc.scope)) {
-    box.append(editor(doc, target));
+    box.append(editor(doc, target, owner));
     return box;
   }
   if (doc.value === null) box.append(el('p', 'muted', '(empty: nothing stored)'));
@@ -369,14 +373,14 @@ function renderDocument(doc, target) {
     box.append(
       button('edit', () => {
         state.editing.add(doc.scope);
-        renderWorkingMemory(state.view);
+        owner.rerender();
       }),
     );
   }
   return box;
 }
 
-function editor(doc, target) {
+function editor(doc, target, owner) {
   const form = el('div', 'editor');
   const area = el('textarea', '');
   area.value =
@@ -395,7 +399,7 @@ function editor(doc, target) {
       });
       state.editing.delete(doc.scope);
       showError(null);
-      refreshThread(true);
+      owner.reload();
     } catch (error) {
       clear(status).append(el('span', 'issue', error.message));
       if (error.issues) for (const issue of error.issues) status.append(el('div', 'issue', issue));
@@ -403,7 +407,7 @@ function editor(doc, target) {
   });
   const cancel = button('cancel', () => {
     state.editing.delete(doc.scope);
-    renderWorkingMemory(state.view);
+    owner.rerender();
   });
   form.append(area, el('div', 'actions', save, cancel), status);
   return form;
@@ -418,7 +422,8 @@ function renderWorkingMemory(view) {
   const target = { resourceId: view.thread.resourceId, threadId: view.thread.id };
   const { resource, thread } = view.workingMemory;
   const docs = resource.active ? [resource, thread] : [thread, resource];
-  for (const doc of docs) body.append(renderDocument(doc, target));
+  const owner = { rerender: () => renderWorkingMemory(state.view), reload: () => refreshThread(true) };
+  for (const doc of docs) body.append(renderDocument(doc, target, owner));
 }
 
 function renderPrompt(view) {
@@ -492,13 +497,20 @@ async function showResource(resourceId) {
   $('resource-view').hidden = false;
   $('resource-title').textContent = resourceId;
   const body = clear($('panel-resource-wm').querySelector('.body'));
+  state.editing.clear();
   try {
     const r = (await api(`/api/resources/${encodeURIComponent(resourceId)}`)).body;
-    if (!r.workingMemory) body.append(el('p', 'muted', 'Working memory is disabled for this memory.'));
-    else {
-      state.editing.clear();
-      body.append(renderDocument(r.workingMemory, { resourceId }));
+    if (resourceId !== state.resourceId || state.threadId) return;
+    if (!r.workingMemory) {
+      body.append(el('p', 'muted', 'Working memory is disabled for this memory.'));
+      return;
     }
+    const owner = {
+      rerender: () => clear(body).append(renderDocument(r.workingMemory, { resourceId }, owner)),
+      reload: () => showResource(resourceId),
+    };
+    owner.rerender();
+    showError(null);
   } catch (error) {
     showError(error);
   }

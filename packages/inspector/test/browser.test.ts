@@ -230,6 +230,7 @@ for (const adapter of ADAPTERS) {
 describe('Markdown working memory, and the README screenshot (libsql)', () => {
   let opened: OpenedStore;
   let server: InspectorServer;
+  let editable: InspectorServer;
   let page: Page;
   const alice = `alice-${process.pid}`;
   const mallory = `mallory-${process.pid}`;
@@ -295,13 +296,31 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       workingMemory: `# Name ${XSS_SCRIPT}\n- **Bold ${XSS_IMG}**\n- [ ] \`${XSS_SCRIPT}\`\n> ${XSS_IMG}\n${XSS_SCRIPT}\n`,
     });
     server = await startServer(new Inspector({ memory, label: 'file:./memory.db (libsql)' }));
+    editable = await startServer(new Inspector({ memory, allowEdits: true }));
     page = await context.newPage();
   });
 
   afterAll(async () => {
     await page?.close();
     await server?.close();
+    await editable?.close();
     await opened?.close();
+  });
+
+  it('edits a Markdown working memory from the resource view (no thread open)', async () => {
+    const bob = `bob-${process.pid}`;
+    await opened.memory.updateWorkingMemory({ resourceId: bob, workingMemory: '# Bob\n- Likes: tea\n' });
+    await page.goto('about:blank');
+    await page.goto(`${editable.url}${route(bob)}`);
+    const doc = page.locator('#panel-resource-wm [data-scope="resource"]');
+    await doc.locator('.md-heading').waitFor();
+    expect(await page.locator('#resource-title').textContent()).toBe(bob);
+    await doc.getByRole('button', { name: 'edit' }).click();
+    expect(await doc.locator('textarea').inputValue()).toBe('# Bob\n- Likes: tea\n');
+    await doc.locator('textarea').fill('# Robert\n- Likes: coffee\n');
+    await doc.getByRole('button', { name: 'save' }).click();
+    await expect.poll(() => doc.locator('.md-heading').textContent()).toBe('Robert');
+    expect(await opened.memory.getWorkingMemory({ resourceId: bob })).toBe('# Robert\n- Likes: coffee\n');
   });
 
   it('renders Markdown structure, and hostile Markdown as text', async () => {
