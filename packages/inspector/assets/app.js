@@ -488,7 +488,16 @@ async function refreshThread(force = false) {
     showError(error);
     $('live').textContent = 'not live';
   }
-  if (threadId === state.threadId) state.pollTimer = setTimeout(() => refreshThread(), POLL_MS);
+  schedulePoll(threadId);
+}
+
+/** The next read of an open thread; none while the tab is hidden (it resumes when shown). */
+function schedulePoll(threadId) {
+  if (threadId !== state.threadId) return;
+  state.pollTimer = setTimeout(() => {
+    if (document.visibilityState === 'hidden') state.pollTimer = null;
+    else refreshThread();
+  }, POLL_MS);
 }
 
 async function showResource(resourceId) {
@@ -574,6 +583,9 @@ async function start() {
     loadThreads();
   });
   window.addEventListener('hashchange', route);
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && state.threadId && state.pollTimer === null) refreshThread();
+  });
   route();
   scanResources();
 }

@@ -128,7 +128,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (parsed.command === 'serve') return serve(inspector, opened, parsed.port);
   try {
     const out = await printCommand(inspector, parsed);
-    process.stdout.write(out.endsWith('\n') ? out : `${out}\n`);
+    // Stored text may hold terminal control sequences (JSON.stringify leaves C1 controls raw).
+    const safe = visibleControls(out);
+    process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
     return 0;
   } catch (error) {
     console.error(`engram-inspect: ${describe(error)}`);
@@ -220,6 +222,20 @@ function formatDocument(doc: DocumentView): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * Shows control characters (other than newline and tab) as `\u001b`-style escapes, so stored
+ * text cannot move the cursor, recolour or retitle the terminal it is printed to.
+ */
+export function visibleControls(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    const control = (code < 0x20 && ch !== '\n' && ch !== '\t') || (code >= 0x7f && code <= 0x9f);
+    out += control ? `\\u${code.toString(16).padStart(4, '0')}` : ch;
+  }
+  return out;
+}
+
 function indent(text: string): string {
   return text
     .split('\n')
@@ -228,8 +244,8 @@ function indent(text: string): string {
 }
 
 function describe(error: unknown): string {
-  if (isMemoryError(error)) return `${error.code}: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
+  if (isMemoryError(error)) return visibleControls(`${error.code}: ${error.message}`);
+  return visibleControls(error instanceof Error ? error.message : String(error));
 }
 
 function usage(problem: string): number {

@@ -169,6 +169,25 @@ describe('engram-inspect CLI', () => {
     expect(usage.stderr).toContain('thread needs an id');
   });
 
+  it('prints stored terminal control sequences as visible escapes, never raw', async () => {
+    const hostile = '\u001b]0;pwned\u0007\u001b[2J\rcleared\u009b31m';
+    await opened.memory.saveMessages({
+      messages: [
+        { threadId: seeded.groceries, resourceId: seeded.resourceId, role: 'user', content: hostile },
+      ],
+    });
+    const [text, json] = await Promise.all([
+      cli(['thread', seeded.groceries, ...storeArgs]),
+      cli(['thread', seeded.groceries, ...storeArgs, '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    const raw = (out: string) => ['\u001b', '\u0007', '\r', '\u009b'].filter((c) => out.includes(c));
+    expect(raw(text.stdout)).toEqual([]);
+    expect(text.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u000dcleared\\u009b31m');
+    expect(raw(json.stdout)).toEqual([]);
+    expect(JSON.parse(json.stdout).messages[0].content).toBe(hostile);
+  });
+
   it('names the package to install when an adapter is missing', async () => {
     const error = await loadAdapter('@engram/not-installed', 'x://y').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
