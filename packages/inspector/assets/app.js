@@ -447,6 +447,8 @@ function renderRecall(view) {
     input.placeholder = 'recall query';
     input.disabled = true;
     body.append(el('div', 'search', input));
+  } else {
+    body.append(el('p', 'notice', 'Semantic recall is configured, but this inspector cannot query it yet.'));
   }
 }
 
