@@ -2,7 +2,7 @@
 // text (textContent / createTextNode); no HTML string built from data is ever parsed.
 
 const token = document.querySelector('meta[name="engram-token"]').getAttribute('content');
-const POLL_MS = 1000;
+const POLL_MS = 600;
 
 const state = {
   info: null,
