@@ -103,6 +103,7 @@ export {
   StoreBase,
 } from './storage/base.ts';
 export type * from './storage/contract.ts';
+export { redactDriverError } from './storage/driver-error.ts';
 export {
   compareIds,
   compareMessages,
@@ -122,6 +123,7 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export type * from './storage/records.ts';
 export {
   assertId,
@@ -131,6 +133,7 @@ export {
   assertText,
   isPlainObject,
   MAX_ID_LENGTH,
+  MAX_LISTING_COUNT,
 } from './storage/validate.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
