@@ -210,7 +210,8 @@ export abstract class StoreBase implements MemoryStorage {
       assertId(window.id, `include[${i}].id`);
       return {
         id: window.id,
-        withPreviousMessages: assertCount(window.withPreviousMessages, `include[${i}].withPreviousMessages`) ?? 0,
+        withPreviousMessages:
+          assertCount(window.withPreviousMessages, `include[${i}].withPreviousMessages`) ?? 0,
         withNextMessages: assertCount(window.withNextMessages, `include[${i}].withNextMessages`) ?? 0,
       };
     });
