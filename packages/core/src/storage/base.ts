@@ -107,6 +107,14 @@ export abstract class StoreBase implements MemoryStorage {
   protected abstract doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null>;
 
   /**
+   * Refuses dates this backend cannot store (e.g. Oracle's years 1–9999) with `INVALID_ARGUMENT`.
+   * Called with every date a write would store, after core's validation and before the store
+   * opens, so such input is refused the same way whether or not the database is reachable.
+   * Default: every valid `Date` is storable.
+   */
+  protected assertStorableDates(_dates: readonly (readonly [Date | undefined, string])[]): void {}
+
+  /**
    * Runs an adapter operation, mapping every foreign error to a `MemoryError`. Every operation
    * but `init` and `close` first waits until the store is open (and rejects once it is closed).
    */
@@ -146,6 +154,10 @@ export abstract class StoreBase implements MemoryStorage {
 
   async saveThread(thread: Thread): Promise<Thread> {
     assertThread(thread);
+    this.assertStorableDates([
+      [thread.createdAt, 'thread.createdAt'],
+      [thread.updatedAt, 'thread.updatedAt'],
+    ]);
     return this.run('saveThread', () => this.doSaveThread(thread));
   }
 
@@ -193,6 +205,7 @@ export abstract class StoreBase implements MemoryStorage {
       seen.add(message.id);
     });
     if (messages.length === 0) return this.noop('saveMessages', []);
+    this.assertStorableDates(messages.map((m, i) => [m.createdAt, `messages[${i}].createdAt`] as const));
     return this.run('saveMessages', () => this.doSaveMessages(messages));
   }
 
@@ -239,6 +252,7 @@ export abstract class StoreBase implements MemoryStorage {
       assertPatch(patch, `patches[${i}]`);
     });
     if (patches.length === 0) return this.noop('updateMessages', []);
+    this.assertStorableDates(patches.map((p, i) => [p.createdAt, `patches[${i}].createdAt`] as const));
     return this.run('updateMessages', () => this.doUpdateMessages(patches));
   }
 
