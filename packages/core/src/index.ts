@@ -107,6 +107,7 @@ export {
   StoreBase,
 } from './storage/base.ts';
 export type * from './storage/contract.ts';
+export { redactDriverError } from './storage/driver-error.ts';
 export {
   compareIds,
   compareMessages,
@@ -126,6 +127,7 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export type * from './storage/records.ts';
 export {
   assertId,
@@ -135,6 +137,7 @@ export {
   assertText,
   isPlainObject,
   MAX_ID_LENGTH,
+  MAX_LISTING_COUNT,
 } from './storage/validate.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
