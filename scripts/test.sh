@@ -8,7 +8,8 @@
 #
 # --node=24 (or 22; `pnpm test:node24`) runs on that Node instead of the machine's own, installed
 # by scripts/node-runtime.sh, and by default only core, conformance, ai-sdk (against `ai` 7,
-# ENGRAM_AI_MAJOR=7), libsql and pg; other turbo arguments (e.g. --filter=...) replace that list.
+# ENGRAM_AI_MAJOR=7), libsql and pg, without the type tests (ENGRAM_TYPE_TESTS=0: tsc runs, the
+# same on every runtime); other turbo arguments (e.g. --filter=...) replace that package list.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,8 @@ if [ -n "$node_major" ]; then
   bin="$(bash scripts/node-runtime.sh "$node_major")" || exit 1
   export PATH="$bin:$PATH"
   export ENGRAM_AI_MAJOR="${ENGRAM_AI_MAJOR:-7}"
+  # Type tests are tsc runs, the same on every runtime: the Node 20 pass has them.
+  export ENGRAM_TYPE_TESTS="${ENGRAM_TYPE_TESTS:-0}"
   if [ ${#args[@]} -eq 0 ]; then
     args=(--filter=@engram/core --filter=@engram/conformance --filter=@engram/ai-sdk --filter=@engram/libsql --filter=@engram/pg)
   fi
