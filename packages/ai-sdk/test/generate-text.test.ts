@@ -327,6 +327,24 @@ describe(`generateText with engram memory (ai ${major}, mock model)`, () => {
     expect(step4.call.messages).toHaveLength(4);
   });
 
+  it('save refuses what is not a turn result, and stores nothing', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'Hi' });
+    const bad: unknown[] = [
+      null,
+      'text',
+      { responseMessages: 'not messages' },
+      { responseMessages: Promise.resolve(null) },
+      { response: Promise.resolve({}) },
+      { response: { messages: 'x' } },
+      { messages: 42 },
+    ];
+    for (const result of bad) {
+      await expect(step.save(result as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect((await memory.recall({ threadId })).length).toBe(0);
+  });
+
   it('useStateSignals with vnext is refused', () => {
     expect(() => setup({ template: TEMPLATE, useStateSignals: true, version: 'vnext' })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
