@@ -1,5 +1,5 @@
 import { InMemoryStore, Memory, type MemoryOptions } from '@engram/core';
-import { generateText, type ModelMessage, stepCountIs, streamText } from 'ai';
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, type Tool, tool } from 'ai';
 import * as aiTest from 'ai/test';
 import { convertArrayToReadableStream, type MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
@@ -343,6 +343,35 @@ describe(`generateText with engram memory (ai ${major}, mock model)`, () => {
       await expect(step.save(result as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
     expect((await memory.recall({ threadId })).length).toBe(0);
+  });
+
+  it('lastMessages: 2 after a tool turn: the prompt never starts with an orphan tool result', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    const getWeather = tool({
+      description: 'weather',
+      inputSchema: jsonSchema<unknown>({ type: 'object', properties: { city: { type: 'string' } } }),
+      execute: async (): Promise<unknown> => 'sun',
+    });
+    const model1 = scripted(toolCall('getWeather', { city: 'Berlin' }, 'call-w1'), text('It is sunny.'));
+    const step1 = await memoryStep({ memory, threadId, resourceId, input: 'Weather in Berlin?' });
+    const tools: Record<string, Tool<unknown, unknown>> = { ...step1.call.tools, getWeather };
+    const result1 = await generateText({ model: model1, ...step1.call, tools, stopWhen: stepCountIs(3) });
+    const saved = await step1.save(result1);
+    expect(saved.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+
+    const model2 = scripted(text('You are welcome.'));
+    const step2 = await memoryStep({ memory, threadId, resourceId, input: 'Thanks!', lastMessages: 2 });
+    await generateText({ model: model2, ...step2.call });
+    const { rest } = promptOf(model2.doGenerateCalls[0]!);
+    expect(rest.map((m) => m.role)).toEqual(['assistant', 'user']);
+    expect(rest.map(textOf)).toEqual(['It is sunny.', 'Thanks!']);
+
+    // A window wide enough for the call keeps call and result together.
+    const model3 = scripted(text('Bye.'));
+    const step3 = await memoryStep({ memory, threadId, resourceId, input: 'Bye', lastMessages: 3 });
+    await generateText({ model: model3, ...step3.call });
+    const roles = promptOf(model3.doGenerateCalls[0]!).rest.map((m) => m.role);
+    expect(roles).toEqual(['assistant', 'tool', 'assistant', 'user']);
   });
 
   it('useStateSignals with vnext is refused', () => {

@@ -1,5 +1,6 @@
 export { readMemoryIds } from './agent/context.ts';
 export {
+  dropOrphanToolResults,
   type HistoryHost,
   messagesToSave,
   recallHistory,
@@ -7,6 +8,7 @@ export {
   stripWorkingMemoryToolParts,
 } from './agent/history.ts';
 export {
+  escapeData,
   type InstructionOptions,
   renderData,
   renderTemplate,
@@ -66,6 +68,8 @@ export type {
 } from './agent/types.ts';
 export {
   applyVNextEdit,
+  isDuplicateEntry,
+  normalizeEntry,
   normalizeText,
   parseVNextInput,
   VNEXT_UPDATE_REASONS,
