@@ -325,7 +325,7 @@ export const messagesChecks = [
         { ...m1, content: [{ type: 'text', text: 'hi' }] },
         { ...m2, content: { parts: { a: { b: 1 } } } },
       ]);
-      const resaved = [
+      const resaved: Message[] = [
         { ...m0, content: { nick: 'Ada' } },
         { ...m1, content: [{ kind: 'text', body: 'hi' }] },
         { ...m2, content: { parts: { a: { c: 1 } } } },
@@ -333,7 +333,7 @@ export const messagesChecks = [
       expectEqual(await store.saveMessages(resaved), resaved, 'saveMessages() return value');
       expectEqual(await reader.listMessagesById({ ids: idsOf(messages) }), resaved, 'messages saved again');
 
-      const patched = [
+      const patched: Message[] = [
         { ...m0, content: { name: 'Ada' } },
         { ...m1, content: [{ type: 'text', text: 'hi' }] },
         { ...m2, content: { parts: { a: { b: 1 } } } },

@@ -63,14 +63,18 @@ export const threadsChecks = [
         'listThreads({ metadata: { x: 1 } }) after the key was replaced',
       );
 
-      const nested = {
+      const nested: JsonObject = {
         prefs: { tone: 'formal' },
         list: [{ a: 1 }, { b: [2] }],
         deep: { a: { b: 'v' } },
         keep: { same: true },
       };
       await store.saveThread({ ...t, metadata: nested });
-      const patch = { prefs: { style: 'formal' }, list: [{ c: 1 }, { d: [2] }], deep: { a: { c: 'v' } } };
+      const patch: JsonObject = {
+        prefs: { style: 'formal' },
+        list: [{ c: 1 }, { d: [2] }],
+        deep: { a: { c: 'v' } },
+      };
       const expected = { ...nested, ...patch };
       const updated = await store.updateThread({ id: t.id, metadata: patch });
       expectEqual(updated.metadata, expected, 'updateThread() return value, nested values under new keys');
