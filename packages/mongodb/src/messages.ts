@@ -24,6 +24,7 @@ import {
 import { threadNotFound } from './errors.ts';
 import { messagePatchSet, toMessage, toMessageDocument } from './mapping.ts';
 import { besideFilter, messageFilter, messageSort, scope } from './queries.ts';
+import { updateFields } from './writes.ts';
 
 /**
  * The message operations. `saveMessages` checks every thread and resource first, then writes the
@@ -157,7 +158,11 @@ export async function listMessagesById(c: Collections, ids: string[]): Promise<M
   return sortMessages((await c.messages.find({ _id: { $in: ids } }).toArray()).map(toMessage));
 }
 
-/** One ordered `bulkWrite` of `$set`s, then the updated messages are read back. */
+/**
+ * One ordered `bulkWrite` of `$set`s, then the updated messages are read back. Where the server may
+ * skip a `$set` of same-valued content under other keys (FerretDB 1.x), each message is updated
+ * by a read and a replacement instead (see `writes.ts`).
+ */
 export async function updateMessages(connection: Connection, patches: MessagePatch[]): Promise<Message[]> {
   const c = connection.collections;
   const updates = patches.map((patch, i) => {
@@ -165,7 +170,9 @@ export async function updateMessages(connection: Connection, patches: MessagePat
     return { id: patch.id, set: messagePatchSet(patch, `patches[${i}]`, connection.codec) };
   });
   const writes = updates.filter((u) => Object.keys(u.set).length > 0);
-  if (writes.length > 0) {
+  if (connection.replaceUpdates) {
+    for (const { id, set } of writes) await updateFields(c.messages, id, { set }, true, 'updateMessages');
+  } else if (writes.length > 0) {
     await c.messages.bulkWrite(
       writes.map((u) => ({ updateOne: { filter: { _id: u.id }, update: { $set: u.set } } })),
       { ordered: true },
