@@ -73,7 +73,9 @@ describeMongo('writes of same-valued sub-documents under other keys, read with a
   const stored = (collection: string, _id: string) =>
     raw
       .db(dbName)
-      .collection<{ _id: string }>(`engram_${collection}`)
+      .collection<{ _id: string; metadata?: unknown; metadataHash?: object; content?: unknown }>(
+        `engram_${collection}`,
+      )
       .findOne({ _id }, { projection: { _id: 0, metadata: 1, metadataHash: 1, content: 1 } });
 
   it('a plain $set that the server skips is refused with STORAGE, never reported as saved', async () => {
