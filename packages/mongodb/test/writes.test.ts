@@ -2,6 +2,8 @@ import { MemoryError } from '@engram/core';
 import { MongoClient, ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoDBStore } from '../src/index.ts';
+import { openConnection } from '../src/connection.ts';
+import { updateMessages } from '../src/messages.ts';
 import { applySet, assertStored, sameValue, updateFields } from '../src/writes.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
 import { message, rid, thread } from './fixtures.ts';
@@ -97,6 +99,34 @@ describeMongo('writes of same-valued sub-documents under other keys, read with a
       m: { style: 'formal' },
     });
     expect(await collection.findOne({ _id })).toEqual({ _id, m: { style: 'formal' } });
+  });
+
+  it('updateMessages through plain $set: a dropped content write is refused with STORAGE', async () => {
+    const t = thread();
+    await store.saveThread(t);
+    const m = message(t, 1, { content: { name: 'Ada' } });
+    await store.saveMessages([m]);
+    const connection = await openConnection(raw, {
+      dbName,
+      collectionPrefix: 'engram_',
+      transactions: 'never',
+      writeLocks: 'never',
+    });
+    const write = updateMessages({ ...connection, replaceUpdates: false }, [
+      { id: m.id, content: { nick: 'Ada' } },
+    ]);
+    if (ferretdb) {
+      await expect(write).rejects.toMatchObject({
+        code: 'STORAGE',
+        message: expect.stringContaining('content'),
+      });
+      expect((await stored('messages', m.id))?.content).toEqual({ name: 'Ada' });
+    } else {
+      expect((await write)[0]?.content).toEqual({ nick: 'Ada' });
+    }
+    // A patch that changes nothing is no dropped write.
+    const same = await updateMessages({ ...connection, replaceUpdates: false }, [{ id: m.id, role: 'user' }]);
+    expect(same[0]?.role).toBe('user');
   });
 
   it('saveThread and updateThread store the new keys and their hashes', async () => {
