@@ -1,8 +1,8 @@
 import { MemoryError } from '@engram/core';
 import { MongoClient, ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MongoDBStore } from '../src/index.ts';
 import { openConnection } from '../src/connection.ts';
+import { MongoDBStore } from '../src/index.ts';
 import { updateMessages } from '../src/messages.ts';
 import { applySet, assertStored, sameValue, updateFields } from '../src/writes.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
