@@ -15,6 +15,7 @@ The module (TypeScript or JavaScript) exports:
   destroy(store)     optional; defaults to store.close()
   breakConnection(s) optional; lets the errors area break the backend
   worker             optional; module for the cross-process races (defaults to the module itself)
+  fresh()            optional; a new, empty store location for the concurrent-init race
   name               optional; shown in the table
   processes          optional; racing OS processes (default 4)
   skip               optional; a reason to skip everything (e.g. no server)
@@ -26,6 +27,7 @@ interface CliModule {
   destroy?: ConformanceInit['destroy'];
   breakConnection?: ConformanceInit['breakConnection'];
   worker?: ConformanceInit['worker'];
+  fresh?: ConformanceInit['fresh'];
   name?: string;
   processes?: number;
   skip?: ConformanceInit['skip'];
@@ -78,6 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     destroy: mod.destroy,
     breakConnection: mod.breakConnection,
     worker: mod.worker ?? href,
+    fresh: mod.fresh,
     processes: processes ?? mod.processes,
     skip: mod.skip,
   };

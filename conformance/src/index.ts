@@ -10,6 +10,7 @@ export {
   type CheckContext,
   type CheckResult,
   type ConformanceInit,
+  type FreshStore,
 } from './types.ts';
 export {
   areasSuite,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { ConformanceError } from './assert.ts';
 
-/** Time budget of one property check; runs stop (passing) when it is spent. */
+/** Default time budget of one property check; runs stop (passing) when it is spent. */
 const TIME_LIMIT_MS = 60_000;
 
 /**
@@ -12,10 +12,11 @@ const TIME_LIMIT_MS = 60_000;
 export async function assertProperty<T>(
   property: fc.IAsyncPropertyWithHooks<T>,
   numRuns: number,
+  timeLimitMs = TIME_LIMIT_MS,
 ): Promise<void> {
   const details = await fc.check(property, {
     numRuns,
-    interruptAfterTimeLimit: TIME_LIMIT_MS,
+    interruptAfterTimeLimit: timeLimitMs,
     markInterruptAsFailure: false,
   });
   if (!details.failed) return;

@@ -45,6 +45,13 @@ export interface ConformanceInit {
    * Forked processes inherit `process.env`: pass connection details through env variables.
    */
   worker?: URL | string;
+  /**
+   * A new, empty place for a store that nothing has initialised yet: a database file, schema, key
+   * prefix or database name of its own. The concurrency area has `processes` OS processes (each
+   * with its `worker` store, opened with `env` added to its environment) call `init()` on it at
+   * once. Without it (or without `worker`) that check is skipped, unless the store is `processLocal`.
+   */
+  fresh?: () => FreshStore | Promise<FreshStore>;
   /** Makes this instance's backend fail (close its pool, socket, client) for the errors area. */
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
   /** How many OS processes race in the concurrency area. Default 4. */
@@ -54,6 +61,16 @@ export interface ConformanceInit {
    * available). `true` skips with a generic reason; `false`/`undefined` runs it.
    */
   skip?: string | boolean;
+}
+
+/** A new, empty store location handed out by `ConformanceInit.fresh`. */
+export interface FreshStore {
+  /** Environment variables that make the `worker` module's `create()` open this location. */
+  env: Record<string, string>;
+  /** A store on this location, in the suite's own process (the suite calls `init()` on it). */
+  create: () => MemoryStorage | Promise<MemoryStorage>;
+  /** Removes the location afterwards (drop the database, schema or keys). */
+  drop?: () => void | Promise<void>;
 }
 
 /** What a check gets to work with. */

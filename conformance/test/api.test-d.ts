@@ -5,6 +5,7 @@ import {
   type CheckResult,
   type ConformanceInit,
   concurrencySuite,
+  type FreshStore,
   runChecks,
   runConformance,
 } from '../src/index.ts';
@@ -15,9 +16,16 @@ expectTypeOf<ConformanceInit>().toEqualTypeOf<{
   create: () => MemoryStorage | Promise<MemoryStorage>;
   destroy?: (store: MemoryStorage) => void | Promise<void>;
   worker?: URL | string;
+  fresh?: () => FreshStore | Promise<FreshStore>;
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
   processes?: number;
   skip?: string | boolean;
+}>();
+
+expectTypeOf<FreshStore>().toEqualTypeOf<{
+  env: Record<string, string>;
+  create: () => MemoryStorage | Promise<MemoryStorage>;
+  drop?: () => void | Promise<void>;
 }>();
 
 expectTypeOf(runConformance).parameters.toEqualTypeOf<[ConformanceInit]>();

@@ -8,6 +8,7 @@ import {
   brokenAtomicStore,
   ImmortalStore,
   InclusiveRangeStore,
+  KeylessCompareStore,
   LeakyErrorStore,
   LeakyIncludeStore,
   LosesEmptyStringsStore,
@@ -49,6 +50,14 @@ function result(results: CheckResult[], prefix: string): CheckResult {
   return found;
 }
 
+/** A `fresh` hook for the JSON file store: a new file, handed to the racers through the env. */
+function freshFile(defect: FileStoreDefect = 'none'): ConformanceInit['fresh'] {
+  return () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-fresh-')), 'store.json');
+    return { env: { ENGRAM_CONFORMANCE_FILE: file }, create: () => new JsonFileStore(file, defect) };
+  };
+}
+
 function message(r: CheckResult): string {
   return r.error instanceof Error ? r.error.message : String(r.error);
 }
@@ -57,16 +66,29 @@ describe('the cross-process harness', () => {
   it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
     const file = sharedFile('none');
     const results = await area(
-      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker },
+      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker, fresh: freshFile() },
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(6);
+    expect(results).toHaveLength(7);
     const lines = results.flatMap((r) => r.output);
     expect(lines).toContain(
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
-    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(6);
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(7);
+    expect(lines).toContain(
+      'init() of a new store, then a write each: 4 OS processes, 12 operations (12 succeeded, 0 CONFLICT, 0 failed); 12/12 keys survived',
+    );
+  });
+
+  it('skips the concurrent-init race, naming why, when no fresh hook is supplied', async () => {
+    const file = sharedFile('none');
+    const results = await area(
+      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker },
+      'concurrency',
+    );
+    const race = result(results, 'init() of one new store');
+    expect([race.status, race.reason]).toEqual(['skip', expect.stringContaining('no `fresh` hook')]);
   });
 
   it('fails a store claiming atomic merges that supplies no worker and is not process-local', async () => {
@@ -190,6 +212,33 @@ describe('the suite catches further defects', () => {
     expect(message(result(results, 'concurrent updateThread metadata merges'))).toMatch(
       /acknowledged writes were lost/,
     );
+  });
+
+  it('init() that fails beside a concurrent init() fails the concurrent-init race (4 OS processes)', async () => {
+    const file = sharedFile('init');
+    const init = {
+      name: 'racy-init',
+      create: () => new JsonFileStore(file),
+      worker: fileWorker,
+      fresh: freshFile('init'),
+    };
+    const race = result(await area(init, 'concurrency'), 'init() of one new store');
+    expect(race.status).toBe('fail');
+    expect(message(race)).toMatch(/operations failed, e\.g\. init p\d: .*ECONNRESET/);
+  });
+
+  it('a store that keeps a nested value replaced by same values under other keys fails threads, messages, resources and differential', async () => {
+    const init = { name: 'keyless-compare', create: () => new KeylessCompareStore() };
+    expect(failures(await area(init, 'threads'))).toEqual([
+      'metadata replaced by the same values under other keys is stored (saveThread, updateThread)',
+    ]);
+    expect(failures(await area(init, 'messages'))).toEqual([
+      'content replaced by the same values under other keys is stored (saveMessages, updateMessages)',
+    ]);
+    expect(failures(await area(init, 'resources'))).toEqual([
+      'resource metadata replaced by the same values under other keys is stored',
+    ]);
+    expect(failures(await area(init, 'differential'))).toHaveLength(1);
   });
 
   it('resource ids matched by prefix fail isolation (r1 sees r10)', async () => {

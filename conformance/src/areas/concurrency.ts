@@ -1,7 +1,14 @@
 import type { JsonObject, MemoryStorage } from '@engram/core';
 import { ConformanceError, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
-import { parseObject, type RacerReport, type RaceTask, runRacer } from '../concurrency/tasks.ts';
+import {
+  initKey,
+  initThreadId,
+  parseObject,
+  type RacerReport,
+  type RaceTask,
+  runRacer,
+} from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { thread } from '../fixtures.ts';
 import { NEEDS_ATOMIC, skipCheck } from '../skip.ts';
@@ -205,7 +212,90 @@ export const concurrencyChecks = [
       });
     },
   ),
+
+  check(
+    (init) =>
+      `init() of one new store by ${mode(init)} at once: every call succeeds and the store then works`,
+    raceInit,
+  ),
 ];
+
+const NO_FRESH =
+  'no `fresh` hook (and `worker`) supplied, so concurrent init() of a new store across processes cannot be measured';
+
+/** `init()` of one new store by every racer at once, across OS processes unless the store is processLocal. */
+async function raceInit(ctx: CheckContext): Promise<void> {
+  const store = await ctx.store();
+  const n = racers(ctx.init);
+  const resourceId = ctx.id('init-r');
+  const task: RaceTask = { kind: 'init', resourceId };
+  const close = (s: MemoryStorage) => (ctx.init.destroy ? ctx.init.destroy(s) : s.close());
+  if (store.processLocal) {
+    // No other process can open such a store: new instances initialise at once in this one.
+    const instances = await Promise.all(Array.from({ length: n }, () => ctx.init.create()));
+    try {
+      const reports = await Promise.all(instances.map((s, racer) => runRacer(s, task, racer)));
+      const present = await Promise.all(instances.map((s, racer) => initSurvivors(s, resourceId, [racer])));
+      const how = `${n} new instances in one process (the store is processLocal)`;
+      expectInit(ctx, n, reports, how, (key) => present.some((p) => p.has(key)));
+    } finally {
+      for (const s of instances) await close(s);
+    }
+    return;
+  }
+  if (!ctx.init.fresh || !ctx.init.worker) skipCheck(NO_FRESH);
+  const fresh = await ctx.init.fresh();
+  try {
+    // Something the fresh store must not see: it has to be a place of its own.
+    const elsewhere = thread(initThreadId(resourceId, n), resourceId);
+    await store.saveThread(elsewhere);
+    const reports = await raceProcesses(ctx.init.worker, task, n, { env: fresh.env, lazy: true });
+    const reader = await fresh.create();
+    try {
+      await reader.init();
+      const survivors = await initSurvivors(
+        reader,
+        resourceId,
+        Array.from({ length: n }, (_, r) => r),
+      );
+      expectTrue(
+        !survivors.has(elsewhere.id),
+        `${ctx.init.name}: the store from fresh() sees a thread saved in the suite's store; fresh() must give a new, empty place`,
+      );
+      expectInit(ctx, n, reports, `${n} OS processes`, (key) => survivors.has(key));
+    } finally {
+      await close(reader);
+    }
+  } finally {
+    await fresh.drop?.();
+  }
+}
+
+/** The keys a racer of the init task wrote that `store` holds (init keys count as present). */
+async function initSurvivors(
+  store: MemoryStorage,
+  resourceId: string,
+  racerIds: number[],
+): Promise<Set<string>> {
+  const threads = await store.listThreads({ resourceId, perPage: false });
+  const metadata = (await store.getResourceById({ resourceId }))?.metadata ?? {};
+  return new Set([...racerIds.map(initKey), ...threads.threads.map((t) => t.id), ...Object.keys(metadata)]);
+}
+
+function expectInit(
+  ctx: CheckContext,
+  n: number,
+  reports: RacerReport[],
+  how: string,
+  present: (key: string) => boolean,
+): void {
+  tally(ctx, 'init() of a new store, then a write each', how, reports, present);
+  const initialised = reports.flatMap((r) => r.written).filter((key) => key.startsWith('init '));
+  expectTrue(
+    initialised.length === n,
+    `only ${initialised.length} of ${n} concurrent init() calls on a new store succeeded (${how})`,
+  );
+}
 
 function splitKey(key: string): [string, string] {
   const at = key.lastIndexOf('/');

@@ -1,14 +1,29 @@
 import fc from 'fast-check';
 import { defineArea } from '../define.ts';
 import { compare } from '../differential/executor.ts';
-import { opArbitrary, SETUP_OPS, setupArbitrary } from '../differential/ops.ts';
+import { carriesNested, opsArbitrary, SETUP_OPS, setupArbitrary } from '../differential/ops.ts';
 import { assertProperty } from '../property.ts';
 
 const check = defineArea('differential');
 
-/** Property runs per check, and the longest operation sequence. Modest: adapters run this on real databases. */
-export const DIFFERENTIAL_RUNS = 25;
+/**
+ * Property runs per check: 25, or `ENGRAM_DIFFERENTIAL_RUNS` for longer soak runs (the time
+ * budget then grows with it, 2.4 s per run). Modest by default: adapters run this on real databases.
+ */
+export const DIFFERENTIAL_RUNS = runsFromEnv(process.env.ENGRAM_DIFFERENTIAL_RUNS) ?? 25;
+/** The longest operation sequence. */
 export const MAX_OPS = 20;
+/** Time budget per run; when spent, the remaining runs are left out (the log line says how many ran). */
+const MS_PER_RUN = 2_400;
+
+function runsFromEnv(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const runs = Number(value);
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new Error(`ENGRAM_DIFFERENTIAL_RUNS must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return runs;
+}
 
 /** Random operation sequences give the same results as the in-memory reference store. */
 export const differentialChecks = [
@@ -18,13 +33,22 @@ export const differentialChecks = [
       const store = await ctx.store();
       const atomic =
         store.supportsAtomicWorkingMemoryMerge && typeof store.updateWorkingMemoryAtomically === 'function';
+      let sequences = 0;
+      let operations = 0;
+      let nested = 0;
       await assertProperty(
-        fc.asyncProperty(
-          setupArbitrary,
-          fc.array(opArbitrary, { minLength: 1, maxLength: MAX_OPS - SETUP_OPS }),
-          (setup, ops) => compare(store, [...setup, ...ops], atomic),
-        ),
+        fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
+          const ran = await compare(store, [...setup, ...ops], atomic);
+          sequences++;
+          operations += ran.length;
+          nested += ran.filter(carriesNested).length;
+        }),
         DIFFERENTIAL_RUNS,
+        DIFFERENTIAL_RUNS * MS_PER_RUN,
+      );
+      ctx.log(
+        `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
+          `(${nested} carrying nested objects with the same values under other keys)`,
       );
     },
   ),

@@ -312,6 +312,42 @@ export const messagesChecks = [
     expectEqual((await store.listMessagesById({ ids: [m2.id] }))[0]?.content, null, 'content set to null');
   }),
 
+  check(
+    'content replaced by the same values under other keys is stored (saveMessages, updateMessages)',
+    async (ctx) => {
+      const store = await ctx.store();
+      // Read back through another instance (its own connection) so nothing cached can answer.
+      const reader = store.processLocal ? store : await ctx.store();
+      const { messages } = await seeded(ctx, store, 3);
+      const [m0, m1, m2] = messages as [Message, Message, Message];
+      await store.saveMessages([
+        { ...m0, content: { name: 'Ada' } },
+        { ...m1, content: [{ type: 'text', text: 'hi' }] },
+        { ...m2, content: { parts: { a: { b: 1 } } } },
+      ]);
+      const resaved: Message[] = [
+        { ...m0, content: { nick: 'Ada' } },
+        { ...m1, content: [{ kind: 'text', body: 'hi' }] },
+        { ...m2, content: { parts: { a: { c: 1 } } } },
+      ];
+      expectEqual(await store.saveMessages(resaved), resaved, 'saveMessages() return value');
+      expectEqual(await reader.listMessagesById({ ids: idsOf(messages) }), resaved, 'messages saved again');
+
+      const patched: Message[] = [
+        { ...m0, content: { name: 'Ada' } },
+        { ...m1, content: [{ type: 'text', text: 'hi' }] },
+        { ...m2, content: { parts: { a: { b: 1 } } } },
+      ];
+      const result = await store.updateMessages(patched.map((m) => ({ id: m.id, content: m.content })));
+      expectEqual(result, patched, 'updateMessages() return value');
+      expectEqual(
+        await reader.listMessagesById({ ids: idsOf(messages) }),
+        patched,
+        'messages after updateMessages',
+      );
+    },
+  ),
+
   check('listMessages filters by resourceId and reads empty for an unknown thread', async (ctx) => {
     const store = await ctx.store();
     const { thread: t, messages } = await seeded(ctx, store, 3);

@@ -49,4 +49,24 @@ export const resourcesChecks = [
     expectEqual(fourth.workingMemory, '', "'' is stored as ''");
     expectEqual(await store.getResourceById({ resourceId: id }), fourth, 'a read returns the last update');
   }),
+
+  check('resource metadata replaced by the same values under other keys is stored', async (ctx) => {
+    const store = await ctx.store();
+    // Read back through another instance (its own connection) so nothing cached can answer.
+    const reader = store.processLocal ? store : await ctx.store();
+    const resourceId = ctx.id('r');
+    await store.updateResource({
+      resourceId,
+      workingMemory: 'kept',
+      metadata: { flags: { beta: true }, list: [{ a: 'x' }], deep: { a: { b: 2 } }, other: { k: 1 } },
+    });
+    const merged = await store.updateResource({
+      resourceId,
+      metadata: { flags: { alpha: true }, list: [{ b: 'x' }], deep: { a: { c: 2 } } },
+    });
+    const expected = { flags: { alpha: true }, list: [{ b: 'x' }], deep: { a: { c: 2 } }, other: { k: 1 } };
+    expectEqual(merged.metadata, expected, 'updateResource() return value');
+    const stored = await reader.getResourceById({ resourceId });
+    expectEqual([stored?.workingMemory, stored?.metadata], ['kept', expected], 'the stored resource');
+  }),
 ];

@@ -1,4 +1,4 @@
-import { compareIds, type Thread } from '@engram/core';
+import { compareIds, type JsonObject, type Thread } from '@engram/core';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
@@ -37,6 +37,56 @@ export const threadsChecks = [
     expectEqual(idsOf(page.threads), [t.id], 'one thread after two saves');
     expectEqual(page.total, 1, 'total');
   }),
+
+  check(
+    'metadata replaced by the same values under other keys is stored (saveThread, updateThread)',
+    async (ctx) => {
+      const store = await ctx.store();
+      // Read back through another instance (its own connection) so nothing cached can answer.
+      const reader = store.processLocal ? store : await ctx.store();
+      const r = ctx.id('r');
+      const t = thread(ctx.id('t'), r, { metadata: { x: 1 } });
+      await store.saveThread(t);
+      const resaved = { ...t, metadata: { y: 1 } };
+      expectEqual(
+        await store.saveThread(resaved),
+        resaved,
+        'saveThread() return value, { x: 1 } then { y: 1 }',
+      );
+      expectEqual(await reader.getThreadById({ threadId: t.id }), resaved, 'the thread saved with { y: 1 }');
+      const found = async (metadata: JsonObject) =>
+        idsOf((await reader.listThreads({ resourceId: r, metadata })).threads);
+      expectEqual(await found({ y: 1 }), [t.id], 'listThreads({ metadata: { y: 1 } })');
+      expectEqual(
+        await found({ x: 1 }),
+        [],
+        'listThreads({ metadata: { x: 1 } }) after the key was replaced',
+      );
+
+      const nested: JsonObject = {
+        prefs: { tone: 'formal' },
+        list: [{ a: 1 }, { b: [2] }],
+        deep: { a: { b: 'v' } },
+        keep: { same: true },
+      };
+      await store.saveThread({ ...t, metadata: nested });
+      const patch: JsonObject = {
+        prefs: { style: 'formal' },
+        list: [{ c: 1 }, { d: [2] }],
+        deep: { a: { c: 'v' } },
+      };
+      const expected = { ...nested, ...patch };
+      const updated = await store.updateThread({ id: t.id, metadata: patch });
+      expectEqual(updated.metadata, expected, 'updateThread() return value, nested values under new keys');
+      expectEqual(
+        (await reader.getThreadById({ threadId: t.id }))?.metadata,
+        expected,
+        'the stored metadata',
+      );
+      expectEqual(await found({ prefs: { style: 'formal' } }), [t.id], 'listThreads by the new nested value');
+      expectEqual(await found({ prefs: { tone: 'formal' } }), [], 'listThreads by the replaced nested value');
+    },
+  ),
 
   check('updateThread: title kept when omitted, metadata shallow-merged, updatedAt bumped', async (ctx) => {
     const store = await ctx.store();

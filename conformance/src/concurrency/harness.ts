@@ -54,12 +54,13 @@ class RacerPool {
     readonly href: string,
     readonly processes: number,
     private readonly onClose: () => void,
+    options: RaceOptions = {},
   ) {
     for (let racer = 0; racer < processes; racer++) {
       const child = fork(runnerPath(), [], {
         execArgv: racerExecArgv(),
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        env: process.env,
+        env: { ...process.env, ...options.env },
       });
       child.on('message', (message: FromRacer) => {
         if (message.type === 'error') this.fail(new Error(`racer ${racer} failed: ${message.message}`));
@@ -70,9 +71,12 @@ class RacerPool {
       child.on('error', (error) => this.fail(error));
       this.children.push(child);
     }
-    this.started = this.all('ready', (_child, racer) => ({ type: 'init', worker: href, racer })).then(
-      () => undefined,
-    );
+    this.started = this.all('ready', (_child, racer) => ({
+      type: 'init',
+      worker: href,
+      racer,
+      lazy: options.lazy,
+    })).then(() => undefined);
   }
 
   /** Runs one race on every racer at once; races on one pool run one after another. */
@@ -153,6 +157,14 @@ class RacerPool {
   }
 }
 
+/** How racers are started. */
+export interface RaceOptions {
+  /** Added to the environment the racers inherit (e.g. to point them at a fresh store). */
+  env?: Record<string, string>;
+  /** Racers create their store but leave `init()` to the task. */
+  lazy?: boolean;
+}
+
 const pools = new Map<string, RacerPool>();
 
 /**
@@ -163,17 +175,24 @@ export function raceProcesses(
   worker: URL | string,
   task: RaceTask,
   processes: number,
+  options: RaceOptions = {},
 ): Promise<RacerReport[]> {
   const href = workerHref(worker);
   // Racers inherit the environment they were started with; a changed one needs new racers.
-  const key = `${processes}:${href}:${JSON.stringify(process.env)}`;
+  const env = { ...process.env, ...options.env };
+  const key = `${processes}:${href}:${options.lazy === true}:${JSON.stringify(env)}`;
   const existing = pools.get(key);
   const pool =
     existing && !existing.closed
       ? existing
-      : new RacerPool(href, processes, () => {
-          if (pools.get(key) === pool) pools.delete(key);
-        });
+      : new RacerPool(
+          href,
+          processes,
+          () => {
+            if (pools.get(key) === pool) pools.delete(key);
+          },
+          options,
+        );
   pools.set(key, pool);
   return pool.race(task);
 }

@@ -13,7 +13,9 @@ export type RaceTask =
   /** One atomic merge per racer into each of several resources that do not exist yet. */
   | { kind: 'first-merge'; resourceIds: string[] }
   /** One `updateResource` metadata merge per racer into each of several missing resources. */
-  | { kind: 'first-metadata'; resourceIds: string[] };
+  | { kind: 'first-metadata'; resourceIds: string[] }
+  /** `init()` of a store nothing has initialised, then a thread and a resource metadata key each. */
+  | { kind: 'init'; resourceId: string };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -79,7 +81,41 @@ export function racerOps(
         key: `${resourceId}/p${racer}`,
         run: (s) => s.updateResource({ resourceId, metadata: { [`p${racer}`]: true } }),
       }));
+    case 'init':
+      return [
+        { key: initKey(racer), run: (s) => s.init() },
+        {
+          key: initThreadId(task.resourceId, racer),
+          run: (s) => s.saveThread(initThread(task.resourceId, racer)),
+        },
+        {
+          key: `p${racer}`,
+          run: (s) => s.updateResource({ resourceId: task.resourceId, metadata: { [`p${racer}`]: true } }),
+        },
+      ];
   }
+}
+
+/** The key racer `racer` reports when its `init()` succeeded. */
+export function initKey(racer: number): string {
+  return `init p${racer}`;
+}
+
+/** The id of the thread racer `racer` saves after `init()`. */
+export function initThreadId(resourceId: string, racer: number): string {
+  return `${resourceId}-t${racer}`;
+}
+
+function initThread(resourceId: string, racer: number) {
+  const at = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, racer));
+  return {
+    id: initThreadId(resourceId, racer),
+    resourceId,
+    title: `racer ${racer}`,
+    metadata: {},
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 function atomic(store: MemoryStorage) {

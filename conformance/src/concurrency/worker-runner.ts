@@ -35,7 +35,8 @@ async function handle(message: ToRacer): Promise<void> {
       throw new Error(`the worker module ${message.worker} does not export a create() function`);
     }
     store = await mod.create();
-    await store.init();
+    // A lazy racer leaves init() to its task, so that every racer calls it at once.
+    if (!message.lazy) await store.init();
     await send({ type: 'ready' });
   } else if (message.type === 'task') {
     if (!store) throw new Error('a task arrived before init');

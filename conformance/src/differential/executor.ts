@@ -163,14 +163,19 @@ function listing(ops: readonly Op[], upTo = ops.length): string {
     .join('\n');
 }
 
-/** Runs `ops` against the adapter and a fresh oracle, failing at the first differing result. */
-export async function compare(store: MemoryStorage, ops: Op[], atomic: boolean): Promise<void> {
+/**
+ * Runs `ops` against the adapter and a fresh oracle, failing at the first differing result.
+ * Returns the operations run on the adapter (atomic merges are left out when `atomic` is false).
+ */
+export async function compare(store: MemoryStorage, ops: Op[], atomic: boolean): Promise<Op[]> {
   const prefix = `d${randomUUID().slice(0, 8)}-`;
   const oracle = new InMemoryStore();
   const reference = new Executor(oracle, prefix, oracle);
   const subject = new Executor(store, prefix, oracle);
+  const ran: Op[] = [];
   for (const [i, op] of ops.entries()) {
     if (op.op === 'atomic' && !atomic) continue;
+    ran.push(op);
     const actual = await subject.outcome(op);
     const expected = await reference.outcome(op);
     if (!jsonSame(actual, expected)) {
@@ -188,6 +193,7 @@ export async function compare(store: MemoryStorage, ops: Op[], atomic: boolean):
       `differential: the stored state differs after\n${listing(ops)}\n  reference: ${show(expected, 3_000)}\n  adapter:   ${show(actual, 3_000)}`,
     );
   }
+  return ran;
 }
 
 function jsonSame(a: unknown, b: unknown): boolean {

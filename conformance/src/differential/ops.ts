@@ -51,6 +51,23 @@ const threadId = fc.constantFrom(...THREADS);
 const messageId = fc.constantFrom(...MESSAGES);
 const time = fc.constantFrom(...TIMES);
 const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
+
+/** Keys of the nested objects below; the generator never uses them anywhere else. */
+export const NESTED_KEYS = ['tone', 'style'] as const;
+/**
+ * Nested objects from two keys and one value, so a later write often replaces one with another
+ * holding the same values under other keys (`{ tone: 'formal' }` → `{ style: 'formal' }`, also
+ * inside an array and two levels deep): a server comparing sub-documents by their values alone
+ * takes that for a no-op and drops the write.
+ */
+const keyedJson: fc.Arbitrary<JsonValue> = fc
+  .record({ shape: fc.constantFrom('flat', 'deep', 'array'), k: fc.constantFrom(...NESTED_KEYS) })
+  .map(({ shape, k }): JsonValue => {
+    if (shape === 'flat') return { [k]: 'formal' };
+    if (shape === 'deep') return { prefs: { [k]: 'formal' } };
+    return [{ [k]: 'formal' }];
+  });
+
 const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
   text,
   fc.integer({ min: -3, max: 3 }),
@@ -58,9 +75,16 @@ const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
   fc.boolean(),
   fc.constant<JsonValue>({ format: 2, parts: [{ type: 'text', text: 'hi' }] }),
   fc.constant<JsonValue>([1, 'two', { three: 3 }]),
+  { weight: 6, arbitrary: keyedJson },
 );
+
+/** True when `op` carries one of the nested objects above (for the run's log line). */
+export function carriesNested(op: Op): boolean {
+  const json = JSON.stringify(op);
+  return NESTED_KEYS.some((key) => json.includes(`"${key}":`));
+}
 const metadata: fc.Arbitrary<JsonObject> = fc
-  .dictionary(fc.constantFrom('a', 'b', 'workingMemory'), smallJson, {
+  .dictionary(fc.constantFrom('a', 'b', 'workingMemory'), fc.oneof(smallJson, keyedJson), {
     maxKeys: 2,
   })
   .map((m) =>
@@ -215,13 +239,84 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   },
 );
 
+/** `value` with the nested keys swapped at every depth (`tone` ↔ `style`), and `a` ↔ `b` at the top of metadata. */
+export function rekey(value: JsonValue, metadataKeys = false): JsonValue {
+  const swap: Record<string, string> = {
+    tone: 'style',
+    style: 'tone',
+    ...(metadataKeys && { a: 'b', b: 'a' }),
+  };
+  if (Array.isArray(value)) return value.map((item) => rekey(item));
+  if (value === null || typeof value !== 'object') return value;
+  const out: JsonObject = {};
+  for (const [key, item] of Object.entries(value)) out[swap[key] ?? key] = rekey(item);
+  return out;
+}
+
+const keyedMetadata: fc.Arbitrary<JsonObject> = fc.dictionary(fc.constantFrom('a', 'b'), keyedJson, {
+  minKeys: 1,
+  maxKeys: 2,
+});
+
 /**
- * The opening of every sequence: the three threads saved (under random resources) and a batch
- * of messages into them, so the random operations that follow mostly act on existing records.
+ * Two writes of one record where the second holds the same values as the first under other keys
+ * (see `keyedJson`), in thread metadata, resource metadata and message content.
+ */
+export const rekeyedPairArbitrary: fc.Arbitrary<Op[]> = fc.oneof(
+  fc
+    .record({ thread: threadId, resource, metadata: keyedMetadata, created: time })
+    .map(({ thread, resource, metadata, created }): Op[] => [
+      { op: 'saveThread', thread, resource, title: '', metadata, created },
+      {
+        op: 'saveThread',
+        thread,
+        resource,
+        title: '',
+        metadata: rekey(metadata, true) as JsonObject,
+        created,
+      },
+    ]),
+  fc.record({ thread: threadId, metadata: keyedMetadata }).map(({ thread, metadata }): Op[] => [
+    { op: 'updateThread', thread, metadata },
+    { op: 'updateThread', thread, metadata: rekey(metadata) as JsonObject },
+  ]),
+  fc.record({ resource, metadata: keyedMetadata }).map(({ resource, metadata }): Op[] => [
+    { op: 'updateResource', resource, metadata },
+    { op: 'updateResource', resource, metadata: rekey(metadata) as JsonObject },
+  ]),
+  fc
+    .record({ id: messageId, thread: threadId, created: time, content: keyedJson })
+    .map(({ id, thread, created, content }): Op[] => [
+      { op: 'saveMessages', messages: [{ id, thread, resource: 'own', created, content }] },
+      { op: 'saveMessages', messages: [{ id, thread, resource: 'own', created, content: rekey(content) }] },
+    ]),
+  fc.record({ id: messageId, content: keyedJson }).map(({ id, content }): Op[] => [
+    { op: 'updateMessages', patches: [{ id, content }] },
+    { op: 'updateMessages', patches: [{ id, content: rekey(content) }] },
+  ]),
+);
+
+/** The operations after the opening: single calls, and now and then a re-keyed pair. */
+export function opsArbitrary(maxLength: number): fc.Arbitrary<Op[]> {
+  return fc
+    .array(
+      fc.oneof(
+        { weight: 8, arbitrary: opArbitrary.map((op) => [op]) },
+        { weight: 1, arbitrary: rekeyedPairArbitrary },
+      ),
+      { minLength: 1, maxLength },
+    )
+    .map((groups) => groups.flat().slice(0, maxLength));
+}
+
+/**
+ * The opening of every sequence: the three threads saved (under random resources, with random
+ * metadata) and a batch of messages into them, so the random operations that follow mostly act on existing records.
  */
 export const setupArbitrary: fc.Arbitrary<Op[]> = fc
   .record({
     resources: fc.tuple(resource, resource, resource),
+    metadata: fc.tuple(metadata, metadata, metadata),
     created: fc.tuple(time, time, time),
     messages: fc.uniqueArray(
       fc.record({ id: messageId, thread: threadId, created: time, content: smallJson }),
@@ -232,14 +327,14 @@ export const setupArbitrary: fc.Arbitrary<Op[]> = fc
       },
     ),
   })
-  .map(({ resources, created, messages }): Op[] => [
+  .map(({ resources, metadata, created, messages }): Op[] => [
     ...THREADS.map(
       (thread, i): Op => ({
         op: 'saveThread',
         thread,
         resource: resources[i]!,
         title: '',
-        metadata: {},
+        metadata: metadata[i]!,
         created: created[i]!,
       }),
     ),

@@ -1,6 +1,8 @@
 import {
   compareIds,
   isMemoryError,
+  type JsonObject,
+  type JsonValue,
   type ListMessagesArgs,
   MAX_LISTING_COUNT,
   MemoryError,
@@ -205,5 +207,67 @@ export class UnboundedPageStore extends BreakableMemoryStore {
     }
     const page = await super.listMessages({ ...args, page: 0 });
     return { ...page, messages: [], page: args.page, hasMore: false };
+  }
+}
+
+/** Equal as a server comparing documents by their values alone, in order, would see them. */
+function keylessSame(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return (
+      Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => keylessSame(v, b[i]))
+    );
+  }
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    const av = Object.values(a);
+    const bv = Object.values(b);
+    return av.length === bv.length && av.every((v, i) => keylessSame(v, bv[i]));
+  }
+  return a === b;
+}
+
+/** Keeps `stored[key]` wherever `patch[key]` holds the same values under other keys (the write is "a no-op"). */
+function keepKeyless(stored: JsonObject, patch: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(patch)) {
+    const old = stored[key];
+    out[key] = Object.hasOwn(stored, key) && keylessSame(old, value) ? (old as JsonValue) : value;
+  }
+  return out;
+}
+
+/**
+ * (i) Takes a nested value replaced by one holding the same values under other keys for a no-op
+ * (FerretDB 1.x's `$set`), in thread and resource metadata and message content, yet reports success.
+ */
+export class KeylessCompareStore extends BreakableMemoryStore {
+  override async saveThread(thread: Thread) {
+    const stored = await super.getThreadById({ threadId: thread.id });
+    if (stored && keylessSame(stored.metadata, thread.metadata)) {
+      await super.saveThread({ ...thread, metadata: stored.metadata });
+      return thread;
+    }
+    return super.saveThread(thread);
+  }
+  override async updateThread(args: Parameters<BreakableMemoryStore['updateThread']>[0]) {
+    const stored = await super.getThreadById({ threadId: args.id });
+    const metadata = stored && args.metadata ? keepKeyless(stored.metadata, args.metadata) : args.metadata;
+    return super.updateThread({ ...args, metadata });
+  }
+  override async updateResource(args: Parameters<BreakableMemoryStore['updateResource']>[0]) {
+    const stored = await super.getResourceById({ resourceId: args.resourceId });
+    const metadata = stored && args.metadata ? keepKeyless(stored.metadata, args.metadata) : args.metadata;
+    return super.updateResource({ ...args, metadata });
+  }
+  override async updateMessages(patches: Parameters<BreakableMemoryStore['updateMessages']>[0]) {
+    const stored = new Map(
+      (await super.listMessagesById({ ids: patches.map((p) => p.id) })).map((m) => [m.id, m.content]),
+    );
+    return super.updateMessages(
+      patches.map((p) =>
+        p.content !== undefined && stored.has(p.id) && keylessSame(stored.get(p.id), p.content)
+          ? { ...p, content: stored.get(p.id) }
+          : p,
+      ),
+    );
   }
 }

@@ -17,7 +17,7 @@ interface Maps {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What is wrong with a `JsonFileStore`, if anything. */
-export type FileStoreDefect = 'none' | 'atomic' | 'metadata';
+export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
 
 /**
  * The reference store persisted to one JSON file shared by several processes, so the suite's
@@ -26,6 +26,8 @@ export type FileStoreDefect = 'none' | 'atomic' | 'metadata';
  * across processes. With the `'atomic'` defect, `updateWorkingMemoryAtomically` still claims to
  * be atomic but releases the lock between its read and its write — the classic lost update.
  * With `'metadata'`, `updateThread` and `updateResource` merge into a stale read the same way.
+ * With `'init'`, `init()` fails when another process initialises the file at the same moment, the
+ * way a server that drops the connection of concurrent schema writers does.
  */
 export class JsonFileStore extends InMemoryStore {
   private readonly lock: string;
@@ -49,6 +51,21 @@ export class JsonFileStore extends InMemoryStore {
       return super.run(operation, () => this.lockedStale(fn));
     }
     return super.run(operation, () => this.locked(fn));
+  }
+
+  protected override async doInit(): Promise<void> {
+    if (this.defect !== 'init') return super.doInit();
+    const marker = `${this.file}.init`;
+    try {
+      await mkdir(marker);
+    } catch {
+      throw new Error(`ECONNRESET: connection closed while another process initialises ${this.file}`);
+    }
+    try {
+      await sleep(100);
+    } finally {
+      await rmdir(marker);
+    }
   }
 
   protected override async doUpdateWorkingMemoryAtomically(

@@ -16,10 +16,20 @@ function breakConnection(store: MemoryStorage): void {
   (store as unknown as { connection: { client?: Client } }).connection.client?.close();
 }
 
+let freshFiles = 0;
+
 runConformance({
   name: 'libsql (file)',
   create: () => new LibSQLStore({ url }),
   worker: new URL('./worker.ts', import.meta.url),
+  // A new database file per call (removed with the directory); worker.ts opens it from the env.
+  fresh: () => {
+    const freshUrl = `file:${dir}/fresh-${++freshFiles}.db`;
+    return {
+      env: { ENGRAM_LIBSQL_CONFORMANCE_URL: freshUrl },
+      create: () => new LibSQLStore({ url: freshUrl }),
+    };
+  },
   processes: 4,
   breakConnection,
 });

@@ -16,6 +16,12 @@ export interface Connection {
   transactions: boolean;
   /** Serialises writers of one thread or resource where the server's updates are not atomic. */
   locks: WriteLocks;
+  /**
+   * True when the server may skip a `$set` whose value differs from the stored one only in its
+   * keys (FerretDB 1.x): field updates are then applied here and written as replacements
+   * (see `writes.ts`).
+   */
+  replaceUpdates: boolean;
 }
 
 /** The connection choices of `MongoDBStoreOptions`. */
@@ -32,8 +38,9 @@ export interface ConnectionChoices {
  * - Transactions: only replica sets and sharded clusters (`setName` or `isdbgrid` in `hello`,
  *   with sessions) have them; a standalone `mongod` does not.
  * - FerretDB 1.x (it reports `ferretdbVersion` in `buildInfo`) cannot store arrays inside arrays,
- *   and runs each update as a read followed by a whole-document write with nothing atomic in
- *   between, so it gets the nested-array wrapping and the write locks.
+ *   runs each update as a read followed by a whole-document write with nothing atomic in
+ *   between, and skips a `$set` of a sub-document holding the same values under other keys, so it
+ *   gets the nested-array wrapping, the write locks and replacement writes.
  */
 export async function openConnection(client: MongoClient, choices: ConnectionChoices): Promise<Connection> {
   await client.connect();
@@ -52,6 +59,7 @@ export async function openConnection(client: MongoClient, choices: ConnectionCho
     codec: { wrapNestedArrays: ferretdb1 },
     transactions: choices.transactions !== 'never' && replicated && sessions,
     locks: new WriteLocks(locked ? store.locks : undefined),
+    replaceUpdates: ferretdb1,
   };
 }
 

@@ -24,6 +24,7 @@ import {
 import { threadNotFound } from './errors.ts';
 import { messagePatchSet, toMessage, toMessageDocument } from './mapping.ts';
 import { besideFilter, messageFilter, messageSort, scope } from './queries.ts';
+import { assertStored, updateFields } from './writes.ts';
 
 /**
  * The message operations. `saveMessages` checks every thread and resource first, then writes the
@@ -157,7 +158,11 @@ export async function listMessagesById(c: Collections, ids: string[]): Promise<M
   return sortMessages((await c.messages.find({ _id: { $in: ids } }).toArray()).map(toMessage));
 }
 
-/** One ordered `bulkWrite` of `$set`s, then the updated messages are read back. */
+/**
+ * One ordered `bulkWrite` of `$set`s, then the updated messages are read back. Where the server may
+ * skip a `$set` of same-valued content under other keys (FerretDB 1.x), each message is updated
+ * by a read and a replacement instead (see `writes.ts`).
+ */
 export async function updateMessages(connection: Connection, patches: MessagePatch[]): Promise<Message[]> {
   const c = connection.collections;
   const updates = patches.map((patch, i) => {
@@ -165,18 +170,37 @@ export async function updateMessages(connection: Connection, patches: MessagePat
     return { id: patch.id, set: messagePatchSet(patch, `patches[${i}]`, connection.codec) };
   });
   const writes = updates.filter((u) => Object.keys(u.set).length > 0);
-  if (writes.length > 0) {
-    await c.messages.bulkWrite(
+  let unmodified = false;
+  if (connection.replaceUpdates) {
+    for (const { id, set } of writes) await updateFields(c.messages, id, { set }, true, 'updateMessages');
+  } else if (writes.length > 0) {
+    const result = await c.messages.bulkWrite(
       writes.map((u) => ({ updateOne: { filter: { _id: u.id }, update: { $set: u.set } } })),
       { ordered: true },
     );
+    unmodified = result.modifiedCount < result.matchedCount;
   }
   const docs = await c.messages.find({ _id: { $in: [...new Set(patches.map((p) => p.id))] } }).toArray();
+  // A matched message left unmodified is either already as patched or a write the server dropped.
+  if (unmodified) assertPatched(docs, writes);
   await touch(
     connection,
     docs.map((d) => d.threadId),
   );
   return sortMessages(docs.map(toMessage));
+}
+
+/** Throws `STORAGE` when a found message does not hold what its patches (in order) set. */
+function assertPatched(
+  docs: MessageDocument[],
+  writes: { id: string; set: Record<string, unknown> }[],
+): void {
+  const expected = new Map<string, Record<string, unknown>>();
+  for (const { id, set } of writes) expected.set(id, { ...expected.get(id), ...set });
+  for (const doc of docs) {
+    const set = expected.get(doc._id);
+    if (set) assertStored(doc as unknown as Record<string, unknown>, set, 'updateMessages');
+  }
 }
 
 export async function deleteMessages(connection: Connection, ids: string[]): Promise<void> {

@@ -2,6 +2,7 @@ import { MemoryError } from '@engram/core';
 import { MongoServerError } from 'mongodb';
 import { type Collections, MESSAGE_INDEXES, THREAD_INDEXES } from './collections.ts';
 import { isDuplicateKey } from './errors.ts';
+import { WriteLocks } from './locks.ts';
 
 /** One step of the schema. Each is idempotent, so two processes may run it at once. */
 export interface Migration {
@@ -40,11 +41,8 @@ export const MIGRATIONS: readonly Migration[] = [
 /** The schema version this package writes. */
 export const LATEST_VERSION = MIGRATIONS.length;
 
-/**
- * Applies every migration not yet recorded, in order, and records it. Throws `MIGRATION` when the
- * database was written by a newer version of this package.
- */
-export async function migrate(collections: Collections): Promise<void> {
+/** The applied versions; throws `MIGRATION` when one is newer than this package knows. */
+async function appliedVersions(collections: Collections): Promise<Set<number>> {
   const applied = new Set(
     (await collections.migrations.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
   );
@@ -56,6 +54,29 @@ export async function migrate(collections: Collections): Promise<void> {
       { adapter: 'mongodb' },
     );
   }
+  return applied;
+}
+
+/** The lock document (in `<prefix>locks`) held while migrations are applied. */
+export const MIGRATION_LOCK = 'migrations';
+
+/**
+ * Applies every migration not yet recorded, in order, and records it. Throws `MIGRATION` when the
+ * database was written by a newer version of this package.
+ *
+ * A database already at the latest version costs one query. Otherwise the migrations run under
+ * a lock document, one process at a time, on every server: each step is idempotent, but FerretDB
+ * 1.x can panic and drop the connection when several clients create the same indexes of a new
+ * database at once. Whoever gets the lock next finds the versions recorded and does nothing.
+ */
+export async function migrate(collections: Collections): Promise<void> {
+  const applied = await appliedVersions(collections);
+  if (MIGRATIONS.every((_, i) => applied.has(i + 1))) return;
+  await new WriteLocks(collections.locks).hold([MIGRATION_LOCK], () => applyPending(collections));
+}
+
+async function applyPending(collections: Collections): Promise<void> {
+  const applied = await appliedVersions(collections);
   for (const [i, migration] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;

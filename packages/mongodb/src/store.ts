@@ -40,6 +40,7 @@ import {
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
 import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
+import { assertReplaced, updateFields } from './writes.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
 export type MongoDBConnectionOptions =
@@ -187,17 +188,19 @@ export class MongoDBStore extends StoreBase {
 
   protected async doSaveThread(thread: Thread): Promise<Thread> {
     const { collections: c, codec, locks } = await this.connect();
-    // Every field is set and the version replaced: a full replacement no CAS writer can miss.
+    // A whole replacement with a fresh version: no CAS writer can miss it, and every server compares
+    // a replacement with its keys (a `$set` of the fields can be skipped, see `writes.ts`).
     const { _id, ...fields } = toThreadDocument(thread, codec);
-    await locks.hold([threadLock(_id)], () =>
-      upsert(() => c.threads.updateOne({ _id }, { $set: fields }, { upsert: true }), this.retry),
+    const result = await locks.hold([threadLock(_id)], () =>
+      upsert(() => c.threads.replaceOne({ _id }, fields, { upsert: true }), this.retry),
     );
+    assertReplaced(result, 'saveThread');
     return structuredClone(thread);
   }
 
   protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
     storableIds({ id: args.id });
-    const { collections: c, codec, locks } = await this.connect();
+    const { collections: c, codec, locks, replaceUpdates } = await this.connect();
     const set: Record<string, unknown> = { updatedAt: new Date() };
     if (args.title !== undefined) {
       assertStorableString(args.title, 'title');
@@ -210,7 +213,7 @@ export class MongoDBStore extends StoreBase {
     }
     assertDocumentSize(set, 'the thread update');
     const doc = await locks.hold([threadLock(args.id)], () =>
-      c.threads.findOneAndUpdate({ _id: args.id }, { $set: set }, { returnDocument: 'after' }),
+      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread'),
     );
     if (!doc) throw threadNotFound(args.id);
     return toThread(doc);
@@ -273,7 +276,7 @@ export class MongoDBStore extends StoreBase {
 
   protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
     storableIds({ resourceId: args.resourceId });
-    const { collections: c, codec, locks } = await this.connect();
+    const { collections: c, codec, locks, replaceUpdates } = await this.connect();
     const now = new Date();
     const metadata = args.metadata ?? {};
     const set: Record<string, unknown> = {
@@ -294,10 +297,12 @@ export class MongoDBStore extends StoreBase {
     const doc = await locks.hold([resourceLock(args.resourceId)], () =>
       upsert(
         () =>
-          c.resources.findOneAndUpdate(
-            { _id: args.resourceId },
-            { $set: set, $setOnInsert: setOnInsert },
-            { upsert: true, returnDocument: 'after' },
+          updateFields(
+            c.resources,
+            args.resourceId,
+            { set, setOnInsert, upsert: true },
+            replaceUpdates,
+            'updateResource',
           ),
         this.retry,
       ),

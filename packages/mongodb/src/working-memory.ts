@@ -4,6 +4,7 @@ import type { Collections, ResourceDocument, ThreadDocument } from './collection
 import { assertStorableString, valueHash } from './encoding.ts';
 import { isDuplicateKey, threadNotFound } from './errors.ts';
 import { assertDocumentSize, newVersion, threadWorkingMemory } from './mapping.ts';
+import { assertStored } from './writes.ts';
 
 /**
  * Atomic read-modify-write of working memory by compare-and-set: read the document and its
@@ -51,12 +52,16 @@ export function updateResourceWorkingMemory(
         throw error;
       }
     }
+    const set = { workingMemory: next, updatedAt: now, version: newVersion() };
     const won = await c.resources.findOneAndUpdate(
       // A document written by other software may lack `version`: `null` matches the missing field.
       { _id: resourceId, version: doc.version ?? null } as Filter<ResourceDocument>,
-      { $set: { workingMemory: next, updatedAt: now, version: newVersion() } },
+      { $set: set },
+      { returnDocument: 'after' },
     );
-    return won ? next : RETRY;
+    if (!won) return RETRY;
+    assertStored(won, set, 'updateWorkingMemoryAtomically');
+    return next;
   }, retry);
 }
 
@@ -71,17 +76,19 @@ export function updateThreadWorkingMemory(
     const doc = await c.threads.findOne({ _id: threadId });
     if (!doc) throw threadNotFound(threadId);
     const next = computeNext(update, threadWorkingMemory(doc));
+    const set = {
+      'metadata.workingMemory': next,
+      'metadataHash.workingMemory': valueHash(next),
+      updatedAt: new Date(),
+      version: newVersion(),
+    };
     const won = await c.threads.findOneAndUpdate(
       { _id: threadId, version: doc.version ?? null } as Filter<ThreadDocument>,
-      {
-        $set: {
-          'metadata.workingMemory': next,
-          'metadataHash.workingMemory': valueHash(next),
-          updatedAt: new Date(),
-          version: newVersion(),
-        },
-      },
+      { $set: set },
+      { returnDocument: 'after' },
     );
-    return won ? next : RETRY;
+    if (!won) return RETRY;
+    assertStored(won, set, 'updateWorkingMemoryAtomically');
+    return next;
   }, retry);
 }

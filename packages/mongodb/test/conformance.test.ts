@@ -20,6 +20,15 @@ runConformance({
   create: () => new MongoDBStore({ url: MONGODB_URL!, dbName }),
   destroy: (store) => store.close(),
   worker: new URL('./worker.ts', import.meta.url),
+  // A new database per call; the racers open it through ENGRAM_MONGODB_TEST_DB, like worker.ts.
+  fresh: () => {
+    const name = randomDbName('engram_fresh');
+    return {
+      env: { ENGRAM_MONGODB_TEST_DB: name },
+      create: () => new MongoDBStore({ url: MONGODB_URL!, dbName: name }),
+      drop: () => dropDatabase(MONGODB_URL!, name),
+    };
+  },
   // Closing the driver client under the store makes every later call fail as a lost connection.
   breakConnection: (store) => (store as MongoDBStore).client.close(),
 });

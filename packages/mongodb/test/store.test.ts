@@ -42,6 +42,29 @@ describeMongo('MongoDBStore against a real server', (url) => {
     });
   });
 
+  it('init from six clients at once on a new database: all succeed, one migration record, no lock left', async () => {
+    const fresh = randomDbName('engram_init_race');
+    const racers = Array.from({ length: 6 }, () => new MongoDBStore({ url, dbName: fresh }));
+    try {
+      const results = await Promise.allSettled(racers.map((s) => s.init()));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      const db = raw.db(fresh);
+      expect((await db.collection('engram_migrations').find({}).toArray()).map((d) => d._id)).toEqual([
+        LATEST_VERSION,
+      ]);
+      expect(await db.collection('engram_locks').countDocuments()).toBe(0);
+      await Promise.all(
+        racers.map((s, i) => s.updateResource({ resourceId: 'r', metadata: { [`p${i}`]: i } })),
+      );
+      expect(
+        Object.keys((await racers[0]!.getResourceById({ resourceId: 'r' }))?.metadata ?? {}),
+      ).toHaveLength(6);
+    } finally {
+      await Promise.all(racers.map((s) => s.close()));
+      await dropDatabase(url, fresh);
+    }
+  });
+
   it('upgrades collections that predate the recorded schema in place, keeping their documents', async () => {
     const prefix = `old_${rid('p').slice(2, 10)}_`;
     const db = raw.db(dbName);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ConformanceInit } from '@engram/conformance';
 import type { MemoryStorage } from '@engram/core';
 import pg from 'pg';
@@ -54,6 +55,16 @@ export function conformanceRun(name: string, schemaName?: string): { init: Confo
       await endPool(store);
     },
     worker: new URL('./worker.ts', import.meta.url),
+    // A new schema of the run's database per call (dropped with it); worker.ts opens it from the env.
+    fresh: () => {
+      if (!run.db) throw new Error('the run database was not created');
+      const url = run.db.url;
+      const schema = `fresh_${randomBytes(6).toString('hex')}`;
+      return {
+        env: { ENGRAM_PG_TEST_URL: url, ENGRAM_PG_TEST_SCHEMA: schema },
+        create: () => new PostgresStore({ connectionString: url, schemaName: schema, maxConnections: 4 }),
+      };
+    },
     breakConnection: endPool,
     processes: 4,
   };

@@ -16,6 +16,15 @@ runConformance({
   },
   destroy: (store) => store.close(),
   worker: new URL('./worker.ts', import.meta.url),
+  // A new key prefix per call; worker.ts opens it through ENGRAM_UPSTASH_TEST_PREFIX.
+  fresh: () => {
+    const freshPrefix = runPrefix('fresh');
+    return {
+      env: { ENGRAM_UPSTASH_TEST_PREFIX: freshPrefix },
+      create: () => testStore(freshPrefix),
+      drop: () => dropPrefix(freshPrefix),
+    };
+  },
   processes: 4,
   breakConnection: (store) => breakStore(store as UpstashStore),
 });
