@@ -122,6 +122,7 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export { messageOfAnotherResource, threadExists } from './storage/ownership.ts';
 export type * from './storage/records.ts';
 export {
   assertId,
