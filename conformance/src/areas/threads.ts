@@ -1,7 +1,11 @@
-import { compareIds, type Thread } from '@engram/core';
-import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { compareIds, type MemoryStorage, type Thread } from '@engram/core';
+import { ConformanceError, expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { raceProcesses } from '../concurrency/harness.ts';
+import { creatorThread, type RacerReport, type RaceTask, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import type { CheckContext } from '../types.ts';
+import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 
 const check = defineArea('threads');
 
@@ -9,6 +13,30 @@ const check = defineArea('threads');
 function ordered(threads: Thread[], direction: 'ASC' | 'DESC', key: 'createdAt' | 'updatedAt' = 'createdAt') {
   const sorted = [...threads].sort((a, b) => a[key].getTime() - b[key].getTime() || compareIds(a.id, b.id));
   return idsOf(direction === 'ASC' ? sorted : sorted.reverse());
+}
+
+/**
+ * Runs `task` with every racer at once, each with a store of its own: OS processes when a
+ * worker is supplied, else separate store instances in this process (one shared instance when
+ * the store is process-local, since separate instances would not share data).
+ */
+async function raceSeparately(
+  ctx: CheckContext,
+  store: MemoryStorage,
+  task: RaceTask,
+): Promise<{ reports: RacerReport[]; how: string }> {
+  const n = racers(ctx.init);
+  if (ctx.init.worker && !store.processLocal) {
+    return { reports: await raceProcesses(ctx.init.worker, task, n), how: `${n} OS processes` };
+  }
+  const stores = store.processLocal
+    ? Array.from({ length: n }, () => store)
+    : [store, ...(await Promise.all(Array.from({ length: n - 1 }, () => ctx.store())))];
+  const reports = await Promise.all(stores.map((s, racer) => runRacer(s, task, racer)));
+  const how = store.processLocal
+    ? `${n} concurrent callers on one process-local store`
+    : `${n} store instances in one process (no worker supplied)`;
+  return { reports, how };
 }
 
 /** Thread CRUD and listing. */
@@ -37,6 +65,76 @@ export const threadsChecks = [
     expectEqual(idsOf(page.threads), [t.id], 'one thread after two saves');
     expectEqual(page.total, 1, 'total');
   }),
+
+  check('createThread inserts a new thread; an existing id is CONFLICT and changes nothing', async (ctx) => {
+    const store = await ctx.store();
+    const alice = thread(ctx.id('t'), ctx.id('alice'), {
+      title: 'first',
+      metadata: { workingMemory: 'alice memory', k: 1 },
+    });
+    expectEqual(await store.createThread(alice), alice, 'createThread() return value');
+    expectEqual(await store.getThreadById({ threadId: alice.id }), alice, 'the created thread');
+    await store.saveMessages([message(ctx.id('m'), alice, at(1))]);
+    const before = await store.getThreadById({ threadId: alice.id });
+    const bob = thread(alice.id, ctx.id('bob'), {
+      title: 'taken',
+      metadata: { workingMemory: 'bob memory' },
+      updatedAt: at(9_000),
+    });
+    await expectRejects(store.createThread(bob), ['CONFLICT'], "createThread with another resource's id");
+    await expectRejects(
+      store.createThread({ ...alice, title: 'again' }),
+      ['CONFLICT'],
+      'createThread with an existing id of the same resource',
+    );
+    expectEqual(await store.getThreadById({ threadId: alice.id }), before, 'the thread is unchanged');
+    expectEqual((await store.listMessages({ threadId: alice.id })).total, 1, 'its message is kept');
+    expectEqual(
+      idsOf((await store.listThreads({ resourceId: bob.resourceId })).threads),
+      [],
+      'the refused resource lists no thread',
+    );
+  }),
+
+  check(
+    (init) =>
+      `concurrent Memory.createThread with one new id: exactly one of ${racers(init)} racers wins, the others get CONFLICT (${FIRST_WRITE_ROUNDS} ids)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const threadIds = Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-new-t'));
+      const task = { kind: 'create-thread', threadIds, resourcePrefix: ctx.id('race-r') } as const;
+      const { reports, how } = await raceSeparately(ctx, store, task);
+      const failures = reports.flatMap((r) => r.failures);
+      const conflicts = reports.reduce((sum, r) => sum + r.conflicts, 0);
+      const winners = reports.flatMap((r) => r.written);
+      ctx.log(
+        `createThread races: ${how}, ${threadIds.length} ids; ${winners.length} succeeded, ${conflicts} CONFLICT, ${failures.length} failed`,
+      );
+      if (failures.length) {
+        throw new ConformanceError(
+          `createThread races: ${failures.length} calls failed, e.g. ${failures[0]}`,
+        );
+      }
+      for (const threadId of threadIds) {
+        const won = reports.flatMap((r, racer) =>
+          r.written.includes(`${threadId}/p${racer}`) ? [racer] : [],
+        );
+        expectEqual(
+          won.length,
+          1,
+          `racers told that they created ${threadId} (winners: p${won.join(', p')})`,
+        );
+        const expected = creatorThread(task, threadId, won[0]!);
+        const stored = await store.getThreadById({ threadId });
+        expectEqual(
+          [stored?.resourceId, stored?.title, stored?.metadata],
+          [expected.resourceId, expected.title, expected.metadata],
+          `thread ${threadId} as stored: resource, title and initial working memory of the winner p${won[0]}`,
+        );
+      }
+      expectEqual(conflicts, threadIds.length * (reports.length - 1), 'CONFLICT answers of the losers');
+    },
+  ),
 
   check('updateThread: title kept when omitted, metadata shallow-merged, updatedAt bumped', async (ctx) => {
     const store = await ctx.store();

@@ -1,4 +1,4 @@
-import type { JsonObject, MemoryStorage } from '@engram/core';
+import { type JsonObject, Memory, type MemoryStorage } from '@engram/core';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -13,7 +13,12 @@ export type RaceTask =
   /** One atomic merge per racer into each of several resources that do not exist yet. */
   | { kind: 'first-merge'; resourceIds: string[] }
   /** One `updateResource` metadata merge per racer into each of several missing resources. */
-  | { kind: 'first-metadata'; resourceIds: string[] };
+  | { kind: 'first-metadata'; resourceIds: string[] }
+  /**
+   * `Memory.createThread` of each of several new thread ids, racer `p<n>` for its own resource
+   * `<resourcePrefix>-p<n>`: exactly one racer per id may succeed, the others get `CONFLICT`.
+   */
+  | { kind: 'create-thread'; threadIds: string[]; resourcePrefix: string };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -79,7 +84,26 @@ export function racerOps(
         key: `${resourceId}/p${racer}`,
         run: (s) => s.updateResource({ resourceId, metadata: { [`p${racer}`]: true } }),
       }));
+    case 'create-thread':
+      return task.threadIds.map((threadId) => ({
+        key: `${threadId}/p${racer}`,
+        run: (s) => new Memory({ storage: s }).createThread(creatorThread(task, threadId, racer)),
+      }));
   }
+}
+
+/** What racer `racer` asks `Memory.createThread` to create in a `create-thread` race. */
+export function creatorThread(
+  task: { resourcePrefix: string },
+  threadId: string,
+  racer: number,
+): { threadId: string; resourceId: string; title: string; metadata: JsonObject } {
+  return {
+    threadId,
+    resourceId: `${task.resourcePrefix}-p${racer}`,
+    title: `created by p${racer}`,
+    metadata: { workingMemory: `initial memory of p${racer}`, by: racer },
+  };
 }
 
 function atomic(store: MemoryStorage) {
