@@ -5,6 +5,7 @@ import {
   type MessagePage,
   type MessagePatch,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
@@ -14,6 +15,7 @@ import {
   StoreBase,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -96,6 +98,12 @@ export class PostgresStore extends StoreBase {
     return row ? toThread(row) : null;
   }
 
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const inserted = await this.query(sql.insertThread(this.names), threadParams(thread));
+    if (inserted.length === 0) throw threadExists('pg', thread.id);
+    return copy(thread);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
     await this.query(sql.upsertThread(this.names), threadParams(thread));
     return copy(thread);
@@ -168,6 +176,11 @@ export class PostgresStore extends StoreBase {
             `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
             { adapter: this.name },
           );
+        }
+        // Locked rows: no other writer can change their owner before this transaction ends.
+        const stored = locked.get(message.id);
+        if (stored && stored.resourceId !== message.resourceId) {
+          throw messageOfAnotherResource('pg', message.id);
         }
         counts.add(message.threadId, message.resourceId, 1);
       }
