@@ -1,7 +1,10 @@
 import type { MemoryStorage } from '@engram/core';
 import { expectEqual, expectRejects, idsOf } from '../assert.ts';
+import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
+import { racerMessage, racerOwner } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 
 const check = defineArea('isolation');
 
@@ -219,6 +222,45 @@ export const isolationChecks = [
         );
         expectEqual(await snapshot(), before, 'every thread and message after the refused batch');
         expectEqual(await store.listMessagesById({ ids: [fresh.id] }), [], "bob's new message was not saved");
+      }
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent saveMessages of one new message id by ${racers(init)} resources: exactly one wins, the others get CONFLICT (${FIRST_WRITE_ROUNDS} ids)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const task = {
+        kind: 'save-message',
+        messageIds: Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-m')),
+        threadPrefix: ctx.id('race-t'),
+        resourcePrefix: ctx.id('race-r'),
+      } as const;
+      const n = racers(ctx.init);
+      for (let racer = 0; racer < n; racer++) {
+        const owner = racerOwner(task, racer);
+        await store.saveThread(thread(owner.id, owner.resourceId));
+      }
+      const winners = oneWinnerEach(
+        ctx,
+        'saveMessages races',
+        task.messageIds,
+        await raceSeparately(ctx, store, task),
+      );
+      const stored = await store.listMessagesById({ ids: task.messageIds });
+      expectEqual(
+        task.messageIds.map((id) => stored.find((m) => m.id === id)),
+        task.messageIds.map((id, i) => racerMessage(task, id, winners[i]!)),
+        'each message as its winner saved it',
+      );
+      for (let racer = 0; racer < n; racer++) {
+        const page = await store.listMessages({ threadId: racerOwner(task, racer).id, perPage: false });
+        expectEqual(
+          idsOf(page.messages).sort(),
+          task.messageIds.filter((_, i) => winners[i] === racer).sort(),
+          `the thread of racer p${racer} holds exactly the messages it won`,
+        );
       }
     },
   ),

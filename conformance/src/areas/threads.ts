@@ -1,10 +1,9 @@
-import { compareIds, type MemoryStorage, type Thread } from '@engram/core';
-import { ConformanceError, expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
-import { raceProcesses } from '../concurrency/harness.ts';
-import { creatorThread, type RacerReport, type RaceTask, runRacer } from '../concurrency/tasks.ts';
+import { compareIds, type Thread } from '@engram/core';
+import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
+import { creatorThread } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
-import type { CheckContext } from '../types.ts';
 import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 
 const check = defineArea('threads');
@@ -13,30 +12,6 @@ const check = defineArea('threads');
 function ordered(threads: Thread[], direction: 'ASC' | 'DESC', key: 'createdAt' | 'updatedAt' = 'createdAt') {
   const sorted = [...threads].sort((a, b) => a[key].getTime() - b[key].getTime() || compareIds(a.id, b.id));
   return idsOf(direction === 'ASC' ? sorted : sorted.reverse());
-}
-
-/**
- * Runs `task` with every racer at once, each with a store of its own: OS processes when a
- * worker is supplied, else separate store instances in this process (one shared instance when
- * the store is process-local, since separate instances would not share data).
- */
-async function raceSeparately(
-  ctx: CheckContext,
-  store: MemoryStorage,
-  task: RaceTask,
-): Promise<{ reports: RacerReport[]; how: string }> {
-  const n = racers(ctx.init);
-  if (ctx.init.worker && !store.processLocal) {
-    return { reports: await raceProcesses(ctx.init.worker, task, n), how: `${n} OS processes` };
-  }
-  const stores = store.processLocal
-    ? Array.from({ length: n }, () => store)
-    : [store, ...(await Promise.all(Array.from({ length: n - 1 }, () => ctx.store())))];
-  const reports = await Promise.all(stores.map((s, racer) => runRacer(s, task, racer)));
-  const how = store.processLocal
-    ? `${n} concurrent callers on one process-local store`
-    : `${n} store instances in one process (no worker supplied)`;
-  return { reports, how };
 }
 
 /** Thread CRUD and listing. */
@@ -103,36 +78,17 @@ export const threadsChecks = [
       const store = await ctx.store();
       const threadIds = Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-new-t'));
       const task = { kind: 'create-thread', threadIds, resourcePrefix: ctx.id('race-r') } as const;
-      const { reports, how } = await raceSeparately(ctx, store, task);
-      const failures = reports.flatMap((r) => r.failures);
-      const conflicts = reports.reduce((sum, r) => sum + r.conflicts, 0);
-      const winners = reports.flatMap((r) => r.written);
-      ctx.log(
-        `createThread races: ${how}, ${threadIds.length} ids; ${winners.length} succeeded, ${conflicts} CONFLICT, ${failures.length} failed`,
-      );
-      if (failures.length) {
-        throw new ConformanceError(
-          `createThread races: ${failures.length} calls failed, e.g. ${failures[0]}`,
-        );
-      }
-      for (const threadId of threadIds) {
-        const won = reports.flatMap((r, racer) =>
-          r.written.includes(`${threadId}/p${racer}`) ? [racer] : [],
-        );
-        expectEqual(
-          won.length,
-          1,
-          `racers told that they created ${threadId} (winners: p${won.join(', p')})`,
-        );
-        const expected = creatorThread(task, threadId, won[0]!);
+      const race = await raceSeparately(ctx, store, task);
+      const winners = oneWinnerEach(ctx, 'createThread races', threadIds, race);
+      for (const [i, threadId] of threadIds.entries()) {
+        const expected = creatorThread(task, threadId, winners[i]!);
         const stored = await store.getThreadById({ threadId });
         expectEqual(
           [stored?.resourceId, stored?.title, stored?.metadata],
           [expected.resourceId, expected.title, expected.metadata],
-          `thread ${threadId} as stored: resource, title and initial working memory of the winner p${won[0]}`,
+          `thread ${threadId} as stored: resource, title and initial working memory of the winner p${winners[i]}`,
         );
       }
-      expectEqual(conflicts, threadIds.length * (reports.length - 1), 'CONFLICT answers of the losers');
     },
   ),
 

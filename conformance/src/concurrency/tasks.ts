@@ -1,4 +1,4 @@
-import { type JsonObject, Memory, type MemoryStorage } from '@engram/core';
+import { type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -18,7 +18,13 @@ export type RaceTask =
    * `Memory.createThread` of each of several new thread ids, racer `p<n>` for its own resource
    * `<resourcePrefix>-p<n>`: exactly one racer per id may succeed, the others get `CONFLICT`.
    */
-  | { kind: 'create-thread'; threadIds: string[]; resourcePrefix: string };
+  | { kind: 'create-thread'; threadIds: string[]; resourcePrefix: string }
+  /**
+   * `saveMessages` of each of several new message ids, racer `p<n>` into its own thread
+   * `<threadPrefix>-p<n>` of its own resource `<resourcePrefix>-p<n>` (created beforehand):
+   * exactly one racer per id may succeed, the others get `CONFLICT`.
+   */
+  | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -89,6 +95,11 @@ export function racerOps(
         key: `${threadId}/p${racer}`,
         run: (s) => new Memory({ storage: s }).createThread(creatorThread(task, threadId, racer)),
       }));
+    case 'save-message':
+      return task.messageIds.map((id) => ({
+        key: `${id}/p${racer}`,
+        run: (s) => s.saveMessages([racerMessage(task, id, racer)]),
+      }));
   }
 }
 
@@ -103,6 +114,32 @@ export function creatorThread(
     resourceId: `${task.resourcePrefix}-p${racer}`,
     title: `created by p${racer}`,
     metadata: { workingMemory: `initial memory of p${racer}`, by: racer },
+  };
+}
+
+/** The thread and resource of racer `racer` in a `save-message` race. */
+export function racerOwner(
+  task: { threadPrefix: string; resourcePrefix: string },
+  racer: number,
+): { id: string; resourceId: string } {
+  return { id: `${task.threadPrefix}-p${racer}`, resourceId: `${task.resourcePrefix}-p${racer}` };
+}
+
+/** What racer `racer` saves under `id` in a `save-message` race. */
+export function racerMessage(
+  task: { threadPrefix: string; resourcePrefix: string },
+  id: string,
+  racer: number,
+): Message {
+  const owner = racerOwner(task, racer);
+  return {
+    id,
+    threadId: owner.id,
+    resourceId: owner.resourceId,
+    role: 'user',
+    content: { by: racer },
+    type: 'text',
+    createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, racer)),
   };
 }
 
