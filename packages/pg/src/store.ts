@@ -177,12 +177,14 @@ export class PostgresStore extends StoreBase {
             { adapter: this.name },
           );
         }
-        // Locked rows: no other writer can change their owner before this transaction ends.
+        counts.add(message.threadId, message.resourceId, 1);
+      }
+      // Locked rows: no other writer can change their owner before this transaction ends.
+      for (const message of messages) {
         const stored = locked.get(message.id);
         if (stored && stored.resourceId !== message.resourceId) {
           throw messageOfAnotherResource('pg', message.id);
         }
-        counts.add(message.threadId, message.resourceId, 1);
       }
       for (const old of locked.values()) counts.add(old.threadId, old.resourceId, -1);
       // Rows are written in id order so concurrent batches lock them in the same order.

@@ -219,8 +219,10 @@ for b = 3, #ARGV, 7 do
   if owner[t] == nil then owner[t] = redis.call('HGET', kThread(t), 'resourceId') end
   if not owner[t] then return frame({'not_found', t}) end
   if owner[t] ~= r then return frame({'resource_mismatch', ARGV[b], r}) end
+end
+for b = 3, #ARGV, 7 do
   local stored = redis.call('HGET', kMessage(ARGV[b]), 'resourceId')
-  if stored and stored ~= r then return frame({'taken', ARGV[b]}) end
+  if stored and stored ~= ARGV[b + 2] then return frame({'taken', ARGV[b]}) end
 end
 local touched, touch = collector()
 for b = 3, #ARGV, 7 do

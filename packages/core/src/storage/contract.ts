@@ -164,8 +164,8 @@ export interface MemoryStorage {
    * message's `resourceId` (`INVALID_ARGUMENT`). A message saved again with another `threadId`
    * of the same resource moves; an id stored for a message of another resource is `CONFLICT`
    * and nothing of the batch is written (checked inside the write, so no concurrent save can
-   * slip between check and write). Bumps the touched threads' `updatedAt`. Returns the messages
-   * as stored.
+   * slip between check and write). The threads of the whole batch are checked before the ids.
+   * Bumps the touched threads' `updatedAt`. Returns the messages as stored.
    */
   saveMessages(messages: Message[]): Promise<Message[]>;
   /** Ordered by `(createdAt, id)`; see `ListMessagesArgs` for paging, ranges and windows. */

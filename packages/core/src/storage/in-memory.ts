@@ -115,6 +115,9 @@ export class InMemoryStore extends StoreBase {
           { adapter: this.name },
         );
       }
+    }
+    // Threads first, then ids: the contract's order of refusals.
+    for (const message of messages) {
       const stored = this.messages.get(message.id);
       if (stored && stored.resourceId !== message.resourceId) {
         throw messageOfAnotherResource(this.name, message.id);
