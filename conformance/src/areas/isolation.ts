@@ -204,10 +204,10 @@ export const isolationChecks = [
   }),
 
   check(
-    "a batch that takes another resource's message id is refused whole (its other messages are not saved)",
+    "a batch that takes another resource's message id is refused whole (its other messages are not saved; threads are checked first)",
     async (ctx) => {
       const store = await ctx.store();
-      const { bob, aliceMessage, bobMessage, before, snapshot } = await twoTenants(store, ctx.id);
+      const { alice, bob, aliceMessage, bobMessage, before, snapshot } = await twoTenants(store, ctx.id);
       const fresh = message(ctx.id('m-bob-new'), bob, at(4));
       const edited = { ...bobMessage, content: { text: 'bob edited' } };
       const stolen = message(aliceMessage.id, bob, at(5));
@@ -223,6 +223,19 @@ export const isolationChecks = [
         expectEqual(await snapshot(), before, 'every thread and message after the refused batch');
         expectEqual(await store.listMessagesById({ ids: [fresh.id] }), [], "bob's new message was not saved");
       }
+      // Every thread of the batch is checked before any id: a message naming a thread of
+      // another resource wins over the stolen id, wherever it stands.
+      const intoAlice = message(
+        ctx.id('m-bob-in-alice'),
+        { id: alice.id, resourceId: bob.resourceId },
+        at(6),
+      );
+      await expectRejects(
+        store.saveMessages([stolen, intoAlice]),
+        ['INVALID_ARGUMENT'],
+        "a batch of alice's id, then a message into alice's thread",
+      );
+      expectEqual(await snapshot(), before, 'every thread and message after the refused batch');
     },
   ),
 

@@ -199,6 +199,10 @@ export class CheckThenWriteStore extends BreakableMemoryStore {
  */
 export class RacyOwnershipStore extends BreakableMemoryStore {
   override async saveMessages(messages: Message[]): Promise<Message[]> {
+    // Thread refusals come first, as the contract orders them: leave those to the reference.
+    const threads = await Promise.all(messages.map((m) => this.getThreadById({ threadId: m.threadId })));
+    if (threads.some((t, i) => t?.resourceId !== messages[i]?.resourceId))
+      return super.saveMessages(messages);
     const stored = await this.listMessagesById({ ids: messages.map((m) => m.id) });
     for (const m of stored) {
       if (messages.some((n) => n.id === m.id && n.resourceId !== m.resourceId)) {
