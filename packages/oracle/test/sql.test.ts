@@ -226,11 +226,11 @@ describe('messages', () => {
     expect(bindsMatch(s)).toBe(true);
   });
 
-  it("leaves a stored message of another resource alone: the update is conditional on the resource, which it never sets", () => {
+  it('leaves a stored message of another resource alone: the update is conditional on the resource, which it never sets', () => {
     const s = sql.upsertMessage(d, message({ resourceId: 'bob' }));
     const [matched, notMatched] = s.sql.split('WHEN NOT MATCHED');
     expect(matched).toMatch(/\n {2}WHERE m\.resource_id = :resource_id\n$/);
-    expect(matched).not.toMatch(/SET[^]*m\.resource_id =[^]*WHERE/);
+    expect(matched?.split('WHERE')[0]).not.toContain('m.resource_id =');
     expect(notMatched).toContain('VALUES (s.id, :thread_id, :resource_id,');
     expect(s.binds.resource_id).toBe('bob');
     expect(bindsMatch(s)).toBe(true);
