@@ -18,6 +18,7 @@ export {
   differentialSuite,
   errorsSuite,
   isolationSuite,
+  lifecycleSuite,
   messagesSuite,
   recordsSuite,
   resourcesSuite,

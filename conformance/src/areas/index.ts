@@ -3,6 +3,7 @@ import { concurrencyChecks } from './concurrency.ts';
 import { differentialChecks } from './differential.ts';
 import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
+import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
@@ -14,6 +15,7 @@ export {
   differentialChecks,
   errorsChecks,
   isolationChecks,
+  lifecycleChecks,
   messagesChecks,
   recordsChecks,
   resourcesChecks,
@@ -23,6 +25,7 @@ export {
 
 /** Every check of the suite, in area order. */
 export const CHECKS: readonly Check[] = [
+  ...lifecycleChecks,
   ...recordsChecks,
   ...threadsChecks,
   ...messagesChecks,

@@ -196,6 +196,47 @@ export const workingMemoryChecks = [
     },
   ),
 
+  check(
+    'schema mode: thread memory set by createThread/updateThread must pass the schema (VALIDATION, nothing written)',
+    async (ctx) => {
+      const store = await ctx.store();
+      const memory = memoryOf(store, { scope: 'thread', schema: PROFILE_SCHEMA });
+      const resourceId = ctx.id('r');
+      for (const bad of ['{"age":"old"}', 'hello', '[1]']) {
+        const threadId = ctx.id('t');
+        await expectRejects(
+          memory.createThread({ resourceId, threadId, metadata: { workingMemory: bad } }),
+          ['VALIDATION'],
+          `createThread with workingMemory ${show(bad)}`,
+        );
+        expectEqual(await store.getThreadById({ threadId }), null, `no thread was created for ${show(bad)}`);
+      }
+      const thread = await memory.createThread({
+        resourceId,
+        threadId: ctx.id('t'),
+        metadata: { workingMemory: '{"name":"Ada"}' },
+      });
+      for (const bad of ['{"age":"old"}', 'hello']) {
+        await expectRejects(
+          memory.updateThread({ id: thread.id, title: 'changed', metadata: { workingMemory: bad } }),
+          ['VALIDATION'],
+          `updateThread with workingMemory ${show(bad)}`,
+        );
+      }
+      const stored = await store.getThreadById({ threadId: thread.id });
+      expectEqual(stored?.title, '', 'the refused updateThread changed nothing (title)');
+      expectEqual(stored?.metadata, { workingMemory: '{"name":"Ada"}' }, 'nor the metadata');
+      const merged = await memory.applyWorkingMemoryPatch({ threadId: thread.id, patch: {} });
+      expectEqual(merged, { name: 'Ada' }, 'an empty patch still merges afterwards');
+      await memory.updateThread({ id: thread.id, metadata: { workingMemory: '{"age":3}' } });
+      expectEqual(
+        await memory.applyWorkingMemoryPatch({ threadId: thread.id, patch: { name: 'Bo' } }),
+        { age: 3, name: 'Bo' },
+        'a valid updateThread value is kept and merges',
+      );
+    },
+  ),
+
   check(`schema mode: mergeWorkingMemory is UNSUPPORTED${FOR_NON_ATOMIC}`, async (ctx) => {
     const store = await ctx.store();
     if (store.supportsAtomicWorkingMemoryMerge)

@@ -2,6 +2,7 @@ import {
   compareIds,
   isMemoryError,
   type ListMessagesArgs,
+  MAX_LISTING_COUNT,
   MemoryError,
   type Message,
   type MessagePage,
@@ -213,5 +214,33 @@ export class RacyOwnershipStore extends BreakableMemoryStore {
     const maps = this as unknown as { messages: Map<string, Message> };
     for (const m of messages) maps.messages.delete(m.id);
     return super.saveMessages(messages);
+  }
+}
+
+/** (f) Keeps working after `close()`, as if it had nothing to release. */
+export class ImmortalStore extends BreakableMemoryStore {
+  override async close(): Promise<void> {}
+}
+
+/** (g) Puts the messages it failed to save into the error message, as a raw driver error would. */
+export class LeakyErrorStore extends BreakableMemoryStore {
+  override async saveMessages(messages: Message[]): Promise<Message[]> {
+    try {
+      return await super.saveMessages(messages);
+    } catch (error) {
+      if (!isMemoryError(error)) throw error;
+      throw new MemoryError(error.code, `${error.message}, command was: ${JSON.stringify(messages)}`);
+    }
+  }
+}
+
+/** (h) Passes any integer page on to the backend (here: answers an empty page, like a lie). */
+export class UnboundedPageStore extends BreakableMemoryStore {
+  override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
+    if (typeof args.page !== 'number' || !Number.isInteger(args.page) || args.page <= MAX_LISTING_COUNT) {
+      return super.listMessages(args);
+    }
+    const page = await super.listMessages({ ...args, page: 0 });
+    return { ...page, messages: [], page: args.page, hasMore: false };
   }
 }

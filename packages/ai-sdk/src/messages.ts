@@ -13,17 +13,47 @@ import type { ModelMessage } from 'ai';
 /** `Message.type` of messages holding AI SDK parts (`content: { format: 2, parts }`). */
 export const PARTS_MESSAGE_TYPE = 'v2';
 
+/** Node's `Buffer` when present (fast base64); edge runtimes fall back to `btoa`. */
+const NodeBuffer = (
+  globalThis as { Buffer?: { from(bytes: Uint8Array): { toString(enc: 'base64'): string } } }
+).Buffer;
+
 function base64(bytes: Uint8Array): string {
+  if (NodeBuffer) return NodeBuffer.from(bytes).toString('base64');
   let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
+  for (let at = 0; at < bytes.length; at += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  }
   return btoa(binary);
 }
 
-/** A JSON copy of AI SDK content: binary data becomes base64, URLs and dates become strings. */
+/**
+ * The bytes of binary data (`Buffer`, any typed array, `DataView`, `ArrayBuffer`), exactly the
+ * range a view covers; `undefined` for anything else. Checked by tag, so data from another realm
+ * counts too.
+ */
+function bytesOf(value: unknown): Uint8Array | undefined {
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  const tag = Object.prototype.toString.call(value);
+  if (tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]') {
+    return new Uint8Array(value as ArrayBuffer);
+  }
+  return undefined;
+}
+
+/**
+ * A JSON copy of AI SDK content. Binary data becomes a base64 string in the same field (its
+ * media type stays in the part's own `mediaType`); URLs and dates become strings. The binary
+ * check sees each value before its `toJSON` runs, so a `Buffer` is not turned into
+ * `{ type: 'Buffer', data: [...] }`. A base64 string and a URL string are both valid AI SDK
+ * `DataContent`, so what is stored goes back to the model as it is.
+ */
 function toJson(value: unknown): JsonValue {
-  return JSON.parse(
-    JSON.stringify(value, (_key, v: unknown) => (v instanceof Uint8Array ? base64(v) : v)),
-  ) as JsonValue;
+  const text = JSON.stringify(value, function (this: Record<string, unknown>, key, v: unknown) {
+    const bytes = bytesOf(this[key]);
+    return bytes ? base64(bytes) : v;
+  });
+  return JSON.parse(text) as JsonValue;
 }
 
 /**

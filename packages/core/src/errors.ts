@@ -2,7 +2,10 @@
 export type MemoryErrorCode =
   /** A caller passed something that can never be valid (bad id, bad patch, bad option). */
   | 'INVALID_ARGUMENT'
-  /** Working memory failed its schema; nothing was written. */
+  /**
+   * A schema-mode working-memory document is not a JSON object, or fails the schema; nothing
+   * was written.
+   */
   | 'VALIDATION'
   /** A thread (or other record) the call needs does not exist. */
   | 'NOT_FOUND'

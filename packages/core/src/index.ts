@@ -1,5 +1,6 @@
 export { readMemoryIds } from './agent/context.ts';
 export {
+  dropOrphanToolResults,
   type HistoryHost,
   messagesToSave,
   recallHistory,
@@ -7,6 +8,7 @@ export {
   stripWorkingMemoryToolParts,
 } from './agent/history.ts';
 export {
+  escapeData,
   type InstructionOptions,
   renderData,
   renderTemplate,
@@ -66,6 +68,8 @@ export type {
 } from './agent/types.ts';
 export {
   applyVNextEdit,
+  isDuplicateEntry,
+  normalizeEntry,
   normalizeText,
   parseVNextInput,
   VNEXT_UPDATE_REASONS,
@@ -103,6 +107,7 @@ export {
   StoreBase,
 } from './storage/base.ts';
 export type * from './storage/contract.ts';
+export { redactDriverError } from './storage/driver-error.ts';
 export {
   compareIds,
   compareMessages,
@@ -122,6 +127,7 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export { messageOfAnotherResource, threadExists } from './storage/ownership.ts';
 export type * from './storage/records.ts';
 export {
@@ -132,6 +138,7 @@ export {
   assertText,
   isPlainObject,
   MAX_ID_LENGTH,
+  MAX_LISTING_COUNT,
 } from './storage/validate.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {

@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts';
+import { assertKnownKeys } from './known-keys.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
@@ -61,6 +62,24 @@ export interface ResolvedMemoryOptions {
   readonly semanticRecall: false;
 }
 
+/** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
+const OPTION_KEYS = Object.keys({
+  lastMessages: true,
+  readOnly: true,
+  workingMemory: true,
+  semanticRecall: true,
+} satisfies Record<keyof MemoryOptions, true>);
+
+/** Every key of `WorkingMemoryOptions`, checked the same way. */
+const WORKING_MEMORY_KEYS = Object.keys({
+  enabled: true,
+  scope: true,
+  template: true,
+  schema: true,
+  version: true,
+  useStateSignals: true,
+} satisfies Record<keyof WorkingMemoryOptions, true>);
+
 function invalid(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message);
 }
@@ -72,10 +91,14 @@ function optionalBoolean(value: unknown, field: string): boolean | undefined {
   return value;
 }
 
-/** Checks options and fills in defaults. Throws `INVALID_ARGUMENT` or `UNSUPPORTED`. */
+/**
+ * Checks options and fills in defaults. Throws `INVALID_ARGUMENT` (also for an unknown key, at
+ * the top level or in `workingMemory`, naming it and the closest valid one) or `UNSUPPORTED`.
+ */
 export function resolveMemoryOptions(options: MemoryOptions | undefined): ResolvedMemoryOptions {
   const o: MemoryOptions = options ?? {};
   if (!isPlainObject(o)) throw invalid(`options must be an object, got ${describe(o)}`);
+  assertKnownKeys(o, OPTION_KEYS, 'options.');
 
   const lastMessages = o.lastMessages ?? 10;
   if (
@@ -100,6 +123,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     throw invalid(`options.workingMemory must be an object, got ${describe(wm)}`);
   }
   const w: WorkingMemoryOptions = wm ?? {};
+  assertKnownKeys(w, WORKING_MEMORY_KEYS, 'options.workingMemory.');
   const enabled = optionalBoolean(w.enabled, 'options.workingMemory.enabled') ?? wm !== undefined;
   const scope = w.scope ?? 'resource';
   if (scope !== 'resource' && scope !== 'thread') {

@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts';
+import { assertKnownKeys } from './known-keys.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
@@ -14,7 +15,12 @@ import {
   type WorkingMemoryTarget,
 } from './working-memory/location.ts';
 import { parsePatch } from './working-memory/merge.ts';
-import { type PatchState, patchWorkingMemory, throwIfInvalid } from './working-memory/patch.ts';
+import {
+  type PatchState,
+  parseDocument,
+  patchWorkingMemory,
+  throwIfInvalid,
+} from './working-memory/patch.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
 import { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
 
@@ -45,6 +51,9 @@ export interface MemoryConfig {
   options?: MemoryOptions;
 }
 
+/** Every key of `MemoryConfig`; the `satisfies` makes a key added to it a type error here. */
+const CONFIG_KEYS = Object.keys({ storage: true, options: true } satisfies Record<keyof MemoryConfig, true>);
+
 let lastStamp = 0;
 
 /** Strictly increasing timestamps within this process (ms). */
@@ -69,8 +78,9 @@ export class Memory {
   private readonly patchState: PatchState = { asyncSchema: false };
 
   /**
-   * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, or a
-   * schema that is neither a Standard Schema nor a JSON Schema object) and `UNSUPPORTED` for
+   * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
+   * schema that is neither a Standard Schema nor a JSON Schema object, or an unknown key such
+   * as `workingMemory.scopee`, named with the closest valid one) and `UNSUPPORTED` for
    * `semanticRecall`, which is not available yet.
    */
   constructor(config: MemoryConfig) {
@@ -80,6 +90,7 @@ export class Memory {
         `new Memory expects { storage, options? }, got ${describe(config)}`,
       );
     }
+    assertKnownKeys(config, CONFIG_KEYS, '');
     const storage = config.storage;
     if (typeof storage !== 'object' || storage === null || typeof storage.getThreadById !== 'function') {
       throw new MemoryError('INVALID_ARGUMENT', 'new Memory needs a storage implementing MemoryStorage');
@@ -94,10 +105,12 @@ export class Memory {
 
   /**
    * Creates a thread. `threadId` defaults to a UUID, `title` to `''`; `metadata.workingMemory`
-   * is the thread's initial thread-scoped working memory. An id that already exists is refused
-   * with `CONFLICT` (change an existing thread with `updateThread`), so re-creating a thread can
-   * never wipe its messages' context or its working memory. The storage inserts atomically: of
-   * several concurrent creators of one id (in any process), exactly one succeeds.
+   * is the thread's initial thread-scoped working memory (in schema mode a string holding a JSON
+   * object that passes the schema, or `null`; `VALIDATION` otherwise, nothing written). An id
+   * that already exists is refused with `CONFLICT` (change an existing thread with
+   * `updateThread`), so re-creating a thread can never wipe its messages' context or its
+   * working memory. The storage inserts
+   * atomically: of several concurrent creators of one id (in any process), exactly one succeeds.
    */
   async createThread(
     args: { resourceId: string; threadId?: string; title?: string; metadata?: JsonObject } & WriteControl,
@@ -111,6 +124,7 @@ export class Memory {
     const metadata = args.metadata ?? {};
     assertJsonObject(metadata, 'metadata');
     if (Object.hasOwn(metadata, 'workingMemory')) this.assertWritable(args.readOnly, 'createThread');
+    await this.assertThreadMemory(metadata, 'createThread');
     const id = args.threadId ?? crypto.randomUUID();
     const now = new Date();
     return this.storage.createThread({
@@ -133,7 +147,8 @@ export class Memory {
 
   /**
    * Updates the title and shallow-merges `metadata` (so `metadata.workingMemory` replaces the
-   * thread-scoped working memory). `NOT_FOUND` when the thread is absent.
+   * thread-scoped working memory; in schema mode it must pass the schema as in `createThread`,
+   * `VALIDATION` otherwise, nothing written). `NOT_FOUND` when the thread is absent.
    */
   async updateThread(
     args: { id: string; title?: string; metadata?: JsonObject } & WriteControl,
@@ -143,6 +158,7 @@ export class Memory {
     if (isPlainObject(args.metadata) && Object.hasOwn(args.metadata, 'workingMemory')) {
       this.assertWritable(args.readOnly, 'updateThread');
     }
+    await this.assertThreadMemory(args.metadata, 'updateThread');
     const { readOnly: _readOnly, ...rest } = args;
     return this.storage.updateThread(rest);
   }
@@ -225,7 +241,9 @@ export class Memory {
 
   /**
    * Replaces the working memory of the configured scope. In schema mode the string must hold
-   * a JSON object that passes the schema (`VALIDATION` otherwise, nothing written).
+   * a JSON object that passes the schema: a string that is not JSON, or JSON that is not an
+   * object, or an object the schema rejects is `VALIDATION`, and nothing is written. A value
+   * that is not a string is `INVALID_ARGUMENT`.
    */
   async updateWorkingMemory(
     args: WorkingMemoryTarget & WriteControl & { workingMemory: string },
@@ -235,10 +253,7 @@ export class Memory {
     assertArgs(args, 'updateWorkingMemory');
     const value = args.workingMemory;
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
-    if (this.schema) {
-      const document = parsePatch(value);
-      throwIfInvalid(await this.schema.validate(document));
-    }
+    if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
     const location = await this.locate(args, 'updateWorkingMemory');
     await editMemory(this.storage, location, () => value);
   }
@@ -347,6 +362,29 @@ export class Memory {
       );
     }
     return this.schema;
+  }
+
+  /** In schema mode: `VALIDATION` unless `text` is a JSON object that passes the schema. */
+  private async assertDocument(text: string, what: string): Promise<void> {
+    if (!this.schema) return;
+    throwIfInvalid(await this.schema.validate(parseDocument(text, what)));
+  }
+
+  /**
+   * In schema mode, thread metadata's `workingMemory` (the thread-scoped document) must be a
+   * document that passes the schema, or `null` (none); whatever the configured scope, so a
+   * later switch to thread scope never finds a document every merge would reject.
+   */
+  private async assertThreadMemory(metadata: unknown, operation: string): Promise<void> {
+    if (!this.schema || !isPlainObject(metadata) || !Object.hasOwn(metadata, 'workingMemory')) return;
+    const value = metadata.workingMemory;
+    if (value === null) return;
+    if (typeof value !== 'string') {
+      throw invalid(
+        `${operation}: metadata.workingMemory must be a string holding a JSON object (or null), got ${describe(value)}`,
+      );
+    }
+    await this.assertDocument(value, `${operation}: metadata.workingMemory`);
   }
 
   private locate(args: WorkingMemoryTarget, operation: string): Promise<WorkingMemoryLocation> {

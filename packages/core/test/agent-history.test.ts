@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type AgentMessage,
+  dropOrphanToolResults,
   InMemoryStore,
   Memory,
   messagesToSave,
@@ -114,5 +115,125 @@ describe('message history', () => {
     expect(stripWorkingMemoryToolParts('text')).toBe('text');
     const parts = [{ type: 'text', text: 'x' }];
     expect(stripWorkingMemoryToolParts(parts)).toBe(parts);
+  });
+
+  describe('the window never starts with an orphan tool result', () => {
+    /** A thread holding: user, a tool call, its result, an answer, a user message (one each). */
+    async function toolThread(asV2: boolean) {
+      const storage = new InMemoryStore();
+      const memory = new Memory({ storage, options: { lastMessages: 3 } });
+      const resourceId = `r-${Math.random().toString(36).slice(2)}`;
+      const thread = await memory.createThread({ resourceId });
+      const wrap = (parts: unknown[]) => (asV2 ? { format: 2, parts } : parts) as never;
+      const base = Date.UTC(2026, 0, 1);
+      const rows = [
+        { role: 'user' as const, content: 'Weather in Berlin?' },
+        {
+          role: 'assistant' as const,
+          content: wrap([
+            { type: 'tool-call', toolCallId: 'call-w1', toolName: 'getWeather', input: { city: 'Berlin' } },
+          ]),
+        },
+        {
+          role: 'tool' as const,
+          content: wrap([
+            {
+              type: 'tool-result',
+              toolCallId: 'call-w1',
+              toolName: 'getWeather',
+              output: { type: 'text', value: 'sun' },
+            },
+          ]),
+        },
+        { role: 'assistant' as const, content: 'It is sunny.' },
+        { role: 'user' as const, content: 'Thanks!' },
+      ];
+      await memory.saveMessages({
+        messages: rows.map((row, i) => ({
+          ...row,
+          threadId: thread.id,
+          resourceId,
+          createdAt: new Date(base + i * 1000),
+        })),
+      });
+      return { memory, threadId: thread.id, resourceId };
+    }
+
+    for (const asV2 of [false, true]) {
+      it(`drops the result whose call fell out of the window (${asV2 ? '{ format: 2, parts }' : 'parts array'})`, async () => {
+        const { memory, threadId, resourceId } = await toolThread(asV2);
+        const raw = await memory.recall({ threadId, resourceId, last: 3 });
+        expect(raw.map((m) => m.role)).toEqual(['tool', 'assistant', 'user']);
+        const window = await recallHistory(memory, { threadId, resourceId, last: 3 });
+        expect(window.map((m) => [m.role, m.content])).toEqual([
+          ['assistant', 'It is sunny.'],
+          ['user', 'Thanks!'],
+        ]);
+        // A window that holds the call keeps the pair.
+        const wider = await recallHistory(memory, { threadId, resourceId, last: 4 });
+        expect(wider.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant', 'user']);
+        expect(wider[1]).toEqual(raw[0]);
+      });
+    }
+
+    it('keeps results whose call is earlier, drops only the orphans, and never mutates', () => {
+      const messages: AgentMessage[] = [
+        {
+          role: 'tool',
+          content: [
+            { type: 'tool-result', toolCallId: 'old', toolName: 'x', output: { type: 'text', value: '1' } },
+            { type: 'tool-approval-response', approvalId: 'ap-old', approved: true },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'tool-call', toolCallId: 'a', toolName: 'x', input: {} },
+            {
+              type: 'tool-result',
+              toolCallId: 'a',
+              toolName: 'x',
+              output: { type: 'text', value: 'same message' },
+            },
+            { type: 'tool-call', toolCallId: 'b', toolName: 'x', input: {} },
+            { type: 'tool-approval-request', approvalId: 'ap-b', toolCallId: 'b' },
+          ],
+        },
+        {
+          role: 'tool',
+          content: {
+            format: 2,
+            parts: [
+              { type: 'tool-result', toolCallId: 'old', toolName: 'x', output: { type: 'text', value: '2' } },
+              { type: 'tool-approval-response', approvalId: 'ap-b', approved: true },
+              { type: 'tool-result', toolCallId: 'b', toolName: 'x', output: { type: 'text', value: '3' } },
+            ],
+          },
+        },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'pending', toolName: 'x', input: {} }],
+        },
+      ];
+      const frozen = structuredClone(messages);
+      const out = dropOrphanToolResults(messages);
+      expect(out).toEqual([
+        messages[1],
+        {
+          role: 'tool',
+          content: {
+            format: 2,
+            parts: [
+              { type: 'tool-approval-response', approvalId: 'ap-b', approved: true },
+              { type: 'tool-result', toolCallId: 'b', toolName: 'x', output: { type: 'text', value: '3' } },
+            ],
+          },
+        },
+        messages[3],
+      ]);
+      expect(messages).toEqual(frozen);
+      const clean = [messages[1]!, messages[3]!];
+      expect(dropOrphanToolResults(clean)).toEqual(clean);
+    });
   });
 });

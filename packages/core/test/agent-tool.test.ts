@@ -4,9 +4,11 @@ import {
   createWorkingMemoryTool,
   getWorkingMemoryTools,
   InMemoryStore,
+  isDuplicateEntry,
   isMemoryError,
   Memory,
   type MemoryOptions,
+  normalizeEntry,
   type WorkingMemoryTool,
 } from '../src/index.ts';
 
@@ -313,5 +315,75 @@ describe('working-memory tool: vnext', () => {
       expect(lines).toContain(`- fact A${i}`);
       expect(lines).toContain(`- fact B${i}`);
     }
+  });
+});
+
+describe('vnext duplicates: only a whole line counts', () => {
+  async function withMemory(stored: string) {
+    const ctx = await setup({ template: TEMPLATE, version: 'vnext' });
+    await ctx.memory.updateWorkingMemory({ resourceId: ctx.resourceId, workingMemory: stored });
+    const tool = await toolOf(ctx.memory, { resourceId: ctx.resourceId });
+    const append = (newMemory: string) => tool.execute({ newMemory, updateReason: 'append-new-memory' });
+    const stored_ = () => ctx.memory.getWorkingMemory({ resourceId: ctx.resourceId });
+    return { ...ctx, tool, append, stored: stored_ };
+  }
+
+  const notDuplicates: [string, string][] = [
+    ['- Budget: 1500 EUR', '- Budget: 150'],
+    ['- Allergic to: penicillin (not anymore)', '- Allergic to: penicillin'],
+    ['- Not vegetarian', 'vegetarian'],
+    ['- Not vegetarian', '- Vegetarian'],
+    ['Name: Samantha', 'Name: Sam'],
+    ['- Likes: tea, coffee', 'coffee'],
+  ];
+  for (const [stored, fact] of notDuplicates) {
+    it(`${JSON.stringify(fact)} next to ${JSON.stringify(stored)} is appended, not skipped`, async () => {
+      const ctx = await withMemory(stored);
+      expect(await ctx.append(fact)).toMatchObject({ success: true, outcome: 'appended' });
+      expect(await ctx.stored()).toBe(`${stored}\n${fact}`);
+    });
+  }
+
+  const duplicates = [
+    '- Budget: 1500 EUR',
+    'Budget: 1500 EUR',
+    '  *   budget:   1500 eur  ',
+    '1. BUDGET: 1500 EUR',
+    '+ Budget: 1500 EUR\n\n- City: Berlin',
+  ];
+  for (const fact of duplicates) {
+    it(`${JSON.stringify(fact)} is a duplicate of stored lines and is skipped`, async () => {
+      const stored = '# Profile\n- Budget: 1500 EUR\n- City: Berlin';
+      const ctx = await withMemory(stored);
+      expect(await ctx.append(fact)).toMatchObject({ success: true, outcome: 'duplicate' });
+      expect(await ctx.stored()).toBe(stored);
+    });
+  }
+
+  it('text with one new line among known ones is appended whole', async () => {
+    const ctx = await withMemory('- Name: Sam');
+    expect(await ctx.append('- Name: Sam\n- City: Oslo')).toMatchObject({ outcome: 'appended' });
+    expect(await ctx.stored()).toBe('- Name: Sam\n- Name: Sam\n- City: Oslo');
+  });
+
+  it('a correction that is a prefix of the old line is applied, not reported as a duplicate', async () => {
+    const ctx = await withMemory('- Budget: 1500 EUR\n- City: Berlin');
+    const result = await ctx.tool.execute({
+      newMemory: '- Budget: 150',
+      searchString: '- Budget: 1500 EUR',
+      updateReason: 'clarify-existing-memory',
+    });
+    expect(result).toMatchObject({ success: true, outcome: 'replaced' });
+    expect(await ctx.stored()).toBe('- Budget: 150\n- City: Berlin');
+  });
+
+  it('normalizeEntry and isDuplicateEntry follow the documented rule', () => {
+    expect(normalizeEntry('  -   City:\tBerlin ')).toBe('city: berlin');
+    expect(normalizeEntry('2) Item')).toBe('item');
+    expect(normalizeEntry('-5 degrees')).toBe('-5 degrees');
+    expect(isDuplicateEntry('- a\n- b', 'B')).toBe(true);
+    expect(isDuplicateEntry('- ab', 'a')).toBe(false);
+    expect(isDuplicateEntry('- a', '  \n ')).toBe(false);
+    expect(isDuplicateEntry('', '- a')).toBe(false);
   });
 });

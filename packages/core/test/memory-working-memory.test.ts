@@ -118,6 +118,75 @@ describe('Memory construction', () => {
     expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
   });
 
+  const unknownKeys: [string, () => unknown, RegExp][] = [
+    [
+      'workingMemory.scopee',
+      () => new Memory({ storage, options: { workingMemory: { scopee: 'thread' } as never } }),
+      /unknown option options\.workingMemory\.scopee; did you mean options\.workingMemory\.scope\?/,
+    ],
+    [
+      'workingMemory.Template',
+      () => new Memory({ storage, options: { workingMemory: { Template: '# T' } as never } }),
+      /options\.workingMemory\.Template; did you mean options\.workingMemory\.template\?/,
+    ],
+    [
+      'options.lastMessage',
+      () => new Memory({ storage, options: { lastMessage: 5 } as never }),
+      /unknown option options\.lastMessage; did you mean options\.lastMessages\?/,
+    ],
+    [
+      'options.readonly',
+      () => new Memory({ storage, options: { readonly: true } as never }),
+      /options\.readonly; did you mean options\.readOnly\?/,
+    ],
+    [
+      'a constructor key (optons)',
+      () => new Memory({ storage, optons: { lastMessages: 5 } } as never),
+      /unknown option optons; did you mean options\?/,
+    ],
+    [
+      'a key unlike any option',
+      () => new Memory({ storage, options: { embedderModel: 'x' } as never }),
+      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall\)/,
+    ],
+    [
+      'an unknown key whose value is undefined',
+      () => new Memory({ storage, options: { workingMemory: { scopee: undefined } as never } }),
+      /options\.workingMemory\.scopee/,
+    ],
+  ];
+  it.each(unknownKeys)(
+    'refuses the unknown key %s, naming it and the closest valid one',
+    async (_name, make, message) => {
+      const error = await caught(make);
+      expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+      expect((error as Error).message).toMatch(message);
+    },
+  );
+
+  it('accepts every documented key', () => {
+    const memory = new Memory({
+      storage,
+      options: {
+        lastMessages: 3,
+        readOnly: false,
+        semanticRecall: false,
+        workingMemory: {
+          enabled: true,
+          scope: 'thread',
+          template: '# T',
+          version: 'stable',
+          useStateSignals: false,
+        },
+      },
+    });
+    expect(memory.options.workingMemory.scope).toBe('thread');
+    expect(
+      new Memory({ storage, options: { workingMemory: { schema: jsonSchema } } }).options.workingMemory
+        .format,
+    ).toBe('json');
+  });
+
   it('template and schema together names both in the message', async () => {
     const error = await caught(
       () => new Memory({ storage, options: { workingMemory: { template: '#', schema: jsonSchema } } }),
@@ -490,16 +559,71 @@ describe.each(schemas)('schema mode with %s', (_name, schema) => {
     const memory = memoryWith({ enabled: true, schema });
     const resourceId = uid('user');
     await memory.updateWorkingMemory({ resourceId, workingMemory: '{"name":"Sam"}' });
-    const invalidJson = await caught(() =>
-      memory.updateWorkingMemory({ resourceId, workingMemory: 'Name: Sam' }),
-    );
-    expect(isMemoryError(invalidJson, 'INVALID_ARGUMENT')).toBe(true);
+    // Not JSON, or JSON that is not an object: VALIDATION about the document, never "patch".
+    for (const text of ['Name: Sam', 'hello', '', '[1]', '42', 'null', '"{}"']) {
+      const error = await caught(() => memory.updateWorkingMemory({ resourceId, workingMemory: text }));
+      expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+      expect((error as Error).message).toMatch(/document/);
+      expect((error as Error).message).not.toMatch(/patch/);
+      if (/[a-z]{4}/i.test(text) && text !== 'null') expect((error as Error).message).not.toContain(text);
+      expect((error as Error).cause).toBeUndefined();
+    }
     const failing = await caught(() =>
       memory.updateWorkingMemory({ resourceId, workingMemory: '{"age":-3}' }),
     );
     expect(isMemoryError(failing, 'VALIDATION')).toBe(true);
     expect(await memory.getWorkingMemory({ resourceId })).toBe('{"name":"Sam"}');
+    const notString = await caught(() =>
+      memory.updateWorkingMemory({ resourceId, workingMemory: { name: 'x' } as unknown as string }),
+    );
+    expect(isMemoryError(notString, 'INVALID_ARGUMENT')).toBe(true);
   });
+
+  it.each(['thread', 'resource'] as const)(
+    '%s scope: createThread/updateThread refuse thread memory the schema rejects (VALIDATION, nothing written)',
+    async (scope) => {
+      const memory = memoryWith({ enabled: true, scope, schema });
+      const resourceId = uid('user');
+      for (const bad of ['{"age":"old"}', 'hello', '[1]', '{"age":-1}']) {
+        const threadId = uid('t');
+        const error = await caught(() =>
+          memory.createThread({ resourceId, threadId, metadata: { workingMemory: bad } }),
+        );
+        expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+        expect(await memory.storage.getThreadById({ threadId })).toBeNull();
+      }
+      const notString = await caught(() =>
+        memory.createThread({ resourceId, metadata: { workingMemory: { age: 3 } } }),
+      );
+      expect(isMemoryError(notString, 'INVALID_ARGUMENT')).toBe(true);
+
+      const thread = await memory.createThread({
+        resourceId,
+        metadata: { workingMemory: '{"name":"Sam","age":30}', other: 1 },
+      });
+      const before = await snapshot(memory.storage, resourceId, thread.id);
+      for (const bad of ['{"age":"old"}', 'hello', '{"prefs":{"tone":"rude"}}']) {
+        const error = await caught(() =>
+          memory.updateThread({ id: thread.id, title: 'changed', metadata: { workingMemory: bad } }),
+        );
+        expect(isMemoryError(error, 'VALIDATION')).toBe(true);
+        expect(await snapshot(memory.storage, resourceId, thread.id)).toBe(before);
+      }
+      // Valid values and null (no memory) are accepted; other metadata is untouched by the check.
+      await memory.updateThread({ id: thread.id, metadata: { workingMemory: '{"age":31}' } });
+      await memory.updateThread({ id: thread.id, metadata: { other: 2 } });
+      if (scope === 'thread') {
+        expect(await memory.mergeWorkingMemory({ threadId: thread.id, workingMemory: {} })).toStrictEqual({
+          age: 31,
+        });
+      }
+      await memory.updateThread({ id: thread.id, metadata: { workingMemory: null } });
+      expect((await memory.getThreadById({ threadId: thread.id }))?.metadata).toStrictEqual({
+        workingMemory: null,
+        other: 2,
+      });
+    },
+  );
 });
 
 describe('mergeWorkingMemory rules', () => {

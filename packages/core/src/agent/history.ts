@@ -58,6 +58,57 @@ export function messagesToSave<T extends { role: MessageRole; content: JsonValue
   return out;
 }
 
+/** The parts of a message content: a parts array, or the `{ format: 2, parts }` shape. */
+function partsOf(content: JsonValue): JsonValue[] | null {
+  if (Array.isArray(content)) return content;
+  if (isPlainObject(content) && Array.isArray(content.parts)) return content.parts;
+  return null;
+}
+
+function withParts(content: JsonValue, parts: JsonValue[]): JsonValue {
+  return Array.isArray(content) ? parts : { ...(content as Record<string, JsonValue>), parts };
+}
+
+function stringField(part: JsonValue, type: string, field: string): string | undefined {
+  if (!isPlainObject(part) || part.type !== type) return undefined;
+  const value = part[field];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * Drops tool results (`{ type: 'tool-result', toolCallId }`) whose tool call
+ * (`{ type: 'tool-call', toolCallId }`) is not earlier in `messages`, and tool approval
+ * responses whose request is not; a message left with no parts is dropped whole. A history
+ * window cut between a call and its result would otherwise start with an orphan result, which
+ * provider APIs reject. Calls without a result are kept (a pending call or approval is valid).
+ * Inputs are not mutated.
+ */
+export function dropOrphanToolResults<T extends { content: JsonValue }>(messages: readonly T[]): T[] {
+  const calls = new Set<string>();
+  const approvals = new Set<string>();
+  const out: T[] = [];
+  for (const message of messages) {
+    const parts = partsOf(message.content);
+    if (parts === null) {
+      out.push(message);
+      continue;
+    }
+    const kept = parts.filter((part) => {
+      const call = stringField(part, 'tool-call', 'toolCallId');
+      if (call !== undefined) calls.add(call);
+      const request = stringField(part, 'tool-approval-request', 'approvalId');
+      if (request !== undefined) approvals.add(request);
+      const result = stringField(part, 'tool-result', 'toolCallId');
+      if (result !== undefined) return calls.has(result);
+      const response = stringField(part, 'tool-approval-response', 'approvalId');
+      return response === undefined || approvals.has(response);
+    });
+    if (kept.length === parts.length) out.push(message);
+    else if (kept.length > 0) out.push({ ...message, content: withParts(message.content, kept) });
+  }
+  return out;
+}
+
 /** The part of `Memory` that message history needs. */
 export interface HistoryHost {
   recall(args: { threadId: string; resourceId?: string; last?: number | false }): Promise<Message[]>;
@@ -66,7 +117,9 @@ export interface HistoryHost {
 /**
  * The history to show the model: the `lastMessages` newest messages of a thread (the memory's
  * option unless `last` is given; `false` means all), in chronological order, without system
- * messages and working-memory tool calls.
+ * messages and working-memory tool calls. The window never splits a tool call from its
+ * result: a result whose call is older than the window is left out (see
+ * `dropOrphanToolResults`), so the window can hold fewer than `last` messages.
  */
 export async function recallHistory(
   memory: HistoryHost,
@@ -77,5 +130,5 @@ export async function recallHistory(
     resourceId: args.resourceId,
     last: args.last,
   });
-  return messagesToSave(messages);
+  return dropOrphanToolResults(messagesToSave(messages));
 }

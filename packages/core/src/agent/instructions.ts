@@ -21,18 +21,37 @@ export interface InstructionOptions {
 
 const EMPTY_MARKDOWN = '(empty: nothing has been stored yet)';
 
-/** The stored data as the model should see it; never the text `null`. */
+/**
+ * The `<` of anything in the data that reads as one of engram's own tags, opening or closing
+ * (`working_memory_data`, `working_memory_template`, `working_memory_shape`, `state`), in any
+ * case and with whitespace inside the tag (`< / Working_Memory_Data >`).
+ */
+const TAG_START = /<(?=\s*(?:\/\s*)?(?:working[\s_-]*memory|state)(?![a-z0-9]))/gi;
+
+/**
+ * Neutralises tag look-alikes in stored data, so the data can neither close its block early
+ * nor open a block of its own: in Markdown (and invalid JSON) their `<` becomes `&lt;`; in JSON
+ * it becomes the escape `\u003c`, which is the same JSON value.
+ */
+export function escapeData(text: string, json = false): string {
+  return text.replace(TAG_START, json ? '\\u003c' : '&lt;');
+}
+
+/**
+ * The stored data as the model should see it; never the text `null`. Tag look-alikes in the
+ * data are escaped (see `escapeData`).
+ */
 export function renderData(format: WorkingMemoryTemplate['format'], data: string | null): string {
   if (format === 'json') {
     if (data === null || data.trim() === '') return '{}';
     try {
       const parsed: unknown = JSON.parse(data);
-      return isPlainObject(parsed) ? JSON.stringify(parsed, null, 2) : '{}';
+      return isPlainObject(parsed) ? escapeData(JSON.stringify(parsed, null, 2), true) : '{}';
     } catch {
-      return data;
+      return escapeData(data);
     }
   }
-  return data === null || data.trim() === '' ? EMPTY_MARKDOWN : data;
+  return data === null || data.trim() === '' ? EMPTY_MARKDOWN : escapeData(data);
 }
 
 /** A JSON Schema with its `$ref`s inlined; a field map (or anything unusable) as it is. */
@@ -81,7 +100,7 @@ function markdownRules(toolName: string): string[] {
 function vnextRules(toolName: string): string[] {
   return [
     `- When the user shares something worth keeping, call \`${toolName}\` with only the new text in \`newMemory\`, never the whole document.`,
-    '- `updateReason: "append-new-memory"` adds the text at the end. Text that is already stored is skipped, so do not resend it.',
+    '- `updateReason: "append-new-memory"` adds the text at the end. A line that is already stored as it is (ignoring case, spacing and list markers) is skipped, so do not resend it.',
     '- `updateReason: "clarify-existing-memory"` or `"replace-irrelevant-memory"` replaces the exact text given in `searchString` with `newMemory`; copy `searchString` verbatim from the current memory.',
     '- Never send the template itself as new memory.',
   ];

@@ -142,8 +142,10 @@ export class WorkingMemory {
   /**
    * Adds the working-memory system message. With a `messageList`, it is added there
    * (`addSystem(message, 'memory')`) and the list is returned; otherwise a new array is returned
-   * with the message after any leading system messages. Without a thread or resource id in the
-   * request context, the messages are returned unchanged.
+   * with the message after any leading system messages. Idempotent on arrays: a working-memory
+   * message already there (a system message tagged `source: 'memory'`) is replaced in place, so
+   * running the processor twice still leaves one, holding the current memory. Without a thread
+   * or resource id in the request context, the messages are returned unchanged.
    */
   async processInput(args: ProcessInputArgs): Promise<AgentMessage[] | MessageListLike> {
     const ids = readMemoryIds(args.requestContext);
@@ -158,8 +160,22 @@ export class WorkingMemory {
       args.messageList.addSystem(message, MEMORY_SOURCE);
       return args.messageList;
     }
-    return insertSystemMessage(args.messages, message);
+    return replaceMemoryMessage(args.messages, message);
   }
+}
+
+function isMemoryMessage(message: AgentMessage): boolean {
+  return message.role === 'system' && message.source === MEMORY_SOURCE;
+}
+
+/**
+ * A new array with `message` in place of the first working-memory system message (any others
+ * are dropped), or, when there is none, inserted after the leading system messages.
+ */
+function replaceMemoryMessage(messages: readonly AgentMessage[], message: AgentMessage): AgentMessage[] {
+  const at = messages.findIndex(isMemoryMessage);
+  if (at < 0) return insertSystemMessage(messages, message);
+  return messages.flatMap((m, i) => (i === at ? [message] : isMemoryMessage(m) ? [] : [m]));
 }
 
 /** A new array with `message` placed after the leading system messages. */

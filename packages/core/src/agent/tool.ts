@@ -50,7 +50,7 @@ const DESCRIPTIONS: Record<WorkingMemoryToolMode, string> = {
   schema:
     'Update the working memory: what you know about the user and the task, kept across conversations. Send only the fields that change; objects merge field by field, arrays replace the stored array, null deletes a field.',
   vnext:
-    'Add to or correct the working memory: what you know about the user and the task, kept across conversations. Send only the new text; text already stored is skipped.',
+    'Add to or correct the working memory: what you know about the user and the task, kept across conversations. Send only the new text; lines already stored as they are are skipped.',
 };
 
 function inputSchemaFor(mode: WorkingMemoryToolMode, jsonSchema: unknown): JsonSchemaObject {

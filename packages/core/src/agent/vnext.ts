@@ -27,16 +27,48 @@ export type VNextOutcome =
   | 'replaced'
   /** `searchString` was not found, so `newMemory` was appended instead. */
   | 'appended-search-not-found'
-  /** `newMemory` is already in the memory; nothing changed. */
+  /** Every line of `newMemory` is already a whole line of the memory; nothing changed. */
   | 'duplicate'
   /** `newMemory` is the template itself; nothing changed. */
   | 'template'
   /** `newMemory` is empty; nothing changed. */
   | 'empty';
 
-/** Collapses runs of whitespace, for duplicate and template comparison. */
+/** Collapses runs of whitespace, for template comparison. */
 export function normalizeText(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
+}
+
+/** A leading list marker: `-`, `*`, `+`, `•`, or `1.` / `1)`, followed by whitespace. */
+const LIST_MARKER = /^(?:[-*+•]|\d+[.)])\s+/;
+
+/**
+ * One line as compared for duplicates: whitespace collapsed and trimmed, a leading list marker
+ * removed, lower case. `'  -   City:  Berlin '` and `'city: berlin'` compare equal;
+ * `'Name: Sam'` and `'Name: Samantha'` do not.
+ */
+export function normalizeEntry(line: string): string {
+  return normalizeText(line).replace(LIST_MARKER, '').toLowerCase();
+}
+
+function entries(text: string): string[] {
+  return text
+    .split(/\r\n|\r|\n/)
+    .map(normalizeEntry)
+    .filter((entry) => entry !== '');
+}
+
+/**
+ * True when every non-empty line of `text` is already a whole line of `memory` (compared with
+ * `normalizeEntry`). Only a whole-line match counts: `- Budget: 150` is not a duplicate of
+ * `- Budget: 1500 EUR`, nor `vegetarian` of `- Not vegetarian`. When any line is new, the text
+ * is not a duplicate and is appended whole.
+ */
+export function isDuplicateEntry(memory: string, text: string): boolean {
+  const wanted = entries(text);
+  if (wanted.length === 0) return false;
+  const stored = new Set(entries(memory));
+  return wanted.every((entry) => stored.has(entry));
 }
 
 /** Validates the vnext tool input; throws `INVALID_ARGUMENT` with a message the model can act on. */
@@ -73,7 +105,9 @@ function append(base: string, text: string): string {
  * Applies one vnext edit to the current memory. Pure: the same arguments always give the same
  * result, so it can run inside an atomic read-modify-write that may be retried.
  *
- * - Text equal to the template, or already present (whitespace-insensitive), changes nothing.
+ * - Text equal to the template (whitespace-insensitive) changes nothing; so does text whose every
+ *   line is already a whole line of the memory (`isDuplicateEntry`: whitespace, a leading list
+ *   marker and case are ignored; a line that only contains or starts with the text is no match).
  * - `append-new-memory` adds the text at the end.
  * - `clarify-existing-memory` / `replace-irrelevant-memory` replace the first occurrence of
  *   `searchString` (an empty `newMemory` deletes it); when it is not found, the text is appended.
@@ -87,7 +121,7 @@ export function applyVNextEdit(
   const text = normalizeText(input.newMemory);
   const unchanged = (outcome: VNextOutcome) => ({ next: current, outcome });
   if (text !== '' && text === normalizeText(template)) return unchanged('template');
-  if (text !== '' && normalizeText(base).includes(text)) return unchanged('duplicate');
+  if (isDuplicateEntry(base, input.newMemory)) return unchanged('duplicate');
 
   if (input.updateReason !== 'append-new-memory' && input.searchString !== undefined) {
     const search = base.includes(input.searchString) ? input.searchString : input.searchString.trim();

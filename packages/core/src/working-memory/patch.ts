@@ -1,6 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import type { JsonObject } from '../storage/records.ts';
+import { assertJson, describe, isPlainObject } from '../storage/validate.ts';
 import { editMemory, readMemory, type WorkingMemoryLocation } from './location.ts';
 import { mergeWorkingMemory } from './merge.ts';
 import type { ResolvedSchema, SchemaCheck } from './schema.ts';
@@ -24,6 +25,33 @@ export function throwIfInvalid(check: SchemaCheck): void {
       },
     );
   }
+}
+
+/**
+ * Reads a whole schema-mode document (what `updateWorkingMemory` and thread metadata store): a
+ * string holding a JSON object. Anything else is a document the schema can never accept, so it
+ * throws `VALIDATION` (nothing is written). The message names `what`, never the text itself
+ * (nor does a `cause`: the parser's message quotes the text). Text a database cannot store (a
+ * lone surrogate in an escape) is `INVALID_ARGUMENT`, as in a patch.
+ */
+export function parseDocument(text: string, what: string): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    const issue = 'the document is not valid JSON';
+    throw new MemoryError('VALIDATION', `${what} must be a JSON object document in schema mode: ${issue}`, {
+      details: { issues: [issue] },
+    });
+  }
+  if (!isPlainObject(value)) {
+    const issue = `the document is ${describe(value)}, not a JSON object`;
+    throw new MemoryError('VALIDATION', `${what} must be a JSON object document in schema mode: ${issue}`, {
+      details: { issues: [issue] },
+    });
+  }
+  assertJson(value, what);
+  return value as JsonObject;
 }
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
