@@ -6,6 +6,7 @@ import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from
 import { BreakableMemoryStore } from './support/breakable.ts';
 import {
   brokenAtomicStore,
+  CheckThenWriteStore,
   ImmortalStore,
   InclusiveRangeStore,
   KeylessCompareStore,
@@ -13,6 +14,7 @@ import {
   LeakyIncludeStore,
   LosesEmptyStringsStore,
   PrefixMatchStore,
+  RacyOwnershipStore,
   StringDatesStore,
   SwallowingStore,
   UnboundedPageStore,
@@ -246,6 +248,25 @@ describe('the suite catches further defects', () => {
     const results = await area(init, 'isolation');
     expect(failures(results)).toContain('ids that are prefixes of each other (r1/r10) do not see each other');
     expect(message(result(results, 'ids that are prefixes'))).toContain('r1: listThreads({ resourceId })');
+  });
+
+  it('a check-then-write createThread fails only the createThread race', async () => {
+    const init = { name: 'check-then-write', create: () => new CheckThenWriteStore() };
+    const results = await area(init, 'threads');
+    expect(failures(results)).toEqual([
+      expect.stringMatching(/^concurrent Memory\.createThread with one new id/),
+    ]);
+    expect(result(results, 'createThread inserts a new thread').status).toBe('pass');
+    expect(message(result(results, 'concurrent Memory.createThread'))).toMatch(/racers told that they won/);
+  });
+
+  it('a message ownership check done by a read before the write fails only the race of resources', async () => {
+    const init = { name: 'racy-ownership', create: () => new RacyOwnershipStore() };
+    const results = await area(init, 'isolation');
+    expect(failures(results)).toEqual([
+      expect.stringMatching(/^concurrent saveMessages of one new message id/),
+    ]);
+    expect(result(results, "saveMessages with another resource's message id").status).toBe('pass');
   });
 
   it('equal createdAt in no defined order fails messages and the differential tests', async () => {

@@ -58,6 +58,10 @@ export class AckBeforeCommitStore implements MemoryStorage {
     return this.inner.getThreadById(args);
   }
 
+  createThread(thread: Thread): Promise<Thread> {
+    return this.inner.createThread(thread);
+  }
+
   saveThread(thread: Thread): Promise<Thread> {
     return this.inner.saveThread(thread);
   }

@@ -21,7 +21,8 @@ export const OPS_PER_RACER = 25;
 /** Missing resources raced for in the first-write races. */
 export const FIRST_WRITE_ROUNDS = 5;
 
-const racers = (init: ConformanceInit) => Math.max(2, init.processes ?? 4);
+/** How many racers a race has: `processes` (default 4), at least 2. */
+export const racers = (init: ConformanceInit) => Math.max(2, init.processes ?? 4);
 
 /** How many race, for test names (the log line of each race says whether they were OS processes). */
 function mode(init: ConformanceInit): string {

@@ -1,7 +1,10 @@
 import type { MemoryStorage } from '@engram/core';
-import { expectEqual, idsOf } from '../assert.ts';
+import { expectEqual, expectRejects, idsOf } from '../assert.ts';
+import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
+import { racerMessage, racerOwner } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 
 const check = defineArea('isolation');
 
@@ -44,6 +47,26 @@ async function expectResourceSees(
 ): Promise<void> {
   const page = await store.listThreads({ resourceId, perPage: false, direction: 'ASC' });
   expectEqual(idsOf(page.threads).sort(), [...threadIds].sort(), `${what}: listThreads({ resourceId })`);
+}
+
+/** Alice's thread with one message, Bob's thread with one message, and a snapshot to compare. */
+async function twoTenants(store: MemoryStorage, id: (prefix: string) => string) {
+  const alice = thread(id('t-alice'), id('alice'));
+  const bob = thread(id('t-bob'), id('bob'));
+  await store.saveThread(alice);
+  await store.saveThread(bob);
+  const aliceMessage = message(id('m-alice'), alice, at(1), { content: { text: 'from alice' } });
+  const bobMessage = message(id('m-bob'), bob, at(2), { content: { text: 'from bob' } });
+  await store.saveMessages([aliceMessage, bobMessage]);
+  const snapshot = async () => ({
+    threads: [
+      await store.getThreadById({ threadId: alice.id }),
+      await store.getThreadById({ threadId: bob.id }),
+    ],
+    alice: await store.listMessages({ threadId: alice.id, perPage: false }),
+    bob: await store.listMessages({ threadId: bob.id, perPage: false }),
+  });
+  return { alice, bob, aliceMessage, bobMessage, before: await snapshot(), snapshot };
 }
 
 /** Nothing crosses resources or threads, whatever the ids look like. */
@@ -170,6 +193,118 @@ export const isolationChecks = [
       await expectResourceSees(store, shorter, [], 'a 254-char prefix');
     }
   }),
+
+  check("saveMessages with another resource's message id is CONFLICT and changes nothing", async (ctx) => {
+    const store = await ctx.store();
+    const { bob, aliceMessage, before, snapshot } = await twoTenants(store, ctx.id);
+    const stolen = message(aliceMessage.id, bob, at(3), { content: { text: 'bob took it' } });
+    await expectRejects(store.saveMessages([stolen]), ['CONFLICT'], "bob saving alice's message id");
+    expectEqual(await snapshot(), before, 'both threads and their messages after the refused save');
+    expectEqual(await store.listMessagesById({ ids: [aliceMessage.id] }), [aliceMessage], "alice's message");
+  }),
+
+  check(
+    "a batch that takes another resource's message id is refused whole (its other messages are not saved; threads are checked first)",
+    async (ctx) => {
+      const store = await ctx.store();
+      const { alice, bob, aliceMessage, bobMessage, before, snapshot } = await twoTenants(store, ctx.id);
+      const fresh = message(ctx.id('m-bob-new'), bob, at(4));
+      const edited = { ...bobMessage, content: { text: 'bob edited' } };
+      const stolen = message(aliceMessage.id, bob, at(5));
+      for (const batch of [
+        [fresh, edited, stolen],
+        [stolen, fresh, edited],
+      ]) {
+        await expectRejects(
+          store.saveMessages(batch),
+          ['CONFLICT'],
+          `a batch of bob's new message, bob's edit and alice's id (${idsOf(batch).join(', ')})`,
+        );
+        expectEqual(await snapshot(), before, 'every thread and message after the refused batch');
+        expectEqual(await store.listMessagesById({ ids: [fresh.id] }), [], "bob's new message was not saved");
+      }
+      // Every thread of the batch is checked before any id: a message naming a thread of
+      // another resource wins over the stolen id, wherever it stands.
+      const intoAlice = message(
+        ctx.id('m-bob-in-alice'),
+        { id: alice.id, resourceId: bob.resourceId },
+        at(6),
+      );
+      await expectRejects(
+        store.saveMessages([stolen, intoAlice]),
+        ['INVALID_ARGUMENT'],
+        "a batch of alice's id, then a message into alice's thread",
+      );
+      expectEqual(await snapshot(), before, 'every thread and message after the refused batch');
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent saveMessages of one new message id by ${racers(init)} resources: exactly one wins, the others get CONFLICT (${FIRST_WRITE_ROUNDS} ids)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const task = {
+        kind: 'save-message',
+        messageIds: Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-m')),
+        threadPrefix: ctx.id('race-t'),
+        resourcePrefix: ctx.id('race-r'),
+      } as const;
+      const n = racers(ctx.init);
+      for (let racer = 0; racer < n; racer++) {
+        const owner = racerOwner(task, racer);
+        await store.saveThread(thread(owner.id, owner.resourceId));
+      }
+      const winners = oneWinnerEach(
+        ctx,
+        'saveMessages races',
+        task.messageIds,
+        await raceSeparately(ctx, store, task),
+      );
+      const stored = await store.listMessagesById({ ids: task.messageIds });
+      expectEqual(
+        task.messageIds.map((id) => stored.find((m) => m.id === id)),
+        task.messageIds.map((id, i) => racerMessage(task, id, winners[i]!)),
+        'each message as its winner saved it',
+      );
+      for (let racer = 0; racer < n; racer++) {
+        const page = await store.listMessages({ threadId: racerOwner(task, racer).id, perPage: false });
+        expectEqual(
+          idsOf(page.messages).sort(),
+          task.messageIds.filter((_, i) => winners[i] === racer).sort(),
+          `the thread of racer p${racer} holds exactly the messages it won`,
+        );
+      }
+    },
+  ),
+
+  check('a message moves between threads of its own resource, not to another resource', async (ctx) => {
+    const store = await ctx.store();
+    const { alice, aliceMessage } = await twoTenants(store, ctx.id);
+    const second = thread(ctx.id('t-alice2'), alice.resourceId);
+    await store.saveThread(second);
+    const moved = { ...aliceMessage, threadId: second.id, content: { text: 'moved' } };
+    expectEqual(await store.saveMessages([moved]), [moved], 'saveMessages moving within the resource');
+    expectEqual((await store.listMessages({ threadId: alice.id })).total, 0, 'the old thread is empty');
+    expectEqual((await store.listMessages({ threadId: second.id })).messages, [moved], 'the new thread');
+  }),
+
+  check(
+    'updateMessages refuses patches naming threadId or resourceId (INVALID_ARGUMENT, nothing changed)',
+    async (ctx) => {
+      const store = await ctx.store();
+      const { bob, aliceMessage, before, snapshot } = await twoTenants(store, ctx.id);
+      for (const extra of [{ threadId: bob.id }, { resourceId: bob.resourceId }]) {
+        const patch = { id: aliceMessage.id, content: 'patched', ...extra } as never;
+        await expectRejects(
+          store.updateMessages([patch]),
+          ['INVALID_ARGUMENT'],
+          `a patch with ${Object.keys(extra)[0]}`,
+        );
+      }
+      expectEqual(await snapshot(), before, 'both threads and their messages after the refused patches');
+    },
+  ),
 
   check('thread-scoped working memory and messages stay in their thread', async (ctx) => {
     const store = await ctx.store();

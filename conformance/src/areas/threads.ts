@@ -1,7 +1,10 @@
 import { compareIds, type JsonObject, type Thread } from '@engram/core';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
+import { creatorThread } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 
 const check = defineArea('threads');
 
@@ -85,6 +88,57 @@ export const threadsChecks = [
       );
       expectEqual(await found({ prefs: { style: 'formal' } }), [t.id], 'listThreads by the new nested value');
       expectEqual(await found({ prefs: { tone: 'formal' } }), [], 'listThreads by the replaced nested value');
+    },
+  ),
+
+  check('createThread inserts a new thread; an existing id is CONFLICT and changes nothing', async (ctx) => {
+    const store = await ctx.store();
+    const alice = thread(ctx.id('t'), ctx.id('alice'), {
+      title: 'first',
+      metadata: { workingMemory: 'alice memory', k: 1 },
+    });
+    expectEqual(await store.createThread(alice), alice, 'createThread() return value');
+    expectEqual(await store.getThreadById({ threadId: alice.id }), alice, 'the created thread');
+    await store.saveMessages([message(ctx.id('m'), alice, at(1))]);
+    const before = await store.getThreadById({ threadId: alice.id });
+    const bob = thread(alice.id, ctx.id('bob'), {
+      title: 'taken',
+      metadata: { workingMemory: 'bob memory' },
+      updatedAt: at(9_000),
+    });
+    await expectRejects(store.createThread(bob), ['CONFLICT'], "createThread with another resource's id");
+    await expectRejects(
+      store.createThread({ ...alice, title: 'again' }),
+      ['CONFLICT'],
+      'createThread with an existing id of the same resource',
+    );
+    expectEqual(await store.getThreadById({ threadId: alice.id }), before, 'the thread is unchanged');
+    expectEqual((await store.listMessages({ threadId: alice.id })).total, 1, 'its message is kept');
+    expectEqual(
+      idsOf((await store.listThreads({ resourceId: bob.resourceId })).threads),
+      [],
+      'the refused resource lists no thread',
+    );
+  }),
+
+  check(
+    (init) =>
+      `concurrent Memory.createThread with one new id: exactly one of ${racers(init)} racers wins, the others get CONFLICT (${FIRST_WRITE_ROUNDS} ids)`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const threadIds = Array.from({ length: FIRST_WRITE_ROUNDS }, () => ctx.id('race-new-t'));
+      const task = { kind: 'create-thread', threadIds, resourcePrefix: ctx.id('race-r') } as const;
+      const race = await raceSeparately(ctx, store, task);
+      const winners = oneWinnerEach(ctx, 'createThread races', threadIds, race);
+      for (const [i, threadId] of threadIds.entries()) {
+        const expected = creatorThread(task, threadId, winners[i]!);
+        const stored = await store.getThreadById({ threadId });
+        expectEqual(
+          [stored?.resourceId, stored?.title, stored?.metadata],
+          [expected.resourceId, expected.title, expected.metadata],
+          `thread ${threadId} as stored: resource, title and initial working memory of the winner p${winners[i]}`,
+        );
+      }
     },
   ),
 

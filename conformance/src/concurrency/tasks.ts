@@ -1,4 +1,4 @@
-import type { JsonObject, MemoryStorage } from '@engram/core';
+import { type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -15,7 +15,18 @@ export type RaceTask =
   /** One `updateResource` metadata merge per racer into each of several missing resources. */
   | { kind: 'first-metadata'; resourceIds: string[] }
   /** `init()` of a store nothing has initialised, then a thread and a resource metadata key each. */
-  | { kind: 'init'; resourceId: string };
+  | { kind: 'init'; resourceId: string }
+  /**
+   * `Memory.createThread` of each of several new thread ids, racer `p<n>` for its own resource
+   * `<resourcePrefix>-p<n>`: exactly one racer per id may succeed, the others get `CONFLICT`.
+   */
+  | { kind: 'create-thread'; threadIds: string[]; resourcePrefix: string }
+  /**
+   * `saveMessages` of each of several new message ids, racer `p<n>` into its own thread
+   * `<threadPrefix>-p<n>` of its own resource `<resourcePrefix>-p<n>` (created beforehand):
+   * exactly one racer per id may succeed, the others get `CONFLICT`.
+   */
+  | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -93,6 +104,16 @@ export function racerOps(
           run: (s) => s.updateResource({ resourceId: task.resourceId, metadata: { [`p${racer}`]: true } }),
         },
       ];
+    case 'create-thread':
+      return task.threadIds.map((threadId) => ({
+        key: `${threadId}/p${racer}`,
+        run: (s) => new Memory({ storage: s }).createThread(creatorThread(task, threadId, racer)),
+      }));
+    case 'save-message':
+      return task.messageIds.map((id) => ({
+        key: `${id}/p${racer}`,
+        run: (s) => s.saveMessages([racerMessage(task, id, racer)]),
+      }));
   }
 }
 
@@ -115,6 +136,46 @@ function initThread(resourceId: string, racer: number) {
     metadata: {},
     createdAt: at,
     updatedAt: at,
+  };
+}
+
+/** What racer `racer` asks `Memory.createThread` to create in a `create-thread` race. */
+export function creatorThread(
+  task: { resourcePrefix: string },
+  threadId: string,
+  racer: number,
+): { threadId: string; resourceId: string; title: string; metadata: JsonObject } {
+  return {
+    threadId,
+    resourceId: `${task.resourcePrefix}-p${racer}`,
+    title: `created by p${racer}`,
+    metadata: { workingMemory: `initial memory of p${racer}`, by: racer },
+  };
+}
+
+/** The thread and resource of racer `racer` in a `save-message` race. */
+export function racerOwner(
+  task: { threadPrefix: string; resourcePrefix: string },
+  racer: number,
+): { id: string; resourceId: string } {
+  return { id: `${task.threadPrefix}-p${racer}`, resourceId: `${task.resourcePrefix}-p${racer}` };
+}
+
+/** What racer `racer` saves under `id` in a `save-message` race. */
+export function racerMessage(
+  task: { threadPrefix: string; resourcePrefix: string },
+  id: string,
+  racer: number,
+): Message {
+  const owner = racerOwner(task, racer);
+  return {
+    id,
+    threadId: owner.id,
+    resourceId: owner.resourceId,
+    role: 'user',
+    content: { by: racer },
+    type: 'text',
+    createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, racer)),
   };
 }
 

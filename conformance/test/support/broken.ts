@@ -182,6 +182,43 @@ export class InclusiveRangeStore extends BreakableMemoryStore {
   }
 }
 
+/** Yields to the event loop, so concurrent callers interleave like network round trips. */
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** (i) `createThread` as a read, then a write: every concurrent creator of an id succeeds. */
+export class CheckThenWriteStore extends BreakableMemoryStore {
+  override async createThread(thread: Thread): Promise<Thread> {
+    if (await this.getThreadById({ threadId: thread.id })) {
+      throw new MemoryError('CONFLICT', `thread ${thread.id} exists`, { adapter: this.name });
+    }
+    await tick();
+    return this.saveThread(thread);
+  }
+}
+
+/**
+ * (j) Checks message ownership with a read before the write, then yields and overwrites
+ * whatever is stored: right one call at a time, wrong under concurrency.
+ */
+export class RacyOwnershipStore extends BreakableMemoryStore {
+  override async saveMessages(messages: Message[]): Promise<Message[]> {
+    // Thread refusals come first, as the contract orders them: leave those to the reference.
+    const threads = await Promise.all(messages.map((m) => this.getThreadById({ threadId: m.threadId })));
+    if (threads.some((t, i) => t?.resourceId !== messages[i]?.resourceId))
+      return super.saveMessages(messages);
+    const stored = await this.listMessagesById({ ids: messages.map((m) => m.id) });
+    for (const m of stored) {
+      if (messages.some((n) => n.id === m.id && n.resourceId !== m.resourceId)) {
+        throw new MemoryError('CONFLICT', `message ${m.id} is taken`, { adapter: this.name });
+      }
+    }
+    await tick();
+    const maps = this as unknown as { messages: Map<string, Message> };
+    for (const m of messages) maps.messages.delete(m.id);
+    return super.saveMessages(messages);
+  }
+}
+
 /** (f) Keeps working after `close()`, as if it had nothing to release. */
 export class ImmortalStore extends BreakableMemoryStore {
   override async close(): Promise<void> {}

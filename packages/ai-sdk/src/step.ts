@@ -1,6 +1,7 @@
 import {
   type AgentMessage,
   assertStateSignalConfig,
+  isMemoryError,
   type Memory,
   MemoryError,
   type Message,
@@ -61,16 +62,35 @@ export interface MemoryStep {
   save(result: TurnResult): Promise<Message[]>;
 }
 
+/**
+ * Makes sure the thread exists and belongs to `resourceId`, before any model call: a thread of
+ * another resource is `INVALID_ARGUMENT`. A missing thread is created atomically; when another
+ * call creates the same id first, that is fine for the same resource and `CONFLICT` for another.
+ */
 async function ensureThread(options: MemoryStepOptions): Promise<void> {
   const { memory, threadId, resourceId } = options;
   const thread = await memory.getThreadById({ threadId });
-  if (!thread) {
+  if (thread) {
+    if (thread.resourceId !== resourceId) {
+      throw new MemoryError(
+        'INVALID_ARGUMENT',
+        `thread ${JSON.stringify(threadId)} belongs to another resource than ${JSON.stringify(resourceId)}`,
+      );
+    }
+    return;
+  }
+  try {
     await memory.createThread({ threadId, resourceId, title: options.threadTitle });
-  } else if (thread.resourceId !== resourceId) {
-    throw new MemoryError(
-      'INVALID_ARGUMENT',
-      `thread ${JSON.stringify(threadId)} belongs to another resource than ${JSON.stringify(resourceId)}`,
-    );
+  } catch (error) {
+    if (!isMemoryError(error, 'CONFLICT')) throw error;
+    const created = await memory.getThreadById({ threadId, resourceId });
+    if (!created) {
+      throw new MemoryError(
+        'CONFLICT',
+        `thread ${JSON.stringify(threadId)} was just created by another resource than ${JSON.stringify(resourceId)}; nothing was sent to the model`,
+        { cause: error },
+      );
+    }
   }
 }
 

@@ -128,6 +128,7 @@ export {
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
+export { messageOfAnotherResource, threadExists } from './storage/ownership.ts';
 export type * from './storage/records.ts';
 export {
   assertId,

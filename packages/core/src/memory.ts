@@ -109,7 +109,8 @@ export class Memory {
    * object that passes the schema, or `null`; `VALIDATION` otherwise, nothing written). An id
    * that already exists is refused with `CONFLICT` (change an existing thread with
    * `updateThread`), so re-creating a thread can never wipe its messages' context or its
-   * working memory.
+   * working memory. The storage inserts
+   * atomically: of several concurrent creators of one id (in any process), exactly one succeeds.
    */
   async createThread(
     args: { resourceId: string; threadId?: string; title?: string; metadata?: JsonObject } & WriteControl,
@@ -125,15 +126,8 @@ export class Memory {
     if (Object.hasOwn(metadata, 'workingMemory')) this.assertWritable(args.readOnly, 'createThread');
     await this.assertThreadMemory(metadata, 'createThread');
     const id = args.threadId ?? crypto.randomUUID();
-    const existing = args.threadId === undefined ? null : await this.storage.getThreadById({ threadId: id });
-    if (existing) {
-      throw new MemoryError(
-        'CONFLICT',
-        `thread ${JSON.stringify(id)} already exists; use updateThread to change it`,
-      );
-    }
     const now = new Date();
-    return this.storage.saveThread({
+    return this.storage.createThread({
       id,
       resourceId: args.resourceId,
       title: args.title ?? '',

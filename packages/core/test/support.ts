@@ -39,6 +39,9 @@ export class NonAtomicStore implements MemoryStorage {
   getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
     return this.call(() => this.inner.getThreadById(args));
   }
+  createThread(thread: Thread): Promise<Thread> {
+    return this.call(() => this.inner.createThread(thread));
+  }
   saveThread(thread: Thread): Promise<Thread> {
     return this.call(() => this.inner.saveThread(thread));
   }

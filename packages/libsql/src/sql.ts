@@ -50,6 +50,12 @@ export const upsertThread = (row: InValue[]): Statement => ({
   args: row,
 });
 
+/** Inserts a thread unless its id exists; `rowsAffected` 0 means the id was taken. */
+export const insertThread = (row: InValue[]): Statement => ({
+  sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  args: row,
+});
+
 export const updateThreadRow = (
   id: string,
   title: string,

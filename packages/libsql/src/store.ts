@@ -6,6 +6,7 @@ import {
   type MessagePatch,
   matchesMetadata,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
@@ -17,6 +18,7 @@ import {
   sortMessages,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -40,6 +42,7 @@ import {
   deleteMessagesByIds,
   deleteThreadStatements,
   includeWindowStatement,
+  insertThread,
   listThreadsStatements,
   messagePageStatements,
   needsJsFilter,
@@ -149,6 +152,12 @@ export class LibSQLStore extends StoreBase {
     return resourceId !== undefined && thread.resourceId !== resourceId ? null : thread;
   }
 
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const result = await this.connection.use((client) => client.execute(insertThread(threadRow(thread))));
+    if (result.rowsAffected === 0) throw threadExists(ADAPTER, thread.id);
+    return structuredClone(thread);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
     await this.connection.use((client) => client.execute(upsertThread(threadRow(thread))));
     return structuredClone(thread);
@@ -227,6 +236,13 @@ export class LibSQLStore extends StoreBase {
             threadId: String(row.thread_id),
             resourceId: String(row.resource_id),
           });
+        }
+      }
+      // Read under this transaction's write lock: no other writer can slip in before the upsert.
+      for (const message of messages) {
+        const before = previous.get(message.id);
+        if (before && before.resourceId !== message.resourceId) {
+          throw messageOfAnotherResource(ADAPTER, message.id);
         }
       }
       for (const message of messages) {

@@ -164,7 +164,11 @@ describe('libsql: storage layout', () => {
     ]);
     await store.saveMessages([msg('a', 't1', 'r1'), msg('b', 't2', 'r1'), msg('e', 't1', 'r1')]); // b moves to t2
     await store.saveThread(thread('t3', 'r1', 1)); // t3 changes owner; d keeps resource r2
-    await store.saveMessages([msg('d', 't3', 'r1'), msg('f', 't3', 'r1')]); // d re-saved under r1
+    // d still belongs to r2: saving it under r1 is refused with the whole batch, counts untouched.
+    await expect(store.saveMessages([msg('f', 't3', 'r1'), msg('d', 't3', 'r1')])).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    await store.saveMessages([msg('f', 't3', 'r1')]);
     await store.deleteMessages(['c', 'nope']);
     await store.saveThread(thread('t4', 'r3', 1));
     await store.saveMessages([msg('g', 't4', 'r3')]);
@@ -181,13 +185,14 @@ describe('libsql: storage layout', () => {
       expect(kept.rows.map((r) => [r.thread_id, r.resource_id, r.n])).toEqual([
         ['t1', 'r1', 2],
         ['t2', 'r1', 1],
-        ['t3', 'r1', 2],
+        ['t3', 'r1', 1],
+        ['t3', 'r2', 1],
       ]);
     } finally {
       raw.close();
     }
     expect((await store.listMessages({ threadId: 't3' })).total).toBe(2);
-    expect((await store.listMessages({ threadId: 't3', resourceId: 'r2' })).total).toBe(0);
+    expect((await store.listMessages({ threadId: 't3', resourceId: 'r2' })).total).toBe(1);
     expect((await store.listMessages({ threadId: 't1', dateRange: { start: new Date(11) } })).total).toBe(0);
   });
 

@@ -4,6 +4,7 @@ import {
   type MessagePage,
   type MessagePatch,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedInclude,
   type NormalizedListMessages,
   pageInfo,
@@ -21,7 +22,7 @@ import {
   threadLock,
   upsert,
 } from './connection.ts';
-import { threadNotFound } from './errors.ts';
+import { isDuplicateKey, threadNotFound } from './errors.ts';
 import { messagePatchSet, toMessage, toMessageDocument } from './mapping.ts';
 import { besideFilter, messageFilter, messageSort, scope } from './queries.ts';
 import { assertStored, updateFields } from './writes.ts';
@@ -56,16 +57,33 @@ export async function saveMessages(
       }
     }
     const previous = await c.messages
-      .find({ _id: { $in: ids } }, { projection: { threadId: 1 }, session })
+      .find({ _id: { $in: ids } }, { projection: { threadId: 1, resourceId: 1 }, session })
       .toArray();
+    refuseTakenIds(messages, previous);
     const touched = [...new Set([...previous.map((p) => p.threadId), ...threadIds])];
-    const write = () =>
-      c.messages.bulkWrite(
-        docs.map(({ _id, ...replacement }) => ({
-          replaceOne: { filter: { _id }, replacement, upsert: true },
-        })),
-        { ordered: true, session },
-      );
+    // Each replacement matches its id only while the stored message (if any) has the same
+    // resource: one saved meanwhile by another resource makes the upsert insert a duplicate
+    // `_id` (11000), which is then refused instead of overwriting that message.
+    const write = async () => {
+      try {
+        return await c.messages.bulkWrite(
+          docs.map(({ _id, ...replacement }) => ({
+            replaceOne: { filter: { _id, resourceId: replacement.resourceId }, replacement, upsert: true },
+          })),
+          { ordered: true, session },
+        );
+      } catch (error) {
+        if (isDuplicateKey(error)) {
+          refuseTakenIds(
+            messages,
+            await c.messages
+              .find({ _id: { $in: ids } }, { projection: { resourceId: 1 }, session })
+              .toArray(),
+          );
+        }
+        throw error;
+      }
+    };
     if (session) await write();
     else await upsert(write, retry);
     const bumped = await connection.locks.hold(touched.map(threadLock), () =>
@@ -74,6 +92,20 @@ export async function saveMessages(
     if (bumped.matchedCount < touched.length) await backOutDeletedThreads(c, threadIds, ids, session);
   });
   return structuredClone(messages);
+}
+
+/** `CONFLICT` when a stored message of another resource has the id of a message to save. */
+function refuseTakenIds(
+  messages: Message[],
+  stored: Array<Pick<MessageDocument, '_id' | 'resourceId'>>,
+): void {
+  const owners = new Map(stored.map((doc) => [doc._id, doc.resourceId]));
+  for (const message of messages) {
+    const owner = owners.get(message.id);
+    if (owner !== undefined && owner !== message.resourceId) {
+      throw messageOfAnotherResource('mongodb', message.id);
+    }
+  }
 }
 
 /**

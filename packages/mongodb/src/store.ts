@@ -13,6 +13,7 @@ import {
   StoreBase,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -28,7 +29,7 @@ import {
   upsert,
 } from './connection.ts';
 import { assertStorableString } from './encoding.ts';
-import { threadNotFound, toMemoryError } from './errors.ts';
+import { isDuplicateKey, threadNotFound, toMemoryError } from './errors.ts';
 import {
   assertDocumentSize,
   metadataSetPaths,
@@ -184,6 +185,18 @@ export class MongoDBStore extends StoreBase {
     const { collections: c } = await this.connect();
     const doc = await c.threads.findOne({ _id: threadId, ...scope(resourceId) });
     return doc ? toThread(doc) : null;
+  }
+
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const { collections: c, codec } = await this.connect();
+    // An insert: the unique `_id` makes it atomic, on MongoDB and on FerretDB alike.
+    try {
+      await c.threads.insertOne(toThreadDocument(thread, codec));
+    } catch (error) {
+      if (isDuplicateKey(error)) throw threadExists(ADAPTER, thread.id);
+      throw error;
+    }
+    return structuredClone(thread);
   }
 
   protected async doSaveThread(thread: Thread): Promise<Thread> {

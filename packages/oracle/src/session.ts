@@ -56,12 +56,12 @@ export class Session {
   /**
    * Runs an upsert (`MERGE`) and repeats it when a concurrent session inserted the same key
    * first (ORA-00001): the failed statement alone is rolled back, and the repeat finds the row.
+   * Returns how many rows it merged (0 when a conditional update left the row alone).
    */
-  async upsert(statement: Statement, attempts = 3): Promise<void> {
+  async upsert(statement: Statement, attempts = 3): Promise<number> {
     for (let n = 1; ; n++) {
       try {
-        await this.run(statement);
-        return;
+        return await this.run(statement);
       } catch (error) {
         if (errorCode(error) !== 'ORA-00001' || n >= attempts) throw error;
       }

@@ -169,6 +169,25 @@ WHEN NOT MATCHED THEN INSERT (id, resource_id, title, metadata, created_at, upda
   };
 }
 
+/**
+ * Inserts a new thread: insert-only, so a taken id fails with ORA-00001 (unique constraint)
+ * and nothing changes, also when a concurrent session inserted it first.
+ */
+export function insertThread(d: Dialect, thread: Thread): Statement {
+  return {
+    sql: `INSERT INTO ${d.names.threads} (id, resource_id, title, metadata, created_at, updated_at)
+VALUES (:thread_id, :resource_id, :title, :metadata, ${timestampBind('created_at')}, ${timestampBind('updated_at')})`,
+    binds: {
+      thread_id: thread.id,
+      resource_id: thread.resourceId,
+      title: textBind(thread.title, d.clobType),
+      metadata: textBind(encodeJson(thread.metadata), d.clobType),
+      created_at: toTimestampText(thread.createdAt, 'thread.createdAt'),
+      updated_at: toTimestampText(thread.updatedAt, 'thread.updatedAt'),
+    },
+  };
+}
+
 /** Writes a thread's title, metadata and `updatedAt` (after a locked read). */
 export function updateThreadRow(
   d: Dialect,
@@ -295,20 +314,25 @@ export function selectMessagesByIds(d: Dialect, ids: readonly string[], resource
 export function selectMessageThreadsForUpdate(d: Dialect, ids: readonly string[]): Statement {
   const list = inList('m', ids);
   return {
-    sql: `SELECT id, thread_id FROM ${d.names.messages} WHERE id IN (${list.sql}) FOR UPDATE`,
+    sql: `SELECT id, thread_id, resource_id FROM ${d.names.messages} WHERE id IN (${list.sql}) FOR UPDATE`,
     binds: list.binds,
   };
 }
 
-/** Upsert of one message by id; a message saved with another thread id moves there. */
+/**
+ * Upsert of one message by id; a message saved with another thread id of its resource moves
+ * there. A stored message of another resource is left alone (the update's `WHERE`): the
+ * statement then merges 0 rows, which the caller refuses as a taken id.
+ */
 export function upsertMessage(d: Dialect, message: Message): Statement {
   return {
     sql: `MERGE INTO ${d.names.messages} m
 USING (SELECT :message_id AS id FROM dual) s
 ON (m.id = s.id)
-WHEN MATCHED THEN UPDATE SET m.thread_id = :thread_id, m.resource_id = :resource_id,
+WHEN MATCHED THEN UPDATE SET m.thread_id = :thread_id,
   m.message_role = :message_role, m.message_type = :message_type, m.content = :content,
   m.created_at = ${timestampBind('created_at')}
+  WHERE m.resource_id = :resource_id
 WHEN NOT MATCHED THEN INSERT (id, thread_id, resource_id, message_role, message_type, content, created_at)
   VALUES (s.id, :thread_id, :resource_id, :message_role, :message_type, :content, ${timestampBind('created_at')})`,
     binds: {

@@ -6,6 +6,7 @@ import {
   type MessagePatch,
   matchesMetadata,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
@@ -17,6 +18,7 @@ import {
   sortMessages,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -256,6 +258,17 @@ export class OracleStore extends StoreBase {
     assertStorableDates(dates);
   }
 
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const d = await this.dialect();
+    try {
+      await this.transaction((s) => s.run(sql.insertThread(d, thread)));
+    } catch (error) {
+      if (errorCode(error) === 'ORA-00001') throw threadExists(this.name, thread.id);
+      throw error;
+    }
+    return structuredClone(thread);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
     const d = await this.dialect();
     const statement = sql.upsertThread(d, thread);
@@ -342,14 +355,24 @@ export class OracleStore extends StoreBase {
         }
       }
       const touched = new Set(threadIds);
-      for (const previous of await this.lockMessages(
+      const locked = await this.lockMessages(
         d,
         s,
         messages.map((m) => m.id),
-      )) {
-        touched.add(previous.THREAD_ID);
+      );
+      const messageOwners = new Map(locked.map((row) => [row.ID, row.RESOURCE_ID]));
+      for (const message of messages) {
+        const owner = messageOwners.get(message.id);
+        if (owner !== undefined && owner !== message.resourceId) {
+          throw messageOfAnotherResource(this.name, message.id);
+        }
       }
-      for (const upsert of upserts) await s.upsert(upsert);
+      for (const previous of locked) touched.add(previous.THREAD_ID);
+      // A message of another resource inserted after the lock is left alone by the MERGE (0
+      // rows): refused the same way, and the transaction rolls back the whole batch.
+      for (const [i, upsert] of upserts.entries()) {
+        if ((await s.upsert(upsert)) === 0) throw messageOfAnotherResource(this.name, messages[i]!.id);
+      }
       await this.touch(d, s, touched, new Date());
     });
     return messages.map((message) => structuredClone(message));
@@ -518,16 +541,10 @@ export class OracleStore extends StoreBase {
   }
 
   /** Row-locks the listed messages that exist and returns their thread ids. */
-  private async lockMessages(
-    d: sql.Dialect,
-    s: Session,
-    ids: readonly string[],
-  ): Promise<Array<{ ID: string; THREAD_ID: string }>> {
-    const found: Array<{ ID: string; THREAD_ID: string }> = [];
+  private async lockMessages(d: sql.Dialect, s: Session, ids: readonly string[]): Promise<LockedMessage[]> {
+    const found: LockedMessage[] = [];
     for (const chunk of sql.chunks(ids)) {
-      found.push(
-        ...(await s.rows<{ ID: string; THREAD_ID: string }>(sql.selectMessageThreadsForUpdate(d, chunk))),
-      );
+      found.push(...(await s.rows<LockedMessage>(sql.selectMessageThreadsForUpdate(d, chunk))));
     }
     return found;
   }
@@ -543,4 +560,11 @@ export class OracleStore extends StoreBase {
   private async touch(d: sql.Dialect, s: Session, threadIds: Set<string>, now: Date): Promise<void> {
     for (const chunk of sql.chunks([...threadIds])) await s.run(sql.touchThreads(d, chunk, now));
   }
+}
+
+/** A message row locked by a write: its id, thread and resource. */
+interface LockedMessage {
+  ID: string;
+  THREAD_ID: string;
+  RESOURCE_ID: string;
 }

@@ -48,6 +48,7 @@ const statements: Array<[string, sql.Statement]> = [
   ],
   ['touchThreads', sql.touchThreads(d, ['a', 'b'], at)],
   ['insertAppliedVersion', insertAppliedVersion(d.names, 1, 'first', at)],
+  ['insertThread (long title)', sql.insertThread(d, thread({ title: long }))],
 ];
 
 describe('bind shapes as the driver processes them', () => {

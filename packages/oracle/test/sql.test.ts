@@ -66,6 +66,23 @@ describe('threads', () => {
     expect(bindsMatch(s)).toBe(true);
   });
 
+  it('creates with a plain INSERT (a taken id is ORA-00001, never an update), binding every value', () => {
+    const s = sql.insertThread(c, thread({ id: "x' OR '1'='1", metadata: { workingMemory: 'w' } }));
+    expect(s.sql).toMatch(
+      /^INSERT INTO engram_threads \(id, resource_id, title, metadata, created_at, updated_at\)\nVALUES \(:thread_id, :resource_id, :title, :metadata, TO_TIMESTAMP\(:created_at, /,
+    );
+    expect(s.sql).not.toMatch(/MERGE|UPDATE|OR '1'='1/);
+    expect(parse(s.sql).kind).toBe('dml');
+    expect(s.binds).toMatchObject({
+      thread_id: "x' OR '1'='1",
+      resource_id: 'r1',
+      title: 'Title',
+      created_at: AT,
+      updated_at: AT,
+    });
+    expect(bindsMatch(s)).toBe(true);
+  });
+
   it('upserts with MERGE, binding every value', () => {
     const s = sql.upsertThread(d, thread({ id: "x' OR '1'='1", metadata: { k: 'v' } }));
     expect(s.sql).toMatch(
@@ -189,15 +206,14 @@ describe('IN lists', () => {
 });
 
 describe('messages', () => {
-  it('upserts with MERGE; a message saved with another thread id moves', () => {
+  it('upserts with MERGE; a message saved with another thread id of its resource moves', () => {
     const s = sql.upsertMessage(
       d,
       message({ content: { format: 2, parts: [{ type: 'text', text: 'hi' }] } }),
     );
     expect(s.sql).toMatch(/^MERGE INTO engram_messages m\nUSING \(SELECT :message_id AS id FROM dual\) s/);
-    expect(s.sql).toContain(
-      'WHEN MATCHED THEN UPDATE SET m.thread_id = :thread_id, m.resource_id = :resource_id',
-    );
+    expect(s.sql).toContain('WHEN MATCHED THEN UPDATE SET m.thread_id = :thread_id,');
+    expect(parse(s.sql).kind).toBe('dml');
     expect(s.binds).toEqual({
       message_id: 'm1',
       thread_id: 't1',
@@ -207,6 +223,16 @@ describe('messages', () => {
       content: '{"format":2,"parts":[{"type":"text","text":"hi"}]}',
       created_at: AT,
     });
+    expect(bindsMatch(s)).toBe(true);
+  });
+
+  it('leaves a stored message of another resource alone: the update is conditional on the resource, which it never sets', () => {
+    const s = sql.upsertMessage(d, message({ resourceId: 'bob' }));
+    const [matched, notMatched] = s.sql.split('WHEN NOT MATCHED');
+    expect(matched).toMatch(/\n {2}WHERE m\.resource_id = :resource_id\n$/);
+    expect(matched?.split('WHERE')[0]).not.toContain('m.resource_id =');
+    expect(notMatched).toContain('VALUES (s.id, :thread_id, :resource_id,');
+    expect(s.binds.resource_id).toBe('bob');
     expect(bindsMatch(s)).toBe(true);
   });
 
@@ -232,7 +258,10 @@ describe('messages', () => {
 
   it('locks the messages a write touches and deletes by id', () => {
     const lock = sql.selectMessageThreadsForUpdate(d, ['m1', 'm2']);
-    expect(lock.sql).toBe('SELECT id, thread_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE');
+    expect(lock.sql).toBe(
+      'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
+    );
+    expect(parse(lock.sql).kind).toBe('query');
     expect(sql.deleteMessagesByIds(d, ['m1']).sql).toBe('DELETE FROM engram_messages WHERE id IN (:m0)');
     expect(bindsMatch(lock)).toBe(true);
   });

@@ -76,6 +76,12 @@ export function upsertThread(n: Names): string {
       metadata = EXCLUDED.metadata, "createdAt" = EXCLUDED."createdAt", "updatedAt" = EXCLUDED."updatedAt"`;
 }
 
+/** Inserts a thread unless its id exists; returns no row when the id was taken. */
+export function insertThread(n: Names): string {
+  return `INSERT INTO ${n.threads} (${THREAD_COLUMNS}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)
+    ON CONFLICT (id) DO NOTHING RETURNING id`;
+}
+
 /** Title kept when `$2` is NULL; metadata merged with one `||`; `$4` is the new `updatedAt`. */
 export function updateThread(n: Names): string {
   return `UPDATE ${n.threads} SET title = COALESCE($2, title), metadata = metadata || $3::jsonb,

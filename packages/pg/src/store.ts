@@ -5,6 +5,7 @@ import {
   type MessagePage,
   type MessagePatch,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
@@ -14,6 +15,7 @@ import {
   StoreBase,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -96,6 +98,12 @@ export class PostgresStore extends StoreBase {
     return row ? toThread(row) : null;
   }
 
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const inserted = await this.query(sql.insertThread(this.names), threadParams(thread));
+    if (inserted.length === 0) throw threadExists('pg', thread.id);
+    return copy(thread);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
     await this.query(sql.upsertThread(this.names), threadParams(thread));
     return copy(thread);
@@ -170,6 +178,13 @@ export class PostgresStore extends StoreBase {
           );
         }
         counts.add(message.threadId, message.resourceId, 1);
+      }
+      // Locked rows: no other writer can change their owner before this transaction ends.
+      for (const message of messages) {
+        const stored = locked.get(message.id);
+        if (stored && stored.resourceId !== message.resourceId) {
+          throw messageOfAnotherResource('pg', message.id);
+        }
       }
       for (const old of locked.values()) counts.add(old.threadId, old.resourceId, -1);
       // Rows are written in id order so concurrent batches lock them in the same order.

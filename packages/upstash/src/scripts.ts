@@ -111,6 +111,12 @@ redis.call('ZADD', kResThreadsU(r), u, id)
 return frame('ok')
 `;
 
+/** The same ARGV as SAVE_THREAD; answers 'exists' and writes nothing when the id is taken. */
+const CREATE_THREAD = `
+if redis.call('EXISTS', kThread(ARGV[2])) == 1 then return frame('exists') end
+${SAVE_THREAD.trim()}
+`;
+
 /**
  * ARGV: prefix, id, now, hasTitle ('1'/'0'), title, wmv ('' when working memory is untouched),
  * then metadata field/value pairs. Returns the thread, or nil when absent.
@@ -200,8 +206,10 @@ return frame(out)
 
 /**
  * ARGV: prefix, now, then (id, threadId, resourceId, role, type, content, createdAt) per
- * message. Checks every thread first (nothing is written when one fails), then upserts, moves
- * messages saved with another thread, and bumps the touched threads.
+ * message. Checks every thread and every stored message first (nothing is written when one
+ * fails: a missing thread, a thread of another resource, or an id taken by a message of another
+ * resource), then upserts, moves messages saved with another thread, and bumps the touched
+ * threads.
  */
 const SAVE_MESSAGES = `
 local now = ARGV[2]
@@ -211,6 +219,10 @@ for b = 3, #ARGV, 7 do
   if owner[t] == nil then owner[t] = redis.call('HGET', kThread(t), 'resourceId') end
   if not owner[t] then return frame({'not_found', t}) end
   if owner[t] ~= r then return frame({'resource_mismatch', ARGV[b], r}) end
+end
+for b = 3, #ARGV, 7 do
+  local stored = redis.call('HGET', kMessage(ARGV[b]), 'resourceId')
+  if stored and stored ~= ARGV[b + 2] then return frame({'taken', ARGV[b]}) end
 end
 local touched, touch = collector()
 for b = 3, #ARGV, 7 do
@@ -399,6 +411,7 @@ return frame({'ok'})
 const BODIES = {
   init: INIT,
   getThread: GET_THREAD,
+  createThread: CREATE_THREAD,
   saveThread: SAVE_THREAD,
   updateThread: UPDATE_THREAD,
   deleteThread: DELETE_THREAD,

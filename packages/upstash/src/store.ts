@@ -5,6 +5,7 @@ import {
   type MessagePatch,
   matchesMetadata,
   mergeMessageLists,
+  messageOfAnotherResource,
   type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
@@ -17,6 +18,7 @@ import {
   sortMessages,
   type Thread,
   type ThreadPage,
+  threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -153,16 +155,14 @@ export class UpstashStore extends StoreBase {
     return thread;
   }
 
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    const reply = await this.call('createThread', threadArgs(thread));
+    if (text(reply) === 'exists') throw threadExists(ADAPTER, thread.id);
+    return structuredClone(thread);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
-    await this.call('saveThread', [
-      thread.id,
-      thread.resourceId,
-      thread.title,
-      ms(thread.createdAt),
-      ms(thread.updatedAt),
-      newVersion(),
-      ...metadataFields(thread.metadata),
-    ]);
+    await this.call('saveThread', threadArgs(thread));
     return structuredClone(thread);
   }
 
@@ -216,6 +216,7 @@ export class UpstashStore extends StoreBase {
     const reply = list(await this.call('saveMessages', [ms(new Date()), ...messages.flatMap(messageArgs)]));
     const outcome = text(reply[0]);
     if (outcome === 'not_found') throw threadNotFound(text(reply[1]));
+    if (outcome === 'taken') throw messageOfAnotherResource(ADAPTER, text(reply[1]));
     if (outcome === 'resource_mismatch') {
       throw new MemoryError(
         'INVALID_ARGUMENT',
@@ -359,6 +360,19 @@ export class UpstashStore extends StoreBase {
 }
 
 type Update = (current: string | null) => string | null;
+
+/** The ARGV of the `createThread` and `saveThread` scripts after the prefix. */
+function threadArgs(thread: Thread): string[] {
+  return [
+    thread.id,
+    thread.resourceId,
+    thread.title,
+    ms(thread.createdAt),
+    ms(thread.updatedAt),
+    newVersion(),
+    ...metadataFields(thread.metadata),
+  ];
+}
 
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */
 function newVersion(): string {

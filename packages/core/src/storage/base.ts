@@ -93,6 +93,8 @@ export abstract class StoreBase implements MemoryStorage {
   protected abstract doInit(): Promise<void>;
   protected abstract doClose(): Promise<void>;
   protected abstract doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null>;
+  /** Insert-only: throws `threadExists(…)` (`CONFLICT`) when the id is taken, atomically. */
+  protected abstract doCreateThread(thread: Thread): Promise<Thread>;
   protected abstract doSaveThread(thread: Thread): Promise<Thread>;
   protected abstract doUpdateThread(args: UpdateThreadArgs): Promise<Thread>;
   protected abstract doDeleteThread(threadId: string): Promise<void>;
@@ -152,8 +154,17 @@ export abstract class StoreBase implements MemoryStorage {
     return this.run('getThreadById', () => this.doGetThreadById(args.threadId, args.resourceId));
   }
 
+  async createThread(thread: Thread): Promise<Thread> {
+    assertThread(thread, 'createThread');
+    this.assertStorableDates([
+      [thread.createdAt, 'thread.createdAt'],
+      [thread.updatedAt, 'thread.updatedAt'],
+    ]);
+    return this.run('createThread', () => this.doCreateThread(thread));
+  }
+
   async saveThread(thread: Thread): Promise<Thread> {
-    assertThread(thread);
+    assertThread(thread, 'saveThread');
     this.assertStorableDates([
       [thread.createdAt, 'thread.createdAt'],
       [thread.updatedAt, 'thread.updatedAt'],
@@ -363,8 +374,8 @@ function assertDateRange(range: unknown): asserts range is DateRange {
   if (end !== undefined) assertDate(end, 'dateRange.end');
 }
 
-function assertThread(thread: unknown): asserts thread is Thread {
-  assertArgs(thread, 'saveThread');
+function assertThread(thread: unknown, operation: string): asserts thread is Thread {
+  assertArgs(thread, operation);
   const t = thread as Thread;
   assertId(t.id, 'thread.id');
   assertId(t.resourceId, 'thread.resourceId');
@@ -409,4 +420,9 @@ function assertPatch(patch: unknown, field: string): asserts patch is MessagePat
   if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
   if (p.type !== undefined) assertText(p.type, `${field}.type`, true);
   if (p.createdAt !== undefined) assertDate(p.createdAt, `${field}.createdAt`);
+  for (const key of ['threadId', 'resourceId']) {
+    if (Object.hasOwn(p, key)) {
+      throw invalid(`${field}.${key}: updateMessages cannot move a message; save it again with saveMessages`);
+    }
+  }
 }

@@ -167,7 +167,14 @@ export interface MemoryStorage {
 
   /** `null` when absent, or when `resourceId` is given and the thread belongs to another one. */
   getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null>;
-  /** Upserts by id and returns the stored thread. */
+  /**
+   * Inserts a new thread and returns it as stored. Insert-only and atomic (an insert-if-absent
+   * in the database, not a read followed by a write): when the id exists, or a concurrent caller
+   * in any process creates it first, throws `CONFLICT` and changes nothing. Of N concurrent
+   * creators of one id exactly one succeeds, and the stored thread is the winner's.
+   */
+  createThread(thread: Thread): Promise<Thread>;
+  /** Upserts by id and returns the stored thread (replacing all of it, `resourceId` included). */
   saveThread(thread: Thread): Promise<Thread>;
   /**
    * Updates title (kept when omitted) and shallow-merges metadata atomically; bumps `updatedAt`.
@@ -182,16 +189,24 @@ export interface MemoryStorage {
   /**
    * Upserts by id, all-or-nothing. Every thread must exist (`NOT_FOUND`) and belong to the
    * message's `resourceId` (`INVALID_ARGUMENT`). A message saved again with another `threadId`
-   * moves. Bumps the touched threads' `updatedAt`. Returns the messages as stored.
+   * of the same resource moves; an id stored for a message of another resource is `CONFLICT`
+   * and nothing of the batch is written (checked inside the write, so no concurrent save can
+   * slip between check and write). The threads of the whole batch are checked before the ids.
+   * Bumps the touched threads' `updatedAt`. Returns the messages as stored.
    */
   saveMessages(messages: Message[]): Promise<Message[]>;
   /** Ordered by `(createdAt, id)`; see `ListMessagesArgs` for paging, ranges and windows. */
   listMessages(args: ListMessagesArgs): Promise<MessagePage>;
   /** The messages found among `ids`, ordered by `(createdAt, id)` ascending. */
   listMessagesById(args: { ids: string[] }): Promise<Message[]>;
-  /** Partial update by id; unknown ids are ignored. Returns the updated messages. */
+  /**
+   * Partial update by id; unknown ids are ignored. Returns the updated messages. A patch cannot
+   * move a message: one naming `threadId` or `resourceId` is `INVALID_ARGUMENT`. Like
+   * `deleteMessages`, it addresses messages by id alone, with no resource scope: check ownership
+   * (`listMessagesById`) before passing ids that came from a tenant.
+   */
   updateMessages(patches: MessagePatch[]): Promise<Message[]>;
-  /** Deletes by id; unknown ids are ignored. Bumps the touched threads' `updatedAt`. */
+  /** Deletes by id (no resource scope); unknown ids are ignored. Bumps the touched threads' `updatedAt`. */
   deleteMessages(ids: string[]): Promise<void>;
 
   /** `null` when absent. */

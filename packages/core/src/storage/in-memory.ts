@@ -22,6 +22,7 @@ import {
   shallowMerge,
   sortMessages,
 } from './helpers.ts';
+import { messageOfAnotherResource, threadExists } from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
 
 /**
@@ -54,6 +55,12 @@ export class InMemoryStore extends StoreBase {
   protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
     const thread = this.threads.get(threadId);
     if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
+    return copy(thread);
+  }
+
+  protected async doCreateThread(thread: Thread): Promise<Thread> {
+    if (this.threads.has(thread.id)) throw threadExists(this.name, thread.id);
+    this.threads.set(thread.id, copy(thread));
     return copy(thread);
   }
 
@@ -107,6 +114,13 @@ export class InMemoryStore extends StoreBase {
           `message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
           { adapter: this.name },
         );
+      }
+    }
+    // Threads first, then ids: the contract's order of refusals.
+    for (const message of messages) {
+      const stored = this.messages.get(message.id);
+      if (stored && stored.resourceId !== message.resourceId) {
+        throw messageOfAnotherResource(this.name, message.id);
       }
     }
     const now = new Date();
