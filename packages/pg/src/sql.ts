@@ -232,28 +232,43 @@ export function threadsOfMessages(n: Names): string {
 }
 
 /**
- * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), the changes to the kept
- * counts (`$9`–`$11`) and the touched threads' `updatedAt` (`$12`, `$13`) in one statement. An
- * existing row is overwritten only when its id is among `$8` (the messages this transaction
- * locked); one inserted by another writer since is left alone and missing from `written`, and
- * the caller starts over.
+ * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), keeps the message counts
+ * and bumps the touched threads' `updatedAt` (`$9`) in one statement. `$8` are the threads this
+ * transaction locked. The insert is the one pass that takes the message locks, in id order, for
+ * new and existing rows alike, so concurrent saves queue up instead of deadlocking. An existing
+ * row is overwritten only when it is in a locked thread: its old thread and resource are then
+ * the ones this statement's snapshot shows (no other writer can change them while the thread is
+ * locked), and move the counts. A row in another thread (moved or inserted by another writer
+ * since the threads were locked) is left alone and missing from `written`; the caller starts
+ * over.
  */
 export function saveMessages(n: Names): string {
-  return `WITH upserted AS (
+  return `WITH old AS (
+      SELECT id, thread_id, resource_id FROM ${n.messages}
+      WHERE id = ANY($1::text[]) AND thread_id = ANY($8::text[])
+    ), upserted AS (
       INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
       SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
         AS m(id, thread_id, resource_id, role, content, type, "createdAt")
       ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
         role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
-      WHERE o.id = ANY($8::text[])
-      RETURNING 1
+      WHERE o.thread_id = ANY($8::text[])
+      RETURNING id, thread_id, resource_id
+    ), replaced AS (
+      SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id)
+    ), changes AS (
+      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
+        SELECT thread_id, resource_id, 1 AS d FROM upserted
+        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
+      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
     ), counted AS (
       INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
-      SELECT * FROM unnest($9::text[], $10::text[], $11::int[])
+      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
     ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $12 WHERE id = ANY($13::text[])
+      UPDATE ${n.threads} SET "updatedAt" = $9
+      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
     )
     SELECT count(*)::int AS written FROM upserted`;
 }

@@ -19,7 +19,6 @@ import {
 } from '@engram/core';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
-import { CountChanges } from './counts.ts';
 import { toMemoryError } from './errors.ts';
 import {
   copy,
@@ -150,15 +149,15 @@ export class PostgresStore extends StoreBase {
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
     const ids = messages.map((m) => m.id);
-    const hints: RetryHints = { threads: new Set(), lockMessages: false };
+    // Rows are written in id order: the insert is the one ordered pass over the message locks.
+    const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
+    const hints = new Set<string>();
     await this.transaction(async (client) => {
-      const { owners, touched, locked } = await this.lockForWrite(
-        client,
+      const threads = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
+        [...new Set([...messages.map((m) => m.threadId), ...hints])],
         ids,
-        messages.map((m) => m.threadId),
-        hints,
-      );
-      const counts = new CountChanges();
+      ]);
+      const owners = new Map(threads.rows.map((row) => [row.id, row.resource_id]));
       for (const message of messages) {
         const owner = owners.get(message.threadId);
         if (owner === undefined) throw notFound(message.threadId);
@@ -169,26 +168,19 @@ export class PostgresStore extends StoreBase {
             { adapter: this.name },
           );
         }
-        counts.add(message.threadId, message.resourceId, 1);
       }
-      for (const old of locked.values()) counts.add(old.threadId, old.resourceId, -1);
-      // Rows are written in id order so concurrent batches lock them in the same order.
-      const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
       const result = await client.query<{ written: number }>(sql.saveMessages(this.names), [
         ...messageArrays(sorted),
-        [...locked.keys()],
-        ...counts.arrays(),
+        [...owners.keys()],
         timestamp(new Date()),
-        [...touched],
       ]);
-      // A message inserted by another writer after the locks were taken: start over, so its
-      // thread is locked and counted too.
+      // A message in a thread this transaction did not lock (moved there, or inserted by another
+      // writer, after the statement that locked the threads began): start over locking it too.
       if (result.rows[0]?.written !== messages.length) {
         const moved = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
-        for (const row of moved.rows) hints.threads.add(row.thread_id);
-        hints.lockMessages = true;
+        for (const row of moved.rows) hints.add(row.thread_id);
         throw new RestartTransaction(
-          'another writer saved one of the messages while the transaction ran; try again',
+          'another writer moved or saved one of the messages while the transaction ran; try again',
         );
       }
     });
