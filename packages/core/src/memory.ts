@@ -8,6 +8,7 @@ import {
   isAtomicStorage,
   locate,
   readMemory,
+  replaceMemory,
   threadMemory,
   type WorkingMemoryEdit,
   type WorkingMemoryLocation,
@@ -246,7 +247,7 @@ export class Memory {
       throwIfInvalid(await this.schema.validate(document));
     }
     const location = await this.locate(args, 'updateWorkingMemory');
-    await editMemory(this.storage, location, () => value);
+    await replaceMemory(this.storage, location, value);
   }
 
   /**

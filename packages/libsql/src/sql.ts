@@ -134,6 +134,31 @@ export const upsertResource = (row: InValue[]): Statement => ({
   args: row,
 });
 
+/**
+ * Creates or updates a resource in one statement without reading it first: `working_memory` is
+ * replaced when `replace` is true (kept otherwise), metadata kept, `updated_at` set; returns the
+ * row as stored.
+ */
+export const writeResourceMemory = (
+  id: string,
+  workingMemory: string | null,
+  replace: boolean,
+  now: number,
+): Statement => ({
+  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
+        ON CONFLICT (id) DO UPDATE SET
+          working_memory = CASE WHEN ? THEN excluded.working_memory ELSE working_memory END,
+          updated_at = excluded.updated_at
+        RETURNING ${RESOURCE_COLUMNS}`,
+  args: [id, workingMemory, now, now, replace ? 1 : 0],
+});
+
+/** One resource's working memory, nothing else. */
+export const selectResourceMemory = (id: string): Statement => ({
+  sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,
+  args: [id],
+});
+
 /** True for JSON values SQL can compare directly (everything but objects and arrays). */
 export function isScalar(value: JsonValue): value is string | number | boolean | null {
   return value === null || typeof value !== 'object';

@@ -20,7 +20,7 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import type { Client, ResultSet, Row } from '@libsql/client';
+import type { Client, ResultSet } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
@@ -32,6 +32,7 @@ import {
   toMessage,
   toResource,
   toThread,
+  workingMemoryOf,
 } from './mapping.ts';
 import { migrate } from './migrations.ts';
 import {
@@ -46,6 +47,7 @@ import {
   selectMessagesByIds,
   selectMessageThreads,
   selectResource,
+  selectResourceMemory,
   selectThread,
   selectThreadOwners,
   touchThreads,
@@ -54,6 +56,7 @@ import {
   upsertMessages,
   upsertResource,
   upsertThread,
+  writeResourceMemory,
 } from './sql.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
@@ -68,6 +71,14 @@ export type LibSQLStoreOptions =
       authToken?: string;
       /** How long a statement waits for another connection's lock before failing. Default 5000 ms. */
       busyTimeoutMs?: number;
+      /**
+       * SQLite's `synchronous` setting for a `file:` database (WAL mode). `'full'` (the default)
+       * syncs the log to disk at every commit: a committed write survives a power loss.
+       * `'normal'` skips that sync: commits cost no disk flush, the database stays consistent,
+       * and a crash of this process loses nothing, but a power loss or OS crash can roll back
+       * the last commits. Ignored for `:memory:` and server URLs.
+       */
+      synchronous?: 'full' | 'normal';
     }
   | {
       /** An `@libsql/client` client. The store never closes it; create it with `timeout` set. */
@@ -117,11 +128,16 @@ export class LibSQLStore extends StoreBase {
         throw invalidOption('client must be an @libsql/client client');
       this.connection = new Connection({ kind: 'injected', client: options.client, busyTimeoutMs });
     } else if ('url' in options && typeof options.url === 'string' && options.url.length > 0) {
+      const synchronous = options.synchronous ?? 'full';
+      if (synchronous !== 'full' && synchronous !== 'normal') {
+        throw invalidOption(`synchronous must be 'full' or 'normal', got ${String(options.synchronous)}`);
+      }
       this.connection = new Connection({
         kind: 'url',
         url: options.url,
         authToken: options.authToken,
         busyTimeoutMs,
+        synchronous,
       });
     } else {
       throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
@@ -332,13 +348,27 @@ export class LibSQLStore extends StoreBase {
   }
 
   protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    if (args.metadata === undefined) {
+      // Nothing to merge: one upsert, atomic on its own, no transaction and no read.
+      return this.connection.use(async (client) => {
+        const statement = writeResourceMemory(
+          args.resourceId,
+          args.workingMemory ?? null,
+          args.workingMemory !== undefined,
+          Date.now(),
+        );
+        const row = (await client.execute(statement)).rows[0];
+        if (!row) throw new Error('the resource upsert returned no row');
+        return toResource(row);
+      });
+    }
     return this.connection.write((tx) => this.updateResourceIn(tx, args));
   }
 
-  /** `row` is the resource's row when the caller has just read it in the same transaction. */
-  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs, read?: Row): Promise<Resource> {
+  /** Reads the resource and writes it back with the metadata merged, in the caller's transaction. */
+  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
     const now = new Date();
-    const row = read ?? (await tx.execute(selectResource(args.resourceId))).rows[0];
+    const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
     const stored: Resource = row
       ? toResource(row)
       : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
@@ -355,10 +385,10 @@ export class LibSQLStore extends StoreBase {
   protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
     return this.connection.write(async (tx) => {
       if (args.scope === 'resource') {
-        const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
-        const next = args.update(row ? toResource(row).workingMemory : null);
-        // The row was read under this transaction's write lock: no second read is needed.
-        await this.updateResourceIn(tx, { resourceId: args.resourceId, workingMemory: next }, row);
+        // Read under this transaction's write lock, then one upsert of the new value.
+        const row = (await tx.execute(selectResourceMemory(args.resourceId))).rows[0];
+        const next = args.update(workingMemoryOf(row));
+        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now()));
         return next;
       }
       const row = (await tx.execute(selectThread(args.threadId))).rows[0];
