@@ -1,8 +1,10 @@
 import type { JsonObject, Message } from '@engram/core';
 import { PostgresStore } from '@engram/pg';
+import { PostgresStore as MastraPostgresStore } from '@mastra/pg';
 import pg from 'pg';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
+import { mastraPeer } from '../mastra.ts';
 import type { BenchTarget, RawBaseline } from '../target.ts';
 
 /** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
@@ -10,6 +12,8 @@ const given = process.env.ENGRAM_BENCH_PG_SCHEMA;
 const schema = () => runScoped('ENGRAM_BENCH_PG_SCHEMA', () => `engram_bench_${process.pid}`);
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/** Mastra's schema on the same server, dropped at the end with the store's. */
+const peerSchema = () => `${schema()}_mastra`;
 const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
 
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
@@ -17,7 +21,7 @@ export const postgres: BenchTarget = {
   name: 'pg',
   unavailable: () =>
     process.env.ENGRAM_PG_URL ? null : 'ENGRAM_PG_URL is not set (eval "$(bash scripts/services.sh)")',
-  async open() {
+  async open(options) {
     const url = process.env.ENGRAM_PG_URL as string;
     const storage = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4 });
     await storage.init();
@@ -33,6 +37,14 @@ export const postgres: BenchTarget = {
           [resourceId],
         );
         return result.rows[0]?.workingMemory ?? null;
+      },
+      async replaceWorkingMemory(resourceId, document) {
+        await pool.query(
+          `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+           VALUES ($1, $2, '{}', now(), now())
+           ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = now()`,
+          [resourceId, document],
+        );
       },
       async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
         const client = await pool.connect();
@@ -91,10 +103,19 @@ export const postgres: BenchTarget = {
         return result.rows;
       },
     };
+    const peer = options?.peer
+      ? await mastraPeer(
+          new MastraPostgresStore({ id: 'bench-mastra', connectionString: url, schemaName: peerSchema() }),
+          'Mastra (@mastra/memory 1.31.0, @mastra/pg 1.27.1)',
+          "the thread read before, outside the transaction; then one transaction for the rows and the thread's `updatedAt`",
+        )
+      : undefined;
     return {
       storage,
       raw,
+      peer,
       async close() {
+        await peer?.close();
         await pool.end();
         await storage.close();
       },
@@ -106,6 +127,7 @@ export const postgres: BenchTarget = {
     await client.connect();
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);
+      await client.query(`DROP SCHEMA IF EXISTS ${quote(peerSchema())} CASCADE`);
     } finally {
       await client.end();
     }
