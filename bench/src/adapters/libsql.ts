@@ -4,10 +4,8 @@ import { join } from 'node:path';
 import type { JsonObject, Message } from '@engram/core';
 import { LibSQLStore, TABLES } from '@engram/libsql';
 import { createClient } from '@libsql/client';
-import { LibSQLStore as MastraLibSQLStore } from '@mastra/libsql';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import { mastraPeer } from '../mastra.ts';
 import type { BenchTarget, RawBaseline } from '../target.ts';
 
 const { resources, messages, threads } = TABLES;
@@ -108,9 +106,10 @@ export const libsql: BenchTarget = {
       },
     };
     // Mastra's tables (mastra_*) in the same database file.
+    // Mastra is loaded only where it runs: the contention workers never import it.
     const peer = options?.peer
-      ? await mastraPeer(
-          new MastraLibSQLStore({ id: 'bench-mastra', url: url() }),
+      ? await (await import('../mastra.ts')).mastraPeer(
+          new (await import('@mastra/libsql')).LibSQLStore({ id: 'bench-mastra', url: url() }),
           'Mastra (@mastra/memory 1.31.0, @mastra/libsql 1.23.1)',
           "the rows in one `batch('write')`, then the thread's `updatedAt` in a separate statement; no thread check",
         )

@@ -1,10 +1,8 @@
 import type { JsonObject, Message } from '@engram/core';
 import { PostgresStore } from '@engram/pg';
-import { PostgresStore as MastraPostgresStore } from '@mastra/pg';
 import pg from 'pg';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import { mastraPeer } from '../mastra.ts';
 import type { BenchTarget, RawBaseline } from '../target.ts';
 
 /** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
@@ -103,9 +101,14 @@ export const postgres: BenchTarget = {
         return result.rows;
       },
     };
+    // Mastra is loaded only where it runs: the contention workers never import it.
     const peer = options?.peer
-      ? await mastraPeer(
-          new MastraPostgresStore({ id: 'bench-mastra', connectionString: url, schemaName: peerSchema() }),
+      ? await (await import('../mastra.ts')).mastraPeer(
+          new (await import('@mastra/pg')).PostgresStore({
+            id: 'bench-mastra',
+            connectionString: url,
+            schemaName: peerSchema(),
+          }),
           'Mastra (@mastra/memory 1.31.0, @mastra/pg 1.27.1)',
           "the thread read before, outside the transaction; then one transaction for the rows and the thread's `updatedAt`",
         )
