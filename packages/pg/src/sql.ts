@@ -332,19 +332,39 @@ export function ensureResource(n: Names): string {
     ON CONFLICT (id) DO NOTHING`;
 }
 
-export function lockResourceMemory(n: Names): string {
-  return `SELECT "workingMemory" FROM ${n.resources} WHERE id = $1 FOR UPDATE`;
+/** One resource's working memory; `FOR UPDATE` when `lock`. */
+export function readResourceMemory(n: Names, lock: boolean): string {
+  return `SELECT "workingMemory" FROM ${n.resources} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
 }
 
 export function writeResourceMemory(n: Names): string {
   return `UPDATE ${n.resources} SET "workingMemory" = $2, "updatedAt" = $3 WHERE id = $1`;
 }
 
-export function lockThreadMemory(n: Names): string {
-  return `SELECT metadata -> 'workingMemory' AS memory FROM ${n.threads} WHERE id = $1 FOR UPDATE`;
+/**
+ * Writes `$2` as a resource's working memory only if it is still what was read: `$4` when the
+ * row existed (`$5`), else no row at all (then it is created). Returns a row when written.
+ */
+export function compareAndSetResourceMemory(n: Names): string {
+  return `INSERT INTO ${n.resources} AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, '{}'::jsonb, $3, $3)
+    ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = EXCLUDED."updatedAt"
+      WHERE $5::boolean AND r."workingMemory" IS NOT DISTINCT FROM $4::text
+    RETURNING 1`;
+}
+
+/** A thread's working memory (a JSON value in its metadata); `FOR UPDATE` when `lock`. */
+export function readThreadMemory(n: Names, lock: boolean): string {
+  return `SELECT metadata -> 'workingMemory' AS memory FROM ${n.threads} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
 }
 
 export function writeThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
       "updatedAt" = $3 WHERE id = $1`;
+}
+
+/** Writes a thread's working memory only if it is still `$4` (JSON; NULL for none). */
+export function compareAndSetThreadMemory(n: Names): string {
+  return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
+      "updatedAt" = $3 WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $4::jsonb
+    RETURNING 1`;
 }

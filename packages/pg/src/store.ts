@@ -313,27 +313,63 @@ export class PostgresStore extends StoreBase {
     return toResource(row);
   }
 
+  /**
+   * First optimistically, in two statements and no transaction: read the value, then write the
+   * new one only if the stored value is still the one read (a compare-and-set on the value, which
+   * is all the update depends on). When another writer got there first, once more under a row
+   * lock (`SELECT … FOR UPDATE` in a transaction), which always succeeds; so the update runs at
+   * most twice and a busy record costs one lost race, not a retry loop.
+   */
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    if (args.scope === 'resource') {
+      const [row] = await this.query<{ workingMemory: string | null }>(
+        sql.readResourceMemory(this.names, false),
+        [args.resourceId],
+      );
+      const current = row?.workingMemory ?? null;
+      const next = args.update(current);
+      const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
+        args.resourceId,
+        next,
+        timestamp(new Date()),
+        current,
+        row !== undefined,
+      ]);
+      if (written.length === 1) return next;
+      return this.transaction(async (client) => {
+        const now = timestamp(new Date());
+        const read = sql.readResourceMemory(this.names, true);
+        let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
+        if (locked.rows.length === 0) {
+          await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
+          locked = await client.query(read, [args.resourceId]);
+        }
+        const value = args.update(locked.rows[0]?.workingMemory ?? null);
+        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
+        return value;
+      });
+    }
+    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
+      args.threadId,
+    ]);
+    if (!row) throw notFound(args.threadId);
+    const next = args.update(typeof row.memory === 'string' ? row.memory : null);
+    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
+      args.threadId,
+      next,
+      timestamp(new Date()),
+      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
+    ]);
+    if (written.length === 1) return next;
     return this.transaction(async (client) => {
-      const now = timestamp(new Date());
-      if (args.scope === 'resource') {
-        await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
-        const locked = await client.query<{ workingMemory: string | null }>(
-          sql.lockResourceMemory(this.names),
-          [args.resourceId],
-        );
-        const next = args.update(locked.rows[0]?.workingMemory ?? null);
-        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, next, now]);
-        return next;
-      }
-      const locked = await client.query<{ memory: unknown }>(sql.lockThreadMemory(this.names), [
+      const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
         args.threadId,
       ]);
-      const row = locked.rows[0];
-      if (!row) throw notFound(args.threadId);
-      const next = args.update(typeof row.memory === 'string' ? row.memory : null);
-      await client.query(sql.writeThreadMemory(this.names), [args.threadId, next, now]);
-      return next;
+      const found = locked.rows[0];
+      if (!found) throw notFound(args.threadId);
+      const value = args.update(typeof found.memory === 'string' ? found.memory : null);
+      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, timestamp(new Date())]);
+      return value;
     });
   }
 }
