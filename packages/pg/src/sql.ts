@@ -232,6 +232,66 @@ export function threadsOfMessages(n: Names): string {
 }
 
 /**
+ * A whole save of messages in one statement, outside any transaction (a statement is atomic on
+ * its own): the parallel arrays `$1`–`$7` in id order, the target threads `$8`, the new
+ * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
+ * threads and the threads the messages are in; unless every target exists and belongs to its
+ * messages' resource (`ok`), nothing is written and `owners` tells the caller why. Then the
+ * insert takes the message locks in id order, keeps the counts and bumps `updatedAt` as
+ * `saveMessages` does. An existing row whose thread or resource is no longer what this
+ * statement's snapshot showed (another writer changed it while this one waited for a thread
+ * lock), or whose thread is not locked, makes the update write a NULL `thread_id`: the statement
+ * fails on the NOT NULL constraint, writes nothing, and the caller saves again in a transaction.
+ * A row the snapshot showed but another writer deleted since is inserted afresh (`xmax = 0`
+ * tells an inserted row from an updated one), so it moves no count out of its old thread.
+ */
+export function saveMessagesAtOnce(n: Names): string {
+  return `WITH locked AS (
+      SELECT id, resource_id FROM ${n.threads}
+      WHERE id = ANY($8::text[] || ARRAY(SELECT thread_id FROM ${n.messages} WHERE id = ANY($1::text[])))
+      ORDER BY id FOR UPDATE
+    ), gate AS (
+      -- count(*) reads every locked row, so all the thread locks are held before the insert.
+      SELECT (SELECT count(*) FROM locked) > 0 AND NOT EXISTS (
+        SELECT 1 FROM unnest($2::text[], $3::text[]) AS m(thread_id, resource_id)
+        LEFT JOIN locked t ON t.id = m.thread_id
+        WHERE t.id IS NULL OR t.resource_id <> m.resource_id
+      ) AS ok
+    ), old AS (
+      SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])
+    ), upserted AS (
+      INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
+      SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+        AS m(id, thread_id, resource_id, role, content, type, "createdAt")
+      WHERE (SELECT ok FROM gate)
+      ON CONFLICT (id) DO UPDATE SET
+        thread_id = CASE WHEN o.thread_id IN (SELECT id FROM locked)
+            AND (o.thread_id, o.resource_id) = (SELECT old.thread_id, old.resource_id FROM old WHERE old.id = o.id)
+          THEN EXCLUDED.thread_id END,
+        resource_id = EXCLUDED.resource_id, role = EXCLUDED.role, content = EXCLUDED.content,
+        type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
+      RETURNING id, thread_id, resource_id, xmax = 0 AS inserted
+    ), replaced AS (
+      SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
+    ), changes AS (
+      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
+        SELECT thread_id, resource_id, 1 AS d FROM upserted
+        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
+      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
+    ), counted AS (
+      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
+      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
+      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
+    ), touched AS (
+      UPDATE ${n.threads} SET "updatedAt" = $9
+      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
+    )
+    SELECT (SELECT ok FROM gate) AS ok,
+      (SELECT coalesce(json_object_agg(id, resource_id), '{}') FROM locked) AS owners`;
+}
+
+/**
  * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), keeps the message counts
  * and bumps the touched threads' `updatedAt` (`$9`) in one statement. `$8` are the threads this
  * transaction locked. The insert is the one pass that takes the message locks, in id order, for

@@ -19,7 +19,7 @@ import {
 } from '@engram/core';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
-import { toMemoryError } from './errors.ts';
+import { errorCode, toMemoryError } from './errors.ts';
 import {
   copy,
   type MessageRow,
@@ -37,9 +37,10 @@ import { checkOptions, DEFAULT_PREFIX, DEFAULT_SCHEMA, type PostgresStoreOptions
 import * as sql from './sql.ts';
 
 /**
- * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
- * (`SELECT … FOR UPDATE`), so they are atomic across processes and machines; metadata merges
- * are single `jsonb ||` statements.
+ * engram storage on PostgreSQL (`pg`). Working-memory updates are a compare-and-set on the
+ * value, then a row lock (`SELECT … FOR UPDATE`) after a lost race, so they are atomic across
+ * processes and machines; metadata merges are single `jsonb ||` statements; a save of messages
+ * is one statement when nothing races it.
  *
  * Connects lazily: the first call (usually `init()`) opens the pool and migrates the schema.
  */
@@ -147,28 +148,44 @@ export class PostgresStore extends StoreBase {
     return row?.total ?? 0;
   }
 
+  /**
+   * One statement when nothing races it (see `sql.saveMessagesAtOnce`); when another writer
+   * changed one of the messages while the statement waited for a thread lock, the statement
+   * writes nothing and the save runs again as a transaction that locks first and writes after.
+   */
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
-    const ids = messages.map((m) => m.id);
     // Rows are written in id order: the insert is the one ordered pass over the message locks.
     const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
+    const targets = [...new Set(messages.map((m) => m.threadId))];
+    try {
+      const [row] = await this.query<{ ok: boolean; owners: Record<string, string> }>(
+        sql.saveMessagesAtOnce(this.names),
+        [...messageArrays(sorted), targets, timestamp(new Date())],
+      );
+      if (row?.ok) return messages.map(copy);
+      checkOwners(messages, new Map(Object.entries(row?.owners ?? {})));
+      throw new Error('the save wrote nothing, yet every thread was found');
+    } catch (error) {
+      if (!isStaleMessage(error)) throw error;
+    }
+    return this.saveMessagesLocked(messages, sorted, targets);
+  }
+
+  /** The save as a transaction: threads locked by one statement, then one write statement. */
+  private async saveMessagesLocked(
+    messages: Message[],
+    sorted: Message[],
+    targets: string[],
+  ): Promise<Message[]> {
+    const ids = messages.map((m) => m.id);
     const hints = new Set<string>();
     await this.transaction(async (client) => {
       const threads = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
-        [...new Set([...messages.map((m) => m.threadId), ...hints])],
+        [...new Set([...targets, ...hints])],
         ids,
       ]);
       const owners = new Map(threads.rows.map((row) => [row.id, row.resource_id]));
-      for (const message of messages) {
-        const owner = owners.get(message.threadId);
-        if (owner === undefined) throw notFound(message.threadId);
-        if (owner !== message.resourceId) {
-          throw new MemoryError(
-            'INVALID_ARGUMENT',
-            `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-            { adapter: this.name },
-          );
-        }
-      }
+      checkOwners(messages, owners);
       const result = await client.query<{ written: number }>(sql.saveMessages(this.names), [
         ...messageArrays(sorted),
         [...owners.keys()],
@@ -380,6 +397,29 @@ interface RetryHints {
   threads: Set<string>;
   /** Lock the messages even when none existed as the threads were locked. */
   lockMessages: boolean;
+}
+
+/**
+ * Throws `NOT_FOUND` for a message whose thread is not among `owners` (thread → resource), and
+ * `INVALID_ARGUMENT` for one naming another resource than its thread's.
+ */
+function checkOwners(messages: Message[], owners: Map<string, string>): void {
+  for (const message of messages) {
+    const owner = owners.get(message.threadId);
+    if (owner === undefined) throw notFound(message.threadId);
+    if (owner !== message.resourceId) {
+      throw new MemoryError(
+        'INVALID_ARGUMENT',
+        `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+        { adapter: 'pg' },
+      );
+    }
+  }
+}
+
+/** The single-statement save found a message changed under it (see `sql.saveMessagesAtOnce`). */
+function isStaleMessage(error: unknown): boolean {
+  return errorCode(error) === '23502' && (error as { column?: unknown }).column === 'thread_id';
 }
 
 function notFound(threadId: string): MemoryError {
