@@ -65,6 +65,17 @@ export const touchThreads = (ids: string[], now: number): Statement => ({
   args: [now, ...ids],
 });
 
+/**
+ * In one read: the threads among `threadIds` (`kind` 't': id, resource) and the messages among
+ * `messageIds` that exist (`kind` 'm': id, resource, thread).
+ */
+export const selectOwnersAndMessages = (threadIds: string[], messageIds: string[]): Statement => ({
+  sql: `SELECT 't' AS kind, id, resource_id, NULL AS thread_id FROM ${threads} WHERE id IN (${placeholders(threadIds.length)})
+        UNION ALL
+        SELECT 'm', id, resource_id, thread_id FROM ${messages} WHERE id IN (${placeholders(messageIds.length)})`,
+  args: [...threadIds, ...messageIds],
+});
+
 export const selectThreadOwners = (ids: string[]): Statement => ({
   sql: `SELECT id, resource_id FROM ${threads} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
@@ -76,11 +87,13 @@ export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
 
-/** Adds `delta` to the message count of one `(thread, resource)` pair. */
-export const addToMessageCount = (threadId: string, resourceId: string, delta: number): Statement => ({
-  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES (?, ?, ?)
+/** Adds each `delta` to the message count of its `(thread, resource)` pair, in one statement. */
+export const addToMessageCounts = (
+  changes: { threadId: string; resourceId: string; delta: number }[],
+): Statement => ({
+  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES ${changes.map(() => '(?, ?, ?)').join(', ')}
         ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
-  args: [threadId, resourceId, delta],
+  args: changes.flatMap(({ threadId, resourceId, delta }) => [threadId, resourceId, delta]),
 });
 
 /** Drops the count rows that reached zero for these threads. */

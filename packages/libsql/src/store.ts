@@ -20,7 +20,7 @@ import {
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
-import type { Client, ResultSet } from '@libsql/client';
+import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
@@ -46,6 +46,7 @@ import {
   needsJsFilter,
   selectMessagesByIds,
   selectMessageThreads,
+  selectOwnersAndMessages,
   selectResource,
   selectResourceMemory,
   selectThread,
@@ -223,10 +224,28 @@ export class LibSQLStore extends StoreBase {
   protected doSaveMessages(messages: Message[]): Promise<Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
+      const ids = messages.map((m) => m.id);
       const owners = new Map<string, string>();
-      for (const ids of chunks(threadIds)) {
-        for (const row of (await tx.execute(selectThreadOwners(ids))).rows) {
-          owners.set(String(row.id), String(row.resource_id));
+      const previous = new Map<string, { threadId: string; resourceId: string }>();
+      const remember = (row: Row, kind: 't' | 'm') => {
+        if (kind === 't') owners.set(String(row.id), String(row.resource_id));
+        else
+          previous.set(String(row.id), {
+            threadId: String(row.thread_id),
+            resourceId: String(row.resource_id),
+          });
+      };
+      if (threadIds.length + ids.length <= CHUNK) {
+        // The usual save: the threads and the messages' current places in one read.
+        for (const row of (await tx.execute(selectOwnersAndMessages(threadIds, ids))).rows) {
+          remember(row, row.kind === 't' ? 't' : 'm');
+        }
+      } else {
+        for (const part of chunks(threadIds)) {
+          for (const row of (await tx.execute(selectThreadOwners(part))).rows) remember(row, 't');
+        }
+        for (const part of chunks(ids)) {
+          for (const row of (await tx.execute(selectMessageThreads(part))).rows) remember(row, 'm');
         }
       }
       for (const message of messages) {
@@ -242,15 +261,6 @@ export class LibSQLStore extends StoreBase {
       }
       const touched = new Set(threadIds);
       const counts = new CountChanges();
-      const previous = new Map<string, { threadId: string; resourceId: string }>();
-      for (const ids of chunks(messages.map((m) => m.id))) {
-        for (const row of (await tx.execute(selectMessageThreads(ids))).rows) {
-          previous.set(String(row.id), {
-            threadId: String(row.thread_id),
-            resourceId: String(row.resource_id),
-          });
-        }
-      }
       for (const message of messages) {
         const before = previous.get(message.id);
         if (before) {
@@ -260,7 +270,7 @@ export class LibSQLStore extends StoreBase {
         counts.add(message.threadId, message.resourceId, 1);
       }
       // One multi-row statement per chunk instead of one statement per message.
-      await tx.batch(chunks(messages).map((part) => upsertMessages(part.map(messageRow))));
+      for (const part of chunks(messages)) await tx.execute(upsertMessages(part.map(messageRow)));
       await counts.apply(tx);
       await this.touch(tx, touched);
       return messages.map(copyMessage);
