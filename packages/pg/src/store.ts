@@ -50,6 +50,8 @@ export class PostgresStore extends StoreBase {
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
+  /** When a compare-and-set of a working memory last lost a race, by `scope:id`. */
+  private readonly contended = new Map<string, number>();
 
   constructor(options: PostgresStoreOptions) {
     super();
@@ -335,26 +337,64 @@ export class PostgresStore extends StoreBase {
    * new one only if the stored value is still the one read (a compare-and-set on the value, which
    * is all the update depends on). When another writer got there first, once more under a row
    * lock (`SELECT … FOR UPDATE` in a transaction), which always succeeds; so the update runs at
-   * most twice and a busy record costs one lost race, not a retry loop.
+   * most twice. A record that lost a race in the last `CONTENDED_MS` goes straight to the lock,
+   * so a busy record does not pay for a losing attempt on every call.
    */
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    const key = args.scope === 'resource' ? `r:${args.resourceId}` : `t:${args.threadId}`;
+    const lostAt = this.contended.get(key);
+    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
+      const written = await this.compareAndSetMemory(args);
+      if (written.ok) {
+        if (lostAt !== undefined) this.contended.delete(key);
+        return written.value;
+      }
+      if (this.contended.size >= 1_000) this.contended.clear();
+      this.contended.set(key, Date.now());
+    }
+    return this.lockedMemoryUpdate(args);
+  }
+
+  /** Read, update, write if unchanged: `ok` false when another writer changed it in between. */
+  private async compareAndSetMemory(
+    args: NormalizedAtomicUpdate,
+  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
+    const now = timestamp(new Date());
     if (args.scope === 'resource') {
       const [row] = await this.query<{ workingMemory: string | null }>(
         sql.readResourceMemory(this.names, false),
         [args.resourceId],
       );
       const current = row?.workingMemory ?? null;
-      const next = args.update(current);
+      const value = args.update(current);
       const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
         args.resourceId,
-        next,
-        timestamp(new Date()),
+        value,
+        now,
         current,
         row !== undefined,
       ]);
-      if (written.length === 1) return next;
-      return this.transaction(async (client) => {
-        const now = timestamp(new Date());
+      return written.length === 1 ? { ok: true, value } : { ok: false };
+    }
+    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
+      args.threadId,
+    ]);
+    if (!row) throw notFound(args.threadId);
+    const value = args.update(typeof row.memory === 'string' ? row.memory : null);
+    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
+      args.threadId,
+      value,
+      now,
+      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
+    ]);
+    return written.length === 1 ? { ok: true, value } : { ok: false };
+  }
+
+  /** The update under the row lock, in a transaction; creates a missing resource first. */
+  private lockedMemoryUpdate(args: NormalizedAtomicUpdate): Promise<string | null> {
+    return this.transaction(async (client) => {
+      const now = timestamp(new Date());
+      if (args.scope === 'resource') {
         const read = sql.readResourceMemory(this.names, true);
         let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
         if (locked.rows.length === 0) {
@@ -364,32 +404,21 @@ export class PostgresStore extends StoreBase {
         const value = args.update(locked.rows[0]?.workingMemory ?? null);
         await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
         return value;
-      });
-    }
-    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
-      args.threadId,
-    ]);
-    if (!row) throw notFound(args.threadId);
-    const next = args.update(typeof row.memory === 'string' ? row.memory : null);
-    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
-      args.threadId,
-      next,
-      timestamp(new Date()),
-      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
-    ]);
-    if (written.length === 1) return next;
-    return this.transaction(async (client) => {
+      }
       const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
         args.threadId,
       ]);
       const found = locked.rows[0];
       if (!found) throw notFound(args.threadId);
       const value = args.update(typeof found.memory === 'string' ? found.memory : null);
-      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, timestamp(new Date())]);
+      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, now]);
       return value;
     });
   }
 }
+
+/** How long a record that lost a compare-and-set skips straight to the row lock. */
+const CONTENDED_MS = 1_000;
 
 /** What a message write learnt in an attempt that started over, for the next attempt. */
 interface RetryHints {

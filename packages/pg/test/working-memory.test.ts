@@ -112,6 +112,10 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
           ? (await other.getResourceById({ resourceId }))?.workingMemory
           : (await other.getThreadById({ threadId }))?.metadata.workingMemory;
       expect(stored).toBe('base+theirs+mine');
+      // Right after a lost race, the record goes straight to the row lock.
+      sent.length = 0;
+      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}!` });
+      expect(sent[0]).toBe('BEGIN');
     }
   });
 
