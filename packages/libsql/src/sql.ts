@@ -150,19 +150,19 @@ export const upsertResource = (row: InValue[]): Statement => ({
 /**
  * Creates or updates a resource in one statement without reading it first: `working_memory` is
  * replaced when `replace` is true (kept otherwise), metadata kept, `updated_at` set; returns the
- * row as stored.
+ * row as stored when `returning`.
  */
 export const writeResourceMemory = (
   id: string,
   workingMemory: string | null,
   replace: boolean,
   now: number,
+  returning: boolean,
 ): Statement => ({
   sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
         ON CONFLICT (id) DO UPDATE SET
           working_memory = CASE WHEN ? THEN excluded.working_memory ELSE working_memory END,
-          updated_at = excluded.updated_at
-        RETURNING ${RESOURCE_COLUMNS}`,
+          updated_at = excluded.updated_at${returning ? `\n        RETURNING ${RESOURCE_COLUMNS}` : ''}`,
   args: [id, workingMemory, now, now, replace ? 1 : 0],
 });
 

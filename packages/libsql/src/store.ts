@@ -366,6 +366,7 @@ export class LibSQLStore extends StoreBase {
           args.workingMemory ?? null,
           args.workingMemory !== undefined,
           Date.now(),
+          true,
         );
         const row = (await client.execute(statement)).rows[0];
         if (!row) throw new Error('the resource upsert returned no row');
@@ -398,7 +399,7 @@ export class LibSQLStore extends StoreBase {
         // Read under this transaction's write lock, then one upsert of the new value.
         const row = (await tx.execute(selectResourceMemory(args.resourceId))).rows[0];
         const next = args.update(workingMemoryOf(row));
-        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now()));
+        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now(), false));
         return next;
       }
       const row = (await tx.execute(selectThread(args.threadId))).rows[0];
