@@ -246,9 +246,11 @@ export function threadsOfMessages(n: Names): string {
  * tells an inserted row from an updated one), so it moves no count out of its old thread.
  */
 export function saveMessagesAtOnce(n: Names): string {
-  return `WITH locked AS (
+  return `WITH old AS (
+      SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])
+    ), locked AS (
       SELECT id, resource_id FROM ${n.threads}
-      WHERE id = ANY($8::text[] || ARRAY(SELECT thread_id FROM ${n.messages} WHERE id = ANY($1::text[])))
+      WHERE id = ANY($8::text[] || ARRAY(SELECT thread_id FROM old))
       ORDER BY id FOR UPDATE
     ), gate AS (
       -- count(*) reads every locked row, so all the thread locks are held before the insert.
@@ -257,8 +259,6 @@ export function saveMessagesAtOnce(n: Names): string {
         LEFT JOIN locked t ON t.id = m.thread_id
         WHERE t.id IS NULL OR t.resource_id <> m.resource_id
       ) AS ok
-    ), old AS (
-      SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])
     ), upserted AS (
       INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
       SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
