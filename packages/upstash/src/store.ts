@@ -10,9 +10,7 @@ import {
   type NormalizedListThreads,
   pageInfo,
   pageOffset,
-  RETRY,
   type Resource,
-  retryOptimistic,
   StoreBase,
   sortMessages,
   type Thread,
@@ -41,8 +39,8 @@ interface CommonOptions {
   /** Prefix of every key, so several stores can share one database. Default `'engram'`. */
   prefix?: string;
   /**
-   * Attempts of `updateWorkingMemoryAtomically` to take the lease on a busy working memory (each
-   * after a short random pause) before `CONFLICT`. Default 200.
+   * Writes of `updateWorkingMemoryAtomically` that may lose under an expired lease (a holder
+   * slower than its 2 s lease) before `CONFLICT`. Default 200.
    */
   casAttempts?: number;
 }
@@ -331,16 +329,22 @@ export class UpstashStore extends StoreBase {
       if (this.contended.size >= 1_000) this.contended.clear();
       this.contended.set(key, Date.now());
     }
-    return retryOptimistic(
-      async () => {
-        const token = newVersion();
-        const lease =
-          target.kind === 'r'
-            ? list(await this.call('leaseResourceWorkingMemory', [target.id, token, String(LEASE_MS)]))
-            : list(await this.call('leaseThreadWorkingMemory', [target.id, token, String(LEASE_MS)]));
-        const outcome = text(lease[0]);
-        if (outcome === 'not_found') throw threadNotFound(target.id);
-        if (outcome === 'busy') return RETRY;
+    // Wait for a busy lease at most until a dead holder's lease would have expired twice over;
+    // give up after `casAttempts` lost writes under a lease of our own (an expired lease).
+    const deadline = Date.now() + 2 * LEASE_MS;
+    let lost = 0;
+    for (let n = 0; ; n++) {
+      const token = newVersion();
+      const lease =
+        target.kind === 'r'
+          ? list(await this.call('leaseResourceWorkingMemory', [target.id, token, String(LEASE_MS)]))
+          : list(await this.call('leaseThreadWorkingMemory', [target.id, token, String(LEASE_MS)]));
+      const outcome = text(lease[0]);
+      if (outcome === 'not_found') throw threadNotFound(target.id);
+      if (outcome === 'busy') {
+        if (Date.now() > deadline)
+          throw conflict(`another writer held the lease for over ${2 * LEASE_MS} ms`);
+      } else {
         const [stored, version] = target.kind === 'r' ? [lease[1], lease[2]] : [lease[2], lease[3]];
         const written = await this.writeMemory(target, args.update, stored, version, token).catch(
           async (error: unknown) => {
@@ -348,11 +352,11 @@ export class UpstashStore extends StoreBase {
             throw error;
           },
         );
-        // Only an expired lease can lose: take a new one.
-        return written.ok ? written.value : RETRY;
-      },
-      { adapter: ADAPTER, attempts: this.casAttempts },
-    );
+        if (written.ok) return written.value;
+        if (++lost >= this.casAttempts) throw conflict(`gave up after ${lost} writes under an expired lease`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, 1 + n * 2)));
+    }
   }
 
   /**
@@ -412,7 +416,11 @@ function threadRead(id: string, row: unknown[]): [unknown, unknown] {
 }
 
 /** How long a lease on a working memory lives when its holder never writes. */
-const LEASE_MS = 5_000;
+const LEASE_MS = 2_000;
+
+function conflict(reason: string): MemoryError {
+  return new MemoryError('CONFLICT', `${ADAPTER}: working-memory update: ${reason}`, { adapter: ADAPTER });
+}
 
 /** How long a record that lost a compare-and-set goes straight to the lease. */
 const CONTENDED_MS = 1_000;

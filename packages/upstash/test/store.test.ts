@@ -331,6 +331,22 @@ describe.skipIf(upstashSkip)(title, () => {
     expect((await store.getResourceById({ resourceId: rid }))?.workingMemory).toBe('base+mine');
   });
 
+  it('a lease left by a writer that died holds others up only until it expires', async () => {
+    const rid = uid('res');
+    await store.updateResource({ resourceId: rid, workingMemory: 'base' });
+    // What a writer killed between taking its lease and writing leaves behind (its 2 s lease).
+    await raw.set(`${keys.resource(rid)}:wmlock`, 'dead', { px: 2_000 });
+    const started = Date.now();
+    const value = await store.updateWorkingMemoryAtomically({
+      scope: 'resource',
+      resourceId: rid,
+      update: (current) => `${current}+after`,
+    });
+    expect(value).toBe('base+after');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
   it('records its layout version and refuses a newer one with MIGRATION', async () => {
     const own = runPrefix('layout');
     const s = new UpstashStore({ client: testClient(), prefix: own });
