@@ -9,7 +9,7 @@
 # be had is reported on stderr and left out; ENGRAM_REQUIRE decides whether that fails the tests.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-for service in ${ENGRAM_SERVICES:-pg redis upstash mongodb}; do
+for service in ${ENGRAM_SERVICES:-pg pgbouncer redis upstash mongodb}; do
   script="$here/$service.sh"
   [ -f "$script" ] || continue
   if out="$(bash "$script")"; then

@@ -158,9 +158,14 @@ async function workerMain(target: string, index: number): Promise<void> {
         },
       });
   }
-  // Warm both sides (pools and clients connect lazily) before anything is timed.
+  // Warm both sides (pools and clients connect lazily, code paths compile on first use) before
+  // anything is timed: a few merges each into a resource of this worker's own.
   await storage.getResourceById({ resourceId: `warm-${index}` });
   await opened.raw.getWorkingMemory(`warm-${index}`);
+  for (let j = 0; j < 5; j++) {
+    await memory.mergeWorkingMemory({ resourceId: `warm-${index}`, workingMemory: { [`e${j}`]: j } });
+    await opened.raw.mergeWorkingMemory(`warm-raw-${index}`, { [`r${j}`]: j });
+  }
   process.on('message', (command: Command) => {
     if ('exit' in command) {
       opened.close().finally(() => process.exit(0));

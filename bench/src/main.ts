@@ -3,9 +3,10 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Memory, type Message, type Thread } from '@engram/core';
 import { ContentionPool, type ContentionResult } from './contention.ts';
+import { TEMPLATE } from './mastra.ts';
 import { compare } from './measure.ts';
 import { type AdapterResult, type BenchRun, scalingChart, toMarkdown } from './report.ts';
-import type { OpenTarget } from './target.ts';
+import type { OpenTarget, Peer } from './target.ts';
 import { loadTarget, targetLoaders } from './targets.ts';
 
 // `pnpm <script> -- --flag` hands the `--` on to the script: skip it.
@@ -60,7 +61,7 @@ for (const name of values.adapters.split(',')) {
       cap && (fx.large < sizes.large || fx.threads < sizes.threads)
         ? `ran ${fx.large} messages and ${fx.threads} threads instead of ${sizes.large} and ${sizes.threads}: ${cap.reason}`
         : undefined;
-    run.results.push(await benchAdapter(name, await target.open(), fx, note));
+    run.results.push(await benchAdapter(name, await target.open({ peer: true }), fx, note));
   } finally {
     await target.dispose?.();
   }
@@ -89,16 +90,23 @@ async function benchAdapter(
   fx: typeof sizes,
   note: string | undefined,
 ): Promise<AdapterResult> {
-  const { storage, raw } = opened;
+  const { storage, raw, peer } = opened;
   const memory = new Memory({
     storage,
     options: { workingMemory: { enabled: true, schema: { type: 'object' } } },
+  });
+  const templateMemory = new Memory({
+    storage,
+    options: { workingMemory: { enabled: true, template: TEMPLATE } },
   });
   const tag = `bench-${Date.now().toString(36)}`;
   const resourceId = `${tag}-r`;
   const comparisons = [];
   try {
-    await memory.mergeWorkingMemory({ resourceId, workingMemory: { name: 'Ada', city: 'London', n: 0 } });
+    const initial = { name: 'Ada', city: 'London', n: 0 };
+    await memory.mergeWorkingMemory({ resourceId, workingMemory: initial });
+    await peer?.replaceWorkingMemory(resourceId, JSON.stringify(initial));
+    const warmup = Math.min(20, Math.ceil(fx.iterations / 5));
     comparisons.push(
       await compare(
         'getWorkingMemory',
@@ -106,6 +114,24 @@ async function benchAdapter(
         () => memory.getWorkingMemory({ resourceId }),
         () => raw.getWorkingMemory(resourceId),
         fx.budgetMs,
+        warmup,
+        peer && (() => peer.getWorkingMemory(resourceId)),
+      ),
+    );
+    const document = (i: number) => `${TEMPLATE}- Note: round ${i}\n`;
+    comparisons.push(
+      await compare(
+        'updateWorkingMemory (replace, template mode)',
+        fx.iterations,
+        (i) =>
+          templateMemory.updateWorkingMemory({
+            resourceId: `${resourceId}-replace`,
+            workingMemory: document(i),
+          }),
+        (i) => raw.replaceWorkingMemory(`${resourceId}-replace-raw`, document(i)),
+        fx.budgetMs,
+        warmup,
+        peer && ((i) => peer.replaceWorkingMemory(`${resourceId}-replace`, document(i))),
       ),
     );
     comparisons.push(
@@ -115,11 +141,15 @@ async function benchAdapter(
         (i) => memory.mergeWorkingMemory({ resourceId, workingMemory: { a: i } }),
         (i) => raw.mergeWorkingMemory(resourceId, { b: i }),
         fx.budgetMs,
+        warmup,
+        peer && ((i) => peer.mergeWorkingMemory(resourceId, { c: i })),
       ),
     );
 
     const thread = await memory.createThread({ resourceId, title: 'batches' });
     const rawThread = await memory.createThread({ resourceId, title: 'raw batches' });
+    const peerThread = `${tag}-peer-batches`;
+    await peer?.createThread(peerThread, resourceId);
     let seq = 0;
     const batch = (threadId: string): Message[] =>
       Array.from({ length: 20 }, (_, k) => ({
@@ -138,6 +168,8 @@ async function benchAdapter(
         () => storage.saveMessages(batch(thread.id)),
         () => raw.saveMessages(batch(rawThread.id)),
         fx.budgetMs,
+        warmup,
+        peer && (() => peer.saveMessages(batch(peerThread))),
       ),
     );
 
@@ -149,6 +181,15 @@ async function benchAdapter(
       );
       scalingThreads.push(t.id);
     }
+    // The peer lists a thread of the small size only: seeding the large one through it would
+    // take most of the run.
+    const peerSmall = `${tag}-peer-s${fx.small}`;
+    if (peer) {
+      await peer.createThread(peerSmall, resourceId);
+      await phase(adapter, `seed ${fx.small} messages (peer)`, () =>
+        seedPeer(peer, peerSmall, resourceId, fx.small),
+      );
+    }
     const newest = [];
     for (const [i, threadId] of scalingThreads.entries()) {
       const c = await compare(
@@ -157,6 +198,8 @@ async function benchAdapter(
         () => storage.listMessages({ threadId, direction: 'DESC', perPage: 20 }),
         () => raw.listNewest(threadId, 20),
         fx.budgetMs,
+        warmup,
+        i === 0 && peer ? () => peer.listNewest(peerSmall, 20) : undefined,
       );
       comparisons.push(c);
       newest.push(c);
@@ -193,6 +236,7 @@ async function benchAdapter(
     return {
       adapter,
       ...(note ? { note } : {}),
+      ...(peer ? { peer: { name: peer.name, atomicity: peer.atomicity } } : {}),
       comparisons,
       scaling: {
         small: fx.small,
@@ -231,6 +275,25 @@ async function seedMessages(
     }
     if (seed) await seed.messages(batch);
     else await storage.saveMessages(batch);
+  }
+}
+
+async function seedPeer(peer: Peer, threadId: string, resourceId: string, count: number): Promise<void> {
+  const base = 1_600_000_000_000;
+  for (let from = 0; from < count; from += 100) {
+    const batch: Message[] = [];
+    for (let i = from; i < Math.min(count, from + 100); i++) {
+      batch.push({
+        id: `${threadId}-${i}`,
+        threadId,
+        resourceId,
+        role: i % 2 ? 'assistant' : 'user',
+        content: `seeded message ${i}`,
+        type: 'v2',
+        createdAt: new Date(base + i * 1_000),
+      });
+    }
+    await peer.saveMessages(batch);
   }
 }
 

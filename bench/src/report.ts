@@ -8,6 +8,8 @@ export interface AdapterResult {
   /** Why this adapter ran smaller fixtures than the others, when it did. */
   note?: string;
   comparisons: Comparison[];
+  /** The peer library measured beside engram and raw, and how each of its writes behaves. */
+  peer?: { name: string; atomicity: { replace: string; merge: string; saveMessages: string } };
   scaling?: { small: number; large: number; engram: [number, number]; raw: [number, number]; ratio: number };
   contention?: { engram: ContentionResult; raw: ContentionResult };
 }
@@ -24,20 +26,36 @@ const ms = (n: number) => (n >= 10 ? n.toFixed(1) : n.toFixed(2));
 /** The run as Markdown: one comparison table, one contention table, one scaling table. */
 export function toMarkdown(run: BenchRun): string {
   const lines = [
-    `Run ${run.date} on ${run.machine}${run.quick ? ' (--quick)' : ''}. Medians in ms; ratio = engram / raw.`,
+    `Run ${run.date} on ${run.machine}${run.quick ? ' (--quick)' : ''}. Medians in ms; ratio = engram / raw; engram / peer where a peer library ran on the same database (sides alternated round by round).`,
     '',
-    '| adapter | operation | engram | raw | ratio |',
-    '|---|---|---:|---:|---:|',
+    '| adapter | operation | engram | raw | ratio | peer | engram / peer |',
+    '|---|---|---:|---:|---:|---:|---:|',
   ];
   for (const r of run.results) {
-    if (r.skipped) lines.push(`| ${r.adapter} | skipped: ${r.skipped} | | | |`);
+    if (r.skipped) lines.push(`| ${r.adapter} | skipped: ${r.skipped} | | | | | |`);
     for (const c of r.comparisons) {
+      const peer =
+        c.peer && c.peerRatio !== undefined ? `${ms(c.peer.median)} | ${c.peerRatio.toFixed(2)}×` : ' | ';
       lines.push(
-        `| ${r.adapter} | ${c.operation} | ${ms(c.engram.median)} | ${ms(c.raw.median)} | ${c.ratio.toFixed(2)}× |`,
+        `| ${r.adapter} | ${c.operation} | ${ms(c.engram.median)} | ${ms(c.raw.median)} | ${c.ratio.toFixed(2)}× | ${peer} |`,
       );
     }
   }
   for (const r of run.results) if (r.note) lines.push('', `${r.adapter}: ${r.note}`);
+  const peers = run.results.filter((r) => r.peer);
+  if (peers.length > 0) {
+    lines.push(
+      '',
+      'Atomicity of the writes compared. engram: a replace is one upsert; `mergeWorkingMemory` is an atomic read-modify-write across processes, validated before anything is written (libSQL `BEGIN IMMEDIATE`; pg a compare-and-set on the value, the row lock after a lost race; Upstash a compare-and-set on a version, a lease after a lost race); `saveMessages` is all or nothing with thread checks, kept counts and `updatedAt` (libSQL one transaction, pg one statement). Raw: a replace is one upsert; the merge is serialised (row 2 of bench/README.md); the save is one multi-row insert with no checks.',
+      '',
+      '| adapter | peer | replace | read-merge-write | saveMessages |',
+      '|---|---|---|---|---|',
+    );
+    for (const r of peers) {
+      const a = r.peer!.atomicity;
+      lines.push(`| ${r.adapter} | ${r.peer!.name} | ${a.replace} | ${a.merge} | ${a.saveMessages} |`);
+    }
+  }
   lines.push(
     '',
     'Contended merges (8 processes, disjoint keys into one resource):',

@@ -24,10 +24,13 @@ function url(): string {
 export const libsql: BenchTarget = {
   name: 'libsql',
   unavailable: () => null,
-  async open() {
-    const storage = new LibSQLStore({ url: url() });
+  async open(options) {
+    // Every side at the same durability: Mastra's libSQL store sets synchronous=NORMAL on its
+    // connection, so the store and the raw client do too (no disk flush per commit).
+    const storage = new LibSQLStore({ url: url(), synchronous: 'normal' });
     await storage.init();
     const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
+    await client.execute('PRAGMA synchronous = NORMAL');
     const raw: RawBaseline = {
       async getWorkingMemory(resourceId) {
         const result = await client.execute({
@@ -35,6 +38,15 @@ export const libsql: BenchTarget = {
           args: [resourceId],
         });
         return (result.rows[0]?.working_memory as string | null | undefined) ?? null;
+      },
+      async replaceWorkingMemory(resourceId, document) {
+        const now = Date.now();
+        await client.execute({
+          sql: `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
+                VALUES (?, ?, '{}', ?, ?)
+                ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory, updated_at = excluded.updated_at`,
+          args: [resourceId, document, now, now],
+        });
       },
       async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
         // A write transaction is BEGIN IMMEDIATE: it takes the write lock first, so no other
@@ -93,10 +105,21 @@ export const libsql: BenchTarget = {
         return result.rows.map((row) => ({ ...row, metadata: JSON.parse(String(row.metadata)) }));
       },
     };
+    // Mastra's tables (mastra_*) in the same database file.
+    // Mastra is loaded only where it runs: the contention workers never import it.
+    const peer = options?.peer
+      ? await (await import('../mastra.ts')).mastraPeer(
+          new (await import('@mastra/libsql')).LibSQLStore({ id: 'bench-mastra', url: url() }),
+          'Mastra (@mastra/memory 1.31.0, @mastra/libsql 1.23.1)',
+          "the rows in one `batch('write')`, then the thread's `updatedAt` in a separate statement; no thread check",
+        )
+      : undefined;
     return {
       storage,
       raw,
+      peer,
       async close() {
+        await peer?.close();
         client.close();
         await storage.close();
       },

@@ -101,6 +101,13 @@ export const mongodb: BenchTarget = {
         const doc = await resources.findOne({ _id: resourceId }, { projection: { workingMemory: 1 } });
         return doc?.workingMemory ?? null;
       },
+      async replaceWorkingMemory(resourceId, document) {
+        await resources.updateOne(
+          { _id: resourceId },
+          { $set: { workingMemory: document, updatedAt: new Date(), version: new ObjectId() } },
+          { upsert: true },
+        );
+      },
       mergeWorkingMemory: merge,
       async saveMessages(batch: Message[]) {
         await messages.insertMany(

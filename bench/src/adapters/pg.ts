@@ -10,6 +10,8 @@ const given = process.env.ENGRAM_BENCH_PG_SCHEMA;
 const schema = () => runScoped('ENGRAM_BENCH_PG_SCHEMA', () => `engram_bench_${process.pid}`);
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/** Mastra's schema on the same server, dropped at the end with the store's. */
+const peerSchema = () => `${schema()}_mastra`;
 const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
 
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
@@ -17,7 +19,7 @@ export const postgres: BenchTarget = {
   name: 'pg',
   unavailable: () =>
     process.env.ENGRAM_PG_URL ? null : 'ENGRAM_PG_URL is not set (eval "$(bash scripts/services.sh)")',
-  async open() {
+  async open(options) {
     const url = process.env.ENGRAM_PG_URL as string;
     const storage = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4 });
     await storage.init();
@@ -33,6 +35,14 @@ export const postgres: BenchTarget = {
           [resourceId],
         );
         return result.rows[0]?.workingMemory ?? null;
+      },
+      async replaceWorkingMemory(resourceId, document) {
+        await pool.query(
+          `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+           VALUES ($1, $2, '{}', now(), now())
+           ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = now()`,
+          [resourceId, document],
+        );
       },
       async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
         const client = await pool.connect();
@@ -91,10 +101,24 @@ export const postgres: BenchTarget = {
         return result.rows;
       },
     };
+    // Mastra is loaded only where it runs: the contention workers never import it.
+    const peer = options?.peer
+      ? await (await import('../mastra.ts')).mastraPeer(
+          new (await import('@mastra/pg')).PostgresStore({
+            id: 'bench-mastra',
+            connectionString: url,
+            schemaName: peerSchema(),
+          }),
+          'Mastra (@mastra/memory 1.31.0, @mastra/pg 1.27.1)',
+          "the thread read before, outside the transaction; then one transaction for the rows and the thread's `updatedAt`",
+        )
+      : undefined;
     return {
       storage,
       raw,
+      peer,
       async close() {
+        await peer?.close();
         await pool.end();
         await storage.close();
       },
@@ -106,6 +130,7 @@ export const postgres: BenchTarget = {
     await client.connect();
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);
+      await client.query(`DROP SCHEMA IF EXISTS ${quote(peerSchema())} CASCADE`);
     } finally {
       await client.end();
     }

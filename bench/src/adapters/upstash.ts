@@ -55,6 +55,13 @@ export const upstash: BenchTarget = {
       async getWorkingMemory(resourceId) {
         return (await redis.hget<string>(keys.resource(resourceId), 'workingMemory')) ?? null;
       },
+      async replaceWorkingMemory(resourceId, document) {
+        await redis.hset(keys.resource(resourceId), {
+          workingMemory: document,
+          wmv: crypto.randomUUID(),
+          updatedAt: String(Date.now()),
+        });
+      },
       async mergeWorkingMemory(resourceId: string, patch: JsonObject) {
         const key = keys.resource(resourceId);
         for (let attempt = 0; attempt < 100; attempt++) {

@@ -9,6 +9,7 @@ import {
   isAtomicStorage,
   locate,
   readMemory,
+  replaceMemory,
   threadMemory,
   type WorkingMemoryEdit,
   type WorkingMemoryLocation,
@@ -255,7 +256,7 @@ export class Memory {
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
     if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
     const location = await this.locate(args, 'updateWorkingMemory');
-    await editMemory(this.storage, location, () => value);
+    await replaceMemory(this.storage, location, value);
   }
 
   /**

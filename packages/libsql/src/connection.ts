@@ -26,7 +26,7 @@ export interface Executor {
 
 /** Where the store's client comes from. */
 export type ClientSource =
-  | { kind: 'url'; url: string; authToken?: string; busyTimeoutMs: number }
+  | { kind: 'url'; url: string; authToken?: string; busyTimeoutMs: number; synchronous: 'full' | 'normal' }
   | { kind: 'injected'; client: Client; busyTimeoutMs: number };
 
 /** True for URLs naming an in-memory database (one database per client, on one connection). */
@@ -201,6 +201,8 @@ export class Connection {
     if (!this.embedded || this.processLocal) return;
     if (this.source.kind === 'url') {
       await client.execute('PRAGMA journal_mode = WAL');
+      // Per connection; the embedded client keeps its one connection for its lifetime.
+      if (this.source.synchronous === 'normal') await client.execute('PRAGMA synchronous = NORMAL');
       return;
     }
     // An injected client may have been created without `timeout`; give the connection this

@@ -102,6 +102,13 @@ export function messageRow(message: Message): InValue[] {
 }
 
 /** Resource row → `Resource`. */
+/** The `working_memory` column of a resource row, or `null` when there is no row. */
+export function workingMemoryOf(row: Row | undefined): string | null {
+  const value = row?.working_memory ?? null;
+  if (value !== null && typeof value !== 'string') throw corrupt('working_memory', value);
+  return value;
+}
+
 export function toResource(row: Row): Resource {
   const workingMemory = row.working_memory;
   if (workingMemory !== null && typeof workingMemory !== 'string')

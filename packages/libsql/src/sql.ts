@@ -71,6 +71,17 @@ export const touchThreads = (ids: string[], now: number): Statement => ({
   args: [now, ...ids],
 });
 
+/**
+ * In one read: the threads among `threadIds` (`kind` 't': id, resource) and the messages among
+ * `messageIds` that exist (`kind` 'm': id, resource, thread).
+ */
+export const selectOwnersAndMessages = (threadIds: string[], messageIds: string[]): Statement => ({
+  sql: `SELECT 't' AS kind, id, resource_id, NULL AS thread_id FROM ${threads} WHERE id IN (${placeholders(threadIds.length)})
+        UNION ALL
+        SELECT 'm', id, resource_id, thread_id FROM ${messages} WHERE id IN (${placeholders(messageIds.length)})`,
+  args: [...threadIds, ...messageIds],
+});
+
 export const selectThreadOwners = (ids: string[]): Statement => ({
   sql: `SELECT id, resource_id FROM ${threads} WHERE id IN (${placeholders(ids.length)})`,
   args: ids,
@@ -82,11 +93,13 @@ export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
 
-/** Adds `delta` to the message count of one `(thread, resource)` pair. */
-export const addToMessageCount = (threadId: string, resourceId: string, delta: number): Statement => ({
-  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES (?, ?, ?)
+/** Adds each `delta` to the message count of its `(thread, resource)` pair, in one statement. */
+export const addToMessageCounts = (
+  changes: { threadId: string; resourceId: string; delta: number }[],
+): Statement => ({
+  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES ${changes.map(() => '(?, ?, ?)').join(', ')}
         ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
-  args: [threadId, resourceId, delta],
+  args: changes.flatMap(({ threadId, resourceId, delta }) => [threadId, resourceId, delta]),
 });
 
 /** Drops the count rows that reached zero for these threads. */
@@ -138,6 +151,31 @@ export const upsertResource = (row: InValue[]): Statement => ({
         ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,
           metadata = excluded.metadata, updated_at = excluded.updated_at`,
   args: row,
+});
+
+/**
+ * Creates or updates a resource in one statement without reading it first: `working_memory` is
+ * replaced when `replace` is true (kept otherwise), metadata kept, `updated_at` set; returns the
+ * row as stored when `returning`.
+ */
+export const writeResourceMemory = (
+  id: string,
+  workingMemory: string | null,
+  replace: boolean,
+  now: number,
+  returning: boolean,
+): Statement => ({
+  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
+        ON CONFLICT (id) DO UPDATE SET
+          working_memory = CASE WHEN ? THEN excluded.working_memory ELSE working_memory END,
+          updated_at = excluded.updated_at${returning ? `\n        RETURNING ${RESOURCE_COLUMNS}` : ''}`,
+  args: [id, workingMemory, now, now, replace ? 1 : 0],
+});
+
+/** One resource's working memory, nothing else. */
+export const selectResourceMemory = (id: string): Statement => ({
+  sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,
+  args: [id],
 });
 
 /** True for JSON values SQL can compare directly (everything but objects and arrays). */

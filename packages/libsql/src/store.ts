@@ -34,6 +34,7 @@ import {
   toMessage,
   toResource,
   toThread,
+  workingMemoryOf,
 } from './mapping.ts';
 import { migrate } from './migrations.ts';
 import {
@@ -48,7 +49,9 @@ import {
   needsJsFilter,
   selectMessagesByIds,
   selectMessageThreads,
+  selectOwnersAndMessages,
   selectResource,
+  selectResourceMemory,
   selectThread,
   selectThreadOwners,
   touchThreads,
@@ -57,6 +60,7 @@ import {
   upsertMessages,
   upsertResource,
   upsertThread,
+  writeResourceMemory,
 } from './sql.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
@@ -71,6 +75,14 @@ export type LibSQLStoreOptions =
       authToken?: string;
       /** How long a statement waits for another connection's lock before failing. Default 5000 ms. */
       busyTimeoutMs?: number;
+      /**
+       * SQLite's `synchronous` setting for a `file:` database (WAL mode). `'full'` (the default)
+       * syncs the log to disk at every commit: a committed write survives a power loss.
+       * `'normal'` skips that sync: commits cost no disk flush, the database stays consistent,
+       * and a crash of this process loses nothing, but a power loss or OS crash can roll back
+       * the last commits. Ignored for `:memory:` and server URLs.
+       */
+      synchronous?: 'full' | 'normal';
     }
   | {
       /** An `@libsql/client` client. The store never closes it; create it with `timeout` set. */
@@ -119,11 +131,16 @@ export class LibSQLStore extends StoreBase {
         throw invalidOption('client must be an @libsql/client client');
       this.connection = new Connection({ kind: 'injected', client: options.client, busyTimeoutMs });
     } else if ('url' in options && typeof options.url === 'string' && options.url.length > 0) {
+      const synchronous = options.synchronous ?? 'full';
+      if (synchronous !== 'full' && synchronous !== 'normal') {
+        throw invalidOption(`synchronous must be 'full' or 'normal', got ${String(options.synchronous)}`);
+      }
       this.connection = new Connection({
         kind: 'url',
         url: options.url,
         authToken: options.authToken,
         busyTimeoutMs,
+        synchronous,
       });
     } else {
       throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
@@ -210,10 +227,28 @@ export class LibSQLStore extends StoreBase {
   protected doSaveMessages(messages: Message[]): Promise<Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
+      const ids = messages.map((m) => m.id);
       const owners = new Map<string, string>();
-      for (const ids of chunks(threadIds)) {
-        for (const row of (await tx.execute(selectThreadOwners(ids))).rows) {
-          owners.set(String(row.id), String(row.resource_id));
+      const previous = new Map<string, { threadId: string; resourceId: string }>();
+      const remember = (row: Row, kind: 't' | 'm') => {
+        if (kind === 't') owners.set(String(row.id), String(row.resource_id));
+        else
+          previous.set(String(row.id), {
+            threadId: String(row.thread_id),
+            resourceId: String(row.resource_id),
+          });
+      };
+      if (threadIds.length + ids.length <= CHUNK) {
+        // The usual save: the threads and the messages' current places in one read.
+        for (const row of (await tx.execute(selectOwnersAndMessages(threadIds, ids))).rows) {
+          remember(row, row.kind === 't' ? 't' : 'm');
+        }
+      } else {
+        for (const part of chunks(threadIds)) {
+          for (const row of (await tx.execute(selectThreadOwners(part))).rows) remember(row, 't');
+        }
+        for (const part of chunks(ids)) {
+          for (const row of (await tx.execute(selectMessageThreads(part))).rows) remember(row, 'm');
         }
       }
       for (const message of messages) {
@@ -229,15 +264,6 @@ export class LibSQLStore extends StoreBase {
       }
       const touched = new Set(threadIds);
       const counts = new CountChanges();
-      const previous = new Map<string, { threadId: string; resourceId: string }>();
-      for (const ids of chunks(messages.map((m) => m.id))) {
-        for (const row of (await tx.execute(selectMessageThreads(ids))).rows) {
-          previous.set(String(row.id), {
-            threadId: String(row.thread_id),
-            resourceId: String(row.resource_id),
-          });
-        }
-      }
       // Read under this transaction's write lock: no other writer can slip in before the upsert.
       for (const message of messages) {
         const before = previous.get(message.id);
@@ -254,7 +280,7 @@ export class LibSQLStore extends StoreBase {
         counts.add(message.threadId, message.resourceId, 1);
       }
       // One multi-row statement per chunk instead of one statement per message.
-      await tx.batch(chunks(messages).map((part) => upsertMessages(part.map(messageRow))));
+      for (const part of chunks(messages)) await tx.execute(upsertMessages(part.map(messageRow)));
       await counts.apply(tx);
       await this.touch(tx, touched);
       return messages.map(copyMessage);
@@ -342,13 +368,28 @@ export class LibSQLStore extends StoreBase {
   }
 
   protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+    if (args.metadata === undefined) {
+      // Nothing to merge: one upsert, atomic on its own, no transaction and no read.
+      return this.connection.use(async (client) => {
+        const statement = writeResourceMemory(
+          args.resourceId,
+          args.workingMemory ?? null,
+          args.workingMemory !== undefined,
+          Date.now(),
+          true,
+        );
+        const row = (await client.execute(statement)).rows[0];
+        if (!row) throw new Error('the resource upsert returned no row');
+        return toResource(row);
+      });
+    }
     return this.connection.write((tx) => this.updateResourceIn(tx, args));
   }
 
-  /** `row` is the resource's row when the caller has just read it in the same transaction. */
-  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs, read?: Row): Promise<Resource> {
+  /** Reads the resource and writes it back with the metadata merged, in the caller's transaction. */
+  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
     const now = new Date();
-    const row = read ?? (await tx.execute(selectResource(args.resourceId))).rows[0];
+    const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
     const stored: Resource = row
       ? toResource(row)
       : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
@@ -365,10 +406,10 @@ export class LibSQLStore extends StoreBase {
   protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
     return this.connection.write(async (tx) => {
       if (args.scope === 'resource') {
-        const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
-        const next = args.update(row ? toResource(row).workingMemory : null);
-        // The row was read under this transaction's write lock: no second read is needed.
-        await this.updateResourceIn(tx, { resourceId: args.resourceId, workingMemory: next }, row);
+        // Read under this transaction's write lock, then one upsert of the new value.
+        const row = (await tx.execute(selectResourceMemory(args.resourceId))).rows[0];
+        const next = args.update(workingMemoryOf(row));
+        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now(), false));
         return next;
       }
       const row = (await tx.execute(selectThread(args.threadId))).rows[0];

@@ -36,6 +36,7 @@ describe('libsql: options', () => {
       { url: '' },
       { url: 'file:x.db', busyTimeoutMs: 0 },
       { url: 'file:x.db', busyTimeoutMs: 1.5 },
+      { url: 'file:x.db', synchronous: 'off' },
     ];
     for (const options of bad) {
       let error: unknown;
@@ -293,6 +294,22 @@ describe('libsql: lifecycle and errors', () => {
       const error = await read().catch((e: unknown) => e);
       expect(isMemoryError(error, 'CONNECTION')).toBe(true);
     }
+  });
+
+  it("synchronous: 'normal' keeps every committed write for the next store on the file", async () => {
+    const { url } = fileUrl();
+    const fast = new LibSQLStore({ url, synchronous: 'normal' });
+    await fast.init();
+    await fast.saveThread(thread('t', 'r', 1));
+    await fast.updateResource({ resourceId: 'r', workingMemory: 'kept', metadata: { a: 1 } });
+    await fast.updateResource({ resourceId: 'r', workingMemory: 'replaced' });
+    await fast.close();
+    const next = await open(url);
+    const resource = await next.getResourceById({ resourceId: 'r' });
+    expect(resource?.workingMemory).toBe('replaced');
+    expect(resource?.metadata).toEqual({ a: 1 });
+    expect(resource && resource.updatedAt >= resource.createdAt).toBe(true);
+    expect(await next.getThreadById({ threadId: 't' })).not.toBeNull();
   });
 
   it('leaves an injected client open and gives it a busy timeout when it has none', async () => {

@@ -240,30 +240,115 @@ export function threadsOfMessages(n: Names): string {
 }
 
 /**
- * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), the changes to the kept
- * counts (`$9`–`$11`) and the touched threads' `updatedAt` (`$12`, `$13`) in one statement. An
- * existing row is overwritten only when its id is among `$8` (the messages this transaction
- * locked); one inserted by another writer since is left alone and missing from `written`, and
- * the caller starts over.
+ * A whole save of messages in one statement, outside any transaction (a statement is atomic on
+ * its own): the parallel arrays `$1`–`$7` in id order, the target threads `$8`, the new
+ * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
+ * threads and the threads the messages are in; unless every target exists and belongs to its
+ * messages' resource, and no existing message belongs to another resource (`ok`), nothing is
+ * written and `owners` and `stolen` (ids stored for another resource) tell the caller why. Then the
+ * insert takes the message locks in id order, keeps the counts and bumps `updatedAt` as
+ * `saveMessages` does. An existing row whose thread or resource is no longer what this
+ * statement's snapshot showed (another writer changed it while this one waited for a thread
+ * lock), or whose thread is not locked, makes the update write a NULL `thread_id`: the statement
+ * fails on the NOT NULL constraint, writes nothing, and the caller saves again in a transaction.
+ * A row the snapshot showed but another writer deleted since is inserted afresh (`xmax = 0`
+ * tells an inserted row from an updated one), so it moves no count out of its old thread.
+ */
+export function saveMessagesAtOnce(n: Names): string {
+  return `WITH old AS (
+      SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])
+    ), locked AS (
+      SELECT id, resource_id FROM ${n.threads}
+      WHERE id = ANY($8::text[] || ARRAY(SELECT thread_id FROM old))
+      ORDER BY id FOR UPDATE
+    ), gate AS (
+      -- count(*) reads every locked row, so all the thread locks are held before the insert.
+      SELECT (SELECT count(*) FROM locked) > 0 AND NOT EXISTS (
+        SELECT 1 FROM unnest($2::text[], $3::text[]) AS m(thread_id, resource_id)
+        LEFT JOIN locked t ON t.id = m.thread_id
+        WHERE t.id IS NULL OR t.resource_id <> m.resource_id
+      ) AND NOT EXISTS (
+        SELECT 1 FROM old JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id)
+        WHERE old.resource_id <> f.resource_id
+      ) AS ok
+    ), upserted AS (
+      INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
+      SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+        AS m(id, thread_id, resource_id, role, content, type, "createdAt")
+      WHERE (SELECT ok FROM gate)
+      ON CONFLICT (id) DO UPDATE SET
+        thread_id = CASE WHEN o.thread_id IN (SELECT id FROM locked)
+            AND (o.thread_id, o.resource_id) = (SELECT old.thread_id, old.resource_id FROM old WHERE old.id = o.id)
+          THEN EXCLUDED.thread_id END,
+        resource_id = EXCLUDED.resource_id, role = EXCLUDED.role, content = EXCLUDED.content,
+        type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
+      RETURNING id, thread_id, resource_id, xmax = 0 AS inserted
+    ), replaced AS (
+      SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
+    ), changes AS (
+      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
+        SELECT thread_id, resource_id, 1 AS d FROM upserted
+        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
+      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
+    ), counted AS (
+      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
+      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
+      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
+    ), touched AS (
+      UPDATE ${n.threads} SET "updatedAt" = $9
+      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
+    )
+    SELECT (SELECT ok FROM gate) AS ok,
+      (SELECT coalesce(json_object_agg(id, resource_id), '{}') FROM locked) AS owners,
+      (SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM old
+        JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id) WHERE old.resource_id <> f.resource_id) AS stolen`;
+}
+
+/**
+ * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), keeps the message counts
+ * and bumps the touched threads' `updatedAt` (`$9`) in one statement. `$8` are the threads this
+ * transaction locked. The insert is the one pass that takes the message locks, in id order, for
+ * new and existing rows alike, so concurrent saves queue up instead of deadlocking. An existing
+ * row is overwritten only when it is in a locked thread: its old thread and resource are then
+ * the ones this statement's snapshot shows (no other writer can change them while the thread is
+ * locked), and move the counts; `stolen` lists those stored for another resource than the one
+ * saved now (the caller refuses the batch and rolls back). A row in another thread (moved or inserted by another writer
+ * since the threads were locked) is left alone and missing from `written`; the caller starts
+ * over.
  */
 export function saveMessages(n: Names): string {
-  return `WITH upserted AS (
+  return `WITH old AS (
+      SELECT id, thread_id, resource_id FROM ${n.messages}
+      WHERE id = ANY($1::text[]) AND thread_id = ANY($8::text[])
+    ), upserted AS (
       INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
       SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
         AS m(id, thread_id, resource_id, role, content, type, "createdAt")
       ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
         role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
-      WHERE o.id = ANY($8::text[])
-      RETURNING 1
+      WHERE o.thread_id = ANY($8::text[])
+      RETURNING id, thread_id, resource_id
+    ), replaced AS (
+      SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id)
+    ), changes AS (
+      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
+        SELECT thread_id, resource_id, 1 AS d FROM upserted
+        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
+      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
     ), counted AS (
       INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
-      SELECT * FROM unnest($9::text[], $10::text[], $11::int[])
+      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
     ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $12 WHERE id = ANY($13::text[])
+      UPDATE ${n.threads} SET "updatedAt" = $9
+      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
     )
-    SELECT count(*)::int AS written FROM upserted`;
+    SELECT count(*)::int AS written,
+      (SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM old
+        JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id) WHERE old.resource_id <> f.resource_id) AS stolen
+    FROM upserted`;
 }
 
 /**
@@ -325,19 +410,39 @@ export function ensureResource(n: Names): string {
     ON CONFLICT (id) DO NOTHING`;
 }
 
-export function lockResourceMemory(n: Names): string {
-  return `SELECT "workingMemory" FROM ${n.resources} WHERE id = $1 FOR UPDATE`;
+/** One resource's working memory; `FOR UPDATE` when `lock`. */
+export function readResourceMemory(n: Names, lock: boolean): string {
+  return `SELECT "workingMemory" FROM ${n.resources} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
 }
 
 export function writeResourceMemory(n: Names): string {
   return `UPDATE ${n.resources} SET "workingMemory" = $2, "updatedAt" = $3 WHERE id = $1`;
 }
 
-export function lockThreadMemory(n: Names): string {
-  return `SELECT metadata -> 'workingMemory' AS memory FROM ${n.threads} WHERE id = $1 FOR UPDATE`;
+/**
+ * Writes `$2` as a resource's working memory only if it is still what was read: `$4` when the
+ * row existed (`$5`), else no row at all (then it is created). Returns a row when written.
+ */
+export function compareAndSetResourceMemory(n: Names): string {
+  return `INSERT INTO ${n.resources} AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, '{}'::jsonb, $3, $3)
+    ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = EXCLUDED."updatedAt"
+      WHERE $5::boolean AND r."workingMemory" IS NOT DISTINCT FROM $4::text
+    RETURNING 1`;
+}
+
+/** A thread's working memory (a JSON value in its metadata); `FOR UPDATE` when `lock`. */
+export function readThreadMemory(n: Names, lock: boolean): string {
+  return `SELECT metadata -> 'workingMemory' AS memory FROM ${n.threads} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
 }
 
 export function writeThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
       "updatedAt" = $3 WHERE id = $1`;
+}
+
+/** Writes a thread's working memory only if it is still `$4` (JSON; NULL for none). */
+export function compareAndSetThreadMemory(n: Names): string {
+  return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
+      "updatedAt" = $3 WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $4::jsonb
+    RETURNING 1`;
 }

@@ -21,8 +21,7 @@ import {
 } from '@engram/core';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
-import { CountChanges } from './counts.ts';
-import { toMemoryError } from './errors.ts';
+import { errorCode, toMemoryError } from './errors.ts';
 import {
   copy,
   type MessageRow,
@@ -40,9 +39,10 @@ import { checkOptions, DEFAULT_PREFIX, DEFAULT_SCHEMA, type PostgresStoreOptions
 import * as sql from './sql.ts';
 
 /**
- * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
- * (`SELECT … FOR UPDATE`), so they are atomic across processes and machines; metadata merges
- * are single `jsonb ||` statements.
+ * engram storage on PostgreSQL (`pg`). Working-memory updates are a compare-and-set on the
+ * value, then a row lock (`SELECT … FOR UPDATE`) after a lost race, so they are atomic across
+ * processes and machines; metadata merges are single `jsonb ||` statements; a save of messages
+ * is one statement when nothing races it.
  *
  * Connects lazily: the first call (usually `init()`) opens the pool and migrates the schema.
  */
@@ -52,6 +52,8 @@ export class PostgresStore extends StoreBase {
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
+  /** When a compare-and-set of a working memory last lost a race, by `scope:id`. */
+  private readonly contended = new Map<string, number>();
 
   constructor(options: PostgresStoreOptions) {
     super();
@@ -156,54 +158,61 @@ export class PostgresStore extends StoreBase {
     return row?.total ?? 0;
   }
 
+  /**
+   * One statement when nothing races it (see `sql.saveMessagesAtOnce`); when another writer
+   * changed one of the messages while the statement waited for a thread lock, the statement
+   * writes nothing and the save runs again as a transaction that locks first and writes after.
+   */
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
-    const ids = messages.map((m) => m.id);
-    const hints: RetryHints = { threads: new Set(), lockMessages: false };
-    await this.transaction(async (client) => {
-      const { owners, touched, locked } = await this.lockForWrite(
-        client,
-        ids,
-        messages.map((m) => m.threadId),
-        hints,
+    // Rows are written in id order: the insert is the one ordered pass over the message locks.
+    const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
+    const targets = [...new Set(messages.map((m) => m.threadId))];
+    try {
+      const [row] = await this.query<{ ok: boolean; owners: Record<string, string>; stolen: string[] }>(
+        sql.saveMessagesAtOnce(this.names),
+        [...messageArrays(sorted), targets, timestamp(new Date())],
       );
-      const counts = new CountChanges();
-      for (const message of messages) {
-        const owner = owners.get(message.threadId);
-        if (owner === undefined) throw notFound(message.threadId);
-        if (owner !== message.resourceId) {
-          throw new MemoryError(
-            'INVALID_ARGUMENT',
-            `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-            { adapter: this.name },
-          );
-        }
-        counts.add(message.threadId, message.resourceId, 1);
-      }
-      // Locked rows: no other writer can change their owner before this transaction ends.
-      for (const message of messages) {
-        const stored = locked.get(message.id);
-        if (stored && stored.resourceId !== message.resourceId) {
-          throw messageOfAnotherResource('pg', message.id);
-        }
-      }
-      for (const old of locked.values()) counts.add(old.threadId, old.resourceId, -1);
-      // Rows are written in id order so concurrent batches lock them in the same order.
-      const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
-      const result = await client.query<{ written: number }>(sql.saveMessages(this.names), [
-        ...messageArrays(sorted),
-        [...locked.keys()],
-        ...counts.arrays(),
-        timestamp(new Date()),
-        [...touched],
+      if (row?.ok) return messages.map(copy);
+      checkOwners(messages, new Map(Object.entries(row?.owners ?? {})));
+      const stolen = row?.stolen ?? [];
+      if (stolen.length > 0) throw messageOfAnotherResource('pg', stolen[0]!);
+      throw new Error('the save wrote nothing, yet every thread was found');
+    } catch (error) {
+      if (!isStaleMessage(error)) throw error;
+    }
+    return this.saveMessagesLocked(messages, sorted, targets);
+  }
+
+  /** The save as a transaction: threads locked by one statement, then one write statement. */
+  private async saveMessagesLocked(
+    messages: Message[],
+    sorted: Message[],
+    targets: string[],
+  ): Promise<Message[]> {
+    const ids = messages.map((m) => m.id);
+    const hints = new Set<string>();
+    await this.transaction(async (client) => {
+      const threads = await client.query<{ id: string; resource_id: string }>(sql.lockThreads(this.names), [
+        [...new Set([...targets, ...hints])],
+        ids,
       ]);
-      // A message inserted by another writer after the locks were taken: start over, so its
-      // thread is locked and counted too.
+      const owners = new Map(threads.rows.map((row) => [row.id, row.resource_id]));
+      checkOwners(messages, owners);
+      const result = await client.query<{ written: number; stolen: string[] }>(sql.saveMessages(this.names), [
+        ...messageArrays(sorted),
+        [...owners.keys()],
+        timestamp(new Date()),
+      ]);
+      // Rows in locked threads: no other writer can change their resource before this ends.
+      const stolen = result.rows[0]?.stolen ?? [];
+      if (stolen.length > 0) throw messageOfAnotherResource('pg', stolen[0]!);
+      // A message in a thread this transaction did not lock (moved there, or inserted by another
+      // writer, after the statement that locked the threads began): start over locking it too.
       if (result.rows[0]?.written !== messages.length) {
         const moved = await client.query<{ thread_id: string }>(sql.threadsOfMessages(this.names), [ids]);
-        for (const row of moved.rows) hints.threads.add(row.thread_id);
-        hints.lockMessages = true;
+        for (const row of moved.rows) hints.add(row.thread_id);
         throw new RestartTransaction(
-          'another writer saved one of the messages while the transaction ran; try again',
+          'another writer moved or saved one of the messages while the transaction ran; try again',
         );
       }
     });
@@ -336,30 +345,93 @@ export class PostgresStore extends StoreBase {
     return toResource(row);
   }
 
+  /**
+   * First optimistically, in two statements and no transaction: read the value, then write the
+   * new one only if the stored value is still the one read (a compare-and-set on the value, which
+   * is all the update depends on). When another writer got there first, once more under a row
+   * lock (`SELECT … FOR UPDATE` in a transaction), which always succeeds; so the update runs at
+   * most twice. A record that lost a race in the last `CONTENDED_MS` goes straight to the lock,
+   * so a busy record does not pay for a losing attempt on every call.
+   */
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    const key = args.scope === 'resource' ? `r:${args.resourceId}` : `t:${args.threadId}`;
+    const lostAt = this.contended.get(key);
+    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
+      const written = await this.compareAndSetMemory(args);
+      if (written.ok) {
+        if (lostAt !== undefined) this.contended.delete(key);
+        return written.value;
+      }
+      if (this.contended.size >= 1_000) this.contended.clear();
+      this.contended.set(key, Date.now());
+    }
+    return this.lockedMemoryUpdate(args);
+  }
+
+  /** Read, update, write if unchanged: `ok` false when another writer changed it in between. */
+  private async compareAndSetMemory(
+    args: NormalizedAtomicUpdate,
+  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
+    const now = timestamp(new Date());
+    if (args.scope === 'resource') {
+      const [row] = await this.query<{ workingMemory: string | null }>(
+        sql.readResourceMemory(this.names, false),
+        [args.resourceId],
+      );
+      const current = row?.workingMemory ?? null;
+      const value = args.update(current);
+      const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
+        args.resourceId,
+        value,
+        now,
+        current,
+        row !== undefined,
+      ]);
+      return written.length === 1 ? { ok: true, value } : { ok: false };
+    }
+    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
+      args.threadId,
+    ]);
+    if (!row) throw notFound(args.threadId);
+    const value = args.update(typeof row.memory === 'string' ? row.memory : null);
+    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
+      args.threadId,
+      value,
+      now,
+      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
+    ]);
+    return written.length === 1 ? { ok: true, value } : { ok: false };
+  }
+
+  /** The update under the row lock, in a transaction; creates a missing resource first. */
+  private lockedMemoryUpdate(args: NormalizedAtomicUpdate): Promise<string | null> {
     return this.transaction(async (client) => {
       const now = timestamp(new Date());
       if (args.scope === 'resource') {
-        await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
-        const locked = await client.query<{ workingMemory: string | null }>(
-          sql.lockResourceMemory(this.names),
-          [args.resourceId],
-        );
-        const next = args.update(locked.rows[0]?.workingMemory ?? null);
-        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, next, now]);
-        return next;
+        const read = sql.readResourceMemory(this.names, true);
+        let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
+        if (locked.rows.length === 0) {
+          await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
+          locked = await client.query(read, [args.resourceId]);
+        }
+        const value = args.update(locked.rows[0]?.workingMemory ?? null);
+        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
+        return value;
       }
-      const locked = await client.query<{ memory: unknown }>(sql.lockThreadMemory(this.names), [
+      const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
         args.threadId,
       ]);
-      const row = locked.rows[0];
-      if (!row) throw notFound(args.threadId);
-      const next = args.update(typeof row.memory === 'string' ? row.memory : null);
-      await client.query(sql.writeThreadMemory(this.names), [args.threadId, next, now]);
-      return next;
+      const found = locked.rows[0];
+      if (!found) throw notFound(args.threadId);
+      const value = args.update(typeof found.memory === 'string' ? found.memory : null);
+      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, now]);
+      return value;
     });
   }
 }
+
+/** How long a record that lost a compare-and-set skips straight to the row lock. */
+const CONTENDED_MS = 1_000;
 
 /** What a message write learnt in an attempt that started over, for the next attempt. */
 interface RetryHints {
@@ -367,6 +439,29 @@ interface RetryHints {
   threads: Set<string>;
   /** Lock the messages even when none existed as the threads were locked. */
   lockMessages: boolean;
+}
+
+/**
+ * Throws `NOT_FOUND` for a message whose thread is not among `owners` (thread → resource), and
+ * `INVALID_ARGUMENT` for one naming another resource than its thread's.
+ */
+function checkOwners(messages: Message[], owners: Map<string, string>): void {
+  for (const message of messages) {
+    const owner = owners.get(message.threadId);
+    if (owner === undefined) throw notFound(message.threadId);
+    if (owner !== message.resourceId) {
+      throw new MemoryError(
+        'INVALID_ARGUMENT',
+        `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
+        { adapter: 'pg' },
+      );
+    }
+  }
+}
+
+/** The single-statement save found a message changed under it (see `sql.saveMessagesAtOnce`). */
+function isStaleMessage(error: unknown): boolean {
+  return errorCode(error) === '23502' && (error as { column?: unknown }).column === 'thread_id';
 }
 
 function notFound(threadId: string): MemoryError {

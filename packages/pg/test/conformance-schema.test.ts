@@ -6,7 +6,7 @@ import { objectsIn } from './objects.ts';
 
 // The whole suite again with every table in a fresh schema of a fresh database.
 const schemaName = randomName('engram_conformance');
-const { init, run } = conformanceRun(`pg (schemaName ${schemaName})`, schemaName);
+const { init, run } = conformanceRun(`pg (schemaName ${schemaName})`, { schemaName });
 runConformance(init);
 
 const publicCheck = 'leaves public without engram objects (tables, indexes, types, functions, triggers)';

@@ -1,14 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import type { ConformanceInit } from '@engram/conformance';
+import type { ConformanceInit, Service } from '@engram/conformance';
 import type { MemoryStorage } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
-import { createDatabase, PG_REQUIRED, PG_URL, SKIP_REASON, type TestDatabase } from './env.ts';
+import { createDatabase, PG, type TestDatabase } from './env.ts';
 
 /** The fresh database of this run, set in `beforeAll`. */
 export interface Run {
   db: TestDatabase | undefined;
+}
+
+/** Where a conformance run keeps its tables and how its stores reach the server. */
+export interface RunOptions {
+  /** Tables in this schema instead of `public`. */
+  schemaName?: string;
+  /**
+   * Stores (and racing processes) connect through this service, e.g. PgBouncer, to the run's
+   * database, which is still created and dropped on the server directly. The run is skipped,
+   * or fails when the service is required, as the service's gate says.
+   */
+  through?: Service;
 }
 
 /**
@@ -16,23 +28,38 @@ export interface Run {
  * gets its own pool, which `breakConnection` ends under it; racing processes connect through
  * `worker.ts` with the run's URL and schema passed in env variables.
  */
-export function conformanceRun(name: string, schemaName?: string): { init: ConformanceInit; run: Run } {
+export function conformanceRun(name: string, options: RunOptions = {}): { init: ConformanceInit; run: Run } {
+  const { schemaName, through } = options;
   const run: Run = { db: undefined };
+  // Both the server and, when given, the service in front of it must be there.
+  const gates = through ? [PG, through] : [PG];
+  const missing = gates.find((gate) => !gate.url);
+  const required = missing?.required ?? false;
+  const skip = missing && !required ? (missing.skipReason ?? `${missing.urlVar} is not set`) : undefined;
+  let storeUrl = '';
   const pools = new WeakMap<MemoryStorage, pg.Pool>();
   const endPool = async (store: MemoryStorage) => {
     const pool = pools.get(store);
     if (pool && !pool.ending && !pool.ended) await pool.end();
   };
 
-  if (!PG_URL && PG_REQUIRED) {
-    it(`${name}: has a server (ENGRAM_REQUIRE lists pg)`, () => {
-      throw new Error('ENGRAM_REQUIRE lists pg but ENGRAM_PG_URL is not set; run scripts/pg.sh');
+  if (missing && required) {
+    it(`${name}: has a server (ENGRAM_REQUIRE lists ${missing.name})`, () => {
+      throw new Error(
+        `ENGRAM_REQUIRE lists ${missing.name} but ${missing.urlVar} is not set; ${missing.hint}`,
+      );
     });
   }
   beforeAll(async () => {
-    if (!PG_URL) return;
-    run.db = await createDatabase(PG_URL);
-    process.env.ENGRAM_PG_TEST_URL = run.db.url;
+    if (missing || !PG.url) return;
+    run.db = await createDatabase(PG.url);
+    storeUrl = run.db.url;
+    if (through?.url) {
+      const via = new URL(through.url);
+      via.pathname = `/${run.db.name}`;
+      storeUrl = via.toString();
+    }
+    process.env.ENGRAM_PG_TEST_URL = storeUrl;
     process.env.ENGRAM_PG_TEST_SCHEMA = schemaName ?? '';
   });
   afterAll(async () => {
@@ -41,10 +68,10 @@ export function conformanceRun(name: string, schemaName?: string): { init: Confo
 
   const init: ConformanceInit = {
     name,
-    skip: PG_URL ? undefined : (SKIP_REASON ?? 'ENGRAM_PG_URL is not set'),
+    skip: missing ? (skip ?? `${missing.urlVar} is not set`) : undefined,
     create: () => {
       if (!run.db) throw new Error('the run database was not created');
-      const pool = new pg.Pool({ connectionString: run.db.url, max: 4, connectionTimeoutMillis: 5_000 });
+      const pool = new pg.Pool({ connectionString: storeUrl, max: 4, connectionTimeoutMillis: 5_000 });
       pool.on('error', () => undefined);
       const store = new PostgresStore({ pool, schemaName });
       pools.set(store, pool);

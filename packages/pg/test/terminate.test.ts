@@ -6,7 +6,7 @@ import { createDatabase, describePg, type TestDatabase } from './env.ts';
 
 const APP = 'engram-terminate-test';
 
-describePg('a connection terminated mid-run', (url) => {
+describePg('a connection terminated mid-run (direct connection, not PgBouncer)', (url) => {
   let db: TestDatabase;
   let store: PostgresStore;
   let admin: pg.Client;

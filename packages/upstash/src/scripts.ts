@@ -371,12 +371,63 @@ return frame(redis.call('HMGET', kResource(ARGV[2]), 'workingMemory', 'wmv'))
 `;
 
 /**
+ * The lease a writer takes after losing a compare-and-set: `<record key>:wmlock` holds its
+ * token and expires on its own (a holder that dies frees it). While it is held, compare-and-sets
+ * with another token answer 'locked', so the holder's write cannot lose. A write by the holder
+ * (or `unlockWorkingMemory`) deletes it.
+ */
+const LEASE_HELPERS = `
+local function leaseOf(key) return key .. ':wmlock' end
+local function leaseBlocks(key, token)
+  local holder = redis.call('GET', leaseOf(key))
+  return holder and holder ~= token
+end
+local function endLease(key, token)
+  if token ~= '' and redis.call('GET', leaseOf(key)) == token then redis.call('DEL', leaseOf(key)) end
+end
+`;
+
+/**
+ * Takes the lease on a resource's working memory and reads it. ARGV: prefix, id, token, ttl ms.
+ * Returns { 'ok', value, version } or { 'busy' } (another writer holds the lease).
+ */
+const LEASE_RESOURCE_WM = `
+local key = kResource(ARGV[2])
+if not redis.call('SET', leaseOf(key), ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then return frame({'busy'}) end
+local current = redis.call('HMGET', key, 'workingMemory', 'wmv')
+return frame({'ok', current[1], current[2]})
+`;
+
+/**
+ * The same for a thread. Returns { 'ok', resourceId, JSON value, version }, { 'busy' } or
+ * { 'not_found' } (no lease is left behind).
+ */
+const LEASE_THREAD_WM = `
+local key = kThread(ARGV[2])
+if redis.call('EXISTS', key) == 0 then return frame({'not_found'}) end
+if not redis.call('SET', leaseOf(key), ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then return frame({'busy'}) end
+local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
+return frame({'ok', current[1], current[2], current[3]})
+`;
+
+/** Gives a lease back without writing (the update threw). ARGV: prefix, 'r' | 't', id, token. */
+const UNLOCK_WM = `
+local key = ARGV[2] == 'r' and kResource(ARGV[3]) or kThread(ARGV[3])
+endLease(key, ARGV[4])
+return frame({'ok'})
+`;
+
+/**
  * Compare-and-set of resource working memory. ARGV: prefix, id, expected version ('' = none),
- * now, mode ('s' set, 'n' clear), value, new version. Returns { 'ok' }, or { 'conflict',
- * current value, current version } so a retry needs no separate read.
+ * now, mode ('s' set, 'n' clear), value, new version, lease token ('' = none): the caller's
+ * lease ends whatever the outcome. Returns { 'ok' }, { 'locked' } while another writer holds
+ * the lease, or
+ * { 'conflict', current value, current version } so a retry needs no separate read.
  */
 const CAS_RESOURCE_WM = `
 local key, now = kResource(ARGV[2]), ARGV[4]
+if leaseBlocks(key, ARGV[8]) then return frame({'locked'}) end
+endLease(key, ARGV[8])
 local current = redis.call('HMGET', key, 'workingMemory', 'wmv')
 if (current[2] or '') ~= ARGV[3] then return frame({'conflict', current[1], current[2]}) end
 if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', ARGV[2], 'createdAt', now) end
@@ -392,15 +443,18 @@ return frame(redis.call('HMGET', kThread(ARGV[2]), 'resourceId', '.workingMemory
 
 /**
  * Compare-and-set of thread working memory (`metadata.workingMemory`). ARGV: prefix, id,
- * expected version, now, JSON value, new version. Returns { 'ok' }, { 'not_found' } or
- * { 'conflict', current JSON value, current version }.
+ * expected version, now, JSON value, new version, lease token ('' = none), which ends whatever
+ * the outcome. Returns { 'ok' }, { 'not_found' }, { 'locked' } or { 'conflict', current JSON
+ * value, current version }.
  */
 const CAS_THREAD_WM = `
 local id, now = ARGV[2], ARGV[4]
 local key = kThread(id)
 local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
 local r = current[1]
-if not r then return frame({'not_found'}) end
+if not r then endLease(key, ARGV[7]) return frame({'not_found'}) end
+if leaseBlocks(key, ARGV[7]) then return frame({'locked'}) end
+endLease(key, ARGV[7])
 if (current[3] or '') ~= ARGV[3] then return frame({'conflict', current[2], current[3]}) end
 redis.call('HSET', key, '.workingMemory', ARGV[5], 'wmv', ARGV[6], 'updatedAt', now)
 redis.call('ZADD', kThreadsU, now, id)
@@ -427,6 +481,9 @@ const BODIES = {
   casResourceWorkingMemory: CAS_RESOURCE_WM,
   readThreadWorkingMemory: READ_THREAD_WM,
   casThreadWorkingMemory: CAS_THREAD_WM,
+  leaseResourceWorkingMemory: LEASE_RESOURCE_WM,
+  leaseThreadWorkingMemory: LEASE_THREAD_WM,
+  unlockWorkingMemory: UNLOCK_WM,
 } as const;
 
 /** The name of one script. */
@@ -434,5 +491,8 @@ export type ScriptName = keyof typeof BODIES;
 
 /** Every script, with the shared prelude (key builders, framing, index upkeep) in front. */
 export const SCRIPTS: Record<ScriptName, string> = Object.fromEntries(
-  Object.entries(BODIES).map(([name, body]) => [name, `-- engram:${name}\n${PRELUDE}\n${body.trim()}\n`]),
+  Object.entries(BODIES).map(([name, body]) => [
+    name,
+    `-- engram:${name}\n${PRELUDE}\n${LEASE_HELPERS}\n${body.trim()}\n`,
+  ]),
 ) as Record<ScriptName, string>;

@@ -11,9 +11,7 @@ import {
   type NormalizedListThreads,
   pageInfo,
   pageOffset,
-  RETRY,
   type Resource,
-  retryOptimistic,
   StoreBase,
   sortMessages,
   type Thread,
@@ -42,7 +40,10 @@ import { SCRIPTS, type ScriptName } from './scripts.ts';
 interface CommonOptions {
   /** Prefix of every key, so several stores can share one database. Default `'engram'`. */
   prefix?: string;
-  /** Compare-and-set attempts of `updateWorkingMemoryAtomically` before `CONFLICT`. Default 200. */
+  /**
+   * Writes of `updateWorkingMemoryAtomically` that may lose under an expired lease (a holder
+   * slower than its 2 s lease) before `CONFLICT`. Default 200.
+   */
   casAttempts?: number;
 }
 
@@ -77,8 +78,8 @@ type ScriptHandle = ReturnType<Redis['createScript']>;
  *
  * Records are hashes, listings use sorted-set indexes (no hot path scans the keyspace), and
  * every operation is one Lua script, so multi-key writes are atomic. Working memory is updated
- * with an optimistic compare-and-set on a version, retried with a bound: atomic across
- * processes and machines.
+ * with an optimistic compare-and-set on a version, and after a lost race under a lease that
+ * holds off other writers: atomic across processes and machines.
  */
 export class UpstashStore extends StoreBase {
   readonly name = ADAPTER;
@@ -88,6 +89,8 @@ export class UpstashStore extends StoreBase {
   private readonly prefix: string;
   private readonly casAttempts: number;
   private readonly scripts = new Map<ScriptName, ScriptHandle>();
+  /** When a compare-and-set of a working memory last lost a race, by `kind:id`. */
+  private readonly contended = new Map<string, number>();
 
   constructor(options: UpstashStoreOptions) {
     super();
@@ -301,63 +304,127 @@ export class UpstashStore extends StoreBase {
     return resource;
   }
 
+  /**
+   * One optimistic compare-and-set (a read, then a write that succeeds only if the version is
+   * unchanged). A writer that loses takes a lease on the record instead of retrying: a key with
+   * its token and a time to live, which holds off every other write of that working memory until
+   * the holder writes (or the lease expires), so its update runs once more and then cannot lose.
+   * For a second after a lost race, updates of that record take the lease straight away.
+   * Waiting for a lease held by another writer calls no `update`.
+   */
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    return args.scope === 'resource'
-      ? this.casResourceMemory(args.resourceId, args.update)
-      : this.casThreadMemory(args.threadId, args.update);
+    const target: Target =
+      args.scope === 'resource' ? { kind: 'r', id: args.resourceId } : { kind: 't', id: args.threadId };
+    const key = `${target.kind}:${target.id}`;
+    const lostAt = this.contended.get(key);
+    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
+      const read =
+        target.kind === 'r'
+          ? list(await this.call('readResourceWorkingMemory', [target.id]))
+          : threadRead(target.id, list(await this.call('readThreadWorkingMemory', [target.id])));
+      const first = await this.writeMemory(target, args.update, read[0], read[1], '');
+      if (first.ok) {
+        if (lostAt !== undefined) this.contended.delete(key);
+        return first.value;
+      }
+      if (this.contended.size >= 1_000) this.contended.clear();
+      this.contended.set(key, Date.now());
+    }
+    // Wait for a busy lease at most until a dead holder's lease would have expired twice over;
+    // give up after `casAttempts` lost writes under a lease of our own (an expired lease).
+    const deadline = Date.now() + 2 * LEASE_MS;
+    let lost = 0;
+    for (let n = 0; ; n++) {
+      const token = newVersion();
+      const lease =
+        target.kind === 'r'
+          ? list(await this.call('leaseResourceWorkingMemory', [target.id, token, String(LEASE_MS)]))
+          : list(await this.call('leaseThreadWorkingMemory', [target.id, token, String(LEASE_MS)]));
+      const outcome = text(lease[0]);
+      if (outcome === 'not_found') throw threadNotFound(target.id);
+      if (outcome === 'busy') {
+        if (Date.now() > deadline)
+          throw conflict(`another writer held the lease for over ${2 * LEASE_MS} ms`);
+      } else {
+        const [stored, version] = target.kind === 'r' ? [lease[1], lease[2]] : [lease[2], lease[3]];
+        const written = await this.writeMemory(target, args.update, stored, version, token).catch(
+          async (error: unknown) => {
+            await this.call('unlockWorkingMemory', [target.kind, target.id, token]).catch(() => undefined);
+            throw error;
+          },
+        );
+        if (written.ok) return written.value;
+        if (++lost >= this.casAttempts) throw conflict(`gave up after ${lost} writes under an expired lease`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, 1 + n * 2)));
+    }
   }
 
-  /** Read once, then compare-and-set; a conflict answers with the fresh value for the retry. */
-  private async casResourceMemory(id: string, update: Update): Promise<string | null> {
-    let [current, version] = list(await this.call('readResourceWorkingMemory', [id]));
-    return retryOptimistic(
-      async () => {
-        const next = update(typeof current === 'string' ? current : null);
-        const reply = list(
-          await this.call('casResourceWorkingMemory', [
-            id,
-            typeof version === 'string' ? version : '',
-            ms(new Date()),
-            next === null ? 'n' : 's',
-            next ?? '',
-            newVersion(),
-          ]),
-        );
-        if (text(reply[0]) === 'ok') return next;
-        [, current, version] = reply;
-        return RETRY;
-      },
-      { adapter: ADAPTER, attempts: this.casAttempts },
-    );
-  }
-
-  /** The same for `metadata.workingMemory` of a thread, which must exist. */
-  private async casThreadMemory(id: string, update: Update): Promise<string | null> {
-    let [owner, stored, version] = list(await this.call('readThreadWorkingMemory', [id]));
-    if (typeof owner !== 'string') throw threadNotFound(id);
-    return retryOptimistic(
-      async () => {
-        const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
-        const next = update(typeof value === 'string' ? value : null);
-        const reply = list(
-          await this.call('casThreadWorkingMemory', [
-            id,
-            typeof version === 'string' ? version : '',
-            ms(new Date()),
-            JSON.stringify(next),
-            newVersion(),
-          ]),
-        );
-        const outcome = text(reply[0]);
-        if (outcome === 'not_found') throw threadNotFound(id);
-        if (outcome === 'ok') return next;
-        [, stored, version] = reply;
-        return RETRY;
-      },
-      { adapter: ADAPTER, attempts: this.casAttempts },
-    );
+  /**
+   * Calls `update` on the stored value and writes the result if the version is still `version`
+   * and no other writer holds the lease (`token` is this writer's, or '').
+   */
+  private async writeMemory(
+    target: Target,
+    update: Update,
+    stored: unknown,
+    version: unknown,
+    token: string,
+  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
+    const expected = typeof version === 'string' ? version : '';
+    let reply: Frame[];
+    let next: string | null;
+    if (target.kind === 'r') {
+      next = update(typeof stored === 'string' ? stored : null);
+      reply = list(
+        await this.call('casResourceWorkingMemory', [
+          target.id,
+          expected,
+          ms(new Date()),
+          next === null ? 'n' : 's',
+          next ?? '',
+          newVersion(),
+          token,
+        ]),
+      );
+    } else {
+      const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
+      next = update(typeof value === 'string' ? value : null);
+      reply = list(
+        await this.call('casThreadWorkingMemory', [
+          target.id,
+          expected,
+          ms(new Date()),
+          JSON.stringify(next),
+          newVersion(),
+          token,
+        ]),
+      );
+    }
+    const outcome = text(reply[0]);
+    if (outcome === 'not_found') throw threadNotFound(target.id);
+    return outcome === 'ok' ? { ok: true, value: next } : { ok: false };
   }
 }
+
+/** The working memory an update addresses: a resource's (`r`) or a thread's (`t`). */
+type Target = { kind: 'r' | 't'; id: string };
+
+/** A thread read as `[JSON value, version]`; `NOT_FOUND` when the thread is missing. */
+function threadRead(id: string, row: unknown[]): [unknown, unknown] {
+  if (typeof row[0] !== 'string') throw threadNotFound(id);
+  return [row[1], row[2]];
+}
+
+/** How long a lease on a working memory lives when its holder never writes. */
+const LEASE_MS = 2_000;
+
+function conflict(reason: string): MemoryError {
+  return new MemoryError('CONFLICT', `${ADAPTER}: working-memory update: ${reason}`, { adapter: ADAPTER });
+}
+
+/** How long a record that lost a compare-and-set goes straight to the lease. */
+const CONTENDED_MS = 1_000;
 
 type Update = (current: string | null) => string | null;
 

@@ -264,7 +264,7 @@ describe.skipIf(upstashSkip)(title, () => {
     });
   });
 
-  it('gives up with CONFLICT after the bounded compare-and-set attempts', async () => {
+  it('gives up with CONFLICT after one compare-and-set and the bounded attempts under a lease', async () => {
     const client = testClient();
     const rid = uid('res');
     const casSha = createHash('sha1').update(SCRIPTS.casResourceWorkingMemory).digest('hex');
@@ -291,8 +291,60 @@ describe.skipIf(upstashSkip)(title, () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MemoryError);
     expect((error as MemoryError).code).toBe('CONFLICT');
-    expect(calls).toBe(3);
+    // One optimistic attempt, then casAttempts under a lease (only an expired lease or a writer
+    // that ignores leases, like this rival, can beat it).
+    expect(calls).toBe(4);
     expect((await store.getResourceById({ resourceId: rid }))?.workingMemory ?? null).toBeNull();
+    expect(await raw.exists(`${keys.resource(rid)}:wmlock`)).toBe(0);
+  });
+
+  it('after a lost race, waits for the lease without calling update, and frees it when update throws', async () => {
+    const rid = uid('res');
+    await store.updateResource({ resourceId: rid, workingMemory: 'base' });
+    const lease = `${keys.resource(rid)}:wmlock`;
+    // Another writer holds the lease for a moment: this one's compare-and-set answers 'locked'.
+    await raw.set(lease, 'other', { px: 300 });
+    const seen: (string | null)[] = [];
+    const value = await store.updateWorkingMemoryAtomically({
+      scope: 'resource',
+      resourceId: rid,
+      update: (current) => {
+        seen.push(current);
+        return `${current}+mine`;
+      },
+    });
+    expect(value).toBe('base+mine');
+    // Once for the optimistic attempt, once under its own lease; none while it waited.
+    expect(seen).toEqual(['base', 'base']);
+    expect(await raw.exists(lease)).toBe(0);
+    // Straight to the lease now (the record lost a race a moment ago); a throwing update frees it.
+    await expect(
+      store.updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId: rid,
+        update: () => {
+          throw new Error('refused');
+        },
+      }),
+    ).rejects.toThrow('refused');
+    expect(await raw.exists(lease)).toBe(0);
+    expect((await store.getResourceById({ resourceId: rid }))?.workingMemory).toBe('base+mine');
+  });
+
+  it('a lease left by a writer that died holds others up only until it expires', async () => {
+    const rid = uid('res');
+    await store.updateResource({ resourceId: rid, workingMemory: 'base' });
+    // What a writer killed between taking its lease and writing leaves behind (its 2 s lease).
+    await raw.set(`${keys.resource(rid)}:wmlock`, 'dead', { px: 2_000 });
+    const started = Date.now();
+    const value = await store.updateWorkingMemoryAtomically({
+      scope: 'resource',
+      resourceId: rid,
+      update: (current) => `${current}+after`,
+    });
+    expect(value).toBe('base+after');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(Date.now() - started).toBeLessThan(4_000);
   });
 
   it('records its layout version and refuses a newer one with MIGRATION', async () => {

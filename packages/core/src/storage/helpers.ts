@@ -70,9 +70,16 @@ export function shallowMerge(stored: JsonObject, patch: JsonObject): JsonObject 
   return out;
 }
 
-/** Sets an own enumerable property, safe for `__proto__`. */
+/**
+ * Sets an own enumerable property, safe for `__proto__` (the one key whose assignment would
+ * reach the prototype; every other key is assigned, which is much faster than defining it).
+ */
 export function defineKey(target: JsonObject, key: string, value: JsonValue): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
 }
 
 /** Deep equality of JSON values (object key order ignored). */

@@ -102,6 +102,23 @@ async function writeMemory(
 }
 
 /**
+ * Replaces a document. Nothing is read: on a storage with atomic updates this is one
+ * `updateResource` or `updateThread` (a single write, atomic on its own, so it cannot split an
+ * atomic merge running elsewhere); otherwise the write takes the in-process fallback lock of
+ * `(scope, id)`, so it queues behind a merge of this process instead of landing between its
+ * read and its write.
+ */
+export async function replaceMemory(
+  storage: MemoryStorage,
+  location: WorkingMemoryLocation,
+  value: string,
+): Promise<void> {
+  if (isAtomicStorage(storage)) return writeMemory(storage, location, value);
+  const id = location.scope === 'resource' ? location.resourceId : location.threadId;
+  await fallbackLockFor(storage).run(location.scope, id, () => writeMemory(storage, location, value));
+}
+
+/**
  * One read-modify-write of a document: the storage's `updateWorkingMemoryAtomically` when it
  * declares support, else read and write under the in-process fallback lock of `(scope, id)`.
  * If `edit` throws, nothing is written and the error propagates. Returns the stored value.

@@ -24,15 +24,27 @@ export function mergeWorkingMemory(stored: string | null | JsonValue, patch: unk
 
 /** Reads a stored working-memory value as a JSON object; anything else counts as `{}`. */
 export function parseStored(stored: unknown): JsonObject {
-  let value: unknown = stored;
   if (typeof stored === 'string') {
+    let parsed: unknown;
     try {
-      value = JSON.parse(stored);
+      parsed = JSON.parse(stored);
     } catch {
       return {};
     }
+    // A freshly parsed document belongs to no one: drop its nulls in place instead of copying.
+    return isPlainObject(parsed) ? dropNulls(parsed as JsonObject) : {};
   }
-  return isPlainObject(value) ? withoutNulls(value as JsonObject) : {};
+  return isPlainObject(stored) ? withoutNulls(stored as JsonObject) : {};
+}
+
+/** Deletes the `null` members of an object this module owns, at every depth; returns it. */
+function dropNulls(value: JsonObject): JsonObject {
+  for (const key of Object.keys(value)) {
+    const item = value[key];
+    if (item === null) delete value[key];
+    else if (isPlainObject(item)) dropNulls(item as JsonObject);
+  }
+  return value;
 }
 
 /** Checks a patch: a plain JSON object, or a string holding one. Throws `INVALID_ARGUMENT`. */

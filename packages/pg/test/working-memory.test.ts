@@ -1,0 +1,145 @@
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PostgresStore } from '../src/index.ts';
+import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+
+describePg('working-memory writes: statements sent and lost races', (url) => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  let store: PostgresStore;
+  let other: PostgresStore;
+  const sent: string[] = [];
+  /** Runs before the next compare-and-set is sent: a racing writer's turn. */
+  let beforeCompareAndSet: (() => Promise<unknown>) | undefined;
+
+  beforeAll(async () => {
+    db = await createDatabase(url);
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, {
+        query: (...args: unknown[]) => {
+          const text = String(args[0]);
+          sent.push(text.trim().split(/\s+/)[0]!);
+          const race = beforeCompareAndSet;
+          if (race && text.includes('IS NOT DISTINCT FROM')) {
+            beforeCompareAndSet = undefined;
+            return race().then(() => query(...args));
+          }
+          return query(...args);
+        },
+      });
+    });
+    store = new PostgresStore({ pool });
+    other = new PostgresStore({ connectionString: db.url });
+    await store.init();
+    await other.init();
+  });
+  afterAll(async () => {
+    await store?.close();
+    await other?.close();
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('an uncontended atomic update is a read and a compare-and-set: 2 statements, no transaction', async () => {
+    const resourceId = randomName('r');
+    sent.length = 0;
+    await store.updateWorkingMemoryAtomically({ scope: 'resource', resourceId, update: () => 'first' });
+    await store.updateWorkingMemoryAtomically({
+      scope: 'resource',
+      resourceId,
+      update: (c) => `${c}+second`,
+    });
+    expect(sent).toEqual(['SELECT', 'INSERT', 'SELECT', 'INSERT']);
+    expect((await other.getResourceById({ resourceId }))?.workingMemory).toBe('first+second');
+
+    const threadId = randomName('t');
+    const at = new Date();
+    await store.saveThread({
+      id: threadId,
+      resourceId,
+      title: '',
+      metadata: {},
+      createdAt: at,
+      updatedAt: at,
+    });
+    sent.length = 0;
+    await store.updateWorkingMemoryAtomically({ scope: 'thread', threadId, update: (c) => `${c ?? ''}x` });
+    expect(sent).toEqual(['SELECT', 'UPDATE']);
+    expect((await other.getThreadById({ threadId }))?.metadata.workingMemory).toBe('x');
+  });
+
+  it('a replace through updateResource is one statement', async () => {
+    const resourceId = randomName('r');
+    sent.length = 0;
+    await store.updateResource({ resourceId, workingMemory: 'doc' });
+    expect(sent).toEqual(['INSERT']);
+  });
+
+  it("a lost race runs the update once more, under the row lock, on the winner's value", async () => {
+    for (const scope of ['resource', 'thread'] as const) {
+      const resourceId = randomName('r');
+      const threadId = randomName('t');
+      const at = new Date();
+      await other.saveThread({
+        id: threadId,
+        resourceId,
+        title: '',
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+      });
+      await other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: () => 'base' });
+      beforeCompareAndSet = () =>
+        other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+theirs` });
+      const seen: (string | null)[] = [];
+      sent.length = 0;
+      const value = await store.updateWorkingMemoryAtomically({
+        scope,
+        resourceId,
+        threadId,
+        update: (current) => {
+          seen.push(current);
+          return `${current}+mine`;
+        },
+      });
+      expect(seen).toEqual(['base', 'base+theirs']);
+      expect(value).toBe('base+theirs+mine');
+      expect(sent.slice(2, 3)).toEqual(['BEGIN']);
+      const stored =
+        scope === 'resource'
+          ? (await other.getResourceById({ resourceId }))?.workingMemory
+          : (await other.getThreadById({ threadId }))?.metadata.workingMemory;
+      expect(stored).toBe('base+theirs+mine');
+      // Right after a lost race, the record goes straight to the row lock.
+      sent.length = 0;
+      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}!` });
+      expect(sent[0]).toBe('BEGIN');
+    }
+  });
+
+  it('an update that throws writes nothing, on either path', async () => {
+    const resourceId = randomName('r');
+    await other.updateResource({ resourceId, workingMemory: 'kept' });
+    const failing = () => {
+      throw new Error('no');
+    };
+    await expect(
+      store.updateWorkingMemoryAtomically({ scope: 'resource', resourceId, update: failing }),
+    ).rejects.toThrow('no');
+    let calls = 0;
+    beforeCompareAndSet = () => other.updateResource({ resourceId, workingMemory: 'changed' });
+    await expect(
+      store.updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId,
+        update: (current) => {
+          if (++calls === 2) throw new Error('second');
+          return `${current}!`;
+        },
+      }),
+    ).rejects.toThrow('second');
+    expect((await other.getResourceById({ resourceId }))?.workingMemory).toBe('changed');
+  });
+});
