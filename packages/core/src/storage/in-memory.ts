@@ -22,6 +22,7 @@ import {
   shallowMerge,
   sortMessages,
 } from './helpers.ts';
+import { InMemoryVectors } from './in-memory-vectors.ts';
 import type { Message, Resource, Thread } from './records.ts';
 
 /**
@@ -39,6 +40,12 @@ export class InMemoryStore extends StoreBase {
   private threads = new Map<string, Thread>();
   private messages = new Map<string, Message>();
   private resources = new Map<string, Resource>();
+  /** Exact vector search over this store's messages (the suite's recall oracle). */
+  readonly vectors = new InMemoryVectors(
+    this.name,
+    (operation, fn) => this.run(operation, fn),
+    this.messages,
+  );
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
     return new MemoryError('STORAGE', `memory: ${operation} failed: ${String(error)}`, {
@@ -76,7 +83,11 @@ export class InMemoryStore extends StoreBase {
 
   protected async doDeleteThread(threadId: string): Promise<void> {
     this.threads.delete(threadId);
-    for (const [id, message] of this.messages) if (message.threadId === threadId) this.messages.delete(id);
+    for (const [id, message] of this.messages) {
+      if (message.threadId !== threadId) continue;
+      this.messages.delete(id);
+      this.vectors.forget([id]);
+    }
   }
 
   protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
@@ -177,6 +188,7 @@ export class InMemoryStore extends StoreBase {
       if (!stored) continue;
       touched.add(stored.threadId);
       this.messages.delete(id);
+      this.vectors.forget([id]);
     }
     this.touch(touched, new Date());
   }
