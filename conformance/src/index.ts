@@ -1,3 +1,4 @@
+export { NEEDS_VECTORS } from './areas/recall.ts';
 export { type AreaResult, formatTable, summarize } from './report.ts';
 export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
 export { missingService, requiredServices, type Service, service } from './services.ts';
@@ -11,6 +12,7 @@ export {
   type CheckResult,
   type ConformanceInit,
 } from './types.ts';
+export { conformanceEmbedder, SPACE as CONFORMANCE_SPACE } from './vectors.ts';
 export {
   areasSuite,
   concurrencySuite,
@@ -19,6 +21,7 @@ export {
   errorsSuite,
   isolationSuite,
   messagesSuite,
+  recallSuite,
   recordsSuite,
   resourcesSuite,
   runConformance,

@@ -11,6 +11,7 @@ export const AREAS = [
   'isolation',
   'errors',
   'differential',
+  'recall',
 ] as const;
 
 /** One area of the suite. */
@@ -27,6 +28,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   isolation: 'isolation & hostile ids',
   errors: 'errors',
   differential: 'differential (property tests)',
+  recall: 'semantic recall (vectors)',
 };
 
 /** How an adapter hands its store to the suite. */

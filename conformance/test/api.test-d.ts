@@ -35,4 +35,5 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'isolation'
   | 'errors'
   | 'differential'
+  | 'recall'
 >();

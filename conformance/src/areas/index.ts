@@ -4,6 +4,7 @@ import { differentialChecks } from './differential.ts';
 import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
 import { messagesChecks } from './messages.ts';
+import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
 import { threadsChecks } from './threads.ts';
@@ -15,6 +16,7 @@ export {
   errorsChecks,
   isolationChecks,
   messagesChecks,
+  recallChecks,
   recordsChecks,
   resourcesChecks,
   threadsChecks,
@@ -32,4 +34,5 @@ export const CHECKS: readonly Check[] = [
   ...isolationChecks,
   ...errorsChecks,
   ...differentialChecks,
+  ...recallChecks,
 ];

@@ -1,4 +1,6 @@
-import type { JsonObject, MemoryStorage } from '@engram/core';
+import { type JsonObject, Memory, type MemoryStorage } from '@engram/core';
+import { at } from '../fixtures.ts';
+import { conformanceEmbedder } from '../vectors.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -13,7 +15,9 @@ export type RaceTask =
   /** One atomic merge per racer into each of several resources that do not exist yet. */
   | { kind: 'first-merge'; resourceIds: string[] }
   /** One `updateResource` metadata merge per racer into each of several missing resources. */
-  | { kind: 'first-metadata'; resourceIds: string[] };
+  | { kind: 'first-metadata'; resourceIds: string[] }
+  /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
+  | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -74,6 +78,32 @@ export function racerOps(
         key: `${resourceId}/p${racer}`,
         run: (s) => atomic(s)({ scope: 'resource', resourceId, update: addKey(`p${racer}`) }),
       }));
+    case 'embed-save':
+      return [
+        {
+          key: `p${racer}`,
+          run: (s) => {
+            const memory = new Memory({
+              storage: s,
+              embedder: conformanceEmbedder(),
+              onEmbeddingError: (error) => {
+                throw error;
+              },
+              options: { semanticRecall: true },
+            });
+            return memory.saveMessages({
+              messages: task.ids.map((id, i) => ({
+                id,
+                threadId: task.threadId,
+                resourceId: task.resourceId,
+                role: 'user' as const,
+                content: `v:${i}`,
+                createdAt: at(i),
+              })),
+            });
+          },
+        },
+      ];
     case 'first-metadata':
       return task.resourceIds.map((resourceId) => ({
         key: `${resourceId}/p${racer}`,

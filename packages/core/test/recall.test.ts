@@ -252,12 +252,12 @@ describe('Memory semantic recall', () => {
     const saved = await memory.saveMessages({
       messages: [say('old', 'user', 'one'), say('new', 'user', 'two'), say('new', 'user', 'three')],
     });
-    const space = await storage.vectors.getSpace();
+    const space = await storage.vectors!.getSpace();
     const ids = saved.map((m) => m.id);
-    expect(await storage.vectors.getVectors(space!, ids)).toHaveLength(3);
+    expect(await storage.vectors!.getVectors(space!, ids)).toHaveLength(3);
     await storage.deleteMessages([ids[1]!]);
     await memory.deleteThread('old');
-    expect((await storage.vectors.getVectors(space!, ids)).map((v) => v.messageId)).toEqual([ids[2]]);
+    expect((await storage.vectors!.getVectors(space!, ids)).map((v) => v.messageId)).toEqual([ids[2]]);
   });
 
   it('another embedder or dimension on the same store is an error naming both spaces', async () => {

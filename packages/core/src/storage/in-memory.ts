@@ -24,6 +24,7 @@ import {
 } from './helpers.ts';
 import { InMemoryVectors } from './in-memory-vectors.ts';
 import type { Message, Resource, Thread } from './records.ts';
+import type { VectorStore } from './vectors.ts';
 
 /**
  * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
@@ -40,12 +41,23 @@ export class InMemoryStore extends StoreBase {
   private threads = new Map<string, Thread>();
   private messages = new Map<string, Message>();
   private resources = new Map<string, Resource>();
-  /** Exact vector search over this store's messages (the suite's recall oracle). */
-  readonly vectors = new InMemoryVectors(
-    this.name,
-    (operation, fn) => this.run(operation, fn),
-    this.messages,
-  );
+  /**
+   * Exact vector search over this store's messages (the suite's recall oracle); `undefined`
+   * when constructed with `{ vectors: false }`.
+   */
+  readonly vectors: VectorStore | undefined;
+  /** The same object as `vectors`, typed for the deletes that drop rows in the same step. */
+  protected readonly memoryVectors: InMemoryVectors | undefined;
+
+  /** `vectors: false` builds a store without the vector capability. Default `true`. */
+  constructor(options: { vectors?: boolean } = {}) {
+    super();
+    this.memoryVectors =
+      options.vectors === false
+        ? undefined
+        : new InMemoryVectors(this.name, (operation, fn) => this.run(operation, fn), this.messages);
+    this.vectors = this.memoryVectors;
+  }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
     return new MemoryError('STORAGE', `memory: ${operation} failed: ${String(error)}`, {
@@ -86,7 +98,7 @@ export class InMemoryStore extends StoreBase {
     for (const [id, message] of this.messages) {
       if (message.threadId !== threadId) continue;
       this.messages.delete(id);
-      this.vectors.forget([id]);
+      this.memoryVectors?.forget([id]);
     }
   }
 
@@ -188,7 +200,7 @@ export class InMemoryStore extends StoreBase {
       if (!stored) continue;
       touched.add(stored.threadId);
       this.messages.delete(id);
-      this.vectors.forget([id]);
+      this.memoryVectors?.forget([id]);
     }
     this.touch(touched, new Date());
   }

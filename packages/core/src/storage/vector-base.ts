@@ -24,6 +24,8 @@ export type VectorRunner = <T>(operation: string, fn: () => Promise<T>) => Promi
  */
 export abstract class VectorStoreBase implements VectorStore {
   abstract readonly search: 'exact' | 'index';
+  /** The recorded space once read (it never changes once recorded). */
+  private recorded: EmbeddingSpace | null = null;
 
   constructor(
     /** The store's name, for messages. */
@@ -38,13 +40,39 @@ export abstract class VectorStoreBase implements VectorStore {
   protected abstract doDeleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   protected abstract doSearchVectors(args: VectorSearch): Promise<VectorHit[]>;
 
-  getSpace(): Promise<EmbeddingSpace | null> {
-    return this.run('getSpace', () => this.doGetSpace());
+  async getSpace(): Promise<EmbeddingSpace | null> {
+    if (this.recorded) return { ...this.recorded };
+    const space = await this.run('getSpace', () => this.doGetSpace());
+    if (space) this.recorded = { ...space };
+    return space;
   }
 
-  claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  async claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
     assertSpace(space);
-    return this.run('claimSpace', () => this.doClaimSpace({ id: space.id, dimensions: space.dimensions }));
+    const claimed = await this.run('claimSpace', () =>
+      this.doClaimSpace({ id: space.id, dimensions: space.dimensions }),
+    );
+    this.recorded = { ...claimed };
+    return claimed;
+  }
+
+  /**
+   * `INVALID_ARGUMENT` unless `space` is the recorded one (`null` when none is recorded yet,
+   * which `requireClaim` refuses: vectors are only written after `claimSpace`).
+   */
+  private async sameSpace(space: EmbeddingSpace, requireClaim: boolean): Promise<boolean> {
+    const recorded = await this.getSpace();
+    if (!recorded) {
+      if (requireClaim)
+        throw invalid(`${this.adapter}: no embedding space recorded yet; call claimSpace first`);
+      return false;
+    }
+    if (recorded.id !== space.id || recorded.dimensions !== space.dimensions) {
+      throw invalid(
+        `${this.adapter}: vectors of this store are in space ${JSON.stringify(recorded.id)} (${recorded.dimensions} dimensions), not ${JSON.stringify(space.id)} (${space.dimensions} dimensions)`,
+      );
+    }
+    return true;
   }
 
   async upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
@@ -62,20 +90,21 @@ export abstract class VectorStoreBase implements VectorStore {
       assertVector(v.vector, space, `vectors[${i}].vector`);
     });
     if (vectors.length === 0) return;
+    await this.sameSpace(space, true);
     return this.run('upsertVectors', () => this.doUpsertVectors(space, vectors));
   }
 
   async getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]> {
     assertSpace(space);
     assertIds(messageIds, 'messageIds');
-    if (messageIds.length === 0) return [];
+    if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return [];
     return this.run('getVectors', () => this.doGetVectors(space, [...new Set(messageIds)]));
   }
 
   async deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void> {
     assertSpace(space);
     assertIds(messageIds, 'messageIds');
-    if (messageIds.length === 0) return;
+    if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return;
     return this.run('deleteVectors', () => this.doDeleteVectors(space, [...new Set(messageIds)]));
   }
 
@@ -98,6 +127,7 @@ export abstract class VectorStoreBase implements VectorStore {
       threadId: args.threadId,
       excludeIds: args.excludeIds ?? [],
     };
+    if (!(await this.sameSpace(normalized.space, false))) return [];
     return this.run('searchVectors', () => this.doSearchVectors(normalized));
   }
 }
