@@ -55,6 +55,7 @@ import {
   upsertResource,
   upsertThread,
 } from './sql.ts';
+import { LibSQLVectors } from './vectors.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -104,6 +105,8 @@ export class LibSQLStore extends StoreBase {
 
   private readonly connection: Connection;
   private initializing: Promise<void> | undefined;
+  /** Exact vector search for semantic recall (see `LibSQLVectors`). */
+  readonly vectors: LibSQLVectors;
 
   constructor(options: LibSQLStoreOptions) {
     super();
@@ -127,6 +130,7 @@ export class LibSQLStore extends StoreBase {
       throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
     }
     this.processLocal = this.connection.processLocal;
+    this.vectors = new LibSQLVectors(this.connection, (operation, fn) => this.run(operation, fn));
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {

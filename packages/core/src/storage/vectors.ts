@@ -1,3 +1,5 @@
+import { compareIds } from './helpers.ts';
+
 /**
  * The vector capability a store may declare (`MemoryStorage.vectors`) so `Memory` can offer
  * semantic recall. Adapters supply these small primitives; core does the rest (embedding,
@@ -65,14 +67,11 @@ export interface VectorHit {
 
 /**
  * Exact order of hits: `score` descending, then `createdAt` descending (newer first), then
- * `messageId` ascending by code unit. Scores are compared as computed by the backend.
+ * `messageId` ascending in UTF-8 byte order (as ids are ordered everywhere in engram). Scores are
+ * compared as computed by the backend.
  */
 export function compareHits(a: VectorHit, b: VectorHit): number {
-  return (
-    b.score - a.score ||
-    b.createdAt.getTime() - a.createdAt.getTime() ||
-    (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0)
-  );
+  return b.score - a.score || b.createdAt.getTime() - a.createdAt.getTime() || compareIds(a.messageId, b.messageId);
 }
 
 /**
