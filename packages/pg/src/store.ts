@@ -36,6 +36,7 @@ import {
 } from './mapping.ts';
 import { checkOptions, DEFAULT_PREFIX, DEFAULT_SCHEMA, type PostgresStoreOptions } from './options.ts';
 import * as sql from './sql.ts';
+import { PostgresVectors } from './vectors.ts';
 
 /**
  * engram storage on PostgreSQL (`pg`). Working-memory updates lock the row in a transaction
@@ -50,6 +51,8 @@ export class PostgresStore extends StoreBase {
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
+  /** Semantic recall vectors (pgvector or exact `real[]`; see `PostgresVectors`). */
+  readonly vectors: PostgresVectors;
 
   constructor(options: PostgresStoreOptions) {
     super();
@@ -58,6 +61,12 @@ export class PostgresStore extends StoreBase {
     checkOptions(options, schemaName, prefix);
     this.names = sql.names(schemaName, prefix);
     this.connection = new Connection(options, this.names);
+    this.vectors = new PostgresVectors(
+      this.connection,
+      this.names,
+      (operation, fn) => this.run(operation, fn),
+      options.vectors,
+    );
   }
 
   /** The schema the store writes to. */

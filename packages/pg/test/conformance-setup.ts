@@ -2,7 +2,7 @@ import type { ConformanceInit } from '@engram/conformance';
 import type { MemoryStorage } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, it } from 'vitest';
-import { PostgresStore } from '../src/index.ts';
+import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
 import { createDatabase, PG_REQUIRED, PG_URL, SKIP_REASON, type TestDatabase } from './env.ts';
 
 /** The fresh database of this run, set in `beforeAll`. */
@@ -15,7 +15,11 @@ export interface Run {
  * gets its own pool, which `breakConnection` ends under it; racing processes connect through
  * `worker.ts` with the run's URL and schema passed in env variables.
  */
-export function conformanceRun(name: string, schemaName?: string): { init: ConformanceInit; run: Run } {
+export function conformanceRun(
+  name: string,
+  schemaName?: string,
+  vectors?: PostgresVectorOptions,
+): { init: ConformanceInit; run: Run } {
   const run: Run = { db: undefined };
   const pools = new WeakMap<MemoryStorage, pg.Pool>();
   const endPool = async (store: MemoryStorage) => {
@@ -33,6 +37,7 @@ export function conformanceRun(name: string, schemaName?: string): { init: Confo
     run.db = await createDatabase(PG_URL);
     process.env.ENGRAM_PG_TEST_URL = run.db.url;
     process.env.ENGRAM_PG_TEST_SCHEMA = schemaName ?? '';
+    process.env.ENGRAM_PG_TEST_VECTORS = JSON.stringify(vectors ?? {});
   });
   afterAll(async () => {
     await run.db?.drop();
@@ -45,7 +50,7 @@ export function conformanceRun(name: string, schemaName?: string): { init: Confo
       if (!run.db) throw new Error('the run database was not created');
       const pool = new pg.Pool({ connectionString: run.db.url, max: 4, connectionTimeoutMillis: 5_000 });
       pool.on('error', () => undefined);
-      const store = new PostgresStore({ pool, schemaName });
+      const store = new PostgresStore({ pool, schemaName, vectors });
       pools.set(store, pool);
       return store;
     },
