@@ -3,7 +3,9 @@
  *
  * Turn 1 (thread A): the user introduces themselves; the model stores what it learns through the
  * `updateWorkingMemory` tool. Turn 2 (thread B, same user): the model answers from the working
- * memory alone, since thread B has no history.
+ * memory alone, since thread B has no history. Semantic recall is on too: each turn's input is
+ * embedded with OpenAI's `text-embedding-3-small`, and similar messages from the user's other
+ * threads are added to the system prompt, labelled by thread.
  *
  *   OPENAI_API_KEY=sk-... pnpm --filter @engram/example-ai-sdk start
  *
@@ -32,9 +34,12 @@ if (!process.env.OPENAI_API_KEY) {
 const model = openai.chat(process.env.OPENAI_MODEL ?? 'gpt-4o-mini');
 
 const memory = new Memory({
-  storage: new InMemoryStore(),
+  storage: new InMemoryStore(), // or LibSQLStore / PostgresStore: both declare vectors
+  // Any AI SDK embedding model; createLexicalEmbedder() from @engram/core works offline.
+  embedder: openai.embedding('text-embedding-3-small'),
   options: {
     lastMessages: 20,
+    semanticRecall: { topK: 3, messageRange: 1, scope: 'resource' },
     workingMemory: {
       enabled: true,
       scope: 'resource',
@@ -59,6 +64,11 @@ async function turn(threadId: string, input: string): Promise<void> {
   console.log(`\n[${threadId}] user: ${input}`);
   console.log(`[${threadId}] assistant: ${result.text}`);
   console.log(`[${threadId}] tool calls: ${calls.length > 0 ? calls.join(', ') : 'none'}`);
+  for (const hit of step.recall?.hits ?? []) {
+    console.log(
+      `[${threadId}] recalled from ${hit.threadId} (score ${hit.score.toFixed(2)}): ${JSON.stringify(hit.message.content)}`,
+    );
+  }
   console.log(
     `--- working memory of ${resourceId} ---\n${(await memory.getWorkingMemory({ resourceId })) ?? '(empty)'}`,
   );
