@@ -74,7 +74,9 @@ describePg('pg vectors, read back with plain SQL', (url) => {
       'SELECT indexdef FROM pg_indexes WHERE schemaname = $1',
       [schemaName],
     );
-    expect(indexes.map((i) => i.indexdef).join('\n')).toMatch(/USING hnsw \(embedding (\S+\.)?vector_cosine_ops\)/);
+    expect(indexes.map((i) => i.indexdef).join('\n')).toMatch(
+      /USING hnsw \(embedding (\S+\.)?vector_cosine_ops\)/,
+    );
     expect(store.vectors.search).toBe('index');
     await store.close();
   });

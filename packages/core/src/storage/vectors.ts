@@ -71,7 +71,9 @@ export interface VectorHit {
  * compared as computed by the backend.
  */
 export function compareHits(a: VectorHit, b: VectorHit): number {
-  return b.score - a.score || b.createdAt.getTime() - a.createdAt.getTime() || compareIds(a.messageId, b.messageId);
+  return (
+    b.score - a.score || b.createdAt.getTime() - a.createdAt.getTime() || compareIds(a.messageId, b.messageId)
+  );
 }
 
 /**
