@@ -39,6 +39,7 @@ import {
 } from './mapping.ts';
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
+import { MongoDBVectors } from './vectors.ts';
 import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
@@ -132,6 +133,11 @@ export class MongoDBStore extends StoreBase {
   private readonly retry: RetryOptions;
   private ready: Promise<Connection> | undefined;
   private closed = false;
+  /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
+  readonly vectors = new MongoDBVectors(
+    () => this.connect(),
+    (operation, fn) => this.run(operation, fn),
+  );
 
   constructor(private readonly options: MongoDBStoreOptions) {
     super();
@@ -222,7 +228,9 @@ export class MongoDBStore extends StoreBase {
     // deleteThread removes; a concurrent saveMessages notices the missing thread and backs out.
     await atomically(await this.connect(), async (c, session) => {
       await c.threads.deleteOne({ _id: threadId }, { session });
+      const ids = await c.messages.distinct('_id', { threadId }, { session });
       await c.messages.deleteMany({ threadId }, { session });
+      await messages.deleteVectorsOf(c, ids, session);
     });
   }
 
