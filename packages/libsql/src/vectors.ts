@@ -98,7 +98,8 @@ export class LibSQLVectors extends VectorStoreBase {
   protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
     const exclude = args.excludeIds ?? [];
     const scope = args.threadId === undefined ? '' : 'AND m.thread_id = ?';
-    const notIn = exclude.length ? `AND m.id NOT IN (${placeholders(exclude.length)})` : '';
+    // One JSON array parameter, however long the list (SQLite caps the number of parameters).
+    const notIn = exclude.length ? 'AND m.id NOT IN (SELECT value FROM json_each(?))' : '';
     const result = await this.connection.use((c) =>
       c.execute({
         sql: `SELECT m.id, m.thread_id, m.created_at, v.hash,
@@ -112,7 +113,7 @@ export class LibSQLVectors extends VectorStoreBase {
           args.space.id,
           args.resourceId,
           ...(args.threadId === undefined ? [] : [args.threadId]),
-          ...exclude,
+          ...(exclude.length ? [JSON.stringify(exclude)] : []),
           args.topK,
         ],
       }),

@@ -1,4 +1,5 @@
 import {
+  compareHits,
   type EmbeddingSpace,
   MemoryError,
   type MessageVector,
@@ -98,7 +99,8 @@ export class UpstashVectors extends VectorStoreBase {
         ...numbers(args.vector),
       ]),
     );
-    return list(reply[0] ?? []).map((frame) => {
+    // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
+    const hits = list(reply[0] ?? []).map((frame) => {
       const [id, threadId, createdAt, hash, score] = list(frame).map(text);
       return {
         messageId: id as string,
@@ -108,6 +110,7 @@ export class UpstashVectors extends VectorStoreBase {
         score: Number(score),
       };
     });
+    return hits.sort(compareHits);
   }
 }
 
