@@ -15,7 +15,11 @@ import {
   SwallowingStore,
   UnorderedTiesStore,
 } from './support/broken.ts';
-import { OrphanVectorsStore, ScopeBlindVectorsStore } from './support/broken-vectors.ts';
+import {
+  OrphanVectorsStore,
+  PostFilterVectorsStore,
+  ScopeBlindVectorsStore,
+} from './support/broken-vectors.ts';
 import { type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
 import { breakMemory } from './support/stores.ts';
 
@@ -224,6 +228,14 @@ describe('the suite catches broken vector stores', () => {
       ]),
     );
     expect(message(result(results, 'resource scope'))).toMatch(/expected:/);
+  });
+
+  it('a search that ranks before it filters (ANN-style post-filter) fails recall', async () => {
+    const results = await area({ name: 'post-filter', create: () => new PostFilterVectorsStore() }, 'recall');
+    expect(failures(results)).toContain(
+      'scope is applied before ranking: K hits even when other scopes hold closer vectors [needs vectors]',
+    );
+    expect(message(result(results, 'scope is applied before ranking'))).toMatch(/topK 3 in a resource/);
   });
 
   it('deletes that leave vectors behind fail recall', async () => {

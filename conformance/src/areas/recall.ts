@@ -143,6 +143,52 @@ export const recallChecks = [
   ),
 
   check(
+    `scope is applied before ranking: K hits even when other scopes hold closer vectors${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const crowd = ctx.id('crowd');
+      const query = unit(random(11));
+      const next = random(12);
+      // 40 exact matches in another resource, and 3 poor ones in ours (one in a second thread).
+      await seed(
+        store,
+        `${crowd}-t`,
+        crowd,
+        Array.from({ length: 40 }, () => query),
+      );
+      const ours = await seed(store, `${r}-a`, r, [unit(next), unit(next)]);
+      const other = await seed(store, `${r}-b`, r, [unit(next)], 10);
+      await seed(
+        store,
+        `${crowd}-t2`,
+        crowd,
+        Array.from({ length: 10 }, () => query),
+        20,
+      );
+      const hits = await vectors.searchVectors({ space: SPACE, vector: query, topK: 3, resourceId: r });
+      expectEqual(
+        hits.map((h) => h.messageId).sort(),
+        [...ours, ...other].map((m) => m.id).sort(),
+        'topK 3 in a resource with 3 vectors, another resource holding 50 closer ones',
+      );
+      const inThread = await vectors.searchVectors({
+        space: SPACE,
+        vector: query,
+        topK: 2,
+        resourceId: r,
+        threadId: `${r}-a`,
+      });
+      expectEqual(
+        inThread.map((h) => h.messageId).sort(),
+        ours.map((m) => m.id).sort(),
+        'topK 2 in a thread with 2 vectors',
+      );
+    },
+  ),
+
+  check(
     `thread scope never returns another thread's messages, hostile ids included${NEEDS_VECTORS}`,
     async (ctx) => {
       const store = await ctx.store();

@@ -101,3 +101,45 @@ class SideTableVectors extends VectorStoreBase {
 export class OrphanVectorsStore extends InMemoryStore {
   override readonly vectors: VectorStore = new SideTableVectors(this);
 }
+
+/**
+ * A store whose search ranks every vector first and filters by scope afterwards (how an ANN
+ * index with a post-filter behaves): a scoped query can come back with fewer than K hits.
+ */
+export class PostFilterVectorsStore extends InMemoryStore {
+  override readonly vectors: VectorStore;
+
+  constructor() {
+    super();
+    const inner = this.memoryVectors as VectorStore;
+    const store = this;
+    this.vectors = {
+      ...bind(inner),
+      search: 'index',
+      async searchVectors(args) {
+        const { threads } = await store.listThreads({ perPage: false });
+        const all: VectorHit[] = [];
+        for (const resourceId of new Set(threads.map((t) => t.resourceId))) {
+          all.push(...(await inner.searchVectors({ ...args, resourceId, threadId: undefined, topK: 1000 })));
+        }
+        const ranked = all.sort(compareHits).slice(0, args.topK);
+        const owners = new Map(threads.map((t) => [t.id, t.resourceId]));
+        return ranked.filter(
+          (h) =>
+            owners.get(h.threadId) === args.resourceId &&
+            (args.threadId === undefined || h.threadId === args.threadId),
+        );
+      },
+    };
+  }
+}
+
+function bind(inner: VectorStore): Omit<VectorStore, 'search' | 'searchVectors'> {
+  return {
+    getSpace: () => inner.getSpace(),
+    claimSpace: (space) => inner.claimSpace(space),
+    upsertVectors: (space, vectors) => inner.upsertVectors(space, vectors),
+    getVectors: (space, ids) => inner.getVectors(space, ids),
+    deleteVectors: (space, ids) => inner.deleteVectors(space, ids),
+  };
+}
