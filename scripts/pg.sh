@@ -13,6 +13,11 @@ set -euo pipefail
 
 log() { echo "pg: $*" >&2; }
 
+# pgvector (semantic recall): built from Debian's source package when missing; never fatal.
+# shellcheck source=scripts/pgvector.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pgvector.sh"
+
+
 answers() { pg_isready -q -h 127.0.0.1 -p "$1" -t 2 >/dev/null 2>&1; }
 
 # The tests log in as postgres without a password: check that this works (when psql exists).
@@ -22,6 +27,7 @@ trusts() {
 }
 
 emit() {
+  [ "${ENGRAM_SKIP_PGVECTOR:-}" = "1" ] || ensure_pgvector "$1"
   echo "export ENGRAM_PG_URL=postgres://postgres@127.0.0.1:$1/postgres"
 }
 

@@ -1,3 +1,4 @@
+export { NEEDS_VECTORS } from './areas/recall.ts';
 export { type AreaResult, formatTable, summarize } from './report.ts';
 export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
 export { missingService, requiredServices, type Service, service } from './services.ts';
@@ -12,6 +13,7 @@ export {
   type ConformanceInit,
   type FreshStore,
 } from './types.ts';
+export { conformanceEmbedder, SPACE as CONFORMANCE_SPACE } from './vectors.ts';
 export {
   areasSuite,
   concurrencySuite,
@@ -21,6 +23,7 @@ export {
   isolationSuite,
   lifecycleSuite,
   messagesSuite,
+  recallSuite,
   recordsSuite,
   resourcesSuite,
   runConformance,

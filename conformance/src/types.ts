@@ -12,6 +12,7 @@ export const AREAS = [
   'isolation',
   'errors',
   'differential',
+  'recall',
 ] as const;
 
 /** One area of the suite. */
@@ -29,6 +30,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   isolation: 'isolation & hostile ids',
   errors: 'errors',
   differential: 'differential (property tests)',
+  recall: 'semantic recall (vectors)',
 };
 
 /** How an adapter hands its store to the suite. */

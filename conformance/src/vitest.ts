@@ -5,7 +5,7 @@ import { missingService, type Service } from './services.ts';
 import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
 
 /** Areas whose checks race processes or run property tests: they get a longer timeout. */
-const SLOW_AREAS = new Set<AreaName>(['concurrency', 'differential', 'working-memory']);
+const SLOW_AREAS = new Set<AreaName>(['concurrency', 'differential', 'working-memory', 'recall']);
 const SLOW_TIMEOUT_MS = 180_000;
 
 /** Registers one area's checks as vitest tests in the current `describe`. */
@@ -75,6 +75,8 @@ export const isolationSuite = (init: ConformanceInit): void => register(init, ['
 export const errorsSuite = (init: ConformanceInit): void => register(init, ['errors']);
 /** Registers only the differential property tests. */
 export const differentialSuite = (init: ConformanceInit): void => register(init, ['differential']);
+/** Registers only the semantic recall area (checks skip unless the store declares `vectors`). */
+export const recallSuite = (init: ConformanceInit): void => register(init, ['recall']);
 /** Registers a chosen set of areas. */
 export const areasSuite = (init: ConformanceInit, areas: readonly AreaName[]): void => register(init, areas);
 

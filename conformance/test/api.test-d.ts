@@ -44,4 +44,5 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'isolation'
   | 'errors'
   | 'differential'
+  | 'recall'
 >();

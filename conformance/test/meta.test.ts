@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InMemoryStore } from '@engram/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
 import { BreakableMemoryStore } from './support/breakable.ts';
@@ -20,6 +21,11 @@ import {
   UnboundedPageStore,
   UnorderedTiesStore,
 } from './support/broken.ts';
+import {
+  OrphanVectorsStore,
+  PostFilterVectorsStore,
+  ScopeBlindVectorsStore,
+} from './support/broken-vectors.ts';
 import { type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
 import { breakMemory } from './support/stores.ts';
 
@@ -282,6 +288,48 @@ describe('the suite catches further defects', () => {
     expect(failures(await area(init, 'messages'))).toEqual([
       'date ranges: inclusive by default, exclusive bounds, open ends',
     ]);
+  });
+});
+
+describe('the suite catches broken vector stores', () => {
+  it('a vector search that ignores the scope filter fails recall', async () => {
+    const results = await area({ name: 'scope-blind', create: () => new ScopeBlindVectorsStore() }, 'recall');
+    expect(failures(results)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^resource scope never returns another resource's messages/),
+        expect.stringMatching(/^thread scope never returns another thread's messages/),
+      ]),
+    );
+    expect(message(result(results, 'resource scope'))).toMatch(/expected:/);
+  });
+
+  it('a search that ranks before it filters (ANN-style post-filter) fails recall', async () => {
+    const results = await area({ name: 'post-filter', create: () => new PostFilterVectorsStore() }, 'recall');
+    expect(failures(results)).toContain(
+      'scope is applied before ranking: K hits even when other scopes hold closer vectors [needs vectors]',
+    );
+    expect(message(result(results, 'scope is applied before ranking'))).toMatch(/topK 3 in a resource/);
+  });
+
+  it('deletes that leave vectors behind fail recall', async () => {
+    const results = await area({ name: 'orphan-vectors', create: () => new OrphanVectorsStore() }, 'recall');
+    expect(failures(results)).toEqual([
+      expect.stringMatching(/^deleting a message or a thread deletes its vectors/),
+    ]);
+    expect(message(result(results, 'deleting a message'))).toMatch(/vectors left after deleting/);
+  });
+
+  it('the reference store passes recall; a store without vectors skips it with the reason', async () => {
+    const passing = await area({ name: 'memory', create: () => new InMemoryStore() }, 'recall');
+    expect(passing.map((r) => r.status)).toEqual(passing.map(() => 'pass'));
+    expect(passing.length).toBeGreaterThanOrEqual(8);
+    const skipped = await area(
+      { name: 'plain', create: () => new InMemoryStore({ vectors: false }) },
+      'recall',
+    );
+    expect(skipped.every((r) => r.status === 'skip' && /declares no vectors/.test(r.reason ?? ''))).toBe(
+      true,
+    );
   });
 });
 

@@ -5,6 +5,7 @@ import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
 import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
+import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
 import { threadsChecks } from './threads.ts';
@@ -17,6 +18,7 @@ export {
   isolationChecks,
   lifecycleChecks,
   messagesChecks,
+  recallChecks,
   recordsChecks,
   resourcesChecks,
   threadsChecks,
@@ -35,4 +37,5 @@ export const CHECKS: readonly Check[] = [
   ...isolationChecks,
   ...errorsChecks,
   ...differentialChecks,
+  ...recallChecks,
 ];

@@ -1,4 +1,6 @@
 import { type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
+import { at } from '../fixtures.ts';
+import { conformanceEmbedder } from '../vectors.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -26,7 +28,9 @@ export type RaceTask =
    * `<threadPrefix>-p<n>` of its own resource `<resourcePrefix>-p<n>` (created beforehand):
    * exactly one racer per id may succeed, the others get `CONFLICT`.
    */
-  | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string };
+  | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string }
+  /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
+  | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -87,6 +91,32 @@ export function racerOps(
         key: `${resourceId}/p${racer}`,
         run: (s) => atomic(s)({ scope: 'resource', resourceId, update: addKey(`p${racer}`) }),
       }));
+    case 'embed-save':
+      return [
+        {
+          key: `p${racer}`,
+          run: (s) => {
+            const memory = new Memory({
+              storage: s,
+              embedder: conformanceEmbedder(),
+              onEmbeddingError: (error) => {
+                throw error;
+              },
+              options: { semanticRecall: true },
+            });
+            return memory.saveMessages({
+              messages: task.ids.map((id, i) => ({
+                id,
+                threadId: task.threadId,
+                resourceId: task.resourceId,
+                role: 'user' as const,
+                content: `v:${i}`,
+                createdAt: at(i),
+              })),
+            });
+          },
+        },
+      ];
     case 'first-metadata':
       return task.resourceIds.map((resourceId) => ({
         key: `${resourceId}/p${racer}`,

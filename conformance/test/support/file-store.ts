@@ -37,7 +37,7 @@ export class JsonFileStore extends InMemoryStore {
     readonly file: string,
     readonly defect: FileStoreDefect = 'none',
   ) {
-    super();
+    super({ vectors: false }); // vectors are not persisted to the file
     // Shared by processes through the file: not process-local, unlike the store it extends.
     Object.defineProperty(this, 'processLocal', { value: false });
     this.lock = `${file}.lock`;

@@ -1,10 +1,18 @@
 /**
  * The example's conversation, for any AI SDK model: turn 1 (thread A) the user introduces
  * themselves and the model stores what it learns with `updateWorkingMemory`; turn 2 (thread B,
- * same user, no history) the model answers from the working memory alone.
+ * same user, no history) the model answers from the working memory alone. Semantic recall is on
+ * too: each turn's input is embedded and similar messages from the user's other threads are
+ * added to the system prompt, labelled by thread.
  */
 import { memoryStep } from '@engram/ai-sdk';
-import { InMemoryStore, Memory, type MemoryStorage } from '@engram/core';
+import {
+  createLexicalEmbedder,
+  type EmbeddingModelLike,
+  InMemoryStore,
+  Memory,
+  type MemoryStorage,
+} from '@engram/core';
 import { generateText, type LanguageModel, stepCountIs } from 'ai';
 
 export const TEMPLATE = `# User Profile
@@ -19,18 +27,25 @@ const instructions = 'You are a friendly personal assistant. Keep answers to two
 
 /**
  * Runs both turns against `model` on `storage` (default: in memory), printing each answer, the
- * tool calls and the stored working memory.
+ * tool calls, what was recalled and the stored working memory. `embedder` is any AI SDK
+ * embedding model (default: core's offline lexical embedder, which matches words, not meaning).
  */
 export async function converse(
   model: LanguageModel,
   {
     storage = new InMemoryStore(),
     log = console.log,
-  }: { storage?: MemoryStorage; log?: (line: string) => void } = {},
+    embedder = createLexicalEmbedder(),
+  }: { storage?: MemoryStorage; log?: (line: string) => void; embedder?: EmbeddingModelLike } = {},
 ) {
   const memory = new Memory({
     storage,
-    options: { lastMessages: 20, workingMemory: { enabled: true, scope: 'resource', template: TEMPLATE } },
+    embedder,
+    options: {
+      lastMessages: 20,
+      semanticRecall: { topK: 3, messageRange: 1, scope: 'resource' },
+      workingMemory: { enabled: true, scope: 'resource', template: TEMPLATE },
+    },
   });
 
   async function turn(threadId: string, input: string): Promise<string> {
@@ -41,6 +56,11 @@ export async function converse(
     log(`\n[${threadId}] user: ${input}`);
     log(`[${threadId}] assistant: ${result.text}`);
     log(`[${threadId}] tool calls: ${calls.length > 0 ? calls.join(', ') : 'none'}`);
+    for (const hit of step.recall?.hits ?? []) {
+      log(
+        `[${threadId}] recalled from ${hit.threadId} (score ${hit.score.toFixed(2)}): ${JSON.stringify(hit.message.content)}`,
+      );
+    }
     const notes = await memory.getWorkingMemory({ resourceId });
     log(`--- working memory of ${resourceId} ---\n${notes ?? '(empty)'}`);
     return result.text;

@@ -8,10 +8,17 @@
  * Optional: OPENAI_MODEL (default gpt-4o-mini), OPENAI_BASE_URL (any OpenAI-compatible server);
  * ENGRAM_DB_URL (e.g. file:./memory.db) stores the memory with libSQL instead of in memory.
  */
-import type { MemoryStorage } from '@engram/core';
+import type { EmbeddingModelLike, MemoryStorage } from '@engram/core';
 import type { LanguageModel } from 'ai';
 import { converse } from './agent.ts';
 import { mockModel } from './mock-model.ts';
+
+/** OpenAI's embedding model when a key is set, else core's offline lexical embedder. */
+async function pickEmbedder(): Promise<EmbeddingModelLike | undefined> {
+  if (process.argv.includes('--mock') || !process.env.OPENAI_API_KEY) return undefined;
+  const { openai } = await import('@ai-sdk/openai');
+  return openai.embedding('text-embedding-3-small');
+}
 
 async function pickModel(): Promise<LanguageModel | null> {
   if (process.argv.includes('--mock')) return mockModel();
@@ -47,7 +54,7 @@ async function pickStorage(): Promise<MemoryStorage | undefined> {
 
 const storage = await pickStorage();
 try {
-  await converse(model, { storage });
+  await converse(model, { storage, embedder: await pickEmbedder() });
 } finally {
   await storage?.close();
 }

@@ -55,7 +55,7 @@ await memory.saveMessages({
       threadId: 'ada-trip',
       resourceId: USER_ID,
       role: 'assistant',
-      content: 'Lisbon or Kyoto, by the sound of it.',
+      content: 'Lisbon or Kyoto, by the sound of it. Renew your passport first: it expires in June.',
     },
     {
       threadId: 'ada-dinner',
@@ -78,6 +78,20 @@ for (const thread of threads) {
     `  "${thread.title}" (${thread.id}): ${messages.length} messages, newest: ${JSON.stringify(messages.at(-1)?.content)}`,
   );
 }
+
+// 2b. Semantic recall: a question asked in the dinner thread finds the answer in the trip thread.
+const question = 'When does my passport expire?';
+const recalled = await memory.recall({ threadId: 'ada-dinner', resourceId: USER_ID, query: question });
+const hit = recalled.hits[0];
+console.log(`\nSemantic recall for "${question}", asked in the dinner thread:`);
+if (hit) {
+  console.log(`  found in thread ${JSON.stringify(hit.threadId)} (score ${hit.score.toFixed(2)}):`);
+  for (const m of hit.window)
+    console.log(`    ${m.id === hit.message.id ? '>' : ' '} ${m.role}: ${JSON.stringify(m.content)}`);
+} else {
+  console.log('  nothing found');
+}
+console.log(`  (${recalled.usage.tokens} embedding tokens for the query; lexical embedder, offline)`);
 
 // 3. Start this run: bump the run counter and clear last run's facts (`null` deletes a key).
 await memory.mergeWorkingMemory({

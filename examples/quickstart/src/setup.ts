@@ -1,4 +1,4 @@
-import { Memory } from '@engram/core';
+import { createLexicalEmbedder, Memory } from '@engram/core';
 import { LibSQLStore } from '@engram/libsql';
 import { z } from 'zod';
 
@@ -41,12 +41,20 @@ export const UserMemory = z.object({
 
 export type UserMemory = z.infer<typeof UserMemory>;
 
-/** A store on the quickstart database and a `Memory` with schema-mode working memory on it. */
+/**
+ * A store on the quickstart database and a `Memory` with schema-mode working memory and
+ * semantic recall on it. The embedder is engram's offline lexical one (shared words, not
+ * meaning); in an application pass a provider's model, e.g. `openai.embedding('text-embedding-3-small')`.
+ */
 export function openMemory(): { store: LibSQLStore; memory: Memory } {
   const store = new LibSQLStore({ url: `file:${DB_PATH}` });
   const memory = new Memory({
     storage: store,
-    options: { workingMemory: { enabled: true, schema: UserMemory } },
+    embedder: createLexicalEmbedder(),
+    options: {
+      workingMemory: { enabled: true, schema: UserMemory },
+      semanticRecall: { topK: 1, messageRange: 1, scope: 'resource' },
+    },
   });
   return { store, memory };
 }

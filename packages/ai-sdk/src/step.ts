@@ -1,11 +1,14 @@
 import {
   type AgentMessage,
   assertStateSignalConfig,
+  formatRecall,
   isMemoryError,
+  latestUserText,
   type Memory,
   MemoryError,
   type Message,
   messagesToSave,
+  type RecallResult,
   recallHistory,
   stateSignalText,
   WorkingMemory,
@@ -60,6 +63,11 @@ export interface MemoryStep {
    * System messages and working-memory tool calls are dropped. Returns the saved messages.
    */
   save(result: TurnResult): Promise<Message[]>;
+  /**
+   * With `options.semanticRecall`: what was recalled for this turn (hits with their windows,
+   * and the embedding tokens the query cost). `undefined` when recall is off.
+   */
+  recall?: RecallResult;
 }
 
 /**
@@ -114,8 +122,9 @@ function inputMessages(input: string | ModelMessage[]): ModelMessage[] {
  * await step.save(result);
  * ```
  *
- * It creates the thread when missing, recalls the newest `lastMessages` messages, adds the
- * working memory (as part of `system`, or as a state signal under `useStateSignals`) and offers
+ * It creates the thread when missing, recalls the newest `lastMessages` messages, adds
+ * semantically recalled messages to `system` when `options.semanticRecall` is on (hits from other
+ * threads labelled with their thread), adds the working memory (as part of `system`, or as a state signal under `useStateSignals`) and offers
  * the working-memory tool unless read-only.
  */
 export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep> {
@@ -131,6 +140,15 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
   const inputAsAgent: AgentMessage[] = input.map((m) => ({ ...fromModelMessage(m, requestContext) }));
   let conversation: AgentMessage[] = [...history, ...inputAsAgent];
   let system = options.instructions?.trim() || undefined;
+
+  let recall: RecallResult | undefined;
+  if (memory.options.semanticRecall) {
+    const query = latestUserText(input.map((m) => ({ role: m.role, content: m.content as never })));
+    if (query !== '') {
+      recall = await memory.recall({ threadId, resourceId, query, last: options.lastMessages });
+      system = [system, formatRecall(recall.hits, threadId)].filter(Boolean).join('\n\n') || undefined;
+    }
+  }
 
   let prepareStep: MemoryCall['prepareStep'];
   if (config.enabled) {
@@ -174,5 +192,5 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
 
   const call: MemoryCall = { system, messages: toModelMessages(conversation), tools };
   if (prepareStep) call.prepareStep = prepareStep;
-  return { call, save };
+  return recall ? { call, save, recall } : { call, save };
 }

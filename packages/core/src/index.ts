@@ -30,6 +30,7 @@ export {
   WorkingMemory,
   type WorkingMemoryProcessorOptions,
 } from './agent/processor.ts';
+export { latestUserText, RECALL_SOURCE, SemanticRecall } from './agent/semantic-recall.ts';
 export {
   assertStateSignalConfig,
   createStateSignal,
@@ -85,9 +86,11 @@ export {
   NETWORK_ERROR_CODES,
 } from './errors.ts';
 export {
+  type HistoryArgs,
   Memory,
   type MemoryConfig,
   type MessageInput,
+  type SemanticRecallArgs,
   type WorkingMemoryTarget,
   type WorkingMemoryTemplate,
   type WriteControl,
@@ -96,9 +99,26 @@ export {
   type MemoryOptions,
   type ResolvedMemoryOptions,
   resolveMemoryOptions,
+  SEMANTIC_RECALL_DEFAULTS,
   type SemanticRecallOptions,
   type WorkingMemoryOptions,
 } from './memory-options.ts';
+export {
+  assertEmbedder,
+  describeSpace,
+  type EmbeddingModelLike,
+  type EmbeddingUsage,
+  embedderId,
+  normalize,
+} from './recall/embedder.ts';
+export type { RecallHit, RecallResult, ReindexProgress, ResolvedSemanticRecall } from './recall/engine.ts';
+export { formatRecall } from './recall/format.ts';
+export {
+  createLexicalEmbedder,
+  type LexicalEmbedder,
+  type LexicalEmbedderOptions,
+} from './recall/lexical-embedder.ts';
+export { messageText, textHash } from './recall/text.ts';
 export {
   type NormalizedAtomicUpdate,
   type NormalizedInclude,
@@ -127,6 +147,7 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export { InMemoryVectors } from './storage/in-memory-vectors.ts';
 export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export { messageOfAnotherResource, threadExists } from './storage/ownership.ts';
 export type * from './storage/records.ts';
@@ -140,6 +161,17 @@ export {
   MAX_ID_LENGTH,
   MAX_LISTING_COUNT,
 } from './storage/validate.ts';
+export {
+  assertSpace,
+  assertVector,
+  cosine,
+  MAX_DIMENSIONS,
+  MAX_TOP_K,
+  type VectorRunner,
+  VectorStoreBase,
+} from './storage/vector-base.ts';
+export type * from './storage/vectors.ts';
+export { compareHits } from './storage/vectors.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
   compileJsonSchema,

@@ -1,5 +1,6 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
+import type { ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
@@ -21,17 +22,29 @@ export interface WorkingMemoryOptions {
 }
 
 /**
- * Semantic recall settings. **Not yet available**: the shape is reserved so configurations can
- * be written against it; passing `true` or an object is rejected with `UNSUPPORTED` for now.
+ * Semantic recall settings (`true` means every default). Needs an `embedder` and a storage
+ * declaring `vectors`. The user's latest message is embedded, the `topK` most similar earlier
+ * messages are found, and each comes back with `messageRange` neighbours of its own thread.
  */
 export interface SemanticRecallOptions {
-  /** How many similar messages to retrieve. */
+  /** How many similar messages to retrieve, 1–1000. Default 3. */
   topK?: number;
-  /** How many neighbouring messages to add around each match. */
+  /**
+   * Neighbours added around each match, from the match's own thread: a number for both sides,
+   * or `{ before, after }`. Default 2 (two before, two after).
+   */
   messageRange?: number | { before: number; after: number };
-  /** Search this thread only, or every thread of the resource. */
+  /** `'resource'` (default): every thread of the resource. `'thread'`: the current thread only. */
   scope?: WorkingMemoryScope;
 }
+
+/** Default semantic recall settings. */
+export const SEMANTIC_RECALL_DEFAULTS: ResolvedSemanticRecall = Object.freeze({
+  topK: 3,
+  before: 2,
+  after: 2,
+  scope: 'resource',
+});
 
 /** Options of a `Memory`. */
 export interface MemoryOptions {
@@ -40,7 +53,7 @@ export interface MemoryOptions {
   /** Shows working memory but refuses every write to it (`UNSUPPORTED`). Default `false`. */
   readOnly?: boolean;
   workingMemory?: WorkingMemoryOptions;
-  /** Reserved; see `SemanticRecallOptions`. Only `false` (or omitting it) is accepted today. */
+  /** Semantic recall; see `SemanticRecallOptions`. Default `false` (off). */
   semanticRecall?: boolean | SemanticRecallOptions;
 }
 
@@ -59,7 +72,8 @@ export interface ResolvedMemoryOptions {
     readonly version: 'stable' | 'vnext';
     readonly useStateSignals: boolean;
   };
-  readonly semanticRecall: false;
+  /** `false` when off, else the settings with defaults filled in. */
+  readonly semanticRecall: false | ResolvedSemanticRecall;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -69,6 +83,13 @@ const OPTION_KEYS = Object.keys({
   workingMemory: true,
   semanticRecall: true,
 } satisfies Record<keyof MemoryOptions, true>);
+
+/** Every key of `SemanticRecallOptions`, checked the same way. */
+const SEMANTIC_RECALL_KEYS = Object.keys({
+  topK: true,
+  messageRange: true,
+  scope: true,
+} satisfies Record<keyof SemanticRecallOptions, true>);
 
 /** Every key of `WorkingMemoryOptions`, checked the same way. */
 const WORKING_MEMORY_KEYS = Object.keys({
@@ -111,12 +132,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
   }
   const readOnly = optionalBoolean(o.readOnly, 'options.readOnly') ?? false;
 
-  if (o.semanticRecall !== undefined && o.semanticRecall !== false) {
-    throw new MemoryError(
-      'UNSUPPORTED',
-      'options.semanticRecall is not available yet; leave it out (or set it to false)',
-    );
-  }
+  const semanticRecall = resolveSemanticRecall(o.semanticRecall);
 
   const wm = o.workingMemory;
   if (wm !== undefined && !isPlainObject(wm)) {
@@ -160,6 +176,48 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
       version,
       useStateSignals,
     }),
-    semanticRecall: false,
+    semanticRecall,
   });
+}
+
+function count(value: unknown, field: string, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw invalid(`${field} must be an integer from 0 to ${max}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** `false`, or the semantic recall settings with defaults; `INVALID_ARGUMENT` for bad values. */
+function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
+  if (value === undefined || value === false) return false;
+  if (value === true) return SEMANTIC_RECALL_DEFAULTS;
+  if (!isPlainObject(value)) {
+    throw invalid(`options.semanticRecall must be a boolean or an object, got ${describe(value)}`);
+  }
+  assertKnownKeys(value, SEMANTIC_RECALL_KEYS, 'options.semanticRecall.');
+  const d = SEMANTIC_RECALL_DEFAULTS;
+  const topK = value.topK === undefined ? d.topK : count(value.topK, 'options.semanticRecall.topK', 1000);
+  if (topK === 0)
+    throw invalid(
+      'options.semanticRecall.topK must be at least 1 (set semanticRecall: false to turn it off)',
+    );
+  const range = value.messageRange;
+  let before = d.before;
+  let after = d.after;
+  if (typeof range === 'number') {
+    before = after = count(range, 'options.semanticRecall.messageRange', 100);
+  } else if (isPlainObject(range)) {
+    assertKnownKeys(range, ['before', 'after'], 'options.semanticRecall.messageRange.');
+    before = count(range.before ?? 0, 'options.semanticRecall.messageRange.before', 100);
+    after = count(range.after ?? 0, 'options.semanticRecall.messageRange.after', 100);
+  } else if (range !== undefined) {
+    throw invalid(
+      `options.semanticRecall.messageRange must be a number or { before, after }, got ${describe(range)}`,
+    );
+  }
+  const scope = value.scope ?? d.scope;
+  if (scope !== 'resource' && scope !== 'thread') {
+    throw invalid(`options.semanticRecall.scope must be 'resource' or 'thread', got ${describe(scope)}`);
+  }
+  return Object.freeze({ topK, before, after, scope });
 }

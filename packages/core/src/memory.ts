@@ -1,6 +1,8 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
+import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
+import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/engine.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
@@ -49,11 +51,52 @@ export interface WorkingMemoryTemplate {
 /** Arguments of `new Memory(…)`. */
 export interface MemoryConfig {
   storage: MemoryStorage;
+  /**
+   * An AI SDK embedding model (e.g. `openai.embedding('text-embedding-3-small')`) or
+   * `createLexicalEmbedder()`. Required by `options.semanticRecall`.
+   */
+  embedder?: EmbeddingModelLike;
+  /**
+   * Called when embedding saved messages fails. The messages are saved anyway and have no (or a
+   * stale) vector until `memory.reindex()`. Default: a `console.warn`.
+   */
+  onEmbeddingError?: (error: unknown, messageIds: string[]) => void;
   options?: MemoryOptions;
 }
 
 /** Every key of `MemoryConfig`; the `satisfies` makes a key added to it a type error here. */
-const CONFIG_KEYS = Object.keys({ storage: true, options: true } satisfies Record<keyof MemoryConfig, true>);
+const CONFIG_KEYS = Object.keys({
+  storage: true,
+  embedder: true,
+  onEmbeddingError: true,
+  options: true,
+} satisfies Record<keyof MemoryConfig, true>);
+
+/** Arguments of a semantic recall (`memory.recall({ …, query })`). */
+export interface SemanticRecallArgs {
+  /** The current thread: its recent history is left out of the hits. */
+  threadId: string;
+  /** The user or tenant; only its messages are searched. */
+  resourceId: string;
+  /** The text to find similar messages for (usually the user's latest message). */
+  query: string;
+  /** Overrides `options.semanticRecall.topK`. */
+  topK?: number;
+  /** Overrides `options.semanticRecall.scope`. */
+  scope?: 'resource' | 'thread';
+  /** Overrides `options.semanticRecall.messageRange`. */
+  messageRange?: number | { before: number; after: number };
+  /** History messages to leave out; default `options.lastMessages`. */
+  last?: number | false;
+  signal?: AbortSignal;
+}
+
+/** Arguments of `memory.recall` without a query: the recent history. */
+export interface HistoryArgs {
+  threadId: string;
+  resourceId?: string;
+  last?: number | false;
+}
 
 let lastStamp = 0;
 
@@ -77,12 +120,14 @@ export class Memory {
   readonly options: ResolvedMemoryOptions;
   private readonly schema: ResolvedSchema | null;
   private readonly patchState: PatchState = { asyncSchema: false };
+  private readonly engine: RecallEngine | null = null;
+  private readonly onEmbeddingError: (error: unknown, messageIds: string[]) => void;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
    * schema that is neither a Standard Schema nor a JSON Schema object, or an unknown key such
-   * as `workingMemory.scopee`, named with the closest valid one) and `UNSUPPORTED` for
-   * `semanticRecall`, which is not available yet.
+   * as `workingMemory.scopee`, named with the closest valid one); `semanticRecall` without an
+   * `embedder` is `INVALID_ARGUMENT`, and on a storage without `vectors` it is `UNSUPPORTED`.
    */
   constructor(config: MemoryConfig) {
     if (typeof config !== 'object' || config === null) {
@@ -100,6 +145,30 @@ export class Memory {
     this.options = resolveMemoryOptions(config.options);
     const source = this.options.workingMemory.schema;
     this.schema = source === undefined ? null : resolveSchema(source);
+    if (config.embedder !== undefined) assertEmbedder(config.embedder);
+    if (config.onEmbeddingError !== undefined && typeof config.onEmbeddingError !== 'function') {
+      throw invalid('onEmbeddingError must be a function');
+    }
+    this.onEmbeddingError =
+      config.onEmbeddingError ??
+      ((error, ids) =>
+        console.warn(
+          `engram: embedding ${ids.length} saved message(s) failed; run memory.reindex() to backfill`,
+          error,
+        ));
+    const recall = this.options.semanticRecall;
+    if (recall) {
+      if (!config.embedder) {
+        throw invalid('options.semanticRecall needs an embedder: new Memory({ storage, embedder, options })');
+      }
+      if (!storage.vectors) {
+        throw new MemoryError(
+          'UNSUPPORTED',
+          `options.semanticRecall needs a storage with vector search; ${JSON.stringify(storage.name)} does not declare vectors`,
+        );
+      }
+      this.engine = new RecallEngine(storage, storage.vectors, config.embedder, recall);
+    }
   }
 
   // ── threads ────────────────────────────────────────────────────────────────────────────────
@@ -200,14 +269,114 @@ export class Memory {
         createdAt: message.createdAt ?? nextStamp(),
       };
     });
-    return this.storage.saveMessages(messages);
+    const saved = await this.storage.saveMessages(messages);
+    await this.embedSaved(saved);
+    return saved;
   }
 
   /**
-   * The newest `last` messages of a thread (default `options.lastMessages`; `false` for all),
-   * in chronological order.
+   * With semantic recall on: embeds saved messages after the write (outside its transaction).
+   * A failure goes to `onEmbeddingError`, never to the caller: the messages are saved.
    */
-  async recall(args: { threadId: string; resourceId?: string; last?: number | false }): Promise<Message[]> {
+  private async embedSaved(saved: Message[]): Promise<void> {
+    if (!this.engine || saved.length === 0) return;
+    try {
+      await this.engine.index(saved);
+    } catch (error) {
+      this.onEmbeddingError(
+        error,
+        saved.map((m) => m.id),
+      );
+    }
+  }
+
+  /**
+   * Without `query`: the newest `last` messages of a thread (default `options.lastMessages`;
+   * `false` for all), in chronological order.
+   *
+   * With `query` (semantic recall; needs `options.semanticRecall`, else `UNSUPPORTED`): the
+   * messages most similar to `query` among the resource's threads (or this thread, by scope),
+   * each with its window of neighbours from its own thread, best first. Messages of the recent
+   * history (the newest `last` of `threadId`) are never returned, nor repeated in windows.
+   */
+  recall(args: SemanticRecallArgs): Promise<RecallResult>;
+  recall(args: HistoryArgs): Promise<Message[]>;
+  recall(args: HistoryArgs | SemanticRecallArgs): Promise<Message[] | RecallResult> {
+    if (isPlainObject(args) && args.query !== undefined)
+      return this.semanticRecall(args as SemanticRecallArgs);
+    return this.history(args as HistoryArgs);
+  }
+
+  /** Semantic recall; see `recall` with a `query`. */
+  async semanticRecall(args: SemanticRecallArgs): Promise<RecallResult> {
+    assertArgs(args, 'recall');
+    const engine = this.requireEngine('recall');
+    assertId(args.threadId, 'threadId');
+    assertId(args.resourceId, 'resourceId');
+    if (typeof args.query !== 'string') throw invalid(`query must be a string, got ${describe(args.query)}`);
+    const overrides = resolveMemoryOptions({
+      semanticRecall: {
+        topK: args.topK ?? engine.config.topK,
+        scope: args.scope ?? engine.config.scope,
+        messageRange: args.messageRange ?? { before: engine.config.before, after: engine.config.after },
+      },
+    }).semanticRecall;
+    if (!overrides) throw invalid('recall: bad semantic recall overrides');
+    const history = await this.history({
+      threadId: args.threadId,
+      resourceId: args.resourceId,
+      last: args.last,
+    });
+    return engine.recall({
+      threadId: args.threadId,
+      resourceId: args.resourceId,
+      query: args.query,
+      topK: overrides.topK,
+      scope: overrides.scope,
+      before: overrides.before,
+      after: overrides.after,
+      exclude: new Set(history.map((m) => m.id)),
+      signal: args.signal,
+    });
+  }
+
+  /**
+   * Embeds every message whose vector is missing or stale (after failed embeddings, or when
+   * recall is turned on for existing data), of one resource or of the whole store, reporting
+   * progress after each thread. Unchanged text is not embedded again. Needs semantic recall.
+   */
+  async reindex(
+    args: {
+      resourceId?: string;
+      onProgress?: (progress: ReindexProgress) => void;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<ReindexProgress> {
+    assertArgs(args, 'reindex');
+    const engine = this.requireEngine('reindex');
+    assertOptionalId(args.resourceId, 'resourceId');
+    if (args.onProgress !== undefined && typeof args.onProgress !== 'function') {
+      throw invalid('onProgress must be a function');
+    }
+    return engine.reindex(args);
+  }
+
+  /** Embedding tokens and calls spent by this memory so far (saves, queries, reindex). */
+  embeddingUsage(): EmbeddingUsage {
+    return { ...(this.engine?.usage ?? { tokens: 0, calls: 0 }) };
+  }
+
+  private requireEngine(operation: string): RecallEngine {
+    if (!this.engine) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${operation} with a query needs options.semanticRecall (and an embedder and a storage with vectors)`,
+      );
+    }
+    return this.engine;
+  }
+
+  private async history(args: HistoryArgs): Promise<Message[]> {
     assertArgs(args, 'recall');
     const last = args.last ?? this.options.lastMessages;
     if (last !== false && (typeof last !== 'number' || !Number.isInteger(last) || last < 0)) {
@@ -225,9 +394,9 @@ export class Memory {
     return last === false ? page.messages : page.messages.reverse();
   }
 
-  /** Alias of `recall`. */
-  getMessages(args: { threadId: string; resourceId?: string; last?: number | false }): Promise<Message[]> {
-    return this.recall(args);
+  /** The recent history; `recall` without a query. */
+  getMessages(args: HistoryArgs): Promise<Message[]> {
+    return this.history(args);
   }
 
   // ── working memory ─────────────────────────────────────────────────────────────────────────

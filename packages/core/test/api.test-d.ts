@@ -4,6 +4,7 @@ import type {
   Memory,
   MemoryStorage,
   Message,
+  RecallResult,
   ResolvedMemoryOptions,
   ResolvedSchema,
   SchemaCheck,
@@ -20,6 +21,7 @@ describe('public API types', () => {
     expectTypeOf<ReturnType<Memory['createThread']>>().toEqualTypeOf<Promise<Thread>>();
     expectTypeOf<ReturnType<Memory['saveMessages']>>().toEqualTypeOf<Promise<Message[]>>();
     expectTypeOf<ReturnType<Memory['recall']>>().toEqualTypeOf<Promise<Message[]>>();
+    expectTypeOf<ReturnType<Memory['semanticRecall']>>().toEqualTypeOf<Promise<RecallResult>>();
     expectTypeOf<ReturnType<Memory['getMessages']>>().toEqualTypeOf<Promise<Message[]>>();
     expectTypeOf<ReturnType<Memory['getWorkingMemory']>>().toEqualTypeOf<Promise<string | null>>();
     expectTypeOf<ReturnType<Memory['updateWorkingMemory']>>().toEqualTypeOf<Promise<void>>();

@@ -197,10 +197,10 @@ describe('Memory construction', () => {
   it.each([
     ['true', true],
     ['an object', { topK: 3 }],
-  ])('refuses semanticRecall %s with UNSUPPORTED (not yet available)', async (_name, semanticRecall) => {
+  ])('refuses semanticRecall %s without an embedder (INVALID_ARGUMENT)', async (_name, semanticRecall) => {
     const error = await caught(() => new Memory({ storage, options: { semanticRecall } }));
-    expect(isMemoryError(error, 'UNSUPPORTED')).toBe(true);
-    expect((error as Error).message).toMatch(/not available yet/);
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    expect((error as Error).message).toMatch(/needs an embedder/);
   });
 
   it('accepts semanticRecall: false', () => {

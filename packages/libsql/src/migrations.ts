@@ -11,7 +11,7 @@ export interface Migration {
   readonly statements: readonly string[];
 }
 
-const { threads, messages, resources, messageCounts, migrations } = TABLES;
+const { threads, messages, resources, messageCounts, migrations, vectors, vectorSpace } = TABLES;
 
 /**
  * The schema, as an append-only list: never edit or reorder an entry, only add new ones. A
@@ -67,6 +67,28 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID`,
       `INSERT INTO ${messageCounts} (thread_id, resource_id, n)
         SELECT thread_id, resource_id, COUNT(*) FROM ${messages} GROUP BY thread_id, resource_id`,
+    ],
+  },
+  {
+    name: 'message vectors for semantic recall',
+    statements: [
+      `CREATE TABLE ${vectorSpace} (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        embedder TEXT NOT NULL,
+        dimensions INTEGER NOT NULL
+      )`,
+      // F32_BLOB without a length: the dimension is the recorded space's, checked by core
+      // (libSQL's column type would not enforce it either).
+      `CREATE TABLE ${vectors} (
+        message_id TEXT NOT NULL,
+        space TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        embedding F32_BLOB NOT NULL,
+        PRIMARY KEY (message_id, space)
+      ) WITHOUT ROWID`,
+      `CREATE TRIGGER ${vectors}_on_message_delete AFTER DELETE ON ${messages}
+        BEGIN DELETE FROM ${vectors} WHERE message_id = OLD.id; END`,
+      `CREATE INDEX ${messages}_resource ON ${messages} (resource_id)`,
     ],
   },
 ];

@@ -9,6 +9,10 @@ export const TABLES = {
   /** Messages per `(thread_id, resource_id)`, kept by every write, so totals cost one row read. */
   messageCounts: 'engram_message_counts',
   migrations: 'engram_migrations',
+  /** One vector (`F32_BLOB`) per message and embedding space. */
+  vectors: 'engram_message_vectors',
+  /** The one embedding space this database's vectors are in (a single row). */
+  vectorSpace: 'engram_vector_space',
 } as const;
 
 const { threads, messages, resources, messageCounts } = TABLES;

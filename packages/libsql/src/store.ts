@@ -62,6 +62,7 @@ import {
   upsertThread,
   writeResourceMemory,
 } from './sql.ts';
+import { LibSQLVectors } from './vectors.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -118,6 +119,8 @@ export class LibSQLStore extends StoreBase {
   override readonly processLocal: boolean;
 
   private readonly connection: Connection;
+  /** Exact vector search for semantic recall (see `LibSQLVectors`). */
+  readonly vectors: LibSQLVectors;
 
   constructor(options: LibSQLStoreOptions) {
     super();
@@ -146,6 +149,7 @@ export class LibSQLStore extends StoreBase {
       throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
     }
     this.processLocal = this.connection.processLocal;
+    this.vectors = new LibSQLVectors(this.connection, (operation, fn) => this.run(operation, fn));
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {

@@ -1,5 +1,5 @@
 import { MemoryError } from '@engram/core';
-import type { Collection, Db, IndexDescription, ObjectId } from 'mongodb';
+import type { Binary, Collection, Db, IndexDescription, ObjectId } from 'mongodb';
 import type { LockDocument } from './locks.ts';
 
 /** A thread as stored: `_id` is the thread id. */
@@ -41,6 +41,23 @@ export interface ResourceDocument {
   version: ObjectId;
 }
 
+/** A message's vector: `_id` is the message id (one space per database, see `VectorSpaceDocument`). */
+export interface VectorDocument {
+  _id: string;
+  space: string;
+  /** SHA-256 of the embedded text (core's). */
+  hash: string;
+  /** The float32 values, little-endian. */
+  vec: Binary;
+}
+
+/** The one embedding space of the store's vectors (`_id` 1). */
+export interface VectorSpaceDocument {
+  _id: number;
+  embedder: string;
+  dimensions: number;
+}
+
 /** One applied schema version. */
 export interface MigrationDocument {
   _id: number;
@@ -56,6 +73,8 @@ export interface Collections {
   migrations: Collection<MigrationDocument>;
   /** Write locks, used only on servers whose single-document updates are not atomic. */
   locks: Collection<LockDocument>;
+  vectors: Collection<VectorDocument>;
+  vectorSpace: Collection<VectorSpaceDocument>;
 }
 
 /** Collection names for a prefix. */
@@ -66,6 +85,8 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     resources: `${prefix}resources`,
     migrations: `${prefix}migrations`,
     locks: `${prefix}locks`,
+    vectors: `${prefix}vectors`,
+    vectorSpace: `${prefix}vector_space`,
   };
 }
 
@@ -78,6 +99,8 @@ export function collections(db: Db, prefix: string): Collections {
     resources: db.collection<ResourceDocument>(names.resources),
     migrations: db.collection<MigrationDocument>(names.migrations),
     locks: db.collection<LockDocument>(names.locks),
+    vectors: db.collection<VectorDocument>(names.vectors),
+    vectorSpace: db.collection<VectorSpaceDocument>(names.vectorSpace),
   };
 }
 

@@ -241,10 +241,19 @@ export async function deleteMessages(connection: Connection, ids: string[]): Pro
   const found = await c.messages.find({ _id: { $in: ids } }, { projection: { threadId: 1 } }).toArray();
   if (found.length === 0) return;
   await c.messages.deleteMany({ _id: { $in: found.map((d) => d._id) } });
+  await deleteVectorsOf(
+    c,
+    found.map((d) => d._id),
+  );
   await touch(
     connection,
     found.map((d) => d.threadId),
   );
+}
+
+/** Removes the vectors of deleted messages (right after them; see `vectors.ts`). */
+export async function deleteVectorsOf(c: Collections, ids: string[], session?: ClientSession): Promise<void> {
+  if (ids.length > 0) await c.vectors.deleteMany({ _id: { $in: ids } }, { session });
 }
 
 /** Bumps `updatedAt` of the given threads (absent ones are ignored). */

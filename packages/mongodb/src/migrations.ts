@@ -36,6 +36,13 @@ export const MIGRATIONS: readonly Migration[] = [
       await collections.messages.createIndexes(MESSAGE_INDEXES);
     },
   },
+  {
+    name: 'message vectors and the vector space (semantic recall); messages indexed by resource',
+    async up(collections) {
+      for (const name of ['vectors', 'vectorSpace'] as const) await createCollection(collections, name);
+      await collections.messages.createIndexes([{ key: { resourceId: 1 }, name: 'resource' }]);
+    },
+  },
 ];
 
 /** The schema version this package writes. */

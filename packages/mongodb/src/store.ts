@@ -40,6 +40,7 @@ import {
 } from './mapping.ts';
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
+import { MongoDBVectors } from './vectors.ts';
 import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
 import { assertReplaced, updateFields } from './writes.ts';
 
@@ -134,6 +135,11 @@ export class MongoDBStore extends StoreBase {
   private readonly retry: RetryOptions;
   private ready: Promise<Connection> | undefined;
   private closed = false;
+  /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
+  readonly vectors = new MongoDBVectors(
+    () => this.connect(),
+    (operation, fn) => this.run(operation, fn),
+  );
 
   constructor(private readonly options: MongoDBStoreOptions) {
     super();
@@ -238,7 +244,9 @@ export class MongoDBStore extends StoreBase {
     // deleteThread removes; a concurrent saveMessages notices the missing thread and backs out.
     await atomically(await this.connect(), async (c, session) => {
       await c.threads.deleteOne({ _id: threadId }, { session });
+      const ids = await c.messages.distinct('_id', { threadId }, { session });
       await c.messages.deleteMany({ threadId }, { session });
+      await messages.deleteVectorsOf(c, ids, session);
     });
   }
 

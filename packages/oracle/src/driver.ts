@@ -9,7 +9,13 @@ import { createRequire } from 'node:module';
 export type OracleDbType = object;
 
 /** A bind value: a plain JS value, or one with an explicit database type. */
-export type OracleBindValue = string | number | null | { val: string | null; type: OracleDbType };
+export type OracleBindValue =
+  | string
+  | number
+  | null
+  | { val: string | null; type: OracleDbType }
+  /** A vector (`oracledb.DB_TYPE_VECTOR`, 23ai). */
+  | { val: Float32Array; type: OracleDbType };
 
 /** Named binds: `{ thread_id: 'x' }` for `:thread_id`. */
 export type OracleBinds = Record<string, OracleBindValue>;
@@ -67,6 +73,8 @@ export interface OracleDriver {
   readonly DB_TYPE_CLOB: OracleDbType;
   readonly DB_TYPE_NCLOB: OracleDbType;
   readonly DB_TYPE_VARCHAR: OracleDbType;
+  /** 23ai vectors (node-oracledb 6.5+). */
+  readonly DB_TYPE_VECTOR: OracleDbType;
 }
 
 let driver: OracleDriver | undefined;

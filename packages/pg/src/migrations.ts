@@ -67,6 +67,24 @@ export const MIGRATIONS: readonly Migration[] = [
         SELECT thread_id, resource_id, count(*) FROM ${n.messages} GROUP BY thread_id, resource_id`,
     ],
   },
+  {
+    description: 'message vectors for semantic recall (real[] until pgvector takes the column)',
+    statements: (n) => [
+      `CREATE TABLE ${n.vectorSpace} (
+        id smallint PRIMARY KEY CHECK (id = 1),
+        embedder text NOT NULL,
+        dimensions integer NOT NULL
+      )`,
+      `CREATE TABLE ${n.vectors} (
+        message_id text COLLATE "C" NOT NULL REFERENCES ${n.messages} (id) ON DELETE CASCADE,
+        space text NOT NULL,
+        hash text NOT NULL,
+        embedding real[] NOT NULL,
+        PRIMARY KEY (message_id, space)
+      )`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}messages_resource_idx`)} ON ${n.messages} (resource_id)`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

@@ -1,5 +1,6 @@
 import { MemoryError } from '@engram/core';
 import type pg from 'pg';
+import type { PostgresVectorOptions } from './vectors.ts';
 
 /** Where the store gets its connections: a connection string, or a pool you own. */
 export type PostgresConnectionOptions =
@@ -27,6 +28,8 @@ export type PostgresStoreOptions = PostgresConnectionOptions & {
   connectTimeoutMs?: number;
   /** Most connections in the pool the store creates from `connectionString`. Default 10. */
   maxConnections?: number;
+  /** Semantic recall storage: pgvector or the exact `real[]` fallback, and an opt-in HNSW index. */
+  vectors?: PostgresVectorOptions;
 };
 
 export const DEFAULT_SCHEMA = 'public';

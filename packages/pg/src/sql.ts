@@ -19,6 +19,10 @@ export interface Names {
   /** Messages per (thread, resource), kept by every message write. */
   counts: string;
   version: string;
+  /** One vector per (message, embedding space). */
+  vectors: string;
+  /** The one embedding space of this schema's vectors (a single row). */
+  vectorSpace: string;
 }
 
 /** Builds the qualified names for a schema and table prefix. */
@@ -34,6 +38,8 @@ export function names(schemaName: string, prefix: string): Names {
     resources: table('resources'),
     counts: table('message_counts'),
     version: table('schema_version'),
+    vectors: table('message_vectors'),
+    vectorSpace: table('vector_space'),
   };
 }
 

@@ -37,6 +37,7 @@ import {
 } from './mapping.ts';
 import { checkOptions, DEFAULT_PREFIX, DEFAULT_SCHEMA, type PostgresStoreOptions } from './options.ts';
 import * as sql from './sql.ts';
+import { PostgresVectors } from './vectors.ts';
 
 /**
  * engram storage on PostgreSQL (`pg`). Working-memory updates are a compare-and-set on the
@@ -54,6 +55,8 @@ export class PostgresStore extends StoreBase {
   private readonly connection: Connection;
   /** When a compare-and-set of a working memory last lost a race, by `scope:id`. */
   private readonly contended = new Map<string, number>();
+  /** Semantic recall vectors (pgvector or exact `real[]`; see `PostgresVectors`). */
+  readonly vectors: PostgresVectors;
 
   constructor(options: PostgresStoreOptions) {
     super();
@@ -62,6 +65,12 @@ export class PostgresStore extends StoreBase {
     checkOptions(options, schemaName, prefix);
     this.names = sql.names(schemaName, prefix);
     this.connection = new Connection(options, this.names);
+    this.vectors = new PostgresVectors(
+      this.connection,
+      this.names,
+      (operation, fn) => this.run(operation, fn),
+      options.vectors,
+    );
   }
 
   /** The schema the store writes to. */

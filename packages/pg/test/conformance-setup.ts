@@ -3,7 +3,7 @@ import type { ConformanceInit, Service } from '@engram/conformance';
 import type { MemoryStorage } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, it } from 'vitest';
-import { PostgresStore } from '../src/index.ts';
+import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
 import { createDatabase, PG, type TestDatabase } from './env.ts';
 
 /** The fresh database of this run, set in `beforeAll`. */
@@ -21,6 +21,8 @@ export interface RunOptions {
    * or fails when the service is required, as the service's gate says.
    */
   through?: Service;
+  /** The store's `vectors` option (the recall backend and index). */
+  vectors?: PostgresVectorOptions;
 }
 
 /**
@@ -29,7 +31,7 @@ export interface RunOptions {
  * `worker.ts` with the run's URL and schema passed in env variables.
  */
 export function conformanceRun(name: string, options: RunOptions = {}): { init: ConformanceInit; run: Run } {
-  const { schemaName, through } = options;
+  const { schemaName, through, vectors } = options;
   const run: Run = { db: undefined };
   // Both the server and, when given, the service in front of it must be there.
   const gates = through ? [PG, through] : [PG];
@@ -61,6 +63,7 @@ export function conformanceRun(name: string, options: RunOptions = {}): { init: 
     }
     process.env.ENGRAM_PG_TEST_URL = storeUrl;
     process.env.ENGRAM_PG_TEST_SCHEMA = schemaName ?? '';
+    process.env.ENGRAM_PG_TEST_VECTORS = JSON.stringify(vectors ?? {});
   });
   afterAll(async () => {
     await run.db?.drop();
@@ -73,7 +76,7 @@ export function conformanceRun(name: string, options: RunOptions = {}): { init: 
       if (!run.db) throw new Error('the run database was not created');
       const pool = new pg.Pool({ connectionString: storeUrl, max: 4, connectionTimeoutMillis: 5_000 });
       pool.on('error', () => undefined);
-      const store = new PostgresStore({ pool, schemaName });
+      const store = new PostgresStore({ pool, schemaName, vectors });
       pools.set(store, pool);
       return store;
     },

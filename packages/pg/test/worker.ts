@@ -12,5 +12,6 @@ export async function create(): Promise<MemoryStorage> {
     connectionString: url,
     schemaName: process.env.ENGRAM_PG_TEST_SCHEMA || undefined,
     maxConnections: 4,
+    vectors: JSON.parse(process.env.ENGRAM_PG_TEST_VECTORS || '{}'),
   });
 }

@@ -12,7 +12,7 @@
 
 import { LAYOUT_VERSION, MIGRATIONS } from './migrations.ts';
 
-const PRELUDE = `
+export const PRELUDE = `
 local P = ARGV[1]
 local function enc(id)
   return (string.gsub(id, '[^%w%.%-_~]', function(c) return string.format('%%%02X', string.byte(c)) end))
@@ -27,6 +27,7 @@ local function kResThreadsU(r) return P .. ':resource-threads:updated:' .. enc(r
 local function kThreadMsgs(t) return P .. ':thread-messages:' .. enc(t) end
 local function kThreadResMsgs(t, r) return P .. ':thread-messages:' .. enc(t) .. ':' .. enc(r) end
 local function kThreadRes(t) return P .. ':thread-resources:' .. enc(t) end
+local function kVector(id) return P .. ':vector:' .. enc(id) end
 
 local function frame(v)
   local parts = {}
@@ -141,7 +142,7 @@ local t = ARGV[2]
 local key = kThread(t)
 local mz = kThreadMsgs(t)
 local ids = redis.call('ZRANGE', mz, 0, -1)
-for _, mid in ipairs(ids) do redis.call('DEL', kMessage(mid)) end
+for _, mid in ipairs(ids) do redis.call('DEL', kMessage(mid), kVector(mid)) end
 for _, r in ipairs(redis.call('SMEMBERS', kThreadRes(t))) do redis.call('DEL', kThreadResMsgs(t, r)) end
 redis.call('DEL', mz, kThreadRes(t))
 local r = redis.call('HGET', key, 'resourceId')
@@ -337,7 +338,10 @@ return frame(out)
 const DELETE_MESSAGES = `
 local now = ARGV[2]
 local touched, touch = collector()
-for i = 3, #ARGV do touch(unlinkMessage(ARGV[i])) end
+for i = 3, #ARGV do
+  touch(unlinkMessage(ARGV[i]))
+  redis.call('DEL', kVector(ARGV[i]))
+end
 for _, t in ipairs(touched) do touchThread(t, now) end
 return frame(#touched)
 `;

@@ -36,6 +36,7 @@ import {
 } from './mapping.ts';
 import { LAYOUT_VERSION } from './migrations.ts';
 import { SCRIPTS, type ScriptName } from './scripts.ts';
+import { DEFAULT_VECTOR_SCAN_LIMIT, UpstashVectors } from './vectors.ts';
 
 interface CommonOptions {
   /** Prefix of every key, so several stores can share one database. Default `'engram'`. */
@@ -45,6 +46,11 @@ interface CommonOptions {
    * slower than its 2 s lease) before `CONFLICT`. Default 200.
    */
   casAttempts?: number;
+  /**
+   * Semantic recall: vectors one search reads at most (newest first; see `UpstashVectors`).
+   * Default 5000.
+   */
+  vectorScanLimit?: number;
 }
 
 /**
@@ -91,6 +97,8 @@ export class UpstashStore extends StoreBase {
   private readonly scripts = new Map<ScriptName, ScriptHandle>();
   /** When a compare-and-set of a working memory last lost a race, by `kind:id`. */
   private readonly contended = new Map<string, number>();
+  /** Semantic recall vectors: exact, one bounded Lua scan per query (see `UpstashVectors`). */
+  readonly vectors: UpstashVectors;
 
   constructor(options: UpstashStoreOptions) {
     super();
@@ -121,6 +129,12 @@ export class UpstashStore extends StoreBase {
         throw invalid(`cannot create the client: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
+    this.vectors = new UpstashVectors(
+      () => this.client,
+      this.prefix,
+      options.vectorScanLimit ?? DEFAULT_VECTOR_SCAN_LIMIT,
+      (operation, fn) => this.run(operation, fn),
+    );
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {

@@ -8,6 +8,7 @@ import type {
   Thread,
   WorkingMemoryScope,
 } from './records.ts';
+import type { VectorStore } from './vectors.ts';
 
 /** One page of a listing. `hasMore` is true when rows exist past this page. */
 export interface Page {
@@ -150,6 +151,13 @@ export interface MemoryStorage {
    * so cross-process races cannot apply. Default `false`.
    */
   readonly processLocal?: boolean;
+  /**
+   * The vector primitives semantic recall needs (see `vectors.ts`). Absent by default: a
+   * `Memory` with `semanticRecall` on such a store is refused with `UNSUPPORTED` naming it.
+   * A store that declares it must delete a message's vectors in the same write as the message
+   * (`deleteMessages`, `deleteThread`).
+   */
+  readonly vectors?: VectorStore;
 
   /**
    * Connects and creates or migrates tables, indexes and collections, once per store (memoised;

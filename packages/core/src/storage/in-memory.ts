@@ -22,8 +22,10 @@ import {
   shallowMerge,
   sortMessages,
 } from './helpers.ts';
+import { InMemoryVectors } from './in-memory-vectors.ts';
 import { messageOfAnotherResource, threadExists } from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
+import type { VectorStore } from './vectors.ts';
 
 /**
  * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
@@ -40,6 +42,23 @@ export class InMemoryStore extends StoreBase {
   private threads = new Map<string, Thread>();
   private messages = new Map<string, Message>();
   private resources = new Map<string, Resource>();
+  /**
+   * Exact vector search over this store's messages (the suite's recall oracle); `undefined`
+   * when constructed with `{ vectors: false }`.
+   */
+  readonly vectors: VectorStore | undefined;
+  /** The same object as `vectors`, typed for the deletes that drop rows in the same step. */
+  protected readonly memoryVectors: InMemoryVectors | undefined;
+
+  /** `vectors: false` builds a store without the vector capability. Default `true`. */
+  constructor(options: { vectors?: boolean } = {}) {
+    super();
+    this.memoryVectors =
+      options.vectors === false
+        ? undefined
+        : new InMemoryVectors(this.name, (operation, fn) => this.run(operation, fn), this.messages);
+    this.vectors = this.memoryVectors;
+  }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
     return new MemoryError('STORAGE', `memory: ${operation} failed: ${String(error)}`, {
@@ -83,7 +102,11 @@ export class InMemoryStore extends StoreBase {
 
   protected async doDeleteThread(threadId: string): Promise<void> {
     this.threads.delete(threadId);
-    for (const [id, message] of this.messages) if (message.threadId === threadId) this.messages.delete(id);
+    for (const [id, message] of this.messages) {
+      if (message.threadId !== threadId) continue;
+      this.messages.delete(id);
+      this.memoryVectors?.forget([id]);
+    }
   }
 
   protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
@@ -191,6 +214,7 @@ export class InMemoryStore extends StoreBase {
       if (!stored) continue;
       touched.add(stored.threadId);
       this.messages.delete(id);
+      this.memoryVectors?.forget([id]);
     }
     this.touch(touched, new Date());
   }

@@ -1,0 +1,393 @@
+import { InMemoryStore, Memory, type MemoryStorage, type Message, type VectorStore } from '@engram/core';
+import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
+import { raceProcesses } from '../concurrency/harness.ts';
+import { runRacer } from '../concurrency/tasks.ts';
+import { defineArea } from '../define.ts';
+import { at, message, thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import { conformanceEmbedder, random, SPACE, unit } from '../vectors.ts';
+import { HOSTILE_SUFFIXES } from './isolation.ts';
+
+const check = defineArea('recall');
+
+/** Scores of the store and of the exact double-precision oracle may differ by float32 rounding. */
+const EPSILON = 1e-4;
+
+function vectorsOf(store: MemoryStorage): VectorStore {
+  if (!store.vectors) skipCheck(`${store.name} declares no vectors (no semantic recall)`);
+  return store.vectors;
+}
+
+/** Name suffix of checks that apply only to stores declaring `vectors`. */
+export const NEEDS_VECTORS = ' [needs vectors]';
+
+/** Creates a thread with `n` messages (1 ms apart from `start`) and stores a vector for each. */
+async function seed(
+  store: MemoryStorage,
+  threadId: string,
+  resourceId: string,
+  vectors: Float32Array[],
+  start = 0,
+): Promise<Message[]> {
+  const t = thread(threadId, resourceId);
+  await store.saveThread(t);
+  const messages = vectors.map((_, i) => message(`${threadId}-m${i}`, t, at(start + i)));
+  await store.saveMessages(messages);
+  const space = await vectorsOf(store).claimSpace(SPACE);
+  expectEqual(space, SPACE, 'claimSpace (the suite uses one space per database)');
+  await vectorsOf(store).upsertVectors(
+    SPACE,
+    messages.map((m, i) => ({ messageId: m.id, hash: `h-${m.id}`, vector: vectors[i] as Float32Array })),
+  );
+  return messages;
+}
+
+/** Seeds the same data into the store under test and into the in-memory oracle. */
+async function seedBoth(store: MemoryStorage, oracle: MemoryStorage, args: Parameters<typeof seed>) {
+  const [, threadId, resourceId, vectors, start] = args;
+  await seed(oracle, threadId, resourceId, vectors, start);
+  return seed(store, threadId, resourceId, vectors, start);
+}
+
+function memoryOver(store: MemoryStorage, topK = 3, messageRange = 1): Memory {
+  return new Memory({
+    storage: store,
+    embedder: conformanceEmbedder(),
+    onEmbeddingError: (error) => {
+      throw error;
+    },
+    options: { lastMessages: 0, semanticRecall: { topK, messageRange } },
+  });
+}
+
+/** Semantic recall: exact ranking within a scope, windows, vectors kept in step with messages. */
+export const recallChecks = [
+  check(
+    `top K equal an exact ranking of the same vectors (differential, in-memory oracle)${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const oracle = new InMemoryStore();
+      const r = ctx.id('r');
+      const next = random(42);
+      await seedBoth(store, oracle, [store, `${r}-a`, r, Array.from({ length: 40 }, () => unit(next))]);
+      await seedBoth(store, oracle, [store, `${r}-b`, r, Array.from({ length: 25 }, () => unit(next)), 100]);
+      // ties: identical vectors order by createdAt DESC, then id
+      const tie = unit(next);
+      await seedBoth(store, oracle, [store, `${r}-c`, r, [tie, tie, tie], 500]);
+      const queries = [...Array.from({ length: 8 }, () => unit(next)), tie];
+      for (const [qi, vector] of queries.entries()) {
+        for (const args of [
+          { topK: 5, resourceId: r },
+          { topK: 7, resourceId: r, threadId: `${r}-b` },
+          { topK: 100, resourceId: r },
+          { topK: 3, resourceId: r, excludeIds: [`${r}-c-m2`, `${r}-a-m0`] },
+        ]) {
+          const got = await vectors.searchVectors({ space: SPACE, vector, ...args });
+          const want = await vectorsOf(oracle).searchVectors({ space: SPACE, vector, ...args });
+          const what = `query ${qi} ${JSON.stringify({ ...args, resourceId: 'r' })}`;
+          expectEqual(got.length, want.length, `${what}: number of hits`);
+          want.forEach((w, i) => {
+            const g = got[i];
+            if (!g || Math.abs(g.score - w.score) > EPSILON) {
+              throw new ConformanceError(
+                `${what}: hit ${i} scores ${g?.score}, exact ranking says ${w.score}`,
+              );
+            }
+            expectTrue(
+              g.messageId === w.messageId ||
+                Math.abs(w.score - (want[i + 1]?.score ?? w.score - 1)) < EPSILON ||
+                Math.abs(w.score - (want[i - 1]?.score ?? w.score + 1)) < EPSILON,
+              `${what}: hit ${i} is ${g.messageId}, exact ranking says ${w.messageId}`,
+            );
+            if (g.messageId === w.messageId)
+              expectEqual(g.threadId, w.threadId, `${what}: hit ${i} threadId`);
+          });
+        }
+        ctx.log(`query ${qi}: 4 searches equal the exact ranking`);
+      }
+      const tied = await vectors.searchVectors({
+        space: SPACE,
+        vector: tie,
+        topK: 3,
+        resourceId: r,
+        threadId: `${r}-c`,
+      });
+      expectEqual(
+        tied.map((h) => h.messageId),
+        [`${r}-c-m2`, `${r}-c-m1`, `${r}-c-m0`],
+        'equal scores: newest first',
+      );
+    },
+  ),
+
+  check(
+    `resource scope never returns another resource's messages, hostile ids included${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const base = ctx.id('r');
+      const same = unit(random(3));
+      const resources = [`${base}1`, `${base}10`, ...HOSTILE_SUFFIXES.map((s) => `${base}${s}`)];
+      for (const r of resources) await seed(store, `${r}-t`, r, [same, same]);
+      for (const r of resources) {
+        const hits = await vectors.searchVectors({ space: SPACE, vector: same, topK: 50, resourceId: r });
+        expectEqual(
+          hits.map((h) => h.messageId).sort(),
+          [`${r}-t-m0`, `${r}-t-m1`],
+          `resource ${JSON.stringify(r)}`,
+        );
+      }
+      ctx.log(`${resources.length} resources, each saw exactly its own 2 messages`);
+    },
+  ),
+
+  check(
+    `scope is applied before ranking: K hits even when other scopes hold closer vectors${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const crowd = ctx.id('crowd');
+      const query = unit(random(11));
+      const next = random(12);
+      // 40 exact matches in another resource, and 3 poor ones in ours (one in a second thread).
+      await seed(
+        store,
+        `${crowd}-t`,
+        crowd,
+        Array.from({ length: 40 }, () => query),
+      );
+      const ours = await seed(store, `${r}-a`, r, [unit(next), unit(next)]);
+      const other = await seed(store, `${r}-b`, r, [unit(next)], 10);
+      await seed(
+        store,
+        `${crowd}-t2`,
+        crowd,
+        Array.from({ length: 10 }, () => query),
+        20,
+      );
+      const hits = await vectors.searchVectors({ space: SPACE, vector: query, topK: 3, resourceId: r });
+      expectEqual(
+        hits.map((h) => h.messageId).sort(),
+        [...ours, ...other].map((m) => m.id).sort(),
+        'topK 3 in a resource with 3 vectors, another resource holding 50 closer ones',
+      );
+      const inThread = await vectors.searchVectors({
+        space: SPACE,
+        vector: query,
+        topK: 2,
+        resourceId: r,
+        threadId: `${r}-a`,
+      });
+      expectEqual(
+        inThread.map((h) => h.messageId).sort(),
+        ours.map((m) => m.id).sort(),
+        'topK 2 in a thread with 2 vectors',
+      );
+    },
+  ),
+
+  check(
+    `thread scope never returns another thread's messages, hostile ids included${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const same = unit(random(4));
+      const threads = [`${r}-t1`, `${r}-t10`, ...HOSTILE_SUFFIXES.map((s) => `${r}-t${s}`)];
+      for (const t of threads) await seed(store, t, r, [same]);
+      for (const t of threads) {
+        const hits = await vectors.searchVectors({
+          space: SPACE,
+          vector: same,
+          topK: 50,
+          resourceId: r,
+          threadId: t,
+        });
+        expectEqual(
+          hits.map((h) => h.messageId),
+          [`${t}-m0`],
+          `thread ${JSON.stringify(t)}`,
+        );
+      }
+      const foreign = await vectors.searchVectors({
+        space: SPACE,
+        vector: same,
+        topK: 50,
+        resourceId: ctx.id('other'),
+        threadId: threads[0],
+      });
+      expectEqual(foreign, [], "a thread searched under another resource's id");
+    },
+  ),
+
+  check(
+    `recall windows come from the hit's own thread, across the resource's threads${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      vectorsOf(store);
+      const memory = memoryOver(store, 2, 1);
+      const r = ctx.id('r');
+      const [a, b] = [`${r}-a`, `${r}-b`];
+      await memory.createThread({ resourceId: r, threadId: a });
+      await memory.createThread({ resourceId: r, threadId: b });
+      const say = (threadId: string, content: string, ms: number) => ({
+        threadId,
+        resourceId: r,
+        role: 'user' as const,
+        content,
+        createdAt: at(ms),
+      });
+      // interleaved in time, so a window taken by time rather than by thread shows it
+      await memory.saveMessages({
+        messages: [
+          say(a, 'a0', 0),
+          say(b, 'b0', 1),
+          say(a, 'v:5 target', 2),
+          say(b, 'b1', 3),
+          say(a, 'a2', 4),
+        ],
+      });
+      const result = await memory.recall({ threadId: b, resourceId: r, query: 'v:5', topK: 1 });
+      const hit = result.hits[0];
+      expectEqual(hit?.message.content, 'v:5 target', 'the hit');
+      expectEqual(hit?.threadId, a, "the hit's threadId");
+      expectEqual(
+        hit?.window.map((m) => m.content),
+        ['a0', 'v:5 target', 'a2'],
+        "the hit's window",
+      );
+      expectTrue((hit?.score ?? 0) > 1 - EPSILON, `an identical vector scores 1, got ${hit?.score}`);
+    },
+  ),
+
+  check(
+    `deleting a message or a thread deletes its vectors in the same write${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const next = random(5);
+      const a = await seed(store, `${r}-a`, r, [unit(next), unit(next), unit(next)]);
+      const b = await seed(store, `${r}-b`, r, [unit(next), unit(next)]);
+      const ids = [...a, ...b].map((m) => m.id);
+      expectEqual((await vectors.getVectors(SPACE, ids)).length, 5, 'vectors stored');
+      await store.deleteMessages([a[1]?.id as string]);
+      await store.deleteThread({ threadId: `${r}-b` });
+      const left = (await vectors.getVectors(SPACE, ids)).map((v) => v.messageId).sort();
+      expectEqual(
+        left,
+        [a[0]?.id, a[2]?.id].sort(),
+        'vectors left after deleting one message and one thread',
+      );
+      const hits = await vectors.searchVectors({ space: SPACE, vector: unit(next), topK: 10, resourceId: r });
+      expectEqual(hits.map((h) => h.messageId).sort(), left, 'search after the deletes');
+      // re-creating a deleted message does not resurrect its vector
+      await store.saveThread(thread(`${r}-b`, r));
+      await store.saveMessages([b[0] as Message]);
+      expectEqual(
+        await vectors.getVectors(SPACE, [b[0]?.id as string]),
+        [],
+        'a re-created message has no vector',
+      );
+      // vectors of absent messages are not stored (no orphans)
+      const absent = ctx.id('absent');
+      await vectors.upsertVectors(SPACE, [{ messageId: absent, hash: 'h', vector: unit(next) }]);
+      expectEqual(await vectors.getVectors(SPACE, [absent]), [], 'a vector upserted for an absent message');
+    },
+  ),
+
+  check(`an edited message is re-embedded and found by its new text only${NEEDS_VECTORS}`, async (ctx) => {
+    const store = await ctx.store();
+    const vectors = vectorsOf(store);
+    const memory = memoryOver(store, 1, 0);
+    const r = ctx.id('r');
+    const [t, other] = [`${r}-t`, `${r}-o`];
+    await memory.createThread({ resourceId: r, threadId: t });
+    await memory.createThread({ resourceId: r, threadId: other });
+    const [m] = await memory.saveMessages({
+      messages: [{ threadId: t, resourceId: r, role: 'user', content: 'v:1' }],
+    });
+    const [before] = await vectors.getVectors(SPACE, [m?.id as string]);
+    await memory.saveMessages({ messages: [{ ...(m as Message), content: 'v:2' }] });
+    const [after] = await vectors.getVectors(SPACE, [m?.id as string]);
+    expectTrue(before && after && before.hash !== after.hash, 'the stored hash changes with the text');
+    const found = await memory.recall({ threadId: other, resourceId: r, query: 'v:2' });
+    expectTrue(
+      (found.hits[0]?.score ?? 0) > 1 - EPSILON,
+      `the new text matches exactly, got ${found.hits[0]?.score}`,
+    );
+    const old = await memory.recall({ threadId: other, resourceId: r, query: 'v:1' });
+    expectTrue((old.hits[0]?.score ?? 0) < 1 - EPSILON, 'the old text no longer matches exactly');
+    expectEqual((await vectors.getVectors(SPACE, [m?.id as string])).length, 1, 'one vector per message');
+  }),
+
+  check(
+    `a dimension or space mismatch is INVALID_ARGUMENT and writes nothing${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const [m] = await seed(store, `${r}-t`, r, [unit(random(6))]);
+      const id = m?.id as string;
+      const wrong = {
+        messageId: id,
+        hash: 'other',
+        vector: new Float32Array(SPACE.dimensions + 1).fill(0.1),
+      };
+      await expectRejects(
+        () => vectors.upsertVectors(SPACE, [wrong]),
+        ['INVALID_ARGUMENT'],
+        'a 9-long vector in an 8-space',
+      );
+      const other = { id: SPACE.id, dimensions: SPACE.dimensions + 1 };
+      await expectRejects(() => vectors.upsertVectors(other, [wrong]), ['INVALID_ARGUMENT'], 'another space');
+      await expectRejects(
+        () => vectors.searchVectors({ space: other, vector: wrong.vector, topK: 1, resourceId: r }),
+        ['INVALID_ARGUMENT'],
+        'a search in another space',
+      );
+      expectEqual(await vectors.claimSpace(other), SPACE, 'claiming another space returns the recorded one');
+      expectEqual(
+        (await vectors.getVectors(SPACE, [id]))[0]?.hash,
+        `h-${id}`,
+        'the stored vector is unchanged',
+      );
+    },
+  ),
+
+  check(
+    (init) =>
+      `concurrent saves from ${Math.max(2, init.processes ?? 4)} racers leave exactly one vector per message${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      await vectors.claimSpace(SPACE);
+      const ids = Array.from({ length: 12 }, (_, i) => `${t}-m${i}`);
+      const task = { kind: 'embed-save' as const, threadId: t, resourceId: r, ids };
+      const n = Math.max(2, ctx.init.processes ?? 4);
+      const remote = !store.processLocal && ctx.init.worker;
+      const reports = remote
+        ? await raceProcesses(ctx.init.worker as URL | string, task, n)
+        : await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+      const failures = reports.flatMap((x) => x.failures);
+      if (failures.length) throw new ConformanceError(`saves failed: ${failures.slice(0, 3).join('; ')}`);
+      const stored = await vectors.getVectors(SPACE, ids);
+      ctx.log(
+        `${n} ${remote ? 'OS processes' : 'callers in one process'} saved ${ids.length} messages each; ${stored.length} vectors stored`,
+      );
+      expectEqual(stored.map((v) => v.messageId).sort(), [...ids].sort(), 'exactly one vector per message');
+      const hits = await vectors.searchVectors({
+        space: SPACE,
+        vector: unit(random(9)),
+        topK: 100,
+        resourceId: r,
+      });
+      expectEqual(hits.length, ids.length, 'search sees each message once');
+    },
+  ),
+];

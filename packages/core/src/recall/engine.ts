@@ -1,0 +1,310 @@
+import { MemoryError } from '../errors.ts';
+import type { MemoryStorage } from '../storage/contract.ts';
+import type { Message } from '../storage/records.ts';
+import type { EmbeddingSpace, VectorHit, VectorStore } from '../storage/vectors.ts';
+import {
+  describeSpace,
+  type EmbeddingModelLike,
+  type EmbeddingUsage,
+  embedAll,
+  embedderId,
+  normalize,
+} from './embedder.ts';
+import { messageText, textHash } from './text.ts';
+
+/** Semantic recall settings with every default filled in. */
+export interface ResolvedSemanticRecall {
+  readonly topK: number;
+  /** Messages added before each hit, from the hit's own thread. */
+  readonly before: number;
+  /** Messages added after each hit, from the hit's own thread. */
+  readonly after: number;
+  readonly scope: 'resource' | 'thread';
+}
+
+/** One recalled message with its neighbours. */
+export interface RecallHit {
+  /** The message that matched. */
+  message: Message;
+  /** The thread it belongs to (compare with the current thread to label it). */
+  threadId: string;
+  /** Cosine similarity to the query, in [-1, 1]. */
+  score: number;
+  /**
+   * The hit and up to `before`/`after` neighbours of its own thread, oldest first, without
+   * messages of the recent history or of an earlier (better-scored) hit's window.
+   */
+  window: Message[];
+}
+
+/** What a semantic recall returns. */
+export interface RecallResult {
+  /** Best first. */
+  hits: RecallHit[];
+  /** Tokens spent embedding the query (0 when it came from the cache). */
+  usage: EmbeddingUsage;
+}
+
+/** Progress of `reindex`. */
+export interface ReindexProgress {
+  /** Messages looked at so far. */
+  scanned: number;
+  /** Messages embedded so far (new or changed text). */
+  embedded: number;
+  /** Threads done so far, of `threads`. */
+  threadsDone: number;
+  threads: number;
+}
+
+/** Queries whose vectors are kept, so a repeated query (each agent step) is embedded once. */
+const QUERY_CACHE = 32;
+
+/**
+ * Core's half of semantic recall: embeds message text (outside any storage transaction, in
+ * batches, once per distinct text), stores the vectors through the store's primitives, and
+ * turns a query into hits with windows. One space per store: a different embedder or dimension
+ * is refused, naming both spaces.
+ */
+export class RecallEngine {
+  private space: EmbeddingSpace | null = null;
+  private readonly queries = new Map<string, Float32Array>();
+  /** Every embedding call of this engine, summed. */
+  readonly usage: EmbeddingUsage = { tokens: 0, calls: 0 };
+
+  constructor(
+    private readonly storage: MemoryStorage,
+    private readonly vectors: VectorStore,
+    private readonly embedder: EmbeddingModelLike,
+    readonly config: ResolvedSemanticRecall,
+  ) {}
+
+  /**
+   * Embeds the messages whose text has no vector yet, or changed since, and stores their
+   * vectors; removes the vectors of messages that no longer have text. Returns how many were
+   * embedded. Throws when embedding fails (the messages keep no or a stale vector, which
+   * `reindex` and stale-hit filtering handle).
+   */
+  async index(messages: Message[], signal?: AbortSignal): Promise<number> {
+    const items: { id: string; text: string; hash: string }[] = [];
+    const textless: string[] = [];
+    for (const m of messages) {
+      const text = messageText(m);
+      if (text === '') textless.push(m.id);
+      else items.push({ id: m.id, text, hash: await textHash(text) });
+    }
+    let space = await this.resolveSpace();
+    const stored = space
+      ? await this.vectors.getVectors(
+          space,
+          messages.map((m) => m.id),
+        )
+      : [];
+    const storedHash = new Map(stored.map((v) => [v.messageId, v.hash]));
+    const todo = items.filter((item) => storedHash.get(item.id) !== item.hash);
+    const drop = textless.filter((id) => storedHash.has(id));
+    if (todo.length > 0) {
+      const raw = await embedAll(
+        this.embedder,
+        todo.map((item) => item.text),
+        this.usage,
+        signal,
+      );
+      const claimed = await this.claim(lengthOf(raw, this.embedder));
+      space = claimed;
+      const rows = todo.flatMap((item, i) => {
+        const vector = normalize(raw[i] as number[]);
+        if (!vector) {
+          if (storedHash.has(item.id)) drop.push(item.id);
+          return [];
+        }
+        return [{ messageId: item.id, hash: item.hash, vector }];
+      });
+      await this.vectors.upsertVectors(claimed, rows);
+    }
+    if (space && drop.length > 0) await this.vectors.deleteVectors(space, drop);
+    return todo.length;
+  }
+
+  /** Recalls messages similar to `query` for a turn in `threadId` of `resourceId`. */
+  async recall(args: {
+    threadId: string;
+    resourceId: string;
+    query: string;
+    topK?: number;
+    scope?: 'resource' | 'thread';
+    before?: number;
+    after?: number;
+    /** Ids already in the model's context (the recent history); never returned. */
+    exclude: Set<string>;
+    signal?: AbortSignal;
+  }): Promise<RecallResult> {
+    const usage: EmbeddingUsage = { tokens: 0, calls: 0 };
+    const topK = args.topK ?? this.config.topK;
+    const scope = args.scope ?? this.config.scope;
+    const before = args.before ?? this.config.before;
+    const after = args.after ?? this.config.after;
+    const vector = await this.queryVector(args.query, usage, args.signal);
+    if (!vector) return { hits: [], usage };
+    const space = await this.claim(vector.length);
+    const found = await this.vectors.searchVectors({
+      space,
+      vector,
+      topK,
+      resourceId: args.resourceId,
+      threadId: scope === 'thread' ? args.threadId : undefined,
+      excludeIds: [...args.exclude],
+    });
+    const hits = await this.freshHits(found);
+    return { hits: await this.withWindows(hits, args.resourceId, before, after, args.exclude), usage };
+  }
+
+  /**
+   * Embeds every message (of `resourceId`, or of the whole store) whose vector is missing or
+   * stale, thread by thread. Returns the final progress.
+   */
+  async reindex(args: {
+    resourceId?: string;
+    onProgress?: (progress: ReindexProgress) => void;
+    signal?: AbortSignal;
+  }): Promise<ReindexProgress> {
+    const threadIds: string[] = [];
+    for (let page = 0; ; page++) {
+      const listed = await this.storage.listThreads({
+        resourceId: args.resourceId,
+        page,
+        perPage: 100,
+        orderBy: 'createdAt',
+        direction: 'ASC',
+      });
+      threadIds.push(...listed.threads.map((t) => t.id));
+      if (!listed.hasMore) break;
+    }
+    const progress: ReindexProgress = { scanned: 0, embedded: 0, threadsDone: 0, threads: threadIds.length };
+    for (const threadId of threadIds) {
+      args.signal?.throwIfAborted();
+      const { messages } = await this.storage.listMessages({ threadId, perPage: false });
+      for (let at = 0; at < messages.length; at += 200) {
+        const batch = messages.slice(at, at + 200);
+        progress.embedded += await this.index(batch, args.signal);
+        progress.scanned += batch.length;
+      }
+      progress.threadsDone++;
+      args.onProgress?.({ ...progress });
+    }
+    return progress;
+  }
+
+  /** The query's vector (cached per text); `null` when it has no text to embed. */
+  private async queryVector(query: string, usage: EmbeddingUsage, signal?: AbortSignal) {
+    if (query.trim() === '') return null;
+    const cached = this.queries.get(query);
+    if (cached) return cached;
+    const before = { ...this.usage };
+    const [raw] = await embedAll(this.embedder, [query], this.usage, signal);
+    usage.tokens += this.usage.tokens - before.tokens;
+    usage.calls += this.usage.calls - before.calls;
+    const vector = normalize(raw ?? []);
+    if (!vector) return null;
+    this.queries.set(query, vector);
+    if (this.queries.size > QUERY_CACHE) this.queries.delete(this.queries.keys().next().value as string);
+    return vector;
+  }
+
+  /**
+   * The store's space for this embedder. With `dimensions` (a vector in hand), records it when
+   * none is; without, returns the recorded one or `null`. `INVALID_ARGUMENT` naming both spaces
+   * when the recorded space is another embedder's or has another dimension.
+   */
+  private async resolveSpace(dimensions?: number): Promise<EmbeddingSpace | null> {
+    const id = embedderId(this.embedder);
+    if (!this.space) {
+      const recorded = await this.vectors.getSpace();
+      if (recorded) this.check(recorded, { id, dimensions: dimensions ?? recorded.dimensions });
+      else if (dimensions !== undefined) {
+        this.check(await this.vectors.claimSpace({ id, dimensions }), { id, dimensions });
+      }
+      this.space = recorded ?? (dimensions === undefined ? null : { id, dimensions });
+      if (!this.space) return null;
+    }
+    this.check(this.space, { id, dimensions: dimensions ?? this.space.dimensions });
+    return this.space;
+  }
+
+  /** `resolveSpace` with a vector's length in hand: never `null`. */
+  private async claim(dimensions: number): Promise<EmbeddingSpace> {
+    const space = await this.resolveSpace(dimensions);
+    if (!space) throw new MemoryError('STORAGE', `${this.storage.name}: no embedding space recorded`);
+    return space;
+  }
+
+  private check(recorded: EmbeddingSpace, ours: EmbeddingSpace): void {
+    if (recorded.id === ours.id && recorded.dimensions === ours.dimensions) return;
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `${this.storage.name}: this store's vectors were made by ${describeSpace(recorded)}, but the embedder is ${describeSpace(ours)}; vectors of different spaces cannot be compared. Use the same embedder, or another store (database) for the new one`,
+      { adapter: this.storage.name },
+    );
+  }
+
+  /** Hits whose message still exists and still has the text the vector was made from. */
+  private async freshHits(found: VectorHit[]): Promise<{ hit: VectorHit; message: Message }[]> {
+    if (found.length === 0) return [];
+    const messages = await this.storage.listMessagesById({ ids: found.map((h) => h.messageId) });
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    const fresh: { hit: VectorHit; message: Message }[] = [];
+    for (const hit of found) {
+      const message = byId.get(hit.messageId);
+      if (message && (await textHash(messageText(message))) === hit.hash) fresh.push({ hit, message });
+    }
+    return fresh;
+  }
+
+  /** Adds each hit's window from its own thread; de-duplicates against history and earlier hits. */
+  private async withWindows(
+    hits: { hit: VectorHit; message: Message }[],
+    resourceId: string,
+    before: number,
+    after: number,
+    exclude: Set<string>,
+  ): Promise<RecallHit[]> {
+    const byThread = new Map<string, Message[]>();
+    for (const threadId of new Set(hits.map((h) => h.message.threadId))) {
+      const ofThread = hits.filter((h) => h.message.threadId === threadId);
+      const page = await this.storage.listMessages({
+        threadId,
+        resourceId,
+        perPage: 0,
+        include: ofThread.map((h) => ({
+          id: h.message.id,
+          withPreviousMessages: before,
+          withNextMessages: after,
+        })),
+      });
+      byThread.set(threadId, page.messages);
+    }
+    const shown = new Set(exclude);
+    const out: RecallHit[] = [];
+    for (const { hit, message } of hits) {
+      if (shown.has(message.id)) continue;
+      const list = byThread.get(message.threadId) ?? [];
+      const at = list.findIndex((m) => m.id === message.id);
+      const window = (at < 0 ? [message] : list.slice(Math.max(0, at - before), at + after + 1)).filter(
+        (m) => !shown.has(m.id),
+      );
+      for (const m of window) shown.add(m.id);
+      out.push({ message, threadId: message.threadId, score: hit.score, window });
+    }
+    return out;
+  }
+}
+
+function lengthOf(raw: number[][], embedder: EmbeddingModelLike): number {
+  const n = raw[0]?.length ?? 0;
+  if (n === 0 || raw.some((v) => !Array.isArray(v) || v.length !== n)) {
+    throw new MemoryError(
+      'VALIDATION',
+      `embedder ${embedderId(embedder)} returned vectors of different or zero lengths`,
+    );
+  }
+  return n;
+}

@@ -1,0 +1,180 @@
+import { MemoryError } from '../errors.ts';
+import { assertId, assertIds, describe, isPlainObject } from './validate.ts';
+import type {
+  EmbeddingSpace,
+  MessageVector,
+  StoredVector,
+  VectorHit,
+  VectorSearch,
+  VectorStore,
+} from './vectors.ts';
+
+/** Largest `topK` a search accepts. */
+export const MAX_TOP_K = 1000;
+/** Largest vector dimension accepted. */
+export const MAX_DIMENSIONS = 16_384;
+
+/** Runs an adapter operation, mapping foreign errors to `MemoryError` (a store's `run`). */
+export type VectorRunner = <T>(operation: string, fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * The base of adapters' `VectorStore`s: public methods validate their arguments once (space,
+ * ids, dimensions, `topK`) and call the protected `do*` primitive through the store's error
+ * mapping. Adapters implement only the `do*` methods.
+ */
+export abstract class VectorStoreBase implements VectorStore {
+  abstract readonly search: 'exact' | 'index';
+  /** The recorded space once read (it never changes once recorded). */
+  private recorded: EmbeddingSpace | null = null;
+
+  constructor(
+    /** The store's name, for messages. */
+    protected readonly adapter: string,
+    private readonly run: VectorRunner,
+  ) {}
+
+  protected abstract doGetSpace(): Promise<EmbeddingSpace | null>;
+  protected abstract doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace>;
+  protected abstract doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
+  protected abstract doGetVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
+  protected abstract doDeleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
+  protected abstract doSearchVectors(args: VectorSearch): Promise<VectorHit[]>;
+
+  async getSpace(): Promise<EmbeddingSpace | null> {
+    if (this.recorded) return { ...this.recorded };
+    const space = await this.run('getSpace', () => this.doGetSpace());
+    if (space) this.recorded = { ...space };
+    return space;
+  }
+
+  async claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+    assertSpace(space);
+    const claimed = await this.run('claimSpace', () =>
+      this.doClaimSpace({ id: space.id, dimensions: space.dimensions }),
+    );
+    this.recorded = { ...claimed };
+    return claimed;
+  }
+
+  /**
+   * `INVALID_ARGUMENT` unless `space` is the recorded one (`null` when none is recorded yet,
+   * which `requireClaim` refuses: vectors are only written after `claimSpace`).
+   */
+  private async sameSpace(space: EmbeddingSpace, requireClaim: boolean): Promise<boolean> {
+    const recorded = await this.getSpace();
+    if (!recorded) {
+      if (requireClaim)
+        throw invalid(`${this.adapter}: no embedding space recorded yet; call claimSpace first`);
+      return false;
+    }
+    if (recorded.id !== space.id || recorded.dimensions !== space.dimensions) {
+      throw invalid(
+        `${this.adapter}: vectors of this store are in space ${JSON.stringify(recorded.id)} (${recorded.dimensions} dimensions), not ${JSON.stringify(space.id)} (${space.dimensions} dimensions)`,
+      );
+    }
+    return true;
+  }
+
+  async upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
+    assertSpace(space);
+    if (!Array.isArray(vectors)) throw invalid(`vectors must be an array, got ${describe(vectors)}`);
+    const seen = new Set<string>();
+    vectors.forEach((v, i) => {
+      if (!isPlainObject(v)) throw invalid(`vectors[${i}] must be an object, got ${describe(v)}`);
+      assertId(v.messageId, `vectors[${i}].messageId`);
+      if (seen.has(v.messageId))
+        throw invalid(`vectors: message ${JSON.stringify(v.messageId)} appears twice`);
+      seen.add(v.messageId);
+      if (typeof v.hash !== 'string' || v.hash === '')
+        throw invalid(`vectors[${i}].hash must be a non-empty string`);
+      assertVector(v.vector, space, `vectors[${i}].vector`);
+    });
+    if (vectors.length === 0) return;
+    await this.sameSpace(space, true);
+    return this.run('upsertVectors', () => this.doUpsertVectors(space, vectors));
+  }
+
+  async getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]> {
+    assertSpace(space);
+    assertIds(messageIds, 'messageIds');
+    if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return [];
+    return this.run('getVectors', () => this.doGetVectors(space, [...new Set(messageIds)]));
+  }
+
+  async deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void> {
+    assertSpace(space);
+    assertIds(messageIds, 'messageIds');
+    if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return;
+    return this.run('deleteVectors', () => this.doDeleteVectors(space, [...new Set(messageIds)]));
+  }
+
+  async searchVectors(args: VectorSearch): Promise<VectorHit[]> {
+    if (!isPlainObject(args))
+      throw invalid(`searchVectors expects an arguments object, got ${describe(args)}`);
+    assertSpace(args.space);
+    assertVector(args.vector, args.space, 'vector');
+    if (!Number.isInteger(args.topK) || args.topK < 1 || args.topK > MAX_TOP_K) {
+      throw invalid(`topK must be an integer from 1 to ${MAX_TOP_K}, got ${describe(args.topK)}`);
+    }
+    assertId(args.resourceId, 'resourceId');
+    if (args.threadId !== undefined) assertId(args.threadId, 'threadId');
+    if (args.excludeIds !== undefined) assertIds(args.excludeIds, 'excludeIds');
+    const normalized: VectorSearch = {
+      space: { id: args.space.id, dimensions: args.space.dimensions },
+      vector: args.vector,
+      topK: args.topK,
+      resourceId: args.resourceId,
+      threadId: args.threadId,
+      excludeIds: args.excludeIds ?? [],
+    };
+    if (!(await this.sameSpace(normalized.space, false))) return [];
+    return this.run('searchVectors', () => this.doSearchVectors(normalized));
+  }
+}
+
+function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message);
+}
+
+/** `INVALID_ARGUMENT` unless `space` is `{ id: non-empty string, dimensions: 1…16384 }`. */
+export function assertSpace(space: unknown): asserts space is EmbeddingSpace {
+  if (!isPlainObject(space)) throw invalid(`space must be an object, got ${describe(space)}`);
+  if (typeof space.id !== 'string' || space.id === '' || space.id.length > 512) {
+    throw invalid(`space.id must be a non-empty string of at most 512 characters, got ${describe(space.id)}`);
+  }
+  const d = space.dimensions;
+  if (typeof d !== 'number' || !Number.isInteger(d) || d < 1 || d > MAX_DIMENSIONS) {
+    throw invalid(`space.dimensions must be an integer from 1 to ${MAX_DIMENSIONS}, got ${describe(d)}`);
+  }
+}
+
+/** `INVALID_ARGUMENT` unless `vector` is a `Float32Array` of `space.dimensions` finite numbers. */
+export function assertVector(
+  vector: unknown,
+  space: EmbeddingSpace,
+  field: string,
+): asserts vector is Float32Array {
+  if (!(vector instanceof Float32Array))
+    throw invalid(`${field} must be a Float32Array, got ${describe(vector)}`);
+  if (vector.length !== space.dimensions) {
+    throw invalid(
+      `${field} has ${vector.length} dimensions, but space ${JSON.stringify(space.id)} has ${space.dimensions}`,
+    );
+  }
+  for (const x of vector) if (!Number.isFinite(x)) throw invalid(`${field} holds a non-finite number`);
+}
+
+/** Cosine similarity of two equal-length vectors (0 when either is zero). */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}

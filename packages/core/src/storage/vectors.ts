@@ -1,0 +1,108 @@
+import { compareIds } from './helpers.ts';
+
+/**
+ * The vector capability a store may declare (`MemoryStorage.vectors`) so `Memory` can offer
+ * semantic recall. Adapters supply these small primitives; core does the rest (embedding,
+ * hashing, batching, windows, de-duplication, prompt labels, reindex).
+ *
+ * Rules every implementation keeps:
+ * - Vectors live in the same database as the messages, one per `(message id, space)`.
+ * - Deleting a message, or a thread with its messages, removes their vectors in the same write
+ *   (`deleteMessages` / `deleteThread` of the store, not a later clean-up).
+ * - Scope is applied before ranking: a search never returns a message of another resource (or,
+ *   with `threadId`, of another thread), and returns `topK` hits whenever that many exist.
+ * - The resource and thread of a hit are the message's current ones (a moved message is found
+ *   in its new thread).
+ */
+
+/** Which embedder made a vector: an id such as `'openai:text-embedding-3-small'` and a dimension. */
+export interface EmbeddingSpace {
+  /** The embedder's `provider:modelId` (or any stable name). */
+  id: string;
+  /** Length of every vector in this space. */
+  dimensions: number;
+}
+
+/** One message's vector. `hash` identifies the text it was made from. */
+export interface MessageVector {
+  messageId: string;
+  /** Core's hash of the embedded text; an unchanged hash means no re-embedding. */
+  hash: string;
+  /** `space.dimensions` numbers, L2-normalised by core. */
+  vector: Float32Array;
+}
+
+/** A stored vector's bookkeeping (the vector itself is not read back). */
+export interface StoredVector {
+  messageId: string;
+  hash: string;
+}
+
+/** `searchVectors` arguments; ids are validated by core. */
+export interface VectorSearch {
+  space: EmbeddingSpace;
+  /** The query vector, L2-normalised, `space.dimensions` long. */
+  vector: Float32Array;
+  /** How many hits at most (≥ 1). */
+  topK: number;
+  /** Only messages of this resource. */
+  resourceId: string;
+  /** When given, only messages of this thread (which must belong to `resourceId`). */
+  threadId?: string;
+  /** Messages never to return (for example those already in the recent history). */
+  excludeIds?: string[];
+}
+
+/** One search result. */
+export interface VectorHit {
+  messageId: string;
+  threadId: string;
+  /** The hash stored with the vector (core drops hits whose text changed since). */
+  hash: string;
+  /** Cosine similarity in [-1, 1]; higher is closer. */
+  score: number;
+  /** The message's `createdAt`, for the tie rule. */
+  createdAt: Date;
+}
+
+/**
+ * Exact order of hits: `score` descending, then `createdAt` descending (newer first), then
+ * `messageId` ascending in UTF-8 byte order (as ids are ordered everywhere in engram). Scores are
+ * compared as computed by the backend.
+ */
+export function compareHits(a: VectorHit, b: VectorHit): number {
+  return (
+    b.score - a.score || b.createdAt.getTime() - a.createdAt.getTime() || compareIds(a.messageId, b.messageId)
+  );
+}
+
+/**
+ * The vector primitives of a store. Every method throws a `MemoryError`; a dimension other than
+ * `space.dimensions` is `INVALID_ARGUMENT` and writes nothing.
+ */
+export interface VectorStore {
+  /**
+   * How search works, for the docs and the suite: `'exact'` scans every vector of the scope;
+   * `'index'` uses an approximate index (results may differ from an exact ranking).
+   */
+  readonly search: 'exact' | 'index';
+  /** The recorded embedding space, or `null` when no vector was ever stored. */
+  getSpace(): Promise<EmbeddingSpace | null>;
+  /**
+   * Records `space` as this store's embedding space when none is recorded yet, and returns the
+   * recorded one (which may differ: core then refuses to mix spaces). Idempotent; safe to call
+   * concurrently (exactly one space wins).
+   */
+  claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace>;
+  /**
+   * Stores (or replaces) the vectors of existing messages; vectors of absent messages are
+   * skipped, so a message deleted meanwhile leaves no orphan. One row per message.
+   */
+  upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
+  /** The stored vectors among `messageIds` (absent ones left out), in any order. */
+  getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
+  /** Removes the vectors of these messages (the messages stay). Unknown ids are ignored. */
+  deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
+  /** The `topK` nearest vectors in scope, ordered by `compareHits`. */
+  searchVectors(args: VectorSearch): Promise<VectorHit[]>;
+}

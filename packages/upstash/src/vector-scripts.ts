@@ -1,0 +1,156 @@
+/**
+ * The Lua scripts of semantic recall (see `vectors.ts`), after the shared prelude of
+ * `scripts.ts`. A message's vector is the hash `<p>:vector:<message>` with `space`, `hash` and
+ * `vec` (the float32 values packed little-endian with `struct.pack`); the store's delete
+ * scripts remove it with its message. `<p>:vector-space` records the one embedding space.
+ */
+import { PRELUDE } from './scripts.ts';
+
+const V_PRELUDE = `
+local kSpace = P .. ':vector-space'
+`;
+
+/** ARGV: prefix. Returns { embedder, dimensions } or nil. */
+const GET_SPACE = `
+local s = redis.call('HMGET', kSpace, 'embedder', 'dimensions')
+if not s[1] then return frame(nil) end
+return frame({s[1], s[2]})
+`;
+
+/** ARGV: prefix, embedder, dimensions. Records the space unless one is; returns the recorded one. */
+const CLAIM_SPACE = `
+if redis.call('HSETNX', kSpace, 'embedder', ARGV[2]) == 1 then
+  redis.call('HSET', kSpace, 'dimensions', ARGV[3])
+end
+local s = redis.call('HMGET', kSpace, 'embedder', 'dimensions')
+return frame({s[1], s[2]})
+`;
+
+/**
+ * ARGV: prefix, space, dimensions, then (messageId, hash, value × dimensions) per vector.
+ * Vectors of absent messages are skipped. Returns how many were written.
+ */
+const UPSERT = `
+local space, n = ARGV[2], tonumber(ARGV[3])
+local fmt = '<' .. string.rep('f', n)
+local written = 0
+for b = 4, #ARGV, n + 2 do
+  local id = ARGV[b]
+  if redis.call('EXISTS', kMessage(id)) == 1 then
+    local values = {}
+    for i = 1, n do values[i] = tonumber(ARGV[b + 1 + i]) end
+    redis.call('HSET', kVector(id), 'space', space, 'hash', ARGV[b + 1], 'vec', struct.pack(fmt, unpack(values)))
+    written = written + 1
+  end
+end
+return frame(written)
+`;
+
+/** ARGV: prefix, space, ids…. Returns (id, hash) pairs of the stored vectors in that space. */
+const GET = `
+local out = {}
+for i = 3, #ARGV do
+  local v = redis.call('HMGET', kVector(ARGV[i]), 'space', 'hash')
+  if v[1] == ARGV[2] then out[#out + 1] = {ARGV[i], v[2]} end
+end
+return frame(out)
+`;
+
+/** ARGV: prefix, space, ids…. */
+const DELETE = `
+for i = 3, #ARGV do
+  local key = kVector(ARGV[i])
+  if redis.call('HGET', key, 'space') == ARGV[2] then redis.call('DEL', key) end
+end
+return frame('ok')
+`;
+
+/**
+ * ARGV: prefix, space, dimensions, resourceId, threadId ('' for every thread of the resource),
+ * topK, scan limit, number of excluded ids, excluded ids…, query values × dimensions.
+ * Scans at most the scan limit of the scope's messages with a vector — threads by latest
+ * activity, each newest message first — and keeps the best topK by (score desc, createdAt desc,
+ * id asc). Returns (id, threadId, createdAt, hash, score) per hit, best first, then the number
+ * of vectors scanned.
+ */
+const SEARCH = `
+local space, n, r, onlyThread = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local k, limit, nx = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local excluded = {}
+for i = 9, 8 + nx do excluded[ARGV[i]] = true end
+local q, qq = {}, 0
+for i = 1, n do
+  q[i] = tonumber(ARGV[8 + nx + i])
+  qq = qq + q[i] * q[i]
+end
+local fmt = '<' .. string.rep('f', n)
+local best = {}
+local function better(a, b)
+  if a[5] ~= b[5] then return a[5] > b[5] end
+  if a[3] ~= b[3] then return a[3] > b[3] end
+  return a[1] < b[1]
+end
+local threads
+if onlyThread ~= '' then
+  threads = {}
+  if redis.call('HGET', kThread(onlyThread), 'resourceId') == r then threads[1] = onlyThread end
+else
+  threads = redis.call('ZREVRANGE', kResThreadsU(r), 0, -1)
+end
+local scanned = 0
+for _, t in ipairs(threads) do
+  if scanned >= limit then break end
+  local ids = redis.call('ZREVRANGE', kThreadResMsgs(t, r), 0, -1, 'WITHSCORES')
+  for j = 1, #ids, 2 do
+    if scanned >= limit then break end
+    local id = ids[j]
+    if not excluded[id] then
+      local v = redis.call('HMGET', kVector(id), 'space', 'hash', 'vec')
+      if v[1] == space and v[3] and #v[3] == 4 * n then
+        scanned = scanned + 1
+        local x = {struct.unpack(fmt, v[3])}
+        local dot, xx = 0, 0
+        for i = 1, n do
+          dot = dot + x[i] * q[i]
+          xx = xx + x[i] * x[i]
+        end
+        local score = 0
+        if xx > 0 and qq > 0 then score = dot / math.sqrt(xx * qq) end
+        local hit = {id, t, tonumber(ids[j + 1]), v[2], score}
+        if #best < k or better(hit, best[#best]) then
+          local at = #best + 1
+          while at > 1 and better(hit, best[at - 1]) do
+            best[at] = best[at - 1]
+            at = at - 1
+          end
+          best[at] = hit
+          if #best > k then best[#best] = nil end
+        end
+      end
+    end
+  end
+end
+local out = {}
+for i, h in ipairs(best) do out[i] = {h[1], h[2], string.format('%d', h[3]), h[4], string.format('%.17g', h[5])} end
+return frame({out, scanned})
+`;
+
+const BODIES = {
+  getSpace: GET_SPACE,
+  claimSpace: CLAIM_SPACE,
+  upsert: UPSERT,
+  get: GET,
+  delete: DELETE,
+  search: SEARCH,
+} as const;
+
+/** The name of one vector script. */
+export type VectorScriptName = keyof typeof BODIES;
+
+/** Every vector script, with the shared prelude in front. */
+export const VECTOR_SCRIPTS: Record<VectorScriptName, string> = Object.fromEntries(
+  Object.entries(BODIES).map(([name, body]) => [
+    name,
+    `-- engram:vectors:${name}\n${PRELUDE}\n${V_PRELUDE}\n${body.trim()}\n`,
+  ]),
+) as Record<VectorScriptName, string>;
