@@ -33,9 +33,10 @@ import {
   rowToThread,
   type ThreadRow,
 } from './mapping.ts';
-import { migrate } from './migrations.ts';
+import { migrate, serverMajorVersion } from './migrations.ts';
 import { Session } from './session.ts';
 import * as sql from './sql.ts';
+import { OracleVectors } from './vectors.ts';
 
 /** How JSON metadata is stored: `'json'` (the JSON type, 21c+), `'clob'` (19c), or `'auto'`. */
 export type OracleJsonType = 'json' | 'clob' | 'auto';
@@ -112,6 +113,8 @@ export class OracleStore extends StoreBase {
   private pool?: Promise<OraclePool>;
   private ready?: Promise<sql.Dialect>;
   private closed = false;
+  /** Exact vector search for semantic recall, on Oracle 23ai (see `OracleVectors`). */
+  readonly vectors: OracleVectors;
 
   constructor(options: OracleStoreOptions) {
     super();
@@ -139,6 +142,14 @@ export class OracleStore extends StoreBase {
     this.options = options;
     this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
     this.driver = loadDriver();
+    this.vectors = new OracleVectors(
+      {
+        dialect: () => this.dialect(),
+        read: (fn) => this.withSession(fn),
+        write: (fn) => this.transaction(fn),
+      },
+      (operation, fn) => this.run(operation, fn),
+    );
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
@@ -213,12 +224,17 @@ export class OracleStore extends StoreBase {
 
   private async migrateSchema(): Promise<sql.Dialect> {
     return this.withSession(async (session) => {
-      const version = session.connection.oracleServerVersion ?? 0;
+      const major = serverMajorVersion(session);
       const requested = this.options.jsonType ?? 'auto';
-      const preferred: sql.JsonStorage =
-        requested === 'auto' ? (Math.floor(version / 100_000_000) >= 21 ? 'json' : 'clob') : requested;
+      const preferred: sql.JsonStorage = requested === 'auto' ? (major >= 21 ? 'json' : 'clob') : requested;
       const json = await migrate(session, this.names, preferred);
-      return { names: this.names, json, clobType: this.driver.DB_TYPE_CLOB };
+      return {
+        names: this.names,
+        json,
+        clobType: this.driver.DB_TYPE_CLOB,
+        vectorType: this.driver.DB_TYPE_VECTOR,
+        vectors: major >= 23,
+      };
     });
   }
 
