@@ -113,8 +113,9 @@ export class OracleStore extends StoreBase {
   private pool?: Promise<OraclePool>;
   private ready?: Promise<sql.Dialect>;
   private closed = false;
-  /** Exact vector search for semantic recall, on Oracle 23ai (see `OracleVectors`). */
-  readonly vectors: OracleVectors;
+  private readonly vectorStore: OracleVectors;
+  /** Set once connected to a server without the `VECTOR` type (before 23ai). */
+  private vectorless = false;
 
   constructor(options: OracleStoreOptions) {
     super();
@@ -142,7 +143,7 @@ export class OracleStore extends StoreBase {
     this.options = options;
     this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
     this.driver = loadDriver();
-    this.vectors = new OracleVectors(
+    this.vectorStore = new OracleVectors(
       {
         dialect: () => this.dialect(),
         read: (fn) => this.withSession(fn),
@@ -150,6 +151,16 @@ export class OracleStore extends StoreBase {
       },
       (operation, fn) => this.run(operation, fn),
     );
+  }
+
+  /**
+   * Exact vector search for semantic recall on Oracle 23ai (see `OracleVectors`). Declared until
+   * the store has connected to an older server (no `VECTOR` type), then `undefined`, so suites
+   * and callers see the capability the server actually has; calls made before that fail with
+   * `UNSUPPORTED`.
+   */
+  get vectors(): OracleVectors | undefined {
+    return this.vectorless ? undefined : this.vectorStore;
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
@@ -228,6 +239,7 @@ export class OracleStore extends StoreBase {
       const requested = this.options.jsonType ?? 'auto';
       const preferred: sql.JsonStorage = requested === 'auto' ? (major >= 21 ? 'json' : 'clob') : requested;
       const json = await migrate(session, this.names, preferred);
+      this.vectorless = major < 23;
       return {
         names: this.names,
         json,

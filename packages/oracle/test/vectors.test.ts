@@ -186,11 +186,38 @@ describe('vector statements', () => {
 describe('OracleStore vectors', () => {
   it('declares exact vectors, and validates before connecting', async () => {
     const store = new OracleStore({ user: 'u', password: 'p', connectString: '127.0.0.1:1/FREEPDB1' });
-    expect(store.vectors.search).toBe('exact');
-    const error = await store.vectors
+    expect(store.vectors?.search).toBe('exact');
+    const vectors = store.vectors as NonNullable<typeof store.vectors>;
+    const error = await vectors
       .searchVectors({ space: { id: 'e', dimensions: 3 }, vector: q, topK: 1, resourceId: 'r' })
       .catch((e: unknown) => e);
     expect(isMemoryError(error) && error.code).toBe('INVALID_ARGUMENT');
     await store.close();
+  });
+
+  /** A pool whose one connection reports `serverVersion` and answers the migration queries. */
+  function poolOf(serverVersion: number) {
+    const connection = {
+      oracleServerVersion: serverVersion,
+      execute: async (text: string) =>
+        text.startsWith('SELECT version') ? { rows: [] } : { rows: [{ DATA_TYPE: 'CLOB' }], rowsAffected: 0 },
+      commit: async () => {},
+      rollback: async () => {},
+      close: async () => {},
+    };
+    return { getConnection: async () => connection, close: async () => {} };
+  }
+
+  it('stops declaring vectors once connected to a server older than 23ai, and keeps them on 23ai', async () => {
+    const old = new OracleStore({ pool: poolOf(1_919_000_000) });
+    const vectors = old.vectors as NonNullable<typeof old.vectors>;
+    await old.init();
+    expect(old.vectors).toBeUndefined();
+    const error = await vectors.getSpace().catch((e: unknown) => e);
+    expect(isMemoryError(error) && error.code).toBe('UNSUPPORTED');
+    expect((error as Error).message).toMatch(/23ai/);
+    const modern = new OracleStore({ pool: poolOf(2_304_000_000) });
+    await modern.init();
+    expect(modern.vectors?.search).toBe('exact');
   });
 });
