@@ -1,46 +1,87 @@
 // Sums the vitest JSON reports every package wrote (.vitest-report.json) and prints the plain
 // closing line CI reads: "N passed, N failed, N skipped", after the name of every test that
 // did not pass (skip reasons are part of the test names).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+//
+//   node scripts/test-summary.mjs                  the reports in the repository
+//   node scripts/test-summary.mjs --save DIR       copies them into DIR (before a second pass
+//                                                  deletes them); prints nothing else
+//   node scripts/test-summary.mjs --combine DIR…   sums saved passes; a pass whose folder holds
+//                                                  no report counts as one failure
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const reports = [];
-function walk(dir, depth) {
+const [mode, ...dirs] = process.argv.slice(2);
+
+function walk(dir, depth, reports) {
   for (const name of readdirSync(dir)) {
     if (name === 'node_modules' || name.startsWith('.git')) continue;
     const path = join(dir, name);
     if (name === '.vitest-report.json') reports.push(path);
-    else if (depth < 3 && statSync(path).isDirectory()) walk(path, depth + 1);
+    else if (depth < 3 && statSync(path).isDirectory()) walk(path, depth + 1, reports);
   }
+  return reports;
 }
-walk(root, 0);
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-const notPassed = [];
-for (const path of reports) {
-  const report = JSON.parse(readFileSync(path, 'utf8'));
-  passed += report.numPassedTests;
-  failed += report.numFailedTests + suitesThatFailedToLoad(report);
-  skipped += report.numPendingTests + report.numTodoTests;
-  const rel = path.slice(root.length);
-  for (const file of report.testResults) {
-    for (const test of file.assertionResults) {
-      if (test.status !== 'passed') notPassed.push(`  ${test.status}: ${test.fullName}`);
-    }
-    if (file.status === 'failed' && file.assertionResults.length === 0) {
-      notPassed.push(`  failed to load: ${file.name.slice(root.length)}`);
-    }
-  }
-  console.log(
-    `${rel}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
-  );
-}
+
 // A file that failed to load has no test results; count it as one failure so it cannot hide.
 function suitesThatFailedToLoad(report) {
   return report.testResults.filter((s) => s.status === 'failed' && s.assertionResults.length === 0).length;
 }
-// Every skip and failure by name, so a skip can never pass for a pass.
-if (notPassed.length > 0) console.log(`Not passed:\n${notPassed.join('\n')}`);
-console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+
+/** Sums reports given as [label, path]; prints one line per report unless quiet. */
+function sum(reports, quiet) {
+  const total = { passed: 0, failed: 0, skipped: 0 };
+  const notPassed = [];
+  for (const [label, path] of reports) {
+    const report = JSON.parse(readFileSync(path, 'utf8'));
+    total.passed += report.numPassedTests;
+    total.failed += report.numFailedTests + suitesThatFailedToLoad(report);
+    total.skipped += report.numPendingTests + report.numTodoTests;
+    for (const file of report.testResults) {
+      for (const test of file.assertionResults) {
+        if (test.status !== 'passed') notPassed.push(`  ${test.status}: ${test.fullName}`);
+      }
+      if (file.status === 'failed' && file.assertionResults.length === 0) {
+        notPassed.push(`  failed to load: ${file.name.slice(root.length)}`);
+      }
+    }
+    if (!quiet) {
+      console.log(
+        `${label}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
+      );
+    }
+  }
+  // Every skip and failure by name, so a skip can never pass for a pass.
+  if (!quiet && notPassed.length > 0) console.log(`Not passed:\n${notPassed.join('\n')}`);
+  return total;
+}
+
+const line = (t) => `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
+const inRepo = () => walk(root, 0, []).map((path) => [path.slice(root.length), path]);
+
+if (mode === '--save') {
+  const [dir] = dirs;
+  if (!dir) throw new Error('--save needs a folder');
+  const reports = inRepo();
+  if (reports.length > 0) mkdirSync(dir, { recursive: true });
+  for (const [label, path] of reports) copyFileSync(path, join(dir, `${label.replaceAll('/', '__')}`));
+} else if (mode === '--combine') {
+  const total = { passed: 0, failed: 0, skipped: 0 };
+  for (const dir of dirs) {
+    const files = existsSync(dir) ? readdirSync(dir) : [];
+    const pass = sum(
+      files.map((name) => [name, join(dir, name)]),
+      true,
+    );
+    if (files.length === 0) pass.failed += 1;
+    console.log(
+      `${dir}: ${line(pass)}${files.length === 0 ? ' (no test report: the pass did not run)' : ''}`,
+    );
+    total.passed += pass.passed;
+    total.failed += pass.failed;
+    total.skipped += pass.skipped;
+  }
+  console.log(line(total));
+} else {
+  console.log(line(sum(inRepo(), false)));
+}

@@ -20,6 +20,7 @@ export {
   differentialSuite,
   errorsSuite,
   isolationSuite,
+  lifecycleSuite,
   messagesSuite,
   recallSuite,
   recordsSuite,

@@ -46,9 +46,13 @@ export async function runCheck(
   const ctx: CheckContext = {
     init,
     async store() {
+      const store = await ctx.storeWithoutInit();
+      await store.init();
+      return store;
+    },
+    async storeWithoutInit() {
       const store = await init.create();
       stores.push(store);
-      await store.init();
       return store;
     },
     id: (prefix = 'x') => `${prefix}-${randomUUID()}`,

@@ -2,6 +2,7 @@ import type { MemoryStorage } from '@engram/core';
 
 /** The areas of the suite, in the order they run. */
 export const AREAS = [
+  'lifecycle',
   'records',
   'threads',
   'messages',
@@ -19,7 +20,8 @@ export type AreaName = (typeof AREAS)[number];
 
 /** Human names of the areas, used as `describe` titles and in the CLI table. */
 export const AREA_TITLES: Record<AreaName, string> = {
-  records: 'records & lifecycle',
+  lifecycle: 'lifecycle',
+  records: 'records',
   threads: 'threads',
   messages: 'messages',
   resources: 'resources',
@@ -62,6 +64,8 @@ export interface CheckContext {
   readonly init: ConformanceInit;
   /** Creates a store with `init.create()`, calls `init()` on it and destroys it after the check. */
   store(): Promise<MemoryStorage>;
+  /** Like `store()`, but without calling `init()`: for checks of the lifecycle itself. */
+  storeWithoutInit(): Promise<MemoryStorage>;
   /** A fresh random id with a readable prefix; use it for every record a check creates. */
   id(prefix?: string): string;
   /** A line of output (shown by vitest and by the CLI). */

@@ -55,7 +55,9 @@ export function runConformance(init: ConformanceInit): void {
   register(init, AREAS);
 }
 
-/** Registers only the records & lifecycle area. */
+/** Registers only the lifecycle area (lazy open, `init()`, `close()`). */
+export const lifecycleSuite = (init: ConformanceInit): void => register(init, ['lifecycle']);
+/** Registers only the records area. */
 export const recordsSuite = (init: ConformanceInit): void => register(init, ['records']);
 /** Registers only the threads area. */
 export const threadsSuite = (init: ConformanceInit): void => register(init, ['threads']);

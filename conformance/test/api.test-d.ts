@@ -26,6 +26,7 @@ expectTypeOf(concurrencySuite).parameters.toEqualTypeOf<[ConformanceInit]>();
 expectTypeOf(runChecks).returns.resolves.toEqualTypeOf<CheckResult[]>();
 expectTypeOf<CheckResult['status']>().toEqualTypeOf<'pass' | 'fail' | 'skip'>();
 expectTypeOf<AreaName>().toEqualTypeOf<
+  | 'lifecycle'
   | 'records'
   | 'threads'
   | 'messages'

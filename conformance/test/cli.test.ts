@@ -41,7 +41,7 @@ describe('engram-conformance CLI', () => {
     expect(code, out).toBe(1);
     expect(out).toMatch(/^concurrency\s+[0-4]\s+[2-6]\s+0$/m);
     expect(out).toMatch(/^messages\s+\d+\s+0\s+0$/m);
-    expect(out).toMatch(/^errors\s+\d+\s+0\s+6\s+no breakConnection hook supplied \(6\)$/m);
+    expect(out).toMatch(/^errors\s+\d+\s+0\s+7\s+no breakConnection hook supplied \(7\)$/m);
     expect(out).toMatch(
       /resource working-memory merges: 4 OS processes, 100 operations .*; \d+\/100 keys survived/,
     );

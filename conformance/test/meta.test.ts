@@ -7,12 +7,15 @@ import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from
 import { BreakableMemoryStore } from './support/breakable.ts';
 import {
   brokenAtomicStore,
+  ImmortalStore,
   InclusiveRangeStore,
+  LeakyErrorStore,
   LeakyIncludeStore,
   LosesEmptyStringsStore,
   PrefixMatchStore,
   StringDatesStore,
   SwallowingStore,
+  UnboundedPageStore,
   UnorderedTiesStore,
 } from './support/broken.ts';
 import { OrphanVectorsStore, ScopeBlindVectorsStore } from './support/broken-vectors.ts';
@@ -170,7 +173,7 @@ describe('the suite catches deliberately broken stores', () => {
       { areas: ['errors'] },
     );
     expect(bare.filter((r) => r.status === 'skip').map((r) => r.reason)).toEqual(
-      Array.from({ length: 6 }, () => 'no breakConnection hook supplied'),
+      Array.from({ length: 7 }, () => 'no breakConnection hook supplied'),
     );
   });
 });
@@ -263,5 +266,30 @@ describe('capabilities drive skips', () => {
     expect(skipped.every((r) => r.name.endsWith('[needs supportsAtomicWorkingMemoryMerge]'))).toBe(true);
     expect(skipped).toHaveLength(6);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
+  });
+
+  it('(f) a store that keeps working after close() fails the lifecycle area', async () => {
+    const results = await area({ name: 'immortal', create: () => new ImmortalStore() }, 'lifecycle');
+    expect(failures(results)).toEqual([
+      'after close() every call, init() included, rejects with CONNECTION "closed"',
+      'close() during init() in flight: init settles, later calls reject, data is intact',
+    ]);
+    expect(message(result(results, 'after close()'))).toContain('init() after close()');
+  });
+
+  it('(g) an error carrying the payload it was given fails the errors area', async () => {
+    const init = { name: 'leaky-error', create: () => new LeakyErrorStore(), breakConnection: breakMemory };
+    const results = await area(init, 'errors');
+    expect(failures(results)).toEqual([
+      'a failed write names the operation, never the payload (message, String(error), causes)',
+    ]);
+    expect(message(result(results, 'a failed write'))).toContain('saveMessages on a broken backend');
+  });
+
+  it('(h) a store that accepts a page past 2^31 - 1 fails the errors area', async () => {
+    const init = { name: 'unbounded', create: () => new UnboundedPageStore(), breakConnection: breakMemory };
+    const results = await area(init, 'errors');
+    expect(failures(results)).toEqual([expect.stringMatching(/^numbers out of 0\.\.2147483647/)]);
+    expect(message(results.find((r) => r.status === 'fail')!)).toContain('page 2147483648');
   });
 });

@@ -1,4 +1,5 @@
-import type { MemoryStorage } from '@engram/core';
+import { inspect } from 'node:util';
+import { MAX_LISTING_COUNT, type MemoryStorage } from '@engram/core';
 import {
   ConformanceError,
   describeError,
@@ -53,6 +54,42 @@ async function expectReadFails(read: () => Promise<unknown>, what: string): Prom
   throw new ConformanceError(
     `${what} on a broken backend must throw MemoryError STORAGE/CONNECTION, but it returned ${show(value, 300)}`,
   );
+}
+
+/** Numbers no count argument accepts: out of 0..2³¹−1, fractions, non-finite, not numbers. */
+const BAD_COUNTS: readonly unknown[] = [
+  -1,
+  1.5,
+  MAX_LISTING_COUNT + 1,
+  2 ** 31,
+  1e18,
+  Number.MAX_SAFE_INTEGER,
+  Number.MAX_VALUE,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  Number.NEGATIVE_INFINITY,
+  '1',
+  null,
+];
+
+/** Dates no date argument accepts. */
+const BAD_DATES: readonly unknown[] = [new Date(Number.NaN), new Date(8.64e15 + 1), '2024-01-01', 0];
+
+/** Fails unless `call` rejects with `INVALID_ARGUMENT` whose message names `field` (and `range`). */
+async function expectBound(
+  call: () => Promise<unknown>,
+  field: string,
+  range: string | undefined,
+  what: string,
+): Promise<void> {
+  await expectRejects(call, ['INVALID_ARGUMENT'], what);
+  const error = await call().catch((e: unknown) => e);
+  const text = error instanceof Error ? error.message : '';
+  for (const part of [field, range]) {
+    if (part !== undefined && !text.includes(part)) {
+      throw new ConformanceError(`${what}: the message must name ${JSON.stringify(part)}, got ${show(text)}`);
+    }
+  }
 }
 
 /** A call with a bad id in one position; `optional` ids accept `undefined`. */
@@ -156,6 +193,103 @@ export const errorsChecks = [
   }),
 
   check(
+    `numbers out of 0..${MAX_LISTING_COUNT}, fractions, NaN, Infinity, strings and invalid dates are INVALID_ARGUMENT naming the argument`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const t = thread(ctx.id('t'), ctx.id('r'));
+      await store.saveThread(t);
+      const m = message(ctx.id('m'), t, at(1));
+      await store.saveMessages([m]);
+      const max = String(MAX_LISTING_COUNT);
+      for (const bad of BAD_COUNTS) {
+        const n = bad as number;
+        const cases: [string, () => Promise<unknown>][] = [
+          ['page', () => store.listThreads({ resourceId: t.resourceId, page: n })],
+          ['perPage', () => store.listThreads({ resourceId: t.resourceId, perPage: n })],
+          ['page', () => store.listMessages({ threadId: t.id, page: n })],
+          ['perPage', () => store.listMessages({ threadId: t.id, perPage: n })],
+          [
+            'withPreviousMessages',
+            () => store.listMessages({ threadId: t.id, include: [{ id: m.id, withPreviousMessages: n }] }),
+          ],
+          [
+            'withNextMessages',
+            () => store.listMessages({ threadId: t.id, include: [{ id: m.id, withNextMessages: n }] }),
+          ],
+        ];
+        for (const [field, call] of cases) await expectBound(call, field, max, `${field} ${show(bad)}`);
+      }
+      // The row offset page × perPage has the same bound.
+      await expectBound(
+        () => store.listMessages({ threadId: t.id, page: 2 ** 30, perPage: 2 }),
+        'page',
+        max,
+        'page 2^30 × perPage 2',
+      );
+      await expectBound(
+        () => store.listThreads({ resourceId: t.resourceId, page: 2, perPage: MAX_LISTING_COUNT }),
+        'page',
+        max,
+        `page 2 × perPage ${max}`,
+      );
+      for (const bad of BAD_DATES) {
+        for (const side of ['start', 'end'] as const) {
+          await expectBound(
+            () => store.listMessages({ threadId: t.id, dateRange: { [side]: bad as Date } }),
+            `dateRange.${side}`,
+            undefined,
+            `dateRange.${side} ${show(bad)}`,
+          );
+        }
+      }
+      expectEqual((await store.listMessages({ threadId: t.id })).messages, [m], 'the message is unchanged');
+    },
+  ),
+
+  check(
+    `the largest counts (${MAX_LISTING_COUNT}), -0 and the widest dates are valid arguments and work`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const t = thread(ctx.id('t'), ctx.id('r'));
+      await store.saveThread(t);
+      const ms = [1, 2, 3].map((i) => message(ctx.id(`m${i}`), t, at(i)));
+      await store.saveMessages(ms);
+      const MAX = MAX_LISTING_COUNT;
+      const all = await store.listMessages({ threadId: t.id, perPage: MAX });
+      expectEqual([all.messages, all.total, all.hasMore], [ms, 3, false], `listMessages perPage ${MAX}`);
+      const last = await store.listMessages({ threadId: t.id, page: MAX, perPage: 1 });
+      expectEqual([last.messages, last.total, last.hasMore], [[], 3, false], `listMessages page ${MAX}`);
+      const zero = await store.listMessages({ threadId: t.id, page: -0, perPage: 2 });
+      expectEqual([zero.messages, zero.page], [ms.slice(0, 2), 0], 'listMessages page -0');
+      const windows = await store.listMessages({
+        threadId: t.id,
+        perPage: 0,
+        include: [{ id: ms[1]!.id, withPreviousMessages: MAX, withNextMessages: MAX }],
+      });
+      expectEqual(windows.messages, ms, `include window of ${MAX} on both sides`);
+      const threads = await store.listThreads({ resourceId: t.resourceId, perPage: MAX });
+      expectEqual(
+        [threads.threads.map((x) => x.id), threads.total],
+        [[t.id], 1],
+        `listThreads perPage ${MAX}`,
+      );
+      const beyond = await store.listThreads({ resourceId: t.resourceId, page: MAX, perPage: 1 });
+      expectEqual([beyond.threads, beyond.total], [[], 1], `listThreads page ${MAX}`);
+      const first = new Date(-8.64e15);
+      const lastDate = new Date(8.64e15);
+      for (const [range, expected] of [
+        [{ start: first, end: lastDate }, ms],
+        [{ start: first, end: lastDate, startExclusive: true, endExclusive: true }, ms],
+        [{ start: lastDate }, []],
+        [{ end: first }, []],
+      ] as const) {
+        const page = await store.listMessages({ threadId: t.id, dateRange: range });
+        expectEqual(page.messages, expected, `dateRange ${show(range)}`);
+      }
+    },
+  ),
+
+  check(
     'NOT_FOUND: updateThread, saveMessages and thread-scoped atomic update of a missing thread',
     async (ctx) => {
       const store = await ctx.store();
@@ -246,5 +380,39 @@ export const errorsChecks = [
       },
       noBreak,
     ),
+  ),
+
+  check(
+    'a failed write names the operation, never the payload (message, String(error), causes)',
+    async (ctx) => {
+      const { store, thread: t, message: m } = await brokenStore(ctx);
+      const secret = `secret-payload-${ctx.id('s')}`;
+      const writes: [string, () => Promise<unknown>][] = [
+        ['saveMessages', () => store.saveMessages([{ ...m, content: { text: secret } }])],
+        ['updateMessages', () => store.updateMessages([{ id: m.id, content: secret }])],
+        ['updateResource', () => store.updateResource({ resourceId: t.resourceId, workingMemory: secret })],
+        ['updateThread', () => store.updateThread({ id: t.id, metadata: { note: secret } })],
+        ['saveThread', () => store.saveThread({ ...t, title: secret })],
+      ];
+      for (const [what, call] of writes) {
+        const error = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expectMemoryError(error, ['STORAGE', 'CONNECTION'], `${what} on a broken backend`);
+        const logged = [
+          (error as Error).message,
+          String(error),
+          inspect(error, { depth: 10 }),
+          JSON.stringify(error),
+        ];
+        if (logged.some((text) => text?.includes(secret))) {
+          throw new ConformanceError(
+            `${what} on a broken backend: the error carries the payload it was given; errors name the operation and ids only\n${inspect(error, { depth: 10 })}`,
+          );
+        }
+      }
+    },
+    noBreak,
   ),
 ];

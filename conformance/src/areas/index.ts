@@ -3,6 +3,7 @@ import { concurrencyChecks } from './concurrency.ts';
 import { differentialChecks } from './differential.ts';
 import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
+import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
 import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
@@ -15,6 +16,7 @@ export {
   differentialChecks,
   errorsChecks,
   isolationChecks,
+  lifecycleChecks,
   messagesChecks,
   recallChecks,
   recordsChecks,
@@ -25,6 +27,7 @@ export {
 
 /** Every check of the suite, in area order. */
 export const CHECKS: readonly Check[] = [
+  ...lifecycleChecks,
   ...recordsChecks,
   ...threadsChecks,
   ...messagesChecks,

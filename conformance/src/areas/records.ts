@@ -24,30 +24,8 @@ function expectResourceDates(resource: Resource, what: string): void {
   expectDate(resource.updatedAt, `${what}: resource.updatedAt`);
 }
 
-/** Records round-trip exactly, and the store's lifecycle is idempotent. */
+/** Records round-trip exactly. */
 export const recordsChecks = [
-  check('init() twice on one instance, and concurrently on two instances', async (ctx) => {
-    const store = await ctx.store();
-    await store.init();
-    await Promise.all([store.init(), store.init()]);
-    const t = thread(ctx.id('t'), ctx.id('r'));
-    await store.saveThread(t);
-    expectThread(await store.getThreadById({ threadId: t.id }), t, 'a thread saved after init() three times');
-    const [a, b] = await Promise.all([ctx.store(), ctx.store()]);
-    await Promise.all([a.init(), b.init()]);
-    if (store.processLocal) return; // each instance has its own data
-    const u = thread(ctx.id('t'), ctx.id('r'));
-    await a.saveThread(u);
-    expectThread(await b.getThreadById({ threadId: u.id }), u, 'one instance reads what another saved');
-    expectThread(await b.getThreadById({ threadId: t.id }), t, 'the first thread, read by a third instance');
-  }),
-
-  check('close() is idempotent', async (ctx) => {
-    const store = await ctx.store();
-    await store.close();
-    await store.close();
-  }),
-
   check("thread round-trips: '' title, metadata JSON, Dates with milliseconds", async (ctx) => {
     const store = await ctx.store();
     const t = thread(ctx.id('t'), ctx.id('r'), {

@@ -2,6 +2,9 @@ import {
   compareIds,
   isMemoryError,
   type ListMessagesArgs,
+  MAX_LISTING_COUNT,
+  MemoryError,
+  type Message,
   type MessagePage,
   mergeMessageLists,
   pageInfo,
@@ -174,5 +177,33 @@ export class InclusiveRangeStore extends BreakableMemoryStore {
     if (!args.dateRange) return super.listMessages(args);
     const { start, end } = args.dateRange;
     return super.listMessages({ ...args, dateRange: { start, end } });
+  }
+}
+
+/** (f) Keeps working after `close()`, as if it had nothing to release. */
+export class ImmortalStore extends BreakableMemoryStore {
+  override async close(): Promise<void> {}
+}
+
+/** (g) Puts the messages it failed to save into the error message, as a raw driver error would. */
+export class LeakyErrorStore extends BreakableMemoryStore {
+  override async saveMessages(messages: Message[]): Promise<Message[]> {
+    try {
+      return await super.saveMessages(messages);
+    } catch (error) {
+      if (!isMemoryError(error)) throw error;
+      throw new MemoryError(error.code, `${error.message}, command was: ${JSON.stringify(messages)}`);
+    }
+  }
+}
+
+/** (h) Passes any integer page on to the backend (here: answers an empty page, like a lie). */
+export class UnboundedPageStore extends BreakableMemoryStore {
+  override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
+    if (typeof args.page !== 'number' || !Number.isInteger(args.page) || args.page <= MAX_LISTING_COUNT) {
+      return super.listMessages(args);
+    }
+    const page = await super.listMessages({ ...args, page: 0 });
+    return { ...page, messages: [], page: args.page, hasMore: false };
   }
 }

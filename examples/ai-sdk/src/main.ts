@@ -1,20 +1,27 @@
 /**
- * An assistant that remembers its user across conversations, with the Vercel AI SDK and engram.
- *
- * Turn 1 (thread A): the user introduces themselves; the model stores what it learns through the
- * `updateWorkingMemory` tool. Turn 2 (thread B, same user): the model answers from the working
- * memory alone, since thread B has no history.
+ * An assistant that remembers its user across conversations, with the Vercel AI SDK and engram
+ * (the conversation is in src/agent.ts).
  *
  *   OPENAI_API_KEY=sk-... pnpm --filter @engram/example-ai-sdk start
+ *   pnpm --filter @engram/example-ai-sdk start --mock     # no key: the AI SDK's mock model
  *
- * Optional: OPENAI_MODEL (default gpt-4o-mini), OPENAI_BASE_URL (any OpenAI-compatible server).
+ * Optional: OPENAI_MODEL (default gpt-4o-mini), OPENAI_BASE_URL (any OpenAI-compatible server);
+ * ENGRAM_DB_URL (e.g. file:./memory.db) stores the memory with libSQL instead of in memory.
  */
-import { openai } from '@ai-sdk/openai';
-import { memoryStep } from '@engram/ai-sdk';
-import { InMemoryStore, Memory } from '@engram/core';
-import { generateText, stepCountIs } from 'ai';
+import type { MemoryStorage } from '@engram/core';
+import type { LanguageModel } from 'ai';
+import { converse } from './agent.ts';
+import { mockModel } from './mock-model.ts';
 
-if (!process.env.OPENAI_API_KEY) {
+async function pickModel(): Promise<LanguageModel | null> {
+  if (process.argv.includes('--mock')) return mockModel();
+  if (!process.env.OPENAI_API_KEY) return null;
+  const { openai } = await import('@ai-sdk/openai');
+  return openai.chat(process.env.OPENAI_MODEL ?? 'gpt-4o-mini');
+}
+
+const model = await pickModel();
+if (!model) {
   console.log(
     [
       'This example talks to a real model and needs an OpenAI API key:',
@@ -22,47 +29,25 @@ if (!process.env.OPENAI_API_KEY) {
       '  OPENAI_API_KEY=sk-... pnpm --filter @engram/example-ai-sdk start',
       '',
       'Optional: OPENAI_MODEL (default gpt-4o-mini) and OPENAI_BASE_URL for an OpenAI-compatible server.',
-      'Without a key nothing was run. The same flow runs offline, against the AI SDK mock model, in',
-      'packages/ai-sdk/test/generate-text.test.ts (pnpm --filter @engram/ai-sdk test).',
+      'Without a key nothing was run. The same flow runs offline against the AI SDK mock model:',
+      '',
+      '  pnpm --filter @engram/example-ai-sdk start --mock',
     ].join('\n'),
   );
   process.exit(0);
 }
-
-const model = openai.chat(process.env.OPENAI_MODEL ?? 'gpt-4o-mini');
-
-const memory = new Memory({
-  storage: new InMemoryStore(),
-  options: {
-    lastMessages: 20,
-    workingMemory: {
-      enabled: true,
-      scope: 'resource',
-      template: `# User Profile
-- **Name**:
-- **Location**:
-- **Interests**:
-- **Preferences**:
-`,
-    },
-  },
-});
-
-const resourceId = 'user-sam';
-const instructions = 'You are a friendly personal assistant. Keep answers to two sentences.';
-
-async function turn(threadId: string, input: string): Promise<void> {
-  const step = await memoryStep({ memory, threadId, resourceId, instructions, input });
-  const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(5) });
-  await step.save(result);
-  const calls = result.steps.flatMap((s) => s.toolCalls.map((c) => c.toolName));
-  console.log(`\n[${threadId}] user: ${input}`);
-  console.log(`[${threadId}] assistant: ${result.text}`);
-  console.log(`[${threadId}] tool calls: ${calls.length > 0 ? calls.join(', ') : 'none'}`);
-  console.log(
-    `--- working memory of ${resourceId} ---\n${(await memory.getWorkingMemory({ resourceId })) ?? '(empty)'}`,
-  );
+async function pickStorage(): Promise<MemoryStorage | undefined> {
+  const url = process.env.ENGRAM_DB_URL;
+  if (!url) return undefined;
+  const { LibSQLStore } = await import('@engram/libsql');
+  const storage = new LibSQLStore({ url });
+  await storage.init();
+  return storage;
 }
 
-await turn('thread-a', "Hi! I'm Sam, I live in Lisbon and I spend my weekends bouldering.");
-await turn('thread-b', 'Where do I live, and what could I do this weekend?');
+const storage = await pickStorage();
+try {
+  await converse(model, { storage });
+} finally {
+  await storage?.close();
+}

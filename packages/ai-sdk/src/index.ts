@@ -1,9 +1,4 @@
+export type { TurnResult } from './ai-versions.ts';
 export { fromModelMessage, PARTS_MESSAGE_TYPE, toModelMessages } from './messages.ts';
-export {
-  type MemoryCall,
-  type MemoryStep,
-  type MemoryStepOptions,
-  memoryStep,
-  type TurnResult,
-} from './step.ts';
+export { type MemoryCall, type MemoryStep, type MemoryStepOptions, memoryStep } from './step.ts';
 export { toAISDKTool, workingMemoryTools } from './tool.ts';

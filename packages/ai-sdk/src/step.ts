@@ -11,6 +11,7 @@ import {
   WorkingMemoryState,
 } from '@engram/core';
 import type { ModelMessage, PrepareStepFunction, Tool } from 'ai';
+import { responseMessages, stepBaseMessages, type TurnResult } from './ai-versions.ts';
 import { fromModelMessage, toModelMessages } from './messages.ts';
 import { workingMemoryTools } from './tool.ts';
 
@@ -48,25 +49,13 @@ export interface MemoryCall {
   prepareStep?: PrepareStepFunction<Record<string, Tool<unknown, unknown>>>;
 }
 
-/** What `save` accepts: a result with `response.messages`, a response with `messages`, or messages. */
-export type TurnResult =
-  | { response: { messages: ModelMessage[] } }
-  | { messages: ModelMessage[] }
-  | ModelMessage[];
-
-function responseMessages(result: TurnResult): ModelMessage[] {
-  if (Array.isArray(result)) return result;
-  if ('response' in result && Array.isArray(result.response?.messages)) return result.response.messages;
-  if ('messages' in result && Array.isArray(result.messages)) return result.messages;
-  throw new MemoryError('INVALID_ARGUMENT', 'save expects a generateText result, a response, or messages');
-}
-
 /** One prepared turn: the call arguments, and `save` for after the model answered. */
 export interface MemoryStep {
   call: MemoryCall;
   /**
    * Saves this turn to the thread: the input, any state signal, and the response messages.
-   * Pass the `generateText` result, the awaited `response` of `streamText`, or the messages.
+   * Pass the `generateText` or `streamText` result (on `ai` 7 `result.response` holds only the
+   * last step), the awaited `response` of an `ai` 6 `streamText`, or the response messages.
    * System messages and working-memory tool calls are dropped. Returns the saved messages.
    */
   save(result: TurnResult): Promise<Message[]>;
@@ -135,11 +124,13 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
         templateProvider: memory,
       });
       conversation = await state.processInput({ messages: conversation, requestContext });
-      prepareStep = async ({ steps, messages }) => {
-        const wrote = steps.some((s) => s.toolCalls.some((call) => call.toolName === 'setWorkingMemory'));
+      prepareStep = async (step) => {
+        const wrote = step.steps.some((s) =>
+          s.toolCalls.some((call) => call.toolName === 'setWorkingMemory'),
+        );
         if (!wrote) return undefined;
         const signal = await state.snapshot(requestContext);
-        return { messages: [...messages, { role: 'user', content: stateSignalText(signal) }] };
+        return { messages: [...stepBaseMessages(step), { role: 'user', content: stateSignalText(signal) }] };
       };
     }
   }
@@ -148,7 +139,7 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
   const tools = await workingMemoryTools(memory, { threadId, resourceId, readOnly });
 
   const save: MemoryStep['save'] = async (result) => {
-    const response = responseMessages(result);
+    const response = await responseMessages(result);
     const responseAsAgent = response.map((m) => fromModelMessage(m, requestContext));
     const toSave = messagesToSave([...turn, ...responseAsAgent]).map((m) => ({
       threadId,

@@ -13,10 +13,10 @@ import { jsonSchema, type Tool, tool } from 'ai';
  * Errors (bad input, schema violations) surface to the model as tool errors.
  */
 export function toAISDKTool(workingMemoryTool: WorkingMemoryTool): Tool<unknown, unknown> {
-  return tool<unknown, unknown>({
+  return tool({
     description: workingMemoryTool.description,
     inputSchema: jsonSchema<unknown>(workingMemoryTool.inputSchema as JSONSchema7),
-    execute: (input: unknown) => workingMemoryTool.execute(input),
+    execute: (input: unknown): Promise<unknown> => workingMemoryTool.execute(input),
   });
 }
 

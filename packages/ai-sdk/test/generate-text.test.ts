@@ -1,6 +1,7 @@
 import { InMemoryStore, Memory, type MemoryOptions } from '@engram/core';
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, type Tool, tool } from 'ai';
-import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
+import * as aiTest from 'ai/test';
+import { convertArrayToReadableStream, type MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { memoryStep, workingMemoryTools } from '../src/index.ts';
@@ -9,6 +10,14 @@ type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
 type CallOptions = MockLanguageModelV3['doGenerateCalls'][number];
 type StreamPart =
   Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+// The same tests run against `ai` 6 and `ai` 7 (ENGRAM_AI_MAJOR=7, see vitest.config.ts). ai 7
+// adds MockLanguageModelV4, the model spec its providers implement; ai 6 has V3 only. Both take
+// the same options and results for what these tests use.
+const aiTestExports: Record<string, unknown> = aiTest;
+const major = 'MockLanguageModelV4' in aiTestExports ? 7 : 6;
+const MockModel = (aiTestExports.MockLanguageModelV4 ??
+  aiTest.MockLanguageModelV3) as typeof MockLanguageModelV3;
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
@@ -36,11 +45,34 @@ function text(value: string): GenerateResult {
 /** A mock model that answers with `script` in order. */
 function scripted(...script: GenerateResult[]): MockLanguageModelV3 {
   let i = 0;
-  return new MockLanguageModelV3({
+  return new MockModel({
     doGenerate: async () => {
       const next = script[i++];
       if (!next) throw new Error('the mock model ran out of answers');
       return next;
+    },
+  });
+}
+
+/** A mock model that streams `script` in order (tool calls and text, one step each). */
+function streamed(...script: GenerateResult[]): MockLanguageModelV3 {
+  let i = 0;
+  return new MockModel({
+    doStream: async () => {
+      const next = script[i++];
+      if (!next) throw new Error('the mock model ran out of answers');
+      const chunks: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+      for (const part of next.content) {
+        if (part.type === 'text') {
+          chunks.push({ type: 'text-start', id: 't' });
+          chunks.push({ type: 'text-delta', id: 't', delta: part.text });
+          chunks.push({ type: 'text-end', id: 't' });
+        } else if (part.type === 'tool-call') {
+          chunks.push(part);
+        }
+      }
+      chunks.push({ type: 'finish', finishReason: next.finishReason, usage: next.usage });
+      return { stream: convertArrayToReadableStream(chunks) };
     },
   });
 }
@@ -70,7 +102,11 @@ function textOf(message: CallOptions['prompt'][number]): string {
 
 const TEMPLATE = '# Profile\n- Name:\n- City:\n';
 
-describe('generateText with engram memory (mock model)', () => {
+describe(`generateText with engram memory (ai ${major}, mock model)`, () => {
+  it('runs against the ai major this run asked for', () => {
+    expect(major).toBe(Number(process.env.ENGRAM_AI_MAJOR ?? 6));
+  });
+
   it('the model calls updateWorkingMemory, the stored memory changes, and the next turn sees it', async () => {
     const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
     const model = scripted(
@@ -125,46 +161,59 @@ describe('generateText with engram memory (mock model)', () => {
 
   it('works with streamText too', async () => {
     const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
-    let call = 0;
-    const model = new MockLanguageModelV3({
-      doStream: async () => {
-        call++;
-        const chunks: StreamPart[] =
-          call === 1
-            ? [
-                { type: 'stream-start' as const, warnings: [] },
-                {
-                  type: 'tool-call' as const,
-                  toolCallId: 's-1',
-                  toolName: 'updateWorkingMemory',
-                  input: JSON.stringify({ memory: '- Name: Kim' }),
-                },
-                {
-                  type: 'finish' as const,
-                  finishReason: { unified: 'tool-calls' as const, raw: undefined },
-                  usage,
-                },
-              ]
-            : [
-                { type: 'stream-start' as const, warnings: [] },
-                { type: 'text-start' as const, id: 't' },
-                { type: 'text-delta' as const, id: 't', delta: 'Hello Kim' },
-                { type: 'text-end' as const, id: 't' },
-                {
-                  type: 'finish' as const,
-                  finishReason: { unified: 'stop' as const, raw: undefined },
-                  usage,
-                },
-              ];
-        return { stream: convertArrayToReadableStream(chunks) };
-      },
-    });
+    const model = streamed(toolCall('updateWorkingMemory', { memory: '- Name: Kim' }), text('Hello Kim'));
     const step = await memoryStep({ memory, threadId, resourceId, input: 'I am Kim' });
     const result = streamText({ model, ...step.call, stopWhen: stepCountIs(3) });
     expect(await result.text).toBe('Hello Kim');
     expect(await memory.getWorkingMemory({ resourceId })).toBe('- Name: Kim');
+    // The ai 6 idiom, the awaited response, is still accepted.
     const saved = await step.save(await result.response);
     expect(saved.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('streamText under state signals: save(result) keeps every step of the turn', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE, useStateSignals: true });
+    await memory.updateWorkingMemory({ resourceId, workingMemory: '- Name: Kim' });
+    const model = streamed(
+      toolCall('setWorkingMemory', { memory: '- Name: Kim\n- City: Oslo' }),
+      text('Oslo, nice.'),
+    );
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'I live in Oslo.' });
+    const result = streamText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    // On ai 7 `response` holds the last step only; the result itself gives the whole turn.
+    const saved = await step.save(result);
+    expect(saved.map((m) => m.role)).toEqual(['user', 'user', 'assistant', 'tool', 'assistant']);
+    expect(saved[3]!.content).toMatchObject({ format: 2, parts: [{ type: 'tool-result' }] });
+    expect(await memory.getWorkingMemory({ resourceId })).toBe('- Name: Kim\n- City: Oslo');
+    expect(textOf(model.doStreamCalls[1]!.prompt.at(-1)!)).toContain('- City: Oslo');
+  });
+
+  it('state signals: each step after a write carries one signal, with the latest value', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE, useStateSignals: true });
+    await memory.updateWorkingMemory({ resourceId, workingMemory: '- Name: ?' });
+    const model = scripted(
+      toolCall('setWorkingMemory', { memory: '- Name: Sam' }, 'a'),
+      toolCall('setWorkingMemory', { memory: '- Name: Sam\n- City: Oslo' }, 'b'),
+      text('Done.'),
+    );
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'I am Sam from Oslo.' });
+    await generateText({ model, ...step.call, stopWhen: stepCountIs(4) });
+    const calls = model.doGenerateCalls.map((c) => promptOf(c).rest);
+    const signals = calls.map((prompt) => prompt.filter((m) => textOf(m).startsWith('<state ')).map(textOf));
+    expect(signals.map((s) => s.length)).toEqual([1, 2, 2]);
+    expect(signals[0]![0]).toContain('- Name: ?');
+    expect(signals[1]![1]).toContain('- Name: Sam');
+    expect(signals[2]![1]).toContain('- City: Oslo');
+    // The last step still sees both tool calls and both results, and ends with the signal.
+    expect(calls[2]!.map((m) => m.role)).toEqual([
+      'user',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'user',
+    ]);
   });
 
   it('schema mode: the tool call merges a JSON patch', async () => {
@@ -278,12 +327,30 @@ describe('generateText with engram memory (mock model)', () => {
     expect(step4.call.messages).toHaveLength(4);
   });
 
+  it('save refuses what is not a turn result, and stores nothing', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'Hi' });
+    const bad: unknown[] = [
+      null,
+      'text',
+      { responseMessages: 'not messages' },
+      { responseMessages: Promise.resolve(null) },
+      { response: Promise.resolve({}) },
+      { response: { messages: 'x' } },
+      { messages: 42 },
+    ];
+    for (const result of bad) {
+      await expect(step.save(result as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect((await memory.recall({ threadId })).length).toBe(0);
+  });
+
   it('lastMessages: 2 after a tool turn: the prompt never starts with an orphan tool result', async () => {
     const { memory, threadId, resourceId } = setup({ template: TEMPLATE });
-    const getWeather = tool<unknown, unknown>({
+    const getWeather = tool({
       description: 'weather',
       inputSchema: jsonSchema<unknown>({ type: 'object', properties: { city: { type: 'string' } } }),
-      execute: async () => 'sun',
+      execute: async (): Promise<unknown> => 'sun',
     });
     const model1 = scripted(toolCall('getWeather', { city: 'Berlin' }, 'call-w1'), text('It is sunny.'));
     const step1 = await memoryStep({ memory, threadId, resourceId, input: 'Weather in Berlin?' });

@@ -127,6 +127,7 @@ export {
   StoreBase,
 } from './storage/base.ts';
 export type * from './storage/contract.ts';
+export { redactDriverError } from './storage/driver-error.ts';
 export {
   compareIds,
   compareMessages,
@@ -147,6 +148,7 @@ export {
 } from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export { InMemoryVectors } from './storage/in-memory-vectors.ts';
+export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export type * from './storage/records.ts';
 export {
   assertId,
@@ -156,6 +158,7 @@ export {
   assertText,
   isPlainObject,
   MAX_ID_LENGTH,
+  MAX_LISTING_COUNT,
 } from './storage/validate.ts';
 export {
   assertSpace,

@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES, redactDriverError } from '@engram/core';
 
 /** The adapter name used in every error this package raises. */
 export const ADAPTER = 'libsql';
@@ -62,12 +62,10 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
   const reason = error instanceof Error ? error.message : String(error);
   const hint = isBusyError(error)
     ? ' (the database stayed locked by another writer past the busy timeout)'
-    : /no such table: engram_/.test(reason)
-      ? ' (call init() once before using the store)'
-      : '';
+    : '';
   return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${reason}${hint}`, {
     adapter: ADAPTER,
-    cause: error,
+    cause: redactDriverError(error),
     details: { operation, driverCodes: codesOf(error) },
   });
 }

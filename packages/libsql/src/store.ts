@@ -104,7 +104,6 @@ export class LibSQLStore extends StoreBase {
   override readonly processLocal: boolean;
 
   private readonly connection: Connection;
-  private initializing: Promise<void> | undefined;
   /** Exact vector search for semantic recall (see `LibSQLVectors`). */
   readonly vectors: LibSQLVectors;
 
@@ -137,14 +136,9 @@ export class LibSQLStore extends StoreBase {
     return toMemoryError(error, operation);
   }
 
+  /** Opens the client and migrates; `StoreBase` runs it once, before the first operation. */
   protected doInit(): Promise<void> {
-    this.initializing ??= this.connection
-      .use((client) => migrate(client))
-      .catch((error: unknown) => {
-        this.initializing = undefined;
-        throw error;
-      });
-    return this.initializing;
+    return this.connection.use((client) => migrate(client));
   }
 
   protected doClose(): Promise<void> {

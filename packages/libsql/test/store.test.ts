@@ -323,13 +323,17 @@ describe('libsql: lifecycle and errors', () => {
   });
 });
 
-describe('libsql: before init()', () => {
-  it('says to call init() when the tables do not exist yet', async () => {
+describe('libsql: without init()', () => {
+  it('creates the tables on first use, and init() after close() is refused', async () => {
     const store = new LibSQLStore({ url: ':memory:' });
     cleanups.push(() => store.close());
-    const error = await store.getThreadById({ threadId: 't' }).catch((e: unknown) => e);
-    expect(isMemoryError(error, 'STORAGE')).toBe(true);
-    expect((error as Error).message).toMatch(/call init\(\)/);
+    expect(await store.getThreadById({ threadId: 't' })).toBeNull();
+    await store.saveThread(thread('t', 'r', 1));
+    expect((await store.getThreadById({ threadId: 't' }))?.id).toBe('t');
+    await store.close();
+    const error = await store.init().catch((e: unknown) => e);
+    expect(isMemoryError(error, 'CONNECTION')).toBe(true);
+    expect((error as Error).message).toMatch(/^libsql: init failed: the store is closed/);
   });
 });
 

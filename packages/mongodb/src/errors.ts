@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, redactDriverError } from '@engram/core';
 import {
   BSON,
   MongoBulkWriteError,
@@ -101,7 +101,7 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
   const serverCode = numericCode(error);
   return new MemoryError(code, `mongodb: ${operation} failed: ${messageOf(error)}`, {
     adapter: ADAPTER,
-    cause: error,
+    cause: redactDriverError(error),
     details: { operation, ...(serverCode === undefined ? {} : { serverCode }) },
   });
 }

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { MemoryError } from '@engram/core';
 import { MongoClient, MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
@@ -23,11 +24,24 @@ describe('driver errors map to MemoryError codes', () => {
     );
   });
 
-  it('names the adapter and the operation and keeps the cause', () => {
-    const cause = new MongoServerError({ code: 2, errmsg: 'BadValue' });
+  it('names the adapter and the operation and keeps a redacted cause (no documents, no key values)', () => {
+    const cause = new MongoServerError({
+      code: 2,
+      codeName: 'BadValue',
+      errmsg: 'BadValue',
+      keyValue: { _id: 'k' },
+      errInfo: { failingDocument: { workingMemory: 'SECRET' } },
+    });
     const error = toMemoryError(cause, 'listThreads');
     expect(error).toBeInstanceOf(MemoryError);
-    expect(error).toMatchObject({ code: 'STORAGE', adapter: 'mongodb', cause });
+    expect(error).toMatchObject({ code: 'STORAGE', adapter: 'mongodb' });
+    expect(error.cause).toMatchObject({
+      name: 'MongoServerError',
+      message: 'BadValue',
+      code: 2,
+      codeName: 'BadValue',
+    });
+    expect(inspect(error, { depth: 10 })).not.toContain('SECRET');
     expect(error.message).toMatch(/^mongodb: listThreads failed: BadValue/);
   });
 });

@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES, redactDriverError } from '@engram/core';
 
 const ADAPTER = 'oracle';
 
@@ -124,7 +124,7 @@ export function toMemoryError(error: unknown, operation: string): MemoryError {
   }
   return new MemoryError(code, message, {
     adapter: ADAPTER,
-    cause: error,
+    cause: redactDriverError(error),
     details: { operation, ...(oracleCode ? { oracleCode } : {}) },
   });
 }

@@ -252,11 +252,11 @@ export class OracleStore extends StoreBase {
     return rows[0] ? rowToThread(rows[0]) : null;
   }
 
+  protected override assertStorableDates(dates: readonly (readonly [Date | undefined, string])[]): void {
+    assertStorableDates(dates);
+  }
+
   protected async doSaveThread(thread: Thread): Promise<Thread> {
-    assertStorableDates([
-      [thread.createdAt, 'thread.createdAt'],
-      [thread.updatedAt, 'thread.updatedAt'],
-    ]);
     const d = await this.dialect();
     const statement = sql.upsertThread(d, thread);
     await this.transaction((s) => s.upsert(statement));
@@ -317,7 +317,6 @@ export class OracleStore extends StoreBase {
   // Messages
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
-    assertStorableDates(messages.map((m, i) => [m.createdAt, `messages[${i}].createdAt`] as const));
     const d = await this.dialect();
     const upserts = messages.map((message) => sql.upsertMessage(d, message));
     const threadIds = [...new Set(messages.map((m) => m.threadId))];
@@ -411,7 +410,6 @@ export class OracleStore extends StoreBase {
   }
 
   protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
-    assertStorableDates(patches.map((p, i) => [p.createdAt, `patches[${i}].createdAt`] as const));
     const d = await this.dialect();
     const updates = patches.map((patch) => ({ id: patch.id, statement: sql.updateMessageRow(d, patch) }));
     const ids = [...new Set(patches.map((p) => p.id))];

@@ -53,7 +53,7 @@ describe('error mapping', () => {
     expect(classify(driverError('NJS-503'), 'init')).toBe('CONNECTION');
   });
 
-  it('builds a MemoryError naming the adapter, the operation and the Oracle code, with the cause', () => {
+  it('builds a MemoryError naming the adapter, the operation and the Oracle code, with a redacted cause', () => {
     const cause = driverError(
       'ORA-00001',
       'ORA-00001: unique constraint (ENGRAM.ENGRAM_THREADS_PK) violated',
@@ -63,7 +63,7 @@ describe('error mapping', () => {
     expect(error).toMatchObject({
       code: 'CONFLICT',
       adapter: 'oracle',
-      cause,
+      cause: { message: cause.message, code: 'ORA-00001', errorNum: 1 },
       details: { operation: 'saveThread', oracleCode: 'ORA-00001' },
     });
     expect(error.message).toMatch(/^oracle: saveThread failed: ORA-00001/);

@@ -85,7 +85,10 @@ describe('OracleStore against a closed port (real driver, no server)', () => {
     await store.close();
     await store.close();
     const error = await failure(store.getResourceById({ resourceId: 'r1' }));
-    expect(error).toMatchObject({ code: 'CONNECTION', message: 'oracle: the store is closed' });
+    expect(error).toMatchObject({
+      code: 'CONNECTION',
+      message: 'oracle: getResourceById failed: the store is closed; create a new store to connect again',
+    });
   });
 
   it('maps a closed injected pool to CONNECTION and leaves an open one open on close()', async () => {

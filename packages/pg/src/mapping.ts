@@ -77,6 +77,18 @@ export function timestamp(date: Date): string {
   )}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}.${pad(date.getUTCMilliseconds(), 3)}+00:00${era}`;
 }
 
+/** The earliest instant a PostgreSQL `timestamptz` holds: 4714-11-24 00:00 UTC BC. */
+const PG_MIN_TIMESTAMP_MS = Date.UTC(-4713, 10, 24);
+
+/**
+ * A `dateRange` bound as a `timestamptz` parameter. Every valid `Date` is a valid bound: one
+ * earlier than PostgreSQL can store becomes `-infinity`, which compares below every stored value
+ * exactly as the date itself would (the latest JS date, in 275760, is within PostgreSQL's range).
+ */
+export function boundTimestamp(date: Date): string {
+  return date.getTime() < PG_MIN_TIMESTAMP_MS ? '-infinity' : timestamp(date);
+}
+
 /** Like `timestamp`, passing `null` and `undefined` through as SQL NULL. */
 export function optionalTimestamp(date: Date | undefined | null): string | null {
   return date ? timestamp(date) : null;

@@ -1,5 +1,5 @@
 import type { DateRange, Direction, NormalizedListMessages, NormalizedListThreads } from '@engram/core';
-import { timestamp } from './mapping.ts';
+import { boundTimestamp } from './mapping.ts';
 
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
 export function quoteIdent(name: string): string {
@@ -125,11 +125,13 @@ function dateBounds(range: DateRange | undefined, p: Params): string[] {
   const out: string[] = [];
   if (range?.start) {
     out.push(
-      `"createdAt" ${range.startExclusive ? '>' : '>='} ${p.add(timestamp(range.start))}::timestamptz`,
+      `"createdAt" ${range.startExclusive ? '>' : '>='} ${p.add(boundTimestamp(range.start))}::timestamptz`,
     );
   }
   if (range?.end) {
-    out.push(`"createdAt" ${range.endExclusive ? '<' : '<='} ${p.add(timestamp(range.end))}::timestamptz`);
+    out.push(
+      `"createdAt" ${range.endExclusive ? '<' : '<='} ${p.add(boundTimestamp(range.end))}::timestamptz`,
+    );
   }
   return out;
 }

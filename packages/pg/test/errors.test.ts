@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { MemoryError } from '@engram/core';
 import { describe, expect, it } from 'vitest';
 import { classify, toMemoryError } from '../src/errors.ts';
@@ -38,11 +39,22 @@ describe('pg error mapping (no server needed)', () => {
     expect(classify(error, 'init')).toBe('CONNECTION');
   });
 
-  it('builds a MemoryError naming the adapter, the operation and the SQLSTATE, with the cause', () => {
-    const cause = driverError('duplicate key value', '23505');
+  it('builds a MemoryError naming the adapter, the operation and the SQLSTATE, with a redacted cause', () => {
+    const cause = Object.assign(driverError('duplicate key value', '23505'), {
+      constraint: 'engram_threads_pkey',
+      detail: 'Failing row contains (t1, r1, SECRET working memory)',
+      where: 'JSON data, line 1: {"SECRET',
+    });
     const error = toMemoryError(cause, 'saveThread');
     expect(error).toBeInstanceOf(MemoryError);
-    expect(error).toMatchObject({ code: 'CONFLICT', adapter: 'pg', cause, details: { sqlState: '23505' } });
+    expect(error).toMatchObject({ code: 'CONFLICT', adapter: 'pg', details: { sqlState: '23505' } });
+    expect(error.cause).toMatchObject({
+      message: 'duplicate key value',
+      code: '23505',
+      constraint: 'engram_threads_pkey',
+    });
+    expect(error.cause).not.toHaveProperty('detail');
+    expect(inspect(error, { depth: 10 })).not.toContain('SECRET');
     expect(error.message).toMatch(/^pg: saveThread failed: duplicate key value/);
   });
 });

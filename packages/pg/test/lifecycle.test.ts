@@ -214,6 +214,23 @@ describePg('lifecycle: migrations and init', (url) => {
     }
   });
 
+  it('close() during init() waits for it and ends the pool it opened; later calls are refused', async () => {
+    const schema = randomName('closing');
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    const initializing = store.init().then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    await store.close();
+    const outcome = await initializing;
+    if (outcome !== 'resolved') expect(outcome).toMatchObject({ code: 'CONNECTION' });
+    const pool = (store as unknown as { connection: { pool?: pg.Pool } }).connection.pool;
+    expect(pool?.ended ?? true).toBe(true);
+    expect(pool?.totalCount ?? 0).toBe(0);
+    await expect(store.init()).rejects.toMatchObject({ code: 'CONNECTION', message: /the store is closed/ });
+    await expect(store.listThreads({})).rejects.toMatchObject({ code: 'CONNECTION' });
+  });
+
   it('a schema newer than the package is refused with MIGRATION', async () => {
     const schema = randomName('newer');
     const store = new PostgresStore({ connectionString: db.url, schemaName: schema });

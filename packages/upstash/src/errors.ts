@@ -1,20 +1,35 @@
-import { MemoryError, type MemoryErrorCode } from '@engram/core';
+import { MemoryError, type MemoryErrorCode, redactDriverError } from '@engram/core';
 
 /** The adapter name used in errors. */
 export const ADAPTER = 'upstash';
 
+/** The longest driver reason kept in a message. */
+const MAX_REASON = 300;
+
+/**
+ * A driver message without the user data `@upstash/redis` puts in it: the client appends the
+ * whole command it sent (`…, command was: ["evalsha", …, message text, working memory]`) to an
+ * error the server answered, and the start of the response body to a reply it cannot parse.
+ */
+export function redactMessage(message: string): string {
+  const reason = message
+    .replace(/,? command was: [\s\S]*$/, '')
+    .replace(/^(Unable to parse response body)[\s\S]*$/, '$1');
+  return reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}…` : reason;
+}
+
 /**
  * Maps what `@upstash/redis` (or `fetch` under it) throws to a `MemoryError`:
  * network failures and refused credentials → `CONNECTION`; errors Redis answered → `STORAGE`.
+ * The message names the adapter and the operation, never the command's arguments; the cause is
+ * a copy of the driver error redacted the same way.
  */
 export function toMemoryError(error: unknown, operation: string): MemoryError {
   const message = error instanceof Error ? error.message : String(error);
   const code = classify(error, message);
-  // The client appends the whole command to its messages; keep errors readable.
-  const short = message.length > 300 ? `${message.slice(0, 300)}…` : message;
-  return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${short}`, {
+  return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${redactMessage(message)}`, {
     adapter: ADAPTER,
-    cause: error,
+    cause: redactDriverError(error, redactMessage),
     details: { operation },
   });
 }

@@ -11,6 +11,7 @@ import type {
   UpdateResourceArgs,
   UpdateThreadArgs,
 } from './contract.ts';
+import { StoreLifecycle, storeClosedError } from './lifecycle.ts';
 import type { Direction, JsonObject, Message, Resource, Thread } from './records.ts';
 import {
   assertCount,
@@ -23,6 +24,7 @@ import {
   assertText,
   describe,
   isPlainObject,
+  MAX_LISTING_COUNT,
 } from './validate.ts';
 
 const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
@@ -69,11 +71,21 @@ class UpdateFunctionError {
  * The base class of engram's adapters. Public methods validate and normalise their arguments
  * once, call the adapter's protected `do*` method, and turn anything the driver throws into a
  * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods.
+ *
+ * It also owns the lifecycle (see `StoreLifecycle`): every operation first awaits one memoised
+ * `doInit()` (so `init()` is optional), and after `close()` every call rejects with `CONNECTION`.
+ * `doInit()` runs once per successful open and `doClose()` at most once.
  */
 export abstract class StoreBase implements MemoryStorage {
   abstract readonly name: string;
   abstract readonly supportsAtomicWorkingMemoryMerge: boolean;
   readonly processLocal: boolean = false;
+
+  private readonly lifecycle = new StoreLifecycle(
+    () => this.name,
+    () => this.run('init', () => this.doInit()),
+    () => this.run('close', () => this.doClose()),
+  );
 
   /** Turns a driver error into a `MemoryError` naming this adapter and the operation. */
   protected abstract toMemoryError(error: unknown, operation: string): MemoryError;
@@ -94,9 +106,21 @@ export abstract class StoreBase implements MemoryStorage {
   protected abstract doUpdateResource(args: UpdateResourceArgs): Promise<Resource>;
   protected abstract doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null>;
 
-  /** Runs an adapter operation, mapping every foreign error to a `MemoryError`. */
+  /**
+   * Refuses dates this backend cannot store (e.g. Oracle's years 1–9999) with `INVALID_ARGUMENT`.
+   * Called with every date a write would store, after core's validation and before the store
+   * opens, so such input is refused the same way whether or not the database is reachable.
+   * Default: every valid `Date` is storable.
+   */
+  protected assertStorableDates(_dates: readonly (readonly [Date | undefined, string])[]): void {}
+
+  /**
+   * Runs an adapter operation, mapping every foreign error to a `MemoryError`. Every operation
+   * but `init` and `close` first waits until the store is open (and rejects once it is closed).
+   */
   protected async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     try {
+      if (operation !== 'init' && operation !== 'close') await this.lifecycle.ready(operation);
       return await fn();
     } catch (error) {
       if (error instanceof UpdateFunctionError) throw error.error;
@@ -105,12 +129,20 @@ export abstract class StoreBase implements MemoryStorage {
     }
   }
 
-  init(): Promise<void> {
-    return this.run('init', () => this.doInit());
+  /** The result of a call that needs no backend (an empty batch), unless the store is closed. */
+  private async noop<T>(operation: string, value: T): Promise<T> {
+    if (this.lifecycle.closed) throw storeClosedError(this.name, operation);
+    return value;
   }
 
+  /** Connects and migrates once (memoised); optional, since every operation does it first. */
+  init(): Promise<void> {
+    return this.lifecycle.ready('init');
+  }
+
+  /** Idempotent; afterwards every call, `init()` included, rejects with `CONNECTION`. */
   close(): Promise<void> {
-    return this.run('close', () => this.doClose());
+    return this.lifecycle.close();
   }
 
   async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
@@ -122,6 +154,10 @@ export abstract class StoreBase implements MemoryStorage {
 
   async saveThread(thread: Thread): Promise<Thread> {
     assertThread(thread);
+    this.assertStorableDates([
+      [thread.createdAt, 'thread.createdAt'],
+      [thread.updatedAt, 'thread.updatedAt'],
+    ]);
     return this.run('saveThread', () => this.doSaveThread(thread));
   }
 
@@ -146,16 +182,14 @@ export abstract class StoreBase implements MemoryStorage {
     assertArgs(args, 'listThreads');
     assertOptionalId(args.resourceId, 'resourceId');
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
-    assertCount(args.page, 'page');
-    assertPerPage(args.perPage);
+    const paging = assertPaging(args.page, args.perPage, 100);
     if (args.orderBy !== undefined && args.orderBy !== 'createdAt' && args.orderBy !== 'updatedAt') {
       throw invalid(`orderBy must be 'createdAt' or 'updatedAt', got ${describe(args.orderBy)}`);
     }
     const normalized: NormalizedListThreads = {
       resourceId: args.resourceId,
       metadata: args.metadata,
-      page: args.page ?? 0,
-      perPage: args.perPage ?? 100,
+      ...paging,
       orderBy: args.orderBy ?? 'createdAt',
       direction: assertDirection(args.direction, 'DESC'),
     };
@@ -170,7 +204,8 @@ export abstract class StoreBase implements MemoryStorage {
       if (seen.has(message.id)) throw invalid(`message id ${JSON.stringify(message.id)} appears twice`);
       seen.add(message.id);
     });
-    if (messages.length === 0) return [];
+    if (messages.length === 0) return this.noop('saveMessages', []);
+    this.assertStorableDates(messages.map((m, i) => [m.createdAt, `messages[${i}].createdAt`] as const));
     return this.run('saveMessages', () => this.doSaveMessages(messages));
   }
 
@@ -178,8 +213,7 @@ export abstract class StoreBase implements MemoryStorage {
     assertArgs(args, 'listMessages');
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
-    assertCount(args.page, 'page');
-    assertPerPage(args.perPage);
+    const paging = assertPaging(args.page, args.perPage, 40);
     if (args.dateRange !== undefined) assertDateRange(args.dateRange);
     if (args.include !== undefined && !Array.isArray(args.include)) {
       throw invalid(`include must be an array, got ${describe(args.include)}`);
@@ -187,19 +221,17 @@ export abstract class StoreBase implements MemoryStorage {
     const include = (args.include ?? []).map((window, i): NormalizedInclude => {
       assertArgs(window, `include[${i}]`);
       assertId(window.id, `include[${i}].id`);
-      assertCount(window.withPreviousMessages, `include[${i}].withPreviousMessages`);
-      assertCount(window.withNextMessages, `include[${i}].withNextMessages`);
       return {
         id: window.id,
-        withPreviousMessages: window.withPreviousMessages ?? 0,
-        withNextMessages: window.withNextMessages ?? 0,
+        withPreviousMessages:
+          assertCount(window.withPreviousMessages, `include[${i}].withPreviousMessages`) ?? 0,
+        withNextMessages: assertCount(window.withNextMessages, `include[${i}].withNextMessages`) ?? 0,
       };
     });
     const normalized: NormalizedListMessages = {
       threadId: args.threadId,
       resourceId: args.resourceId,
-      page: args.page ?? 0,
-      perPage: args.perPage ?? 40,
+      ...paging,
       direction: assertDirection(args.direction, 'ASC'),
       dateRange: args.dateRange,
       include,
@@ -210,7 +242,7 @@ export abstract class StoreBase implements MemoryStorage {
   async listMessagesById(args: { ids: string[] }): Promise<Message[]> {
     assertArgs(args, 'listMessagesById');
     assertIds(args.ids, 'ids');
-    if (args.ids.length === 0) return [];
+    if (args.ids.length === 0) return this.noop('listMessagesById', []);
     return this.run('listMessagesById', () => this.doListMessagesById([...new Set(args.ids)]));
   }
 
@@ -219,13 +251,14 @@ export abstract class StoreBase implements MemoryStorage {
     patches.forEach((patch, i) => {
       assertPatch(patch, `patches[${i}]`);
     });
-    if (patches.length === 0) return [];
+    if (patches.length === 0) return this.noop('updateMessages', []);
+    this.assertStorableDates(patches.map((p, i) => [p.createdAt, `patches[${i}].createdAt`] as const));
     return this.run('updateMessages', () => this.doUpdateMessages(patches));
   }
 
   async deleteMessages(ids: string[]): Promise<void> {
     assertIds(ids, 'ids');
-    if (ids.length === 0) return;
+    if (ids.length === 0) return this.noop('deleteMessages', undefined);
     return this.run('deleteMessages', () => this.doDeleteMessages([...new Set(ids)]));
   }
 
@@ -294,8 +327,25 @@ function assertArgs(args: unknown, operation: string): void {
   if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
 }
 
-function assertPerPage(perPage: unknown): void {
-  if (perPage !== false) assertCount(perPage, 'perPage');
+/**
+ * Validates `page` and `perPage` (each an integer from 0 to `MAX_LISTING_COUNT`, `perPage` also
+ * `false`) and their row offset `page × perPage`, which must not pass `MAX_LISTING_COUNT` either.
+ */
+function assertPaging(
+  page: unknown,
+  perPage: unknown,
+  defaultPerPage: number,
+): { page: number; perPage: number | false } {
+  const p = assertCount(page, 'page') ?? 0;
+  const size = perPage === false ? false : (assertCount(perPage, 'perPage') ?? defaultPerPage);
+  if (size !== false && p * size > MAX_LISTING_COUNT) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `page × perPage (the row offset) must be at most ${MAX_LISTING_COUNT}, got ${p} × ${size}; with perPage ${size}, page is at most ${Math.floor(MAX_LISTING_COUNT / size)}`,
+      { details: { field: 'page', min: 0, max: Math.floor(MAX_LISTING_COUNT / size) } },
+    );
+  }
+  return { page: p, perPage: size };
 }
 
 function assertDirection(direction: unknown, fallback: Direction): Direction {

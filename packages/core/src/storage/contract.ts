@@ -24,9 +24,9 @@ export interface ListThreadsArgs {
   resourceId?: string;
   /** AND-ed equality on metadata keys, compared as JSON values. */
   metadata?: JsonObject;
-  /** Zero-based page number. Default 0. */
+  /** Zero-based page number. Default 0. `page × perPage` is at most 2³¹ − 1. */
   page?: number;
-  /** Default 100; `false` returns every thread. */
+  /** Default 100; at most 2³¹ − 1 (`MAX_LISTING_COUNT`); `false` returns every thread. */
   perPage?: number | false;
   /** Default `'createdAt'`. Ties are broken by `id` in the same direction. */
   orderBy?: 'createdAt' | 'updatedAt';
@@ -50,9 +50,9 @@ export interface DateRange {
 /** Adds a window around one message of the message's own thread to a listing. */
 export interface IncludeWindow {
   id: string;
-  /** How many messages before the target to add. Default 0. */
+  /** How many messages before the target to add. Default 0; at most 2³¹ − 1. */
   withPreviousMessages?: number;
-  /** How many messages after the target to add. Default 0. */
+  /** How many messages after the target to add. Default 0; at most 2³¹ − 1. */
   withNextMessages?: number;
 }
 
@@ -60,13 +60,19 @@ export interface ListMessagesArgs {
   threadId: string;
   /** Restricts the page and the include windows to this resource. */
   resourceId?: string;
-  /** Zero-based page number. Default 0. */
+  /** Zero-based page number. Default 0. `page × perPage` is at most 2³¹ − 1. */
   page?: number;
-  /** Default 40; `false` returns every message; `0` with `include` returns only the windows. */
+  /**
+   * Default 40, at most 2³¹ − 1; `false` returns every message; `0` with `include` returns only
+   * the windows.
+   */
   perPage?: number | false;
   /** Order by `(createdAt, id)`. Default `'ASC'`. */
   direction?: Direction;
-  /** Filters the page (not the include windows). Bounds are inclusive unless marked exclusive. */
+  /**
+   * Filters the page (not the include windows). Bounds are inclusive unless marked exclusive.
+   * Any valid `Date` is a valid bound, also one outside the range the backend can store.
+   */
   dateRange?: DateRange;
   include?: IncludeWindow[];
 }
@@ -117,8 +123,20 @@ export interface AtomicWorkingMemoryUpdate {
 /**
  * The storage contract every engram adapter implements.
  *
- * Ids are validated by core before an adapter sees them. Every method throws a `MemoryError`
- * on failure; a failed read never returns an empty result.
+ * Arguments are validated by core before an adapter sees them: ids, records, and every count —
+ * `page`, `perPage`, `withPreviousMessages`, `withNextMessages` and the row offset
+ * `page × perPage` are integers from 0 to 2³¹ − 1 (`MAX_LISTING_COUNT`, which every backend
+ * represents exactly); anything else (a fraction, a negative, `NaN`, `Infinity`, a numeric
+ * string, a larger number) is `INVALID_ARGUMENT` naming the argument and the range.
+ *
+ * Every method throws a `MemoryError` on failure; a failed read never returns an empty result.
+ * Its message names the adapter, the operation and ids, never the data written (message
+ * content, titles, metadata, working memory), and neither does its `cause`.
+ *
+ * Lifecycle, the same for every store: it connects and migrates lazily on first use, through
+ * one memoised open, so `init()` is optional (call it to fail fast at startup). `close()` is
+ * idempotent; after it, every call, `init()` included, rejects with `CONNECTION` ("the store
+ * is closed"): create a new store to connect again. `StoreBase` implements this rule.
  */
 export interface MemoryStorage {
   /** The adapter's name, used in error messages (`'libsql'`, `'pg'`, …). */
@@ -141,9 +159,18 @@ export interface MemoryStorage {
    */
   readonly vectors?: VectorStore;
 
-  /** Creates or migrates tables, indexes and collections. Idempotent; safe to call concurrently. */
+  /**
+   * Connects and creates or migrates tables, indexes and collections, once per store (memoised;
+   * a failed attempt is retried by the next call). Optional: every other method does it first.
+   * Idempotent and safe to call concurrently, also from several processes. After `close()` it
+   * rejects with `CONNECTION`.
+   */
   init(): Promise<void>;
-  /** Releases connections. Idempotent. */
+  /**
+   * Releases connections (an injected client or pool is left open). Idempotent. Waits for an
+   * `init()` in flight, so nothing stays half-open; afterwards every call rejects with
+   * `CONNECTION`.
+   */
   close(): Promise<void>;
 
   /** `null` when absent, or when `resourceId` is given and the thread belongs to another one. */

@@ -104,23 +104,41 @@ export function assertJson(value: unknown, field: string, depth = 0): void {
 /** Throws `INVALID_ARGUMENT` unless `value` is a valid `Date`. */
 export function assertDate(value: unknown, field: string): asserts value is Date {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
-    throw invalid(`${field} must be a valid Date, got ${describe(value)}`);
+    throw invalid(`${field} must be a valid Date, got ${describe(value)}`, { field });
   }
 }
 
-/** Throws `INVALID_ARGUMENT` unless `value` is a non-negative integer (or `undefined`). */
-export function assertCount(value: unknown, field: string): asserts value is number | undefined {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw invalid(`${field} must be a non-negative integer, got ${describe(value)}`);
+/**
+ * The largest `perPage`, include window (`withPreviousMessages`, `withNextMessages`) and row
+ * offset (`page × perPage`) a listing accepts: 2³¹ − 1, the largest 32-bit signed integer. Every
+ * backend represents it exactly (a PostgreSQL `integer`, a MongoDB int32, a Lua number formatted
+ * for Redis, a SQLite or Oracle integer), so a listing within these bounds never fails in the
+ * database; larger values are refused by core with `INVALID_ARGUMENT`. Use `perPage: false` to
+ * list everything.
+ */
+export const MAX_LISTING_COUNT = 2_147_483_647;
+
+/**
+ * Throws `INVALID_ARGUMENT` unless `value` is an integer from 0 to `max` (or `undefined`): not a
+ * string, `NaN`, `Infinity`, a fraction or negative. Returns it, with `-0` turned into `0`.
+ */
+export function assertCount(value: unknown, field: string, max = MAX_LISTING_COUNT): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw invalid(`${field} must be an integer from 0 to ${max}, got ${describe(value)}`, {
+      field,
+      min: 0,
+      max,
+    });
   }
+  return value + 0;
 }
 
 /** A short, safe description of a value for error messages. */
 export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (value instanceof Date) return 'a Date';
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : 'a Date';
   if (typeof value === 'object') return 'an object';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.slice(0, 40))}`;
   return `${typeof value} ${String(value)}`;

@@ -1,0 +1,265 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isMemoryError } from '@engram/core';
+import { type DocumentView, Inspector } from './inspector.ts';
+import { type OpenedStore, openStore, StoreError, type StoreSettings } from './open.ts';
+import { startServer } from './server.ts';
+
+const USAGE = `usage:
+  engram-inspect <store> [--port <n>] [--allow-edits] [--last <n>] [store options]
+  engram-inspect thread <threadId> [--store <store>] [--last <n>] [--json]
+  engram-inspect wm <resourceId> [--thread <threadId>] [--store <store>] [--json]
+  engram-inspect prompt <threadId> [--store <store>] [--json]
+
+Shows what an engram memory holds. The first form serves a page on 127.0.0.1 (a random port
+unless --port is given) at a URL holding a per-run token; it is read-only unless started with
+--allow-edits. The other forms print one thread, one working memory or one composed system
+prompt (JSON with --json).
+
+<store> (or --store, or ENGRAM_INSPECT_STORE) is a URL or a module:
+  file:./memory.db                 libSQL (@engram/libsql)
+  postgres://user@host/db          PostgreSQL (@engram/pg)
+  mongodb://host/db                MongoDB (@engram/mongodb); the path is the database
+  https://…upstash.io              Upstash (@engram/upstash); token in ENGRAM_UPSTASH_TOKEN
+                                   or UPSTASH_REDIS_REST_TOKEN
+  ./memory.ts                      a module exporting a configured Memory (\`memory\` or
+                                   default), or create() returning a Memory or a storage
+
+store options (URLs only; a module configures its own Memory):
+  --scope resource|thread          working-memory scope the agent uses (default resource)
+  --schema <file.json>             JSON Schema of the working memory (JSON mode)
+  --template <file.md>             Markdown template of the working memory
+  --prefix <p>                     key (Upstash), table (pg) or collection (MongoDB) prefix
+  --pg-schema <name>               PostgreSQL schema (default public)
+  --db <name>                      MongoDB database (default: the URL's path, else engram)`;
+
+interface Parsed {
+  command: 'serve' | 'thread' | 'wm' | 'prompt';
+  target?: string;
+  store?: string;
+  port?: number;
+  allowEdits: boolean;
+  json: boolean;
+  last?: number;
+  thread?: string;
+  settings: StoreSettings;
+}
+
+class UsageError extends Error {}
+
+function parse(argv: readonly string[]): Parsed {
+  const args = [...argv];
+  const out: Parsed = { command: 'serve', allowEdits: false, json: false, settings: {} };
+  const positional: string[] = [];
+  const value = (flag: string): string => {
+    const v = args.shift();
+    if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  const integer = (flag: string, min: number): number => {
+    const n = Number(value(flag));
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs an integer of at least ${min}`);
+    return n;
+  };
+  while (args.length) {
+    const arg = args.shift()!;
+    if (arg === '--store') out.store = value(arg);
+    else if (arg === '--port') out.port = integer(arg, 0);
+    else if (arg === '--allow-edits') out.allowEdits = true;
+    else if (arg === '--json') out.json = true;
+    else if (arg === '--last') out.last = integer(arg, 1);
+    else if (arg === '--thread') out.thread = value(arg);
+    else if (arg === '--scope') {
+      const scope = value(arg);
+      if (scope !== 'resource' && scope !== 'thread') throw new UsageError('--scope is resource or thread');
+      out.settings.scope = scope;
+    } else if (arg === '--schema') out.settings.schemaFile = value(arg);
+    else if (arg === '--template') out.settings.templateFile = value(arg);
+    else if (arg === '--prefix') out.settings.prefix = value(arg);
+    else if (arg === '--pg-schema') out.settings.pgSchema = value(arg);
+    else if (arg === '--db') out.settings.dbName = value(arg);
+    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+    else positional.push(arg);
+  }
+  const [first, second, third] = positional;
+  if (first === 'thread' || first === 'wm' || first === 'prompt') {
+    out.command = first;
+    if (second === undefined) throw new UsageError(`${first} needs an id`);
+    out.target = second;
+    if (third !== undefined) out.store ??= third;
+    if (positional.length > 3) throw new UsageError(`unexpected argument ${positional[3]}`);
+  } else {
+    if (first === 'serve') positional.shift();
+    const [store, extra] = positional;
+    if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
+    if (store !== undefined) out.store = store;
+  }
+  return out;
+}
+
+/** Runs the CLI; resolves to the exit code (0 ok, 1 failure, 2 bad usage). */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
+  let parsed: Parsed;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    if (error instanceof UsageError) return usage(error.message);
+    throw error;
+  }
+  const spec = parsed.store ?? env.ENGRAM_INSPECT_STORE;
+  if (!spec) return usage('no store: pass a URL or module (or set ENGRAM_INSPECT_STORE)');
+  let opened: OpenedStore;
+  try {
+    opened = await openStore(spec, { ...parsed.settings, env });
+  } catch (error) {
+    console.error(`engram-inspect: ${describe(error)}`);
+    return 1;
+  }
+  const inspector = new Inspector({
+    memory: opened.memory,
+    label: opened.label,
+    allowEdits: parsed.allowEdits,
+    lastMessages: parsed.last,
+  });
+  if (parsed.command === 'serve') return serve(inspector, opened, parsed.port);
+  try {
+    const out = await printCommand(inspector, parsed);
+    // Stored text may hold terminal control sequences (JSON.stringify leaves C1 controls raw).
+    const safe = visibleControls(out);
+    process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+    return 0;
+  } catch (error) {
+    console.error(`engram-inspect: ${describe(error)}`);
+    return 1;
+  } finally {
+    await opened.close().catch(() => undefined);
+  }
+}
+
+async function serve(inspector: Inspector, opened: OpenedStore, port: number | undefined): Promise<number> {
+  const server = await startServer(inspector, { port });
+  const mode = inspector.allowEdits ? 'edits ALLOWED' : 'read-only';
+  console.log(`engram-inspect: ${opened.label}, ${mode}`);
+  console.log(`engram-inspect: open ${server.url}`);
+  console.log('engram-inspect: the URL holds this run’s token; press Ctrl+C to stop');
+  await new Promise<void>((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
+  });
+  await server.close();
+  await opened.close().catch(() => undefined);
+  return 0;
+}
+
+/** The text (or JSON) one of the terminal commands prints. */
+async function printCommand(inspector: Inspector, parsed: Parsed): Promise<string> {
+  const id = parsed.target!;
+  if (parsed.command === 'thread') {
+    const view = await inspector.thread(id);
+    if (parsed.json) {
+      const { version: _version, ...rest } = view;
+      return JSON.stringify(rest, null, 2);
+    }
+    const lines = [
+      `thread ${view.thread.id}  ${view.thread.title === '' ? '(untitled)' : JSON.stringify(view.thread.title)}`,
+      `resource ${view.thread.resourceId}  updated ${view.thread.updatedAt.toISOString()}`,
+      `messages: newest ${view.messages.length} of ${view.totalMessages}`,
+      '',
+    ];
+    for (const m of view.messages) {
+      const content = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+      lines.push(`[${m.createdAt.toISOString()}] ${m.role} (${m.id})`, indent(content), '');
+    }
+    if (view.workingMemory) {
+      lines.push(formatDocument(view.workingMemory.resource), formatDocument(view.workingMemory.thread));
+    }
+    lines.push(`semantic recall: ${view.recall.configured ? 'configured' : view.recall.reason}`);
+    return lines.join('\n');
+  }
+  if (parsed.command === 'prompt') {
+    const thread = await inspector.memory.getThreadById({ threadId: id });
+    if (!thread) throw new StoreError(`thread ${JSON.stringify(id)} does not exist`);
+    const prompt = await inspector.prompt(thread);
+    if (parsed.json)
+      return JSON.stringify({ threadId: id, resourceId: thread.resourceId, ...prompt }, null, 2);
+    return 'text' in prompt ? prompt.text : prompt.unavailable;
+  }
+  const resource = await inspector.resource(id);
+  let threadDoc: DocumentView | null = null;
+  if (parsed.thread !== undefined) {
+    const view = await inspector.thread(parsed.thread);
+    if (view.thread.resourceId !== id) {
+      throw new StoreError(
+        `thread ${JSON.stringify(parsed.thread)} does not belong to resource ${JSON.stringify(id)}`,
+      );
+    }
+    threadDoc = view.workingMemory?.thread ?? null;
+  }
+  if (parsed.json) {
+    return JSON.stringify(
+      { resourceId: id, resource: resource.workingMemory, ...(threadDoc ? { thread: threadDoc } : {}) },
+      null,
+      2,
+    );
+  }
+  if (!resource.workingMemory) return 'working memory is disabled for this memory';
+  return [formatDocument(resource.workingMemory), threadDoc ? formatDocument(threadDoc) : '']
+    .filter(Boolean)
+    .join('\n');
+}
+
+function formatDocument(doc: DocumentView): string {
+  const head = `working memory, ${doc.scope} scope${doc.active ? ' (used by the agent)' : ''}:`;
+  if (doc.value === null) return `${head} (empty)\n`;
+  let body = doc.value;
+  if (doc.json && 'parsed' in doc.json) body = JSON.stringify(doc.json.parsed, null, 2);
+  const lines = [head, indent(body)];
+  if (doc.json && 'error' in doc.json) lines.push(`  ! not valid JSON: ${doc.json.error}`);
+  for (const issue of doc.issues ?? []) lines.push(`  ! ${issue}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Shows control characters (other than newline and tab) as `\u001b`-style escapes, so stored
+ * text cannot move the cursor, recolour or retitle the terminal it is printed to.
+ */
+export function visibleControls(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    const control = (code < 0x20 && ch !== '\n' && ch !== '\t') || (code >= 0x7f && code <= 0x9f);
+    out += control ? `\\u${code.toString(16).padStart(4, '0')}` : ch;
+  }
+  return out;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+}
+
+function describe(error: unknown): string {
+  if (isMemoryError(error)) return visibleControls(`${error.code}: ${error.message}`);
+  return visibleControls(error instanceof Error ? error.message : String(error));
+}
+
+function usage(problem: string): number {
+  console.error(`engram-inspect: ${problem}\n\n${USAGE}`);
+  return 2;
+}
+
+const invokedAs = process.argv[1] ? pathToFileURL(resolve(process.argv[1])).href : '';
+if (invokedAs === import.meta.url) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(`engram-inspect: ${describe(error)}`);
+      process.exit(1);
+    },
+  );
+}

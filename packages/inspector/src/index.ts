@@ -1,0 +1,30 @@
+export {
+  type DocumentView,
+  Inspector,
+  type MemoryInfo,
+  RESOURCE_SCAN_PAGE,
+  type RecallStatus,
+  type ResourceScanStep,
+  type ResourceSummary,
+  SEARCH_LIMIT,
+  type ThreadView,
+  type WorkingMemoryEditRequest,
+} from './inspector.ts';
+export {
+  isStoreUrl,
+  loadAdapter,
+  type OpenedStore,
+  openStore,
+  redactUrl,
+  StoreError,
+  type StoreSettings,
+} from './open.ts';
+export {
+  checkRequest,
+  LOOPBACK,
+  newToken,
+  type Refusal,
+  SECURITY_HEADERS,
+  TOKEN_HEADER,
+} from './security.ts';
+export { type InspectorServer, type ServerOptions, startServer } from './server.ts';

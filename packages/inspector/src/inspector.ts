@@ -1,0 +1,428 @@
+import { createHash } from 'node:crypto';
+import {
+  type JsonObject,
+  type JsonValue,
+  Memory,
+  MemoryError,
+  type Message,
+  type Thread,
+  WorkingMemory,
+  type WorkingMemoryScope,
+} from '@engram/core';
+
+/** How many threads one step of the resource scan reads. */
+export const RESOURCE_SCAN_PAGE = 200;
+/** Most threads a thread search reads for one resource. */
+export const SEARCH_LIMIT = 5_000;
+
+/** What the page and the CLI say about the memory's configuration. */
+export interface MemoryInfo {
+  adapter: string;
+  label: string;
+  allowEdits: boolean;
+  lastMessages: number;
+  workingMemory: {
+    enabled: boolean;
+    scope: WorkingMemoryScope;
+    format: 'markdown' | 'json';
+    /** The Markdown template, or the JSON Schema as a string. */
+    template: string;
+    readOnly: boolean;
+  };
+  recall: RecallStatus;
+}
+
+/**
+ * Semantic recall as configured for this memory. Recall is not available in engram yet, so
+ * `configured` is always false for now; the field is where the recall panel will look.
+ */
+export interface RecallStatus {
+  configured: boolean;
+  reason: string;
+}
+
+/** One resource found by scanning threads. */
+export interface ResourceSummary {
+  id: string;
+  /** Threads seen in this step of the scan. */
+  threads: number;
+  lastUpdatedAt: string;
+}
+
+/** One step of the resource scan (resources are derived from the threads' `resourceId`). */
+export interface ResourceScanStep {
+  resources: ResourceSummary[];
+  page: number;
+  scanned: number;
+  total: number;
+  hasMore: boolean;
+}
+
+/** A working-memory document as shown: the raw text and, in JSON mode, its parse and check. */
+export interface DocumentView {
+  scope: WorkingMemoryScope;
+  /** True for the scope the agent reads and writes. */
+  active: boolean;
+  value: string | null;
+  format: 'markdown' | 'json';
+  /** JSON mode: the parsed document, or why it does not parse. */
+  json?: { parsed: JsonValue } | { error: string };
+  /** JSON mode: schema issues (`path: message`); empty when valid. */
+  issues?: string[];
+}
+
+/** Everything the thread page shows. `version` changes whenever anything shown changes. */
+export interface ThreadView {
+  thread: Thread;
+  messages: Message[];
+  totalMessages: number;
+  workingMemory: { resource: DocumentView; thread: DocumentView } | null;
+  prompt: { text: string } | { unavailable: string };
+  recall: RecallStatus;
+  version: string;
+}
+
+/** A working-memory edit from the page: the text the user started from and the new text. */
+export interface WorkingMemoryEditRequest {
+  scope: WorkingMemoryScope;
+  resourceId?: string;
+  threadId?: string;
+  /** The stored value the edit was made from; the edit is refused when it changed since. */
+  base: string | null;
+  value: string;
+}
+
+/**
+ * Reads (and, when allowed, edits) what a `Memory` holds, the way its agent sees it. Every read
+ * goes to storage; nothing is cached.
+ */
+export class Inspector {
+  readonly memory: Memory;
+  readonly label: string;
+  readonly allowEdits: boolean;
+  readonly lastMessages: number;
+
+  constructor(options: { memory: Memory; label?: string; allowEdits?: boolean; lastMessages?: number }) {
+    this.memory = options.memory;
+    this.label = options.label ?? options.memory.storage.name;
+    this.allowEdits = options.allowEdits === true;
+    const configured = options.memory.options.lastMessages;
+    this.lastMessages = options.lastMessages ?? (configured === false ? 40 : configured);
+  }
+
+  /** The memory's configuration as the page shows it. */
+  async info(): Promise<MemoryInfo> {
+    const wm = this.memory.options.workingMemory;
+    const template = await this.memory.getWorkingMemoryTemplate();
+    return {
+      adapter: this.memory.storage.name,
+      label: this.label,
+      allowEdits: this.allowEdits,
+      lastMessages: this.lastMessages,
+      workingMemory: {
+        enabled: wm.enabled,
+        scope: wm.scope,
+        format: template.format,
+        template: template.content,
+        readOnly: this.memory.options.readOnly,
+      },
+      recall: this.recallStatus(),
+    };
+  }
+
+  /** Semantic recall status; see `RecallStatus`. */
+  recallStatus(): RecallStatus {
+    const configured = (this.memory.options.semanticRecall as unknown) !== false;
+    return {
+      configured,
+      reason: configured ? '' : 'semantic recall is not configured for this memory',
+    };
+  }
+
+  /**
+   * One step of listing resources. The storage contract has no resource listing, so resources
+   * are derived from threads (newest first), `RESOURCE_SCAN_PAGE` threads a step; a resource
+   * with working memory but no thread is opened by its id instead.
+   */
+  async scanResources(page: number): Promise<ResourceScanStep> {
+    const result = await this.memory.storage.listThreads({
+      page,
+      perPage: RESOURCE_SCAN_PAGE,
+      orderBy: 'createdAt',
+      direction: 'DESC',
+    });
+    const byId = new Map<string, ResourceSummary>();
+    for (const thread of result.threads) {
+      const updated = thread.updatedAt.toISOString();
+      const seen = byId.get(thread.resourceId);
+      if (seen) {
+        seen.threads++;
+        if (updated > seen.lastUpdatedAt) seen.lastUpdatedAt = updated;
+      } else byId.set(thread.resourceId, { id: thread.resourceId, threads: 1, lastUpdatedAt: updated });
+    }
+    return {
+      resources: [...byId.values()],
+      page,
+      scanned: page * RESOURCE_SCAN_PAGE + result.threads.length,
+      total: result.total,
+      hasMore: result.hasMore,
+    };
+  }
+
+  /**
+   * A resource's threads, most recently updated first. `query` finds threads by exact id, by
+   * `key=value` metadata equality (value read as JSON when it parses), or by a case-insensitive
+   * substring of the title or of the metadata as JSON.
+   */
+  async threads(args: { resourceId?: string; page?: number; perPage?: number; query?: string }): Promise<{
+    threads: Thread[];
+    total: number;
+    page: number;
+    perPage: number;
+    hasMore: boolean;
+  }> {
+    const page = args.page ?? 0;
+    const perPage = args.perPage ?? 20;
+    const query = args.query?.trim() ?? '';
+    const storage = this.memory.storage;
+    if (query === '') {
+      const result = await storage.listThreads({
+        resourceId: args.resourceId,
+        page,
+        perPage,
+        orderBy: 'updatedAt',
+      });
+      return { threads: result.threads, total: result.total, page, perPage, hasMore: result.hasMore };
+    }
+    const found = new Map<string, Thread>();
+    if (query.length <= 255) {
+      const byId = await storage.getThreadById({ threadId: query, resourceId: args.resourceId });
+      if (byId) found.set(byId.id, byId);
+    }
+    const equality = /^([^=\s]+)=(.*)$/.exec(query);
+    if (equality && args.resourceId !== undefined) {
+      const [, key, raw] = equality as unknown as [string, string, string];
+      const listed = await storage.listThreads({
+        resourceId: args.resourceId,
+        metadata: { [key]: parseLoose(raw) },
+        perPage: SEARCH_LIMIT,
+        orderBy: 'updatedAt',
+      });
+      for (const thread of listed.threads) found.set(thread.id, thread);
+    }
+    if (args.resourceId !== undefined) {
+      const needle = query.toLowerCase();
+      const listed = await storage.listThreads({
+        resourceId: args.resourceId,
+        perPage: SEARCH_LIMIT,
+        orderBy: 'updatedAt',
+      });
+      for (const thread of listed.threads) {
+        const text = `${thread.title}\n${JSON.stringify(thread.metadata)}`.toLowerCase();
+        if (text.includes(needle)) found.set(thread.id, thread);
+      }
+    }
+    const all = [...found.values()];
+    const threads = all.slice(page * perPage, (page + 1) * perPage);
+    return { threads, total: all.length, page, perPage, hasMore: (page + 1) * perPage < all.length };
+  }
+
+  /** The resource's stored record (working memory and metadata), or `null` when absent. */
+  async resource(resourceId: string): Promise<{
+    id: string;
+    workingMemory: DocumentView | null;
+    metadata: JsonObject;
+    updatedAt: string | null;
+  }> {
+    const resource = await this.memory.storage.getResourceById({ resourceId });
+    const wm = this.memory.options.workingMemory;
+    return {
+      id: resourceId,
+      workingMemory: wm.enabled
+        ? await this.document('resource', resource?.workingMemory ?? null, wm.scope === 'resource')
+        : null,
+      metadata: resource?.metadata ?? {},
+      updatedAt: resource?.updatedAt.toISOString() ?? null,
+    };
+  }
+
+  /**
+   * The thread page: the newest `last` messages (chronological), working memory in both
+   * scopes, the system message the `WorkingMemory` processor composes for this thread, and the
+   * recall status. `NOT_FOUND` when the thread is absent.
+   */
+  async thread(threadId: string, last = this.lastMessages): Promise<ThreadView> {
+    const storage = this.memory.storage;
+    const thread = await storage.getThreadById({ threadId });
+    if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
+    const [page, resource, prompt] = await Promise.all([
+      storage.listMessages({ threadId, perPage: last, direction: 'DESC' }),
+      storage.getResourceById({ resourceId: thread.resourceId }),
+      this.prompt(thread),
+    ]);
+    const wm = this.memory.options.workingMemory;
+    const threadValue = thread.metadata.workingMemory;
+    const workingMemory = wm.enabled
+      ? {
+          resource: await this.document('resource', resource?.workingMemory ?? null, wm.scope === 'resource'),
+          thread: await this.document(
+            'thread',
+            typeof threadValue === 'string' ? threadValue : null,
+            wm.scope === 'thread',
+          ),
+        }
+      : null;
+    const view = {
+      thread,
+      messages: page.messages.reverse(),
+      totalMessages: page.total,
+      workingMemory,
+      prompt,
+      recall: this.recallStatus(),
+    };
+    return { ...view, version: hashOf(view) };
+  }
+
+  /**
+   * The system message the `WorkingMemory` processor adds for this thread, composed by core's
+   * own processor (configured from the memory) — not re-implemented here.
+   */
+  async prompt(thread: Thread): Promise<{ text: string } | { unavailable: string }> {
+    if (!this.memory.options.workingMemory.enabled) {
+      return { unavailable: 'working memory is disabled for this memory: no system message is added' };
+    }
+    const message = await WorkingMemory.fromMemory(this.memory).buildMessage({
+      threadId: thread.id,
+      resourceId: thread.resourceId,
+    });
+    const content = message.content;
+    return { text: typeof content === 'string' ? content : JSON.stringify(content, null, 2) };
+  }
+
+  /**
+   * Replaces a working-memory document through `Memory.editWorkingMemory` (the atomic path the
+   * agent's tool uses). Refused with `CONFLICT` when the stored value is no longer `base`, with
+   * `VALIDATION` when a JSON document fails the schema, and with `UNSUPPORTED` unless edits
+   * were allowed. Returns the stored value.
+   */
+  async editWorkingMemory(request: WorkingMemoryEditRequest): Promise<string | null> {
+    this.assertEditable('editing working memory');
+    const { scope, value, base } = request;
+    if (scope !== 'resource' && scope !== 'thread') {
+      throw new MemoryError('INVALID_ARGUMENT', `scope must be 'resource' or 'thread'`);
+    }
+    if (typeof value !== 'string') throw new MemoryError('INVALID_ARGUMENT', 'value must be a string');
+    if (base !== null && typeof base !== 'string') {
+      throw new MemoryError('INVALID_ARGUMENT', 'base must be the string the edit started from, or null');
+    }
+    const schema = this.memory.getWorkingMemorySchema();
+    if (schema) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch (error) {
+        throw new MemoryError('VALIDATION', `the document is not valid JSON: ${(error as Error).message}`, {
+          details: { issues: [`the document: ${(error as Error).message}`] },
+        });
+      }
+      const check = await schema.validate(parsed);
+      if (!check.ok) {
+        throw new MemoryError(
+          'VALIDATION',
+          `working memory does not match the schema: ${check.issues.join('; ')}`,
+          {
+            details: { issues: check.issues },
+          },
+        );
+      }
+    }
+    const target =
+      scope === 'resource'
+        ? { resourceId: request.resourceId }
+        : { threadId: request.threadId, resourceId: request.resourceId };
+    return this.memoryFor(scope).editWorkingMemory({
+      ...target,
+      edit: (current) => {
+        if (current !== base) {
+          throw new MemoryError(
+            'CONFLICT',
+            'the working memory changed since it was loaded; nothing was written (reload and edit again)',
+          );
+        }
+        return value;
+      },
+    });
+  }
+
+  /** Deletes one message of a thread. `NOT_FOUND` when the message is not in that thread. */
+  async deleteMessage(threadId: string, messageId: string): Promise<void> {
+    this.assertEditable('deleting messages');
+    const storage = this.memory.storage;
+    const [message] = await storage.listMessagesById({ ids: [messageId] });
+    if (!message || message.threadId !== threadId) {
+      throw new MemoryError(
+        'NOT_FOUND',
+        `message ${JSON.stringify(messageId)} is not in thread ${JSON.stringify(threadId)}`,
+      );
+    }
+    await storage.deleteMessages([messageId]);
+  }
+
+  private assertEditable(what: string): void {
+    if (!this.allowEdits) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${what} is off: the inspector is read-only (start it with --allow-edits)`,
+      );
+    }
+  }
+
+  /** The memory itself, or the same configuration addressing the other scope. */
+  private memoryFor(scope: WorkingMemoryScope): Memory {
+    const options = this.memory.options;
+    if (options.workingMemory.scope === scope) return this.memory;
+    return new Memory({
+      storage: this.memory.storage,
+      options: {
+        lastMessages: options.lastMessages,
+        readOnly: options.readOnly,
+        workingMemory: {
+          enabled: options.workingMemory.enabled,
+          scope,
+          template: options.workingMemory.template,
+          schema: options.workingMemory.schema,
+        },
+      },
+    });
+  }
+
+  private async document(
+    scope: WorkingMemoryScope,
+    value: string | null,
+    active: boolean,
+  ): Promise<DocumentView> {
+    const schema = this.memory.getWorkingMemorySchema();
+    if (!schema) return { scope, active, value, format: 'markdown' };
+    if (value === null) return { scope, active, value, format: 'json', issues: [] };
+    let parsed: JsonValue;
+    try {
+      parsed = JSON.parse(value) as JsonValue;
+    } catch (error) {
+      return { scope, active, value, format: 'json', json: { error: (error as Error).message }, issues: [] };
+    }
+    const check = await schema.validate(parsed);
+    return { scope, active, value, format: 'json', json: { parsed }, issues: check.ok ? [] : check.issues };
+  }
+}
+
+function parseLoose(raw: string): JsonValue {
+  try {
+    return JSON.parse(raw) as JsonValue;
+  } catch {
+    return raw;
+  }
+}
+
+function hashOf(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('base64url').slice(0, 22);
+}

@@ -1,0 +1,198 @@
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Memory, type MemoryOptions, type MemoryStorage, type SchemaSource } from '@engram/core';
+
+/** How to build a `Memory` when the store is given as a URL (a module brings its own). */
+export interface StoreSettings {
+  /** Working-memory scope the agent uses. Default `'resource'`. */
+  scope?: 'resource' | 'thread';
+  /** Path of a JSON Schema file: the memory is in schema (JSON) mode. */
+  schemaFile?: string;
+  /** Path of a Markdown template file. */
+  templateFile?: string;
+  /** Key prefix (Upstash), table prefix (pg) or collection prefix (MongoDB). */
+  prefix?: string;
+  /** PostgreSQL schema. Default `'public'`. */
+  pgSchema?: string;
+  /** MongoDB database; default: the URL's path, else `'engram'`. */
+  dbName?: string;
+  /** Environment to read tokens from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** An opened store: the memory to inspect and a label safe to print (no password, no token). */
+export interface OpenedStore {
+  memory: Memory;
+  label: string;
+  close(): Promise<void>;
+}
+
+/** Thrown for a store that cannot be opened or reached; the CLI prints the message and exits 1. */
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** The exports `engram-inspect` looks for in a store module, in this order. */
+interface StoreModule {
+  memory?: unknown;
+  default?: unknown;
+  create?: () => unknown;
+}
+
+/** True for the URL forms `openStore` handles itself (anything else is a module path). */
+export function isStoreUrl(spec: string): boolean {
+  return /^(file:|libsql:|wss?:|postgres(ql)?:|mongodb(\+srv)?:|https?:)/i.test(spec);
+}
+
+/** The URL without its password, query string and hash, for printing. */
+export function redactUrl(spec: string): string {
+  try {
+    const url = new URL(spec);
+    if (url.password) url.password = '***';
+    url.search = '';
+    url.hash = '';
+    return url.toString();
+  } catch {
+    return spec.replace(/\/\/[^@/]*@/, '//***@');
+  }
+}
+
+/**
+ * Opens a store from a URL (`file:` libSQL, `postgres://`, `mongodb://`, an Upstash
+ * `https://` REST URL with its token in `ENGRAM_UPSTASH_TOKEN` or `UPSTASH_REDIS_REST_TOKEN`) or
+ * from a module exporting a configured `Memory` (`memory`, the default export, or `create()`
+ * returning a `Memory` or a `MemoryStorage`). Calls `storage.init()`, so an unreachable store
+ * fails here with a `StoreError`.
+ */
+export async function openStore(spec: string, settings: StoreSettings = {}): Promise<OpenedStore> {
+  const opened = isStoreUrl(spec) ? await fromUrl(spec, settings) : await fromModule(spec);
+  try {
+    await opened.memory.storage.init();
+  } catch (error) {
+    await opened.memory.storage.close().catch(() => undefined);
+    throw new StoreError(`cannot reach the store ${opened.label}: ${message(error)}`, { cause: error });
+  }
+  return opened;
+}
+
+async function fromModule(path: string): Promise<OpenedStore> {
+  const href = pathToFileURL(isAbsolute(path) ? path : resolve(path)).href;
+  let mod: StoreModule;
+  try {
+    mod = (await import(href)) as StoreModule;
+  } catch (error) {
+    throw new StoreError(`cannot import ${path}: ${message(error)}`, { cause: error });
+  }
+  let found: unknown = mod.memory ?? mod.default;
+  if (found === undefined && typeof mod.create === 'function') found = await mod.create();
+  const memory = asMemory(found);
+  if (!memory) {
+    throw new StoreError(
+      `${path} must export a configured Memory (as \`memory\` or default) or a create() returning a Memory or a MemoryStorage`,
+    );
+  }
+  return { memory, label: `${path} (${memory.storage.name})`, close: () => memory.storage.close() };
+}
+
+/** A `Memory` as is, or a bare storage wrapped in a Memory with working memory enabled. */
+function asMemory(value: unknown): Memory | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const candidate = value as Partial<Memory> & Partial<MemoryStorage>;
+  if (typeof candidate.recall === 'function' && typeof candidate.storage === 'object') return value as Memory;
+  if (typeof candidate.getThreadById === 'function' && typeof candidate.listThreads === 'function') {
+    return new Memory({ storage: value as MemoryStorage, options: { workingMemory: { enabled: true } } });
+  }
+  return null;
+}
+
+async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedStore> {
+  const options = await memoryOptions(settings);
+  const storage = await storageFor(spec, settings);
+  const memory = new Memory({ storage, options });
+  return { memory, label: `${redactUrl(spec)} (${storage.name})`, close: () => storage.close() };
+}
+
+async function memoryOptions(settings: StoreSettings): Promise<MemoryOptions> {
+  const workingMemory: NonNullable<MemoryOptions['workingMemory']> = {
+    enabled: true,
+    scope: settings.scope ?? 'resource',
+  };
+  if (settings.schemaFile) workingMemory.schema = (await readJson(settings.schemaFile)) as SchemaSource;
+  if (settings.templateFile) workingMemory.template = await readText(settings.templateFile);
+  return { workingMemory };
+}
+
+async function storageFor(spec: string, settings: StoreSettings): Promise<MemoryStorage> {
+  const env = settings.env ?? process.env;
+  const scheme = spec.slice(0, spec.indexOf(':')).toLowerCase();
+  if (scheme === 'file' || scheme === 'libsql' || scheme === 'ws' || scheme === 'wss') {
+    const { LibSQLStore } = await loadAdapter<typeof import('@engram/libsql')>('@engram/libsql', spec);
+    return new LibSQLStore({ url: spec, authToken: env.ENGRAM_LIBSQL_TOKEN || undefined });
+  }
+  if (scheme === 'postgres' || scheme === 'postgresql') {
+    const { PostgresStore } = await loadAdapter<typeof import('@engram/pg')>('@engram/pg', spec);
+    return new PostgresStore({
+      connectionString: spec,
+      schemaName: settings.pgSchema,
+      tablePrefix: settings.prefix,
+      maxConnections: 4,
+    });
+  }
+  if (scheme === 'mongodb' || scheme === 'mongodb+srv') {
+    const { MongoDBStore } = await loadAdapter<typeof import('@engram/mongodb')>('@engram/mongodb', spec);
+    const path = new URL(spec).pathname.replace(/^\//, '');
+    return new MongoDBStore({
+      url: spec,
+      dbName: settings.dbName ?? (path ? decodeURIComponent(path) : 'engram'),
+      collectionPrefix: settings.prefix,
+    });
+  }
+  const token = env.ENGRAM_UPSTASH_TOKEN || env.UPSTASH_REDIS_REST_TOKEN;
+  if (!token) {
+    throw new StoreError(
+      `an Upstash URL needs its REST token in ENGRAM_UPSTASH_TOKEN or UPSTASH_REDIS_REST_TOKEN (${redactUrl(spec)})`,
+    );
+  }
+  const { UpstashStore } = await loadAdapter<typeof import('@engram/upstash')>('@engram/upstash', spec);
+  return new UpstashStore({ url: spec, token, prefix: settings.prefix });
+}
+
+/**
+ * Imports an optional adapter package; when it is not installed, a `StoreError` names the
+ * package to install.
+ */
+export async function loadAdapter<T>(name: string, spec: string): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
+      throw new StoreError(
+        `the store ${redactUrl(spec)} needs the package ${name}; install it next to @engram/inspector (for example \`pnpm add ${name}\`)`,
+      );
+    }
+    throw error;
+  }
+}
+
+async function readText(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new StoreError(`cannot read ${path}: ${message(error)}`, { cause: error });
+  }
+}
+
+async function readJson(path: string): Promise<unknown> {
+  const text = await readText(path);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new StoreError(`${path} is not valid JSON: ${message(error)}`, { cause: error });
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

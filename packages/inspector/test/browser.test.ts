@@ -1,0 +1,373 @@
+import { fileURLToPath } from 'node:url';
+import { describeService } from '@engram/conformance';
+import { WorkingMemory } from '@engram/core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Inspector } from '../src/inspector.ts';
+import { type OpenedStore, openStore } from '../src/open.ts';
+import { type InspectorServer, startServer } from '../src/server.ts';
+import { launchBrowser } from './browser.ts';
+import {
+  ADAPTERS,
+  type AdapterCase,
+  mergeInAnotherProcess,
+  type Seeded,
+  seed,
+  type TestStore,
+  tempDir,
+  XSS_IMG,
+  XSS_SCRIPT,
+} from './support.ts';
+
+declare global {
+  interface Window {
+    __xss?: string;
+  }
+}
+
+let browser: Awaited<ReturnType<typeof launchBrowser>>;
+let context: BrowserContext;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+beforeAll(async () => {
+  [browser, tmp] = await Promise.all([launchBrowser(), tempDir()]);
+  context = browser.context;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await tmp?.remove();
+});
+
+/** `#r=…&t=…` as the page builds it. */
+function route(resourceId: string, threadId?: string): string {
+  const params = new URLSearchParams({ r: resourceId });
+  if (threadId) params.set('t', threadId);
+  return `#${params}`;
+}
+
+/** Opens a thread in a freshly loaded page and waits for its panels. */
+async function openThread(page: Page, server: InspectorServer, resourceId: string, threadId: string) {
+  await page.goto('about:blank');
+  await page.goto(`${server.url}${route(resourceId, threadId)}`);
+  await page.locator('#thread-view').waitFor({ state: 'visible' });
+  await page.locator('#panel-wm [data-scope="resource"]').waitFor();
+}
+
+function describeAdapter(adapter: AdapterCase, body: (getUrl: () => string) => void): void {
+  if (adapter.service === null) describe(adapter.name, () => body(() => ''));
+  else describeService(adapter.service, adapter.name, (url) => body(() => url));
+}
+
+for (const adapter of ADAPTERS) {
+  describeAdapter(adapter, (getUrl) => {
+    let store: TestStore;
+    let opened: OpenedStore;
+    let seeded: Seeded;
+    let readOnly: InspectorServer;
+    let editable: InspectorServer;
+    let page: Page;
+    const errors: string[] = [];
+
+    beforeAll(async () => {
+      store = await adapter.create(getUrl(), tmp.dir);
+      opened = await openStore(store.spec, store.settings);
+      seeded = await seed(opened.memory);
+      readOnly = await startServer(new Inspector({ memory: opened.memory, label: opened.label }));
+      editable = await startServer(
+        new Inspector({ memory: opened.memory, label: opened.label, allowEdits: true }),
+      );
+      page = await context.newPage();
+      page.on('pageerror', (error) => errors.push(error.message));
+    });
+
+    afterAll(async () => {
+      await page?.close();
+      await readOnly?.close();
+      await editable?.close();
+      await opened?.close();
+      await store?.cleanup();
+    });
+
+    it("lists the seeded user's threads, and finds them by metadata and title", async () => {
+      await page.goto(`${readOnly.url}${route(seeded.resourceId)}`);
+      await page.locator(`#resources li[data-resource="${seeded.resourceId}"]`).waitFor();
+      await page.locator('#threads li').nth(2).waitFor();
+      const titles = await page.locator('#threads li .title').allTextContents();
+      expect(titles.sort()).toEqual(['Groceries', `Title ${XSS_SCRIPT}`, 'Trip planning']);
+      expect(await page.locator('#threads-progress').textContent()).toBe('3 threads');
+
+      await page.fill('#thread-query', 'topic=food');
+      await page.press('#thread-query', 'Enter');
+      await expect.poll(() => page.locator('#threads li .title').allTextContents()).toEqual(['Groceries']);
+      await page.fill('#thread-query', 'TRIP');
+      await page.press('#thread-query', 'Enter');
+      await expect
+        .poll(() => page.locator('#threads li .title').allTextContents())
+        .toEqual(['Trip planning']);
+    });
+
+    it('shows messages, working memory in both scopes (schema failures highlighted), the composed prompt and the recall state', async () => {
+      await openThread(page, readOnly, seeded.resourceId, seeded.trip);
+      await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(3);
+      const resourceDoc = page.locator('#panel-wm [data-scope="resource"]');
+      expect(await resourceDoc.textContent()).toContain('"book flights"');
+      expect(await resourceDoc.locator('.line.invalid').count()).toBe(0);
+      const threadDoc = page.locator('#panel-wm [data-scope="thread"]');
+      expect(await threadDoc.locator('.line.invalid').allTextContents()).toEqual(['  "name": 42,']);
+      expect(await threadDoc.locator('.issue').count()).toBeGreaterThan(0);
+
+      const expected = await WorkingMemory.fromMemory(opened.memory).buildMessage({
+        threadId: seeded.trip,
+        resourceId: seeded.resourceId,
+      });
+      expect(await page.locator('#panel-prompt pre').textContent()).toBe(expected.content);
+      expect(await page.locator('#panel-recall').textContent()).toContain(
+        'Semantic recall is not configured for this memory.',
+      );
+    });
+
+    it('renders hostile values as text on every panel', async () => {
+      await openThread(page, readOnly, seeded.resourceId, seeded.trip);
+      await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(3);
+      const messages = await page.locator('#panel-messages').textContent();
+      expect(messages).toContain(XSS_SCRIPT);
+      expect(messages).toContain(XSS_IMG);
+      const wm = await page.locator('#panel-wm').textContent();
+      expect(wm).toContain('<script>window.__xss = \\"script\\"</script>');
+      expect(wm).toContain('<img src=x onerror=');
+      expect(await page.locator('#panel-prompt').textContent()).toContain('<script>window.__xss');
+      await page.locator('#threads li').nth(2).waitFor();
+      expect(await page.locator('#threads').textContent()).toContain(XSS_SCRIPT);
+
+      await openThread(page, readOnly, seeded.otherResourceId, seeded.otherThread);
+      await page.locator(`#threads li[data-thread="${seeded.otherThread}"]`).waitFor();
+      expect(await page.locator('#resources').textContent()).toContain(seeded.otherResourceId);
+      expect(await page.locator('#thread-meta').textContent()).toContain(seeded.otherResourceId);
+
+      expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+      expect(await page.locator('img').count()).toBe(0);
+      expect(await page.locator('script').count()).toBe(1);
+      expect(errors).toEqual([]);
+    });
+
+    it('updates within 2 s after another OS process merges into the working memory', async () => {
+      await openThread(page, readOnly, seeded.resourceId, seeded.trip);
+      const city = `Lisbon-${process.pid}`;
+      const { mergedAt } = await mergeInAnotherProcess(store, seeded.resourceId, { city, tasks: ['pack'] });
+      await page.waitForFunction(
+        (text) => document.querySelector('#panel-wm [data-scope="resource"]')?.textContent?.includes(text),
+        city,
+        { timeout: 2_000, polling: 25 },
+      );
+      const elapsed = Date.now() - mergedAt;
+      console.log(`[${adapter.name}] page showed the other process's merge after ${elapsed} ms`);
+      expect(elapsed).toBeLessThan(2_000);
+      expect(await page.locator('#panel-prompt pre').textContent()).toContain(city);
+      expect(await page.locator('#panel-wm [data-scope="resource"]').textContent()).toContain('"pack"');
+    });
+
+    it('refuses edits without --allow-edits', async () => {
+      await openThread(page, readOnly, seeded.resourceId, seeded.trip);
+      expect(await page.locator('#mode').textContent()).toBe('read-only');
+      expect(await page.locator('#panel-wm button').count()).toBe(0);
+      expect(await page.locator('#panel-messages button').count()).toBe(0);
+      const before = await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId });
+      const answer = await page.evaluate(async (resourceId) => {
+        const token = document.querySelector('meta[name="engram-token"]')?.getAttribute('content') ?? '';
+        const put = await fetch('/api/working-memory', {
+          method: 'PUT',
+          headers: { 'x-engram-token': token, 'content-type': 'application/json' },
+          body: JSON.stringify({ scope: 'resource', resourceId, base: null, value: '{"name":"Mallory"}' }),
+        });
+        return { status: put.status, body: await put.json() };
+      }, seeded.resourceId);
+      expect(answer.status).toBe(403);
+      expect(answer.body.message).toContain('--allow-edits');
+      expect(await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId })).toBe(before);
+    });
+
+    it('with --allow-edits: saves an edit, refuses one made from a stale value, deletes a message', async () => {
+      await openThread(page, editable, seeded.resourceId, seeded.trip);
+      expect(await page.locator('#mode').textContent()).toBe('edits allowed');
+      const doc = page.locator('#panel-wm [data-scope="resource"]');
+      await doc.getByRole('button', { name: 'edit' }).click();
+      await doc.locator('textarea').fill(JSON.stringify({ name: 'Grace', city: 'Oslo', tasks: [] }));
+      await doc.getByRole('button', { name: 'save' }).click();
+      await expect.poll(() => doc.textContent()).toContain('"Oslo"');
+      expect(JSON.parse((await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId }))!)).toEqual({
+        name: 'Grace',
+        city: 'Oslo',
+        tasks: [],
+      });
+
+      // Open the editor, let another process change the memory, then save: refused, nothing written.
+      await doc.getByRole('button', { name: 'edit' }).click();
+      await doc.locator('textarea').fill(JSON.stringify({ name: 'Stale' }));
+      await mergeInAnotherProcess(store, seeded.resourceId, { city: 'Rome' });
+      await doc.getByRole('button', { name: 'save' }).click();
+      await expect
+        .poll(() => doc.locator('.issue').first().textContent())
+        .toContain('changed since it was loaded');
+      expect(JSON.parse((await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId }))!)).toEqual({
+        name: 'Grace',
+        city: 'Rome',
+        tasks: [],
+      });
+      await doc.getByRole('button', { name: 'cancel' }).click();
+
+      page.once('dialog', (dialog) => dialog.accept());
+      const first = page.locator(`#panel-messages [data-message="${seeded.messageIds[0]}"]`);
+      await first.getByRole('button', { name: 'delete' }).click();
+      await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(2);
+      const left = await opened.memory.recall({ threadId: seeded.trip, last: false });
+      expect(left.map((m) => m.id)).toEqual(seeded.messageIds.slice(1));
+      expect(errors).toEqual([]);
+    });
+  });
+}
+
+describe('Markdown working memory, and the README screenshot (libsql)', () => {
+  let opened: OpenedStore;
+  let server: InspectorServer;
+  let editable: InspectorServer;
+  let page: Page;
+  const alice = `alice-${process.pid}`;
+  const mallory = `mallory-${process.pid}`;
+  let trip: string;
+  let hostile: string;
+
+  beforeAll(async () => {
+    opened = await openStore(`file:${tmp.dir}/markdown.db`);
+    const memory = opened.memory;
+    const lisbon = await memory.createThread({
+      resourceId: alice,
+      title: 'Trip to Lisbon',
+      metadata: { topic: 'travel' },
+    });
+    trip = lisbon.id;
+    await memory.createThread({
+      resourceId: alice,
+      title: 'Kitchen renovation',
+      metadata: { topic: 'home' },
+    });
+    await memory.createThread({
+      resourceId: alice,
+      title: 'Birthday gift for Sam',
+      metadata: { topic: 'family' },
+    });
+    const start = Date.UTC(2026, 10, 30, 9, 0, 0);
+    const turns: [string, string][] = [
+      ['user', 'I want to visit Lisbon in May, ideally for a long weekend.'],
+      ['assistant', 'Lovely! Do you prefer the old town (Alfama) or somewhere near the beach?'],
+      ['user', 'Alfama please. And I am vegetarian, so restaurant tips should fit that.'],
+      ['assistant', 'Noted: Alfama, vegetarian. I will look for guesthouses and a few restaurants.'],
+      ['user', 'Flights from Berlin, no checked bag.'],
+    ];
+    await memory.saveMessages({
+      messages: turns.map(([role, content], i) => ({
+        threadId: trip,
+        resourceId: alice,
+        role: role as 'user' | 'assistant',
+        content,
+        createdAt: new Date(start + i * 60_000),
+      })),
+    });
+    await memory.updateWorkingMemory({
+      resourceId: alice,
+      workingMemory: [
+        '# User Information',
+        '- **First Name**: Alice',
+        '- **Location**: Berlin',
+        '- **Diet**: vegetarian',
+        '## Plans',
+        '- [ ] Book flights Berlin → Lisbon (May, carry-on only)',
+        '- [ ] Guesthouse in Alfama',
+        '- [x] Renew passport',
+      ].join('\n'),
+    });
+    const bad = await memory.createThread({ resourceId: mallory, title: 'probe' });
+    hostile = bad.id;
+    await memory.saveMessages({
+      messages: [{ threadId: hostile, resourceId: mallory, role: 'user', content: XSS_IMG }],
+    });
+    await memory.updateWorkingMemory({
+      resourceId: mallory,
+      workingMemory: `# Name ${XSS_SCRIPT}\n- **Bold ${XSS_IMG}**\n- [ ] \`${XSS_SCRIPT}\`\n> ${XSS_IMG}\n${XSS_SCRIPT}\n`,
+    });
+    server = await startServer(new Inspector({ memory, label: 'file:./memory.db (libsql)' }));
+    editable = await startServer(new Inspector({ memory, allowEdits: true }));
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await page?.close();
+    await server?.close();
+    await editable?.close();
+    await opened?.close();
+  });
+
+  it('edits a Markdown working memory from the resource view (no thread open)', async () => {
+    const bob = `bob-${process.pid}`;
+    await opened.memory.updateWorkingMemory({ resourceId: bob, workingMemory: '# Bob\n- Likes: tea\n' });
+    await page.goto('about:blank');
+    await page.goto(`${editable.url}${route(bob)}`);
+    const doc = page.locator('#panel-resource-wm [data-scope="resource"]');
+    await doc.locator('.md-heading').waitFor();
+    expect(await page.locator('#resource-title').textContent()).toBe(bob);
+    await doc.getByRole('button', { name: 'edit' }).click();
+    expect(await doc.locator('textarea').inputValue()).toBe('# Bob\n- Likes: tea\n');
+    await doc.locator('textarea').fill('# Robert\n- Likes: coffee\n');
+    await doc.getByRole('button', { name: 'save' }).click();
+    await expect.poll(() => doc.locator('.md-heading').textContent()).toBe('Robert');
+    expect(await opened.memory.getWorkingMemory({ resourceId: bob })).toBe('# Robert\n- Likes: coffee\n');
+  });
+
+  it('renders Markdown structure, and hostile Markdown as text', async () => {
+    await openThread(page, server, mallory, hostile);
+    const doc = page.locator('#panel-wm [data-scope="resource"]');
+    expect(await doc.locator('.md-heading').textContent()).toBe(`Name ${XSS_SCRIPT}`);
+    expect(await doc.locator('strong').textContent()).toBe(`Bold ${XSS_IMG}`);
+    expect(await doc.locator('li code').textContent()).toBe(XSS_SCRIPT);
+    expect(await doc.locator('blockquote').textContent()).toBe(XSS_IMG);
+    expect(await doc.locator('p').last().textContent()).toBe(XSS_SCRIPT);
+    expect(await page.locator('#panel-prompt pre').textContent()).toContain(`# Name ${XSS_SCRIPT}`);
+    expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+    expect(await page.locator('img').count()).toBe(0);
+  });
+
+  it('says clearly when the store cannot be reached', async () => {
+    const { PostgresStore } = await import('@engram/pg');
+    const { Memory } = await import('@engram/core');
+    const storage = new PostgresStore({
+      connectionString: 'postgres://nobody@127.0.0.1:9/none',
+      connectTimeoutMs: 1_000,
+    });
+    const down = await startServer(new Inspector({ memory: new Memory({ storage }) }));
+    try {
+      await page.goto(down.url);
+      await page.locator('#error').waitFor({ state: 'visible' });
+      expect(await page.locator('#error').textContent()).toMatch(/^The store cannot be reached: pg: /);
+      expect(await page.locator('#resource-progress').textContent()).toBe('listing failed');
+    } finally {
+      await down.close();
+      await storage.close();
+    }
+  });
+
+  it('takes the screenshot of a thread (docs/inspector.png with ENGRAM_INSPECTOR_SCREENSHOT=1)', async () => {
+    await openThread(page, server, alice, trip);
+    await page.locator('#threads li').nth(2).waitFor();
+    await expect
+      .poll(() => page.locator('#resource-progress').textContent())
+      .toMatch(/^\d+ resources in \d+ threads$/);
+    expect(await page.locator('#panel-wm .md-heading').first().textContent()).toBe('User Information');
+    expect(await page.locator('#panel-wm li').count()).toBe(6);
+    const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
+      ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
+      : `${tmp.dir}/inspector.png`;
+    await page.setViewportSize({ width: 1440, height: 1150 });
+    const png = await page.screenshot({ path });
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+  });
+});

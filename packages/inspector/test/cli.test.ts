@@ -1,0 +1,196 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Memory, WorkingMemory } from '@engram/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadAdapter, type OpenedStore, openStore, StoreError } from '../src/open.ts';
+import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
+
+const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
+const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as users do (the bin script) and collects its output. */
+function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ENGRAM_INSPECT_STORE: undefined, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => {
+    stdout += String(c);
+  });
+  child.stderr.on('data', (c) => {
+    stderr += String(c);
+  });
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('engram-inspect CLI', () => {
+  let tmp: Awaited<ReturnType<typeof tempDir>>;
+  let store: TestStore;
+  let opened: OpenedStore;
+  let seeded: Seeded;
+  let storeArgs: string[];
+
+  beforeAll(async () => {
+    tmp = await tempDir();
+    store = await ADAPTERS.find((a) => a.name === 'libsql')!.create('', tmp.dir);
+    opened = await openStore(store.spec, store.settings);
+    seeded = await seed(opened.memory);
+    storeArgs = ['--store', store.spec, '--schema', store.settings.schemaFile!];
+  });
+
+  afterAll(async () => {
+    await opened?.close();
+    await tmp?.remove();
+  });
+
+  it('thread <id> --json: the newest messages, both working-memory scopes and the recall state', async () => {
+    const run = await cli(['thread', seeded.trip, ...storeArgs, '--json', '--last', '2']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout);
+    expect(out.thread.id).toBe(seeded.trip);
+    expect(out.messages.map((m: { id: string }) => m.id)).toEqual(seeded.messageIds.slice(1));
+    expect(out.totalMessages).toBe(3);
+    expect(out.workingMemory.resource.json.parsed.tasks).toEqual(['book flights']);
+    expect(out.workingMemory.thread.issues.length).toBeGreaterThan(0);
+    expect(out.recall).toEqual({
+      configured: false,
+      reason: 'semantic recall is not configured for this memory',
+    });
+  });
+
+  it('thread <id> as text, wm <resourceId>, and the store from ENGRAM_INSPECT_STORE', async () => {
+    const [text, wm] = await Promise.all([
+      cli(['thread', seeded.trip, ...storeArgs]),
+      cli(['wm', seeded.resourceId, '--schema', store.settings.schemaFile!, '--json'], {
+        ENGRAM_INSPECT_STORE: store.spec,
+      }),
+    ]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('messages: newest 3 of 3');
+    expect(text.stdout).toContain(`I live in Berlin. ${XSS_SCRIPT}`);
+    expect(text.stdout).toContain('! name:');
+    expect(wm.code).toBe(0);
+    const doc = JSON.parse(wm.stdout);
+    expect(doc.resourceId).toBe(seeded.resourceId);
+    expect(doc.resource.value).toBe(await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId }));
+    expect(doc.resource.issues).toEqual([]);
+  });
+
+  it('prompt <threadId>: exactly the system message of the WorkingMemory processor', async () => {
+    const expected = await WorkingMemory.fromMemory(opened.memory).buildMessage({
+      threadId: seeded.trip,
+      resourceId: seeded.resourceId,
+    });
+    const [text, json] = await Promise.all([
+      cli(['prompt', seeded.trip, ...storeArgs]),
+      cli(['prompt', seeded.trip, ...storeArgs, '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe(`${expected.content}\n`);
+    expect(JSON.parse(json.stdout)).toEqual({
+      threadId: seeded.trip,
+      resourceId: seeded.resourceId,
+      text: expected.content,
+    });
+  });
+
+  it('takes a module exporting a configured Memory (its scope and template are used)', async () => {
+    const dbUrl = `file:${tmp.dir}/module.db`;
+    const storage = (await openStore(dbUrl)).memory.storage;
+    const memory = new Memory({
+      storage,
+      options: { workingMemory: { enabled: true, scope: 'thread', template: '# Notes\n- Mood:\n' } },
+    });
+    const thread = await memory.createThread({
+      resourceId: 'r1',
+      metadata: { workingMemory: '# Notes\n- Mood: sunny\n' },
+    });
+    const expected = await WorkingMemory.fromMemory(memory).buildMessage({
+      threadId: thread.id,
+      resourceId: 'r1',
+    });
+    await storage.close();
+    const run = await cli(['prompt', thread.id, '--store', MODULE], { INSPECT_TEST_DB: dbUrl });
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(`${expected.content}\n`);
+    expect(run.stdout).toContain('Mood: sunny');
+  });
+
+  it('serves the page at a printed URL with a token, until stopped', async () => {
+    const child = spawn(process.execPath, [BIN, ...storeArgs, '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (c) => {
+          out += String(c);
+          const found = /http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32}/.exec(out);
+          if (found) resolve(found[0]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited with ${code}`)));
+      });
+      const token = new URL(url).searchParams.get('token')!;
+      const info = await fetch(new URL('/api/info', url), { headers: { 'x-engram-token': token } });
+      expect(info.status).toBe(200);
+      expect((await info.json()).allowEdits).toBe(false);
+      expect((await fetch(new URL('/api/info', url))).status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(code).toBe(0);
+  });
+
+  it('fails clearly when the store cannot be reached, without printing the password', async () => {
+    const [run, noToken, usage] = await Promise.all([
+      cli(['thread', 'x', '--store', 'postgres://inspector:s3cret@127.0.0.1:9/nowhere']),
+      cli(['thread', 'x', '--store', 'https://example.upstash.io'], {
+        ENGRAM_UPSTASH_TOKEN: '',
+        UPSTASH_REDIS_REST_TOKEN: '',
+      }),
+      cli(['thread']),
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('cannot reach the store postgres://inspector:***@127.0.0.1:9/nowhere');
+    expect(run.stderr).not.toContain('s3cret');
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toContain('ENGRAM_UPSTASH_TOKEN or UPSTASH_REDIS_REST_TOKEN');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('thread needs an id');
+  });
+
+  it('prints stored terminal control sequences as visible escapes, never raw', async () => {
+    const hostile = '\u001b]0;pwned\u0007\u001b[2J\rcleared\u009b31m';
+    await opened.memory.saveMessages({
+      messages: [
+        { threadId: seeded.groceries, resourceId: seeded.resourceId, role: 'user', content: hostile },
+      ],
+    });
+    const [text, json] = await Promise.all([
+      cli(['thread', seeded.groceries, ...storeArgs]),
+      cli(['thread', seeded.groceries, ...storeArgs, '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    const raw = (out: string) => ['\u001b', '\u0007', '\r', '\u009b'].filter((c) => out.includes(c));
+    expect(raw(text.stdout)).toEqual([]);
+    expect(text.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u000dcleared\\u009b31m');
+    expect(raw(json.stdout)).toEqual([]);
+    expect(JSON.parse(json.stdout).messages[0].content).toBe(hostile);
+  });
+
+  it('names the package to install when an adapter is missing', async () => {
+    const error = await loadAdapter('@engram/not-installed', 'x://y').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toContain('needs the package @engram/not-installed');
+  });
+});
