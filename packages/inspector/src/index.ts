@@ -3,13 +3,21 @@ export {
   Inspector,
   type MemoryInfo,
   RESOURCE_SCAN_PAGE,
-  type RecallStatus,
   type ResourceScanStep,
   type ResourceSummary,
   SEARCH_LIMIT,
   type ThreadView,
   type WorkingMemoryEditRequest,
 } from './inspector.ts';
+export {
+  MAX_QUERY,
+  type RecallHitView,
+  type RecallRequest,
+  type RecallSettings,
+  type RecallStatus,
+  type RecallView,
+  type TurnRecall,
+} from './recall.ts';
 export {
   isStoreUrl,
   loadAdapter,
