@@ -88,10 +88,10 @@ function parse(argv: readonly string[]): Parsed {
     else if (arg === '--message-range') recall.messageRange = integer(arg, 0);
     else if (arg === '--recall-scope') {
       const scope = value(arg);
-      if (scope !== 'resource' && scope !== 'thread') throw new UsageError('--recall-scope is resource or thread');
+      if (scope !== 'resource' && scope !== 'thread')
+        throw new UsageError('--recall-scope is resource or thread');
       recall.scope = scope;
-    }
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+    } else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
     else positional.push(arg);
   }
   if (Object.keys(recall).length > 0) {
@@ -215,7 +215,9 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
     const text = 'text' in prompt ? prompt.text : prompt.unavailable;
     if (!recalled) return text;
     if ('error' in recalled) return `${text}\n\n(semantic recall failed: ${recalled.error})`;
-    return recalled.text === '' ? `${text}\n\n(semantic recall: ${recalled.note})` : `${text}\n\n${recalled.text}`;
+    return recalled.text === ''
+      ? `${text}\n\n(semantic recall: ${recalled.note})`
+      : `${text}\n\n${recalled.text}`;
   }
   const resource = await inspector.resource(id);
   let threadDoc: DocumentView | null = null;

@@ -10,15 +10,6 @@ export {
   type WorkingMemoryEditRequest,
 } from './inspector.ts';
 export {
-  MAX_QUERY,
-  type RecallHitView,
-  type RecallRequest,
-  type RecallSettings,
-  type RecallStatus,
-  type RecallView,
-  type TurnRecall,
-} from './recall.ts';
-export {
   isStoreUrl,
   loadAdapter,
   type OpenedStore,
@@ -27,6 +18,15 @@ export {
   StoreError,
   type StoreSettings,
 } from './open.ts';
+export {
+  MAX_QUERY,
+  type RecallHitView,
+  type RecallRequest,
+  type RecallSettings,
+  type RecallStatus,
+  type RecallView,
+  type TurnRecall,
+} from './recall.ts';
 export {
   checkRequest,
   LOOPBACK,

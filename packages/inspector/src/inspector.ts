@@ -9,7 +9,14 @@ import {
   WorkingMemory,
   type WorkingMemoryScope,
 } from '@engram/core';
-import { type RecallStatus, type RecallView, recallForThread, recallStatus, type TurnRecall, turnRecall } from './recall.ts';
+import {
+  type RecallStatus,
+  type RecallView,
+  recallForThread,
+  recallStatus,
+  type TurnRecall,
+  turnRecall,
+} from './recall.ts';
 
 /** How many threads one step of the resource scan reads. */
 export const RESOURCE_SCAN_PAGE = 200;

@@ -170,7 +170,9 @@ export async function turnRecall(memory: Memory, thread: Thread): Promise<TurnRe
     });
     const added = out.find((m) => m.role === 'system' && m.source === RECALL_SOURCE);
     const text = typeof added?.content === 'string' ? added.content : '';
-    return text === '' ? { query, text, note: 'nothing recalled for the latest user message' } : { query, text };
+    return text === ''
+      ? { query, text, note: 'nothing recalled for the latest user message' }
+      : { query, text };
   } catch (error) {
     if (error instanceof MemoryError) return { query, error: error.message, code: error.code };
     return { query, error: error instanceof Error ? error.message : String(error) };
@@ -179,7 +181,10 @@ export async function turnRecall(memory: Memory, thread: Thread): Promise<TurnRe
 
 function checkRequest(request: unknown): RecallRequest {
   if (typeof request !== 'object' || request === null || Array.isArray(request)) {
-    throw new MemoryError('INVALID_ARGUMENT', 'the recall request must be an object { query, topK?, scope?, messageRange? }');
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      'the recall request must be an object { query, topK?, scope?, messageRange? }',
+    );
   }
   const unknown = Object.keys(request).filter((key) => !REQUEST_KEYS.has(key));
   if (unknown.length > 0) {

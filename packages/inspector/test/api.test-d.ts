@@ -5,10 +5,10 @@ import {
   type InspectorServer,
   type OpenedStore,
   openStore,
-  type StoreSettings,
-  startServer,
   type RecallSettings,
   type RecallView,
+  type StoreSettings,
+  startServer,
   type ThreadView,
 } from '../src/index.ts';
 
