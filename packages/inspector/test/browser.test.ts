@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import { WorkingMemory } from '@engram/core';
+import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector } from '../src/inspector.ts';
@@ -11,6 +11,7 @@ import {
   ADAPTERS,
   type AdapterCase,
   mergeInAnotherProcess,
+  SCHEMA,
   type Seeded,
   seed,
   type TestStore,
@@ -53,6 +54,9 @@ async function openThread(page: Page, server: InspectorServer, resourceId: strin
   await page.locator('#thread-view').waitFor({ state: 'visible' });
   await page.locator('#panel-wm [data-scope="resource"]').waitFor();
 }
+
+/** Name suffix of tests that need a store declaring vectors (skipped otherwise, reason given). */
+const NEEDS_VECTORS = ' [needs the store to declare vectors]';
 
 function describeAdapter(adapter: AdapterCase, body: (getUrl: () => string) => void): void {
   if (adapter.service === null) describe(adapter.name, () => body(() => ''));
@@ -165,6 +169,99 @@ for (const adapter of ADAPTERS) {
       expect(elapsed).toBeLessThan(2_000);
       expect(await page.locator('#panel-prompt pre').textContent()).toContain(city);
       expect(await page.locator('#panel-wm [data-scope="resource"]').textContent()).toContain('"pack"');
+    });
+
+    it(`shows recall hits from another thread with score and window, the link opens it, hostile text stays text${NEEDS_VECTORS}`, async (ctx) => {
+      const storage = opened.memory.storage;
+      if (!storage.vectors) {
+        ctx.skip(`${storage.name} declares no vectors (no semantic recall)`);
+        return;
+      }
+      // The agent's memory: the same store, with an embedder and semantic recall.
+      const memory = new Memory({
+        storage,
+        embedder: createLexicalEmbedder(),
+        options: {
+          lastMessages: 4,
+          semanticRecall: { topK: 3, messageRange: 1, scope: 'resource' },
+          workingMemory: { enabled: true, schema: SCHEMA },
+        },
+      });
+      const user = `recall-${seeded.resourceId}`;
+      const a = await memory.createThread({ resourceId: user, title: 'Weekend plans' });
+      const b = await memory.createThread({ resourceId: user, title: 'About my dog' });
+      const inB = await memory.saveMessages({
+        messages: [
+          { threadId: b.id, resourceId: user, role: 'user', content: 'I adopted a greyhound last spring.' },
+          {
+            threadId: b.id,
+            resourceId: user,
+            role: 'user',
+            content: `Biscuit loves long walks on the beach ${XSS_SCRIPT}`,
+          },
+          { threadId: b.id, resourceId: user, role: 'assistant', content: `Noted ${XSS_IMG}` },
+          { threadId: b.id, resourceId: user, role: 'user', content: 'My tax return is due in April.' },
+        ],
+      });
+      await memory.saveMessages({
+        messages: [
+          { threadId: a.id, resourceId: user, role: 'user', content: 'Where can Biscuit walk on the beach?' },
+        ],
+      });
+      const server = await startServer(new Inspector({ memory, label: opened.label }));
+      try {
+        await page.goto('about:blank');
+        await page.goto(`${server.url}${route(user, a.id)}`);
+        await page.locator('#recall-form').waitFor();
+        const query = 'long walks on the beach with Biscuit';
+        const expected = await memory.recall({ threadId: a.id, resourceId: user, query });
+        const [best] = expected.hits;
+        expect(best?.threadId).toBe(b.id);
+        expect(best?.message.id).toBe(inB[1]?.id);
+
+        await page.fill('#recall-query', query);
+        await page.press('#recall-query', 'Enter');
+        const hits = page.locator('#recall-results .hit');
+        await expect.poll(() => hits.count()).toBe(expected.hits.length);
+        const first = hits.first();
+        expect(await first.getAttribute('data-thread')).toBe(b.id);
+        expect(await first.getAttribute('data-message')).toBe(best?.message.id);
+        expect(await first.locator('.score').textContent()).toBe(best?.score.toFixed(3));
+        expect(await first.locator('.thread-link').textContent()).toBe('thread About my dog');
+        expect(
+          await first
+            .locator('.window .msg')
+            .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-message'))),
+        ).toEqual(inB.slice(0, 3).map((m) => m.id));
+        expect(await first.locator('.hit-message').textContent()).toContain(
+          `Biscuit loves long walks on the beach ${XSS_SCRIPT}`,
+        );
+        const panel = await page.locator('#panel-recall').textContent();
+        expect(panel).toContain(XSS_SCRIPT);
+        expect(panel).toContain(XSS_IMG);
+
+        // This turn's recall in the prompt panel, as core's SemanticRecall processor composes it.
+        const history = await memory.getMessages({ threadId: a.id, resourceId: user });
+        const composed = await new SemanticRecall(memory).processInput({
+          messages: history.map((m) => ({ role: m.role, content: m.content })),
+          requestContext: { threadId: a.id, resourceId: user },
+        });
+        const recallMessage = composed.find((m) => m.source === 'memory-recall')?.content;
+        expect(recallMessage).toContain(`thread ${JSON.stringify(b.id)}`);
+        expect(await page.locator('#panel-prompt pre.recall-prompt').textContent()).toBe(recallMessage);
+
+        await first.locator('.thread-link').click();
+        await expect.poll(() => page.locator('#thread-title').textContent()).toBe('About my dog');
+        expect(new URLSearchParams((await page.evaluate(() => window.location.hash)).slice(1)).get('t')).toBe(
+          b.id,
+        );
+        await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(4);
+        expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+        expect(await page.locator('img').count()).toBe(0);
+        expect(errors).toEqual([]);
+      } finally {
+        await server.close();
+      }
     });
 
     it('refuses edits without --allow-edits', async () => {
