@@ -429,10 +429,12 @@ function renderWorkingMemory(view) {
 function renderPrompt(view) {
   const body = clear($('panel-prompt').querySelector('.body'));
   const recalled = view.turnRecall;
-  if (recalled) body.append(el('h4', '', 'WorkingMemory processor'));
-  if ('text' in view.prompt) body.append(el('pre', 'prompt', view.prompt.text));
-  else body.append(el('p', 'muted', view.prompt.unavailable));
+  body.classList.toggle('split', Boolean(recalled));
+  const wm = recalled ? el('div', 'turn-wm', el('h4', '', 'WorkingMemory processor')) : body;
+  if ('text' in view.prompt) wm.append(el('pre', 'prompt', view.prompt.text));
+  else wm.append(el('p', 'muted', view.prompt.unavailable));
   if (!recalled) return;
+  body.append(wm);
   const section = el('div', 'turn-recall');
   section.append(
     el('h4', '', 'SemanticRecall processor: this turn’s recall'),

@@ -335,7 +335,11 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
   let hostile: string;
 
   beforeAll(async () => {
-    opened = await openStore(`file:${tmp.dir}/markdown.db`);
+    // As `engram-inspect file:… --lexical-embedder 256`: recall with the embedder the store was indexed with.
+    opened = await openStore(`file:${tmp.dir}/markdown.db`, {
+      lexicalEmbedder: 256,
+      recall: { topK: 3, messageRange: 1 },
+    });
     const memory = opened.memory;
     const lisbon = await memory.createThread({
       resourceId: alice,
@@ -343,15 +347,32 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       metadata: { topic: 'travel' },
     });
     trip = lisbon.id;
-    await memory.createThread({
+    const kitchen = await memory.createThread({
       resourceId: alice,
       title: 'Kitchen renovation',
       metadata: { topic: 'home' },
     });
-    await memory.createThread({
+    const gift = await memory.createThread({
       resourceId: alice,
       title: 'Birthday gift for Sam',
       metadata: { topic: 'family' },
+    });
+    const earlier = Date.UTC(2026, 10, 12, 18, 0, 0);
+    const older: [string, string, string][] = [
+      [kitchen.id, 'user', 'The new counter is delivered on Friday; the fitter needs the flat keys.'],
+      [gift.id, 'user', 'Sam turns 40 in May. I want something from a trip, not from a shop.'],
+      [gift.id, 'assistant', 'A tile from Lisbon (an azulejo) or a box of custard tarts would travel well.'],
+      [gift.id, 'user', 'The azulejo it is: find a workshop in Lisbon that ships to Berlin.'],
+      [kitchen.id, 'user', 'Vegetarian cookbook shelf goes left of the window.'],
+    ];
+    await memory.saveMessages({
+      messages: older.map(([threadId, role, content], i) => ({
+        threadId,
+        resourceId: alice,
+        role: role as 'user' | 'assistant',
+        content,
+        createdAt: new Date(earlier + i * 3_600_000),
+      })),
     });
     const start = Date.UTC(2026, 10, 30, 9, 0, 0);
     const turns: [string, string][] = [
@@ -460,11 +481,17 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       .toMatch(/^\d+ resources in \d+ threads$/);
     expect(await page.locator('#panel-wm .md-heading').first().textContent()).toBe('User Information');
     expect(await page.locator('#panel-wm li').count()).toBe(6);
+    await page.fill('#recall-query', 'a gift from Lisbon for Sam');
+    await page.press('#recall-query', 'Enter');
+    await page.locator('#recall-results .hit').first().waitFor();
+    expect(await page.locator('#recall-results .hit .thread-link').first().textContent()).toBe(
+      'thread Birthday gift for Sam',
+    );
     const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
       ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
       : `${tmp.dir}/inspector.png`;
     await page.setViewportSize({ width: 1440, height: 1150 });
-    const png = await page.screenshot({ path });
+    const png = await page.screenshot({ path, fullPage: true });
     expect(png.subarray(1, 4).toString()).toBe('PNG');
   });
 });
