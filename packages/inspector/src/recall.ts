@@ -207,7 +207,7 @@ function effective(configured: RecallSettings, args: RecallRequest): RecallSetti
     typeof range === 'number'
       ? { before: range, after: range }
       : range && typeof range === 'object'
-        ? { before: range.before, after: range.after }
+        ? { before: range.before ?? 0, after: range.after ?? 0 }
         : { before: configured.before, after: configured.after };
   return { topK: args.topK ?? configured.topK, scope: args.scope ?? configured.scope, ...ranged };
 }

@@ -189,7 +189,7 @@ for (const adapter of ADAPTERS) {
       });
       const user = `recall-${seeded.resourceId}`;
       const a = await memory.createThread({ resourceId: user, title: 'Weekend plans' });
-      const b = await memory.createThread({ resourceId: user, title: 'About my dog' });
+      const b = await memory.createThread({ resourceId: user, title: `About my dog ${XSS_IMG}` });
       const inB = await memory.saveMessages({
         messages: [
           { threadId: b.id, resourceId: user, role: 'user', content: 'I adopted a greyhound last spring.' },
@@ -227,7 +227,7 @@ for (const adapter of ADAPTERS) {
         expect(await first.getAttribute('data-thread')).toBe(b.id);
         expect(await first.getAttribute('data-message')).toBe(best?.message.id);
         expect(await first.locator('.score').textContent()).toBe(best?.score.toFixed(3));
-        expect(await first.locator('.thread-link').textContent()).toBe('thread About my dog');
+        expect(await first.locator('.thread-link').textContent()).toBe(`thread About my dog ${XSS_IMG}`);
         expect(
           await first
             .locator('.window .msg')
@@ -251,7 +251,7 @@ for (const adapter of ADAPTERS) {
         expect(await page.locator('#panel-prompt pre.recall-prompt').textContent()).toBe(recallMessage);
 
         await first.locator('.thread-link').click();
-        await expect.poll(() => page.locator('#thread-title').textContent()).toBe('About my dog');
+        await expect.poll(() => page.locator('#thread-title').textContent()).toBe(`About my dog ${XSS_IMG}`);
         expect(new URLSearchParams((await page.evaluate(() => window.location.hash)).slice(1)).get('t')).toBe(
           b.id,
         );
