@@ -171,7 +171,7 @@ for (const adapter of ADAPTERS) {
       expect(await page.locator('#panel-wm [data-scope="resource"]').textContent()).toContain('"pack"');
     });
 
-    it(`shows recall hits from another thread with score and window, the link opens it, hostile text stays text${NEEDS_VECTORS}`, async (ctx) => {
+    it(`shows recall hits from another thread with score and window, the link opens it, hostile text stays text, another space is refused${NEEDS_VECTORS}`, async (ctx) => {
       const storage = opened.memory.storage;
       if (!storage.vectors) {
         ctx.skip(`${storage.name} declares no vectors (no semantic recall)`);
@@ -261,6 +261,36 @@ for (const adapter of ADAPTERS) {
         expect(errors).toEqual([]);
       } finally {
         await server.close();
+      }
+
+      // An embedder of another space: core's refusal, naming both spaces, in both panels; no hits.
+      const mismatched = await startServer(
+        new Inspector({
+          memory: new Memory({
+            storage,
+            embedder: createLexicalEmbedder({ dimensions: 64 }),
+            options: { semanticRecall: true },
+          }),
+        }),
+      );
+      try {
+        await page.goto('about:blank');
+        await page.goto(`${mismatched.url}${route(user, a.id)}`);
+        await page.locator('#recall-form').waitFor();
+        await expect
+          .poll(() => page.locator('#panel-prompt .recall-error').textContent())
+          .toContain('engram:lexical-64 (64 dimensions)');
+        await page.fill('#recall-query', 'long walks on the beach with Biscuit');
+        await page.press('#recall-query', 'Enter');
+        const error = page.locator('#recall-results .recall-error');
+        await error.waitFor();
+        expect(await error.textContent()).toMatch(
+          /^INVALID_ARGUMENT: .*engram:lexical-256 \(256 dimensions\)/,
+        );
+        expect(await error.textContent()).toContain('engram:lexical-64 (64 dimensions)');
+        expect(await page.locator('#recall-results .hit').count()).toBe(0);
+      } finally {
+        await mismatched.close();
       }
     });
 
