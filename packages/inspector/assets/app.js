@@ -428,28 +428,160 @@ function renderWorkingMemory(view) {
 
 function renderPrompt(view) {
   const body = clear($('panel-prompt').querySelector('.body'));
-  if ('text' in view.prompt) body.append(el('pre', 'prompt', view.prompt.text));
-  else body.append(el('p', 'muted', view.prompt.unavailable));
+  const recalled = view.turnRecall;
+  body.classList.toggle('split', Boolean(recalled));
+  const wm = recalled ? el('div', 'turn-wm', el('h4', '', 'WorkingMemory processor')) : body;
+  if ('text' in view.prompt) wm.append(el('pre', 'prompt', view.prompt.text));
+  else wm.append(el('p', 'muted', view.prompt.unavailable));
+  if (!recalled) return;
+  body.append(wm);
+  const section = el('div', 'turn-recall');
+  section.append(
+    el('h4', '', 'SemanticRecall processor: this turn’s recall'),
+    el('p', 'muted', 'query (the latest user message): ', el('q', 'turn-query', recalled.query)),
+  );
+  if ('error' in recalled) {
+    section.append(el('p', 'recall-error', `${recalled.code ? `${recalled.code}: ` : ''}${recalled.error}`));
+  } else if (recalled.text === '')
+    section.append(el('p', 'muted turn-note', recalled.note ?? 'nothing recalled'));
+  else section.append(el('pre', 'prompt recall-prompt', recalled.text));
+  body.append(section);
 }
 
+// ── semantic recall ─────────────────────────────────────────────────────────────────────────
+
+/** Builds the recall panel once per open thread: a query keeps its results while the view polls. */
 function renderRecall(view) {
-  const body = clear($('panel-recall').querySelector('.body'));
+  const panel = $('panel-recall');
+  const key = `${view.thread.id}\n${view.recall.configured}`;
+  if (panel.dataset.for === key) return;
+  panel.dataset.for = key;
+  const body = clear(panel.querySelector('.body'));
   if (!view.recall.configured) {
     body.append(
       el('p', 'notice', 'Semantic recall is not configured for this memory.'),
       el(
         'p',
         'muted',
-        'With semantic recall configured, a query here shows the hits, their scores and the message windows the agent would get, with links to the threads they come from.',
+        'With semantic recall configured, a query here shows the hits, their scores and the message windows the agent would get, with links to the threads they come from. Point the inspector at a module exporting a Memory with an embedder and semanticRecall.',
       ),
     );
     const input = el('input', '');
     input.placeholder = 'recall query';
     input.disabled = true;
     body.append(el('div', 'search', input));
-  } else {
-    body.append(el('p', 'notice', 'Semantic recall is configured, but this inspector cannot query it yet.'));
+    return;
   }
+  const settings = view.recall.settings;
+  const query = el('input', '');
+  query.id = 'recall-query';
+  query.placeholder = 'what the user says, e.g. their latest message';
+  query.autocomplete = 'off';
+  const topK = el('input', 'narrow');
+  topK.id = 'recall-topk';
+  topK.type = 'number';
+  topK.min = '1';
+  topK.max = '1000';
+  topK.value = String(settings.topK);
+  topK.title = 'topK';
+  const scope = el('select', '');
+  scope.id = 'recall-scope';
+  for (const s of ['resource', 'thread']) {
+    const option = el('option', '', s);
+    option.value = s;
+    option.selected = s === settings.scope;
+    scope.append(option);
+  }
+  const form = el('form', 'search', query, topK, scope, el('button', '', 'Recall'));
+  form.id = 'recall-form';
+  const results = el('div', 'recall-results');
+  results.id = 'recall-results';
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    runRecall(view.thread, { query: query.value, topK: Number(topK.value), scope: scope.value }, results);
+  });
+  body.append(
+    el(
+      'p',
+      'muted',
+      `As the agent recalls: topK ${settings.topK}, ${settings.before} before / ${settings.after} after each hit, scope ${settings.scope}; the thread’s recent history is left out.`,
+    ),
+    form,
+    results,
+  );
+}
+
+async function runRecall(thread, request, results) {
+  clear(results).append(el('p', 'progress busy', 'recalling…'));
+  let view;
+  try {
+    view = (
+      await api(`/api/threads/${encodeURIComponent(thread.id)}/recall`, {
+        method: 'POST',
+        body: JSON.stringify(request),
+      })
+    ).body;
+  } catch (error) {
+    clear(results).append(el('p', 'recall-error', `${error.code ? `${error.code}: ` : ''}${error.message}`));
+    return;
+  }
+  if (thread.id !== state.threadId) return;
+  clear(results);
+  const s = view.settings;
+  results.append(
+    el(
+      'p',
+      'muted recall-summary',
+      `${view.hits.length} hit${view.hits.length === 1 ? '' : 's'} · topK ${s.topK}, scope ${s.scope}` +
+        (view.space ? ` · space ${view.space.id} (${view.space.dimensions})` : '') +
+        ` · query embedding: ${view.usage.tokens} tokens`,
+    ),
+  );
+  if (view.note) results.append(el('p', 'muted recall-note', view.note));
+  for (const hit of view.hits) results.append(renderHit(hit, view.resourceId));
+  if (view.prompt !== '') {
+    const details = el(
+      'details',
+      'recall-system',
+      el('summary', '', 'system message the SemanticRecall processor adds'),
+    );
+    details.append(el('pre', 'prompt', view.prompt));
+    results.append(details);
+  }
+}
+
+function renderHit(hit, resourceId) {
+  const link = el(
+    'a',
+    'thread-link',
+    hit.current
+      ? 'this thread'
+      : `thread ${hit.threadTitle === null ? '(gone)' : hit.threadTitle || '(untitled)'}`,
+  );
+  link.href = `#${new URLSearchParams({ r: resourceId, t: hit.threadId })}`;
+  const head = el(
+    'div',
+    'hit-head',
+    el('span', 'score', hit.score.toFixed(3)),
+    link,
+    el('span', 'id', hit.threadId),
+  );
+  const item = el('div', hit.current ? 'hit current' : 'hit', head);
+  item.dataset.thread = hit.threadId;
+  item.dataset.message = hit.message.id;
+  const box = el('div', 'window');
+  for (const m of hit.window) {
+    const row = el(
+      'div',
+      m.id === hit.message.id ? 'msg hit-message' : 'msg',
+      el('div', 'msg-head', el('span', `role role-${m.role}`, m.role), el('span', 'when', when(m.createdAt))),
+      messageText(m.content),
+    );
+    row.dataset.message = m.id;
+    box.append(row);
+  }
+  item.append(box);
+  return item;
 }
 
 function renderThread(view) {

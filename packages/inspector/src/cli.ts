@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { isMemoryError } from '@engram/core';
+import { isMemoryError, type SemanticRecallOptions } from '@engram/core';
 import { type DocumentView, Inspector } from './inspector.ts';
 import { type OpenedStore, openStore, StoreError, type StoreSettings } from './open.ts';
 import { startServer } from './server.ts';
@@ -31,7 +31,11 @@ store options (URLs only; a module configures its own Memory):
   --template <file.md>             Markdown template of the working memory
   --prefix <p>                     key (Upstash), table (pg) or collection (MongoDB) prefix
   --pg-schema <name>               PostgreSQL schema (default public)
-  --db <name>                      MongoDB database (default: the URL's path, else engram)`;
+  --db <name>                      MongoDB database (default: the URL's path, else engram)
+  --lexical-embedder <dimensions>  semantic recall with core's lexical embedder, for a store
+                                   whose vectors that embedder made (another space is refused)
+  --top-k <n>, --message-range <n>, --recall-scope resource|thread
+                                   with --lexical-embedder: the agent's semanticRecall settings`;
 
 interface Parsed {
   command: 'serve' | 'thread' | 'wm' | 'prompt';
@@ -51,6 +55,7 @@ function parse(argv: readonly string[]): Parsed {
   const args = [...argv];
   const out: Parsed = { command: 'serve', allowEdits: false, json: false, settings: {} };
   const positional: string[] = [];
+  const recall: SemanticRecallOptions = {};
   const value = (flag: string): string => {
     const v = args.shift();
     if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
@@ -78,8 +83,22 @@ function parse(argv: readonly string[]): Parsed {
     else if (arg === '--prefix') out.settings.prefix = value(arg);
     else if (arg === '--pg-schema') out.settings.pgSchema = value(arg);
     else if (arg === '--db') out.settings.dbName = value(arg);
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+    else if (arg === '--lexical-embedder') out.settings.lexicalEmbedder = integer(arg, 2);
+    else if (arg === '--top-k') recall.topK = integer(arg, 1);
+    else if (arg === '--message-range') recall.messageRange = integer(arg, 0);
+    else if (arg === '--recall-scope') {
+      const scope = value(arg);
+      if (scope !== 'resource' && scope !== 'thread')
+        throw new UsageError('--recall-scope is resource or thread');
+      recall.scope = scope;
+    } else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
     else positional.push(arg);
+  }
+  if (Object.keys(recall).length > 0) {
+    if (out.settings.lexicalEmbedder === undefined) {
+      throw new UsageError('--top-k, --message-range and --recall-scope need --lexical-embedder');
+    }
+    out.settings.recall = recall;
   }
   const [first, second, third] = positional;
   if (first === 'thread' || first === 'wm' || first === 'prompt') {
@@ -176,16 +195,29 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
     if (view.workingMemory) {
       lines.push(formatDocument(view.workingMemory.resource), formatDocument(view.workingMemory.thread));
     }
-    lines.push(`semantic recall: ${view.recall.configured ? 'configured' : view.recall.reason}`);
+    const r = view.recall.settings;
+    lines.push(
+      r
+        ? `semantic recall: topK ${r.topK}, ${r.before} before / ${r.after} after, scope ${r.scope}`
+        : `semantic recall: ${view.recall.reason}`,
+    );
     return lines.join('\n');
   }
   if (parsed.command === 'prompt') {
     const thread = await inspector.memory.getThreadById({ threadId: id });
     if (!thread) throw new StoreError(`thread ${JSON.stringify(id)} does not exist`);
     const prompt = await inspector.prompt(thread);
-    if (parsed.json)
-      return JSON.stringify({ threadId: id, resourceId: thread.resourceId, ...prompt }, null, 2);
-    return 'text' in prompt ? prompt.text : prompt.unavailable;
+    const recalled = await inspector.turnRecall(thread);
+    if (parsed.json) {
+      const recall = recalled ? { recall: recalled } : {};
+      return JSON.stringify({ threadId: id, resourceId: thread.resourceId, ...prompt, ...recall }, null, 2);
+    }
+    const text = 'text' in prompt ? prompt.text : prompt.unavailable;
+    if (!recalled) return text;
+    if ('error' in recalled) return `${text}\n\n(semantic recall failed: ${recalled.error})`;
+    return recalled.text === ''
+      ? `${text}\n\n(semantic recall: ${recalled.note})`
+      : `${text}\n\n${recalled.text}`;
   }
   const resource = await inspector.resource(id);
   let threadDoc: DocumentView | null = null;

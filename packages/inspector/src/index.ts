@@ -3,7 +3,6 @@ export {
   Inspector,
   type MemoryInfo,
   RESOURCE_SCAN_PAGE,
-  type RecallStatus,
   type ResourceScanStep,
   type ResourceSummary,
   SEARCH_LIMIT,
@@ -19,6 +18,15 @@ export {
   StoreError,
   type StoreSettings,
 } from './open.ts';
+export {
+  MAX_QUERY,
+  type RecallHitView,
+  type RecallRequest,
+  type RecallSettings,
+  type RecallStatus,
+  type RecallView,
+  type TurnRecall,
+} from './recall.ts';
 export {
   checkRequest,
   LOOPBACK,

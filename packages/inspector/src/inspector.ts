@@ -9,6 +9,14 @@ import {
   WorkingMemory,
   type WorkingMemoryScope,
 } from '@engram/core';
+import {
+  type RecallStatus,
+  type RecallView,
+  recallForThread,
+  recallStatus,
+  type TurnRecall,
+  turnRecall,
+} from './recall.ts';
 
 /** How many threads one step of the resource scan reads. */
 export const RESOURCE_SCAN_PAGE = 200;
@@ -30,15 +38,6 @@ export interface MemoryInfo {
     readOnly: boolean;
   };
   recall: RecallStatus;
-}
-
-/**
- * Semantic recall as configured for this memory. Recall is not available in engram yet, so
- * `configured` is always false for now; the field is where the recall panel will look.
- */
-export interface RecallStatus {
-  configured: boolean;
-  reason: string;
 }
 
 /** One resource found by scanning threads. */
@@ -78,6 +77,11 @@ export interface ThreadView {
   totalMessages: number;
   workingMemory: { resource: DocumentView; thread: DocumentView } | null;
   prompt: { text: string } | { unavailable: string };
+  /**
+   * The recall system message of the agent's next step (`SemanticRecall` processor, query: the
+   * latest user message); `null` when recall is not configured.
+   */
+  turnRecall: TurnRecall | null;
   recall: RecallStatus;
   version: string;
 }
@@ -132,11 +136,28 @@ export class Inspector {
 
   /** Semantic recall status; see `RecallStatus`. */
   recallStatus(): RecallStatus {
-    const configured = (this.memory.options.semanticRecall as unknown) !== false;
-    return {
-      configured,
-      reason: configured ? '' : 'semantic recall is not configured for this memory',
-    };
+    return recallStatus(this.memory);
+  }
+
+  /**
+   * The recall system message of the agent's next step in `thread` (core's `SemanticRecall`
+   * processor over the recent history); `null` when recall is not configured.
+   */
+  turnRecall(thread: Thread): Promise<TurnRecall | null> {
+    return turnRecall(this.memory, thread);
+  }
+
+  /**
+   * Semantic recall for a query made in `threadId`: the hits, scores and windows the agent would
+   * get there (core's `memory.recall`, the recent history left out), each labelled with its
+   * thread, and the system message they make. Reads only. `NOT_FOUND` for an absent thread,
+   * `UNSUPPORTED` when recall is not configured, `INVALID_ARGUMENT` for a bad request or an
+   * embedder whose space differs from the store's.
+   */
+  async recall(threadId: string, request: unknown): Promise<RecallView> {
+    const thread = await this.memory.storage.getThreadById({ threadId });
+    if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
+    return recallForThread(this.memory, thread, request);
   }
 
   /**
@@ -248,17 +269,18 @@ export class Inspector {
 
   /**
    * The thread page: the newest `last` messages (chronological), working memory in both
-   * scopes, the system message the `WorkingMemory` processor composes for this thread, and the
-   * recall status. `NOT_FOUND` when the thread is absent.
+   * scopes, the system messages the `WorkingMemory` and `SemanticRecall` processors compose for
+   * this thread, and the recall status. `NOT_FOUND` when the thread is absent.
    */
   async thread(threadId: string, last = this.lastMessages): Promise<ThreadView> {
     const storage = this.memory.storage;
     const thread = await storage.getThreadById({ threadId });
     if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
-    const [page, resource, prompt] = await Promise.all([
+    const [page, resource, prompt, recalled] = await Promise.all([
       storage.listMessages({ threadId, perPage: last, direction: 'DESC' }),
       storage.getResourceById({ resourceId: thread.resourceId }),
       this.prompt(thread),
+      this.turnRecall(thread),
     ]);
     const wm = this.memory.options.workingMemory;
     const threadValue = thread.metadata.workingMemory;
@@ -278,6 +300,7 @@ export class Inspector {
       totalMessages: page.total,
       workingMemory,
       prompt,
+      turnRecall: recalled,
       recall: this.recallStatus(),
     };
     return { ...view, version: hashOf(view) };

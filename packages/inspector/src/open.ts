@@ -1,7 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Memory, type MemoryOptions, type MemoryStorage, type SchemaSource } from '@engram/core';
+import {
+  createLexicalEmbedder,
+  Memory,
+  type MemoryOptions,
+  type MemoryStorage,
+  type SchemaSource,
+  type SemanticRecallOptions,
+} from '@engram/core';
 
 /** How to build a `Memory` when the store is given as a URL (a module brings its own). */
 export interface StoreSettings {
@@ -17,6 +24,15 @@ export interface StoreSettings {
   pgSchema?: string;
   /** MongoDB database; default: the URL's path, else `'engram'`. */
   dbName?: string;
+  /**
+   * Semantic recall with core's lexical embedder of this many dimensions
+   * (`createLexicalEmbedder({ dimensions })`). Only useful when the store's vectors were made by
+   * that same embedder: core refuses another space with an error naming both. Needs a store
+   * that declares vectors.
+   */
+  lexicalEmbedder?: number;
+  /** With `lexicalEmbedder`: the agent's `semanticRecall` settings (default: core's defaults). */
+  recall?: SemanticRecallOptions;
   /** Environment to read tokens from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }
@@ -109,8 +125,24 @@ function asMemory(value: unknown): Memory | null {
 async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedStore> {
   const options = await memoryOptions(settings);
   const storage = await storageFor(spec, settings);
-  const memory = new Memory({ storage, options });
-  return { memory, label: `${redactUrl(spec)} (${storage.name})`, close: () => storage.close() };
+  const label = `${redactUrl(spec)} (${storage.name})`;
+  if (settings.lexicalEmbedder === undefined) {
+    return { memory: new Memory({ storage, options }), label, close: () => storage.close() };
+  }
+  try {
+    // A store may know whether it has vectors only once it has started (it checks the database).
+    await storage.init();
+    const embedder = createLexicalEmbedder({ dimensions: settings.lexicalEmbedder });
+    const memory = new Memory({
+      storage,
+      embedder,
+      options: { ...options, semanticRecall: settings.recall ?? true },
+    });
+    return { memory, label, close: () => storage.close() };
+  } catch (error) {
+    await storage.close().catch(() => undefined);
+    throw new StoreError(`cannot turn on semantic recall for ${label}: ${message(error)}`, { cause: error });
+  }
 }
 
 async function memoryOptions(settings: StoreSettings): Promise<MemoryOptions> {

@@ -60,8 +60,8 @@ class HttpError extends Error {
  * - `GET /api/resources/:id` — a resource's record and working memory
  * - `GET /api/threads?resourceId=&q=&page=&perPage=` — threads, paged and searchable
  * - `GET /api/threads/:id?last=N` — the thread view (`ETag` = its version; `If-None-Match` → 304)
- * - `POST /api/threads/:id/recall` — semantic recall for a query; answers `UNSUPPORTED` until
- *   engram has semantic recall
+ * - `POST /api/threads/:id/recall` — semantic recall for `{ query, topK?, scope?, messageRange? }`
+ *   in that thread (reads only; `UNSUPPORTED` when the memory has no recall configured)
  * - `PUT /api/working-memory` — edit (`--allow-edits` only); `DELETE /api/threads/:id/messages/:mid`
  */
 export async function startServer(
@@ -134,11 +134,8 @@ export async function startServer(
       sub === 'recall' &&
       parts.length === 3
     ) {
-      const status = inspector.recallStatus();
-      return sendJson(res, 403, {
-        code: 'UNSUPPORTED',
-        message: status.reason || 'semantic recall is not available',
-      });
+      // Recall only reads, so a read-only inspector answers it too.
+      return sendJson(res, 200, await inspector.recall(id, await readJson(req)));
     }
     if (method === 'PUT' && first === 'working-memory' && parts.length === 1) {
       const body = (await readJson(req)) as WorkingMemoryEditRequest;

@@ -5,6 +5,8 @@ import {
   type InspectorServer,
   type OpenedStore,
   openStore,
+  type RecallSettings,
+  type RecallView,
   type StoreSettings,
   startServer,
   type ThreadView,
@@ -28,5 +30,12 @@ it('inspects a Memory, read-only unless edits are allowed, and serves it', () =>
   new Inspector({ allowEdits: true });
   expectTypeOf(inspector.thread).returns.resolves.toEqualTypeOf<ThreadView>();
   expectTypeOf(startServer).returns.resolves.toEqualTypeOf<InspectorServer>();
-  expectTypeOf<ThreadView['recall']>().toEqualTypeOf<{ configured: boolean; reason: string }>();
+  expectTypeOf<ThreadView['recall']>().toEqualTypeOf<{
+    configured: boolean;
+    reason: string;
+    settings?: RecallSettings;
+  }>();
+  expectTypeOf(inspector.recall).parameters.toEqualTypeOf<[threadId: string, request: unknown]>();
+  expectTypeOf(inspector.recall).returns.resolves.toEqualTypeOf<RecallView>();
+  expectTypeOf<RecallView['hits'][number]['score']>().toEqualTypeOf<number>();
 });

@@ -1,4 +1,3 @@
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Memory } from '@engram/core';
@@ -7,53 +6,8 @@ import { Inspector, RESOURCE_SCAN_PAGE } from '../src/inspector.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
 import { checkRequest } from '../src/security.ts';
 import { type InspectorServer, startServer } from '../src/server.ts';
+import { call } from './http.ts';
 import { ADAPTERS, type Seeded, seed, tempDir } from './support.ts';
-
-/** A raw HTTP request, so Host, Origin and the token can be set (or left out) freely. */
-function call(
-  server: InspectorServer,
-  path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: unknown; token?: string | null } = {},
-): Promise<{
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: the tests read answers of many shapes loosely
-  json: () => any;
-}> {
-  const headers: Record<string, string> = { host: `127.0.0.1:${server.port}`, ...options.headers };
-  const token = options.token === undefined ? server.token : options.token;
-  if (token !== null) headers['x-engram-token'] = token;
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers['content-type'] ??= 'application/json';
-  }
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        path,
-        method: options.method ?? 'GET',
-        headers,
-        setHost: false,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          text += chunk;
-        });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const libsql = ADAPTERS.find((a) => a.name === 'libsql')!;
 
@@ -249,15 +203,13 @@ describe('HTTP API', () => {
         method: 'POST',
         body: { query: 'x' },
       });
+      const reason =
+        'semantic recall is not configured for this memory (it needs an embedder and options.semanticRecall)';
       expect(res.status).toBe(403);
-      expect(res.json()).toEqual({
-        code: 'UNSUPPORTED',
-        message: 'semantic recall is not configured for this memory',
-      });
-      expect((await call(readOnly, '/api/info')).json().recall).toEqual({
-        configured: false,
-        reason: 'semantic recall is not configured for this memory',
-      });
+      expect(res.json()).toEqual({ code: 'UNSUPPORTED', message: reason });
+      expect((await call(readOnly, '/api/info')).json().recall).toEqual({ configured: false, reason });
+      const view = (await call(readOnly, `/api/threads/${seeded.trip}`)).json();
+      expect(view.turnRecall).toBeNull();
     });
 
     it('finds threads by id, by key=value metadata and by title', async () => {

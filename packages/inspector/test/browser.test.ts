@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import { WorkingMemory } from '@engram/core';
+import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector } from '../src/inspector.ts';
@@ -11,6 +11,7 @@ import {
   ADAPTERS,
   type AdapterCase,
   mergeInAnotherProcess,
+  SCHEMA,
   type Seeded,
   seed,
   type TestStore,
@@ -53,6 +54,9 @@ async function openThread(page: Page, server: InspectorServer, resourceId: strin
   await page.locator('#thread-view').waitFor({ state: 'visible' });
   await page.locator('#panel-wm [data-scope="resource"]').waitFor();
 }
+
+/** Name suffix of tests that need a store declaring vectors (skipped otherwise, reason given). */
+const NEEDS_VECTORS = ' [needs the store to declare vectors]';
 
 function describeAdapter(adapter: AdapterCase, body: (getUrl: () => string) => void): void {
   if (adapter.service === null) describe(adapter.name, () => body(() => ''));
@@ -167,6 +171,129 @@ for (const adapter of ADAPTERS) {
       expect(await page.locator('#panel-wm [data-scope="resource"]').textContent()).toContain('"pack"');
     });
 
+    it(`shows recall hits from another thread with score and window, the link opens it, hostile text stays text, another space is refused${NEEDS_VECTORS}`, async (ctx) => {
+      const storage = opened.memory.storage;
+      if (!storage.vectors) {
+        ctx.skip(`${storage.name} declares no vectors (no semantic recall)`);
+        return;
+      }
+      // The agent's memory: the same store, with an embedder and semantic recall.
+      const memory = new Memory({
+        storage,
+        embedder: createLexicalEmbedder(),
+        options: {
+          lastMessages: 4,
+          semanticRecall: { topK: 3, messageRange: 1, scope: 'resource' },
+          workingMemory: { enabled: true, schema: SCHEMA },
+        },
+      });
+      const user = `recall-${seeded.resourceId}`;
+      const a = await memory.createThread({ resourceId: user, title: 'Weekend plans' });
+      const b = await memory.createThread({ resourceId: user, title: `About my dog ${XSS_IMG}` });
+      const inB = await memory.saveMessages({
+        messages: [
+          { threadId: b.id, resourceId: user, role: 'user', content: 'I adopted a greyhound last spring.' },
+          {
+            threadId: b.id,
+            resourceId: user,
+            role: 'user',
+            content: `Biscuit loves long walks on the beach ${XSS_SCRIPT}`,
+          },
+          { threadId: b.id, resourceId: user, role: 'assistant', content: `Noted ${XSS_IMG}` },
+          { threadId: b.id, resourceId: user, role: 'user', content: 'My tax return is due in April.' },
+        ],
+      });
+      await memory.saveMessages({
+        messages: [
+          { threadId: a.id, resourceId: user, role: 'user', content: 'Where can Biscuit walk on the beach?' },
+        ],
+      });
+      const server = await startServer(new Inspector({ memory, label: opened.label }));
+      try {
+        await page.goto('about:blank');
+        await page.goto(`${server.url}${route(user, a.id)}`);
+        await page.locator('#recall-form').waitFor();
+        const query = 'long walks on the beach with Biscuit';
+        const expected = await memory.recall({ threadId: a.id, resourceId: user, query });
+        const [best] = expected.hits;
+        expect(best?.threadId).toBe(b.id);
+        expect(best?.message.id).toBe(inB[1]?.id);
+
+        await page.fill('#recall-query', query);
+        await page.press('#recall-query', 'Enter');
+        const hits = page.locator('#recall-results .hit');
+        await expect.poll(() => hits.count()).toBe(expected.hits.length);
+        const first = hits.first();
+        expect(await first.getAttribute('data-thread')).toBe(b.id);
+        expect(await first.getAttribute('data-message')).toBe(best?.message.id);
+        expect(await first.locator('.score').textContent()).toBe(best?.score.toFixed(3));
+        expect(await first.locator('.thread-link').textContent()).toBe(`thread About my dog ${XSS_IMG}`);
+        expect(
+          await first
+            .locator('.window .msg')
+            .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-message'))),
+        ).toEqual(inB.slice(0, 3).map((m) => m.id));
+        expect(await first.locator('.hit-message').textContent()).toContain(
+          `Biscuit loves long walks on the beach ${XSS_SCRIPT}`,
+        );
+        const panel = await page.locator('#panel-recall').textContent();
+        expect(panel).toContain(XSS_SCRIPT);
+        expect(panel).toContain(XSS_IMG);
+
+        // This turn's recall in the prompt panel, as core's SemanticRecall processor composes it.
+        const history = await memory.getMessages({ threadId: a.id, resourceId: user });
+        const composed = await new SemanticRecall(memory).processInput({
+          messages: history.map((m) => ({ role: m.role, content: m.content })),
+          requestContext: { threadId: a.id, resourceId: user },
+        });
+        const recallMessage = composed.find((m) => m.source === 'memory-recall')?.content;
+        expect(recallMessage).toContain(`thread ${JSON.stringify(b.id)}`);
+        expect(await page.locator('#panel-prompt pre.recall-prompt').textContent()).toBe(recallMessage);
+
+        await first.locator('.thread-link').click();
+        await expect.poll(() => page.locator('#thread-title').textContent()).toBe(`About my dog ${XSS_IMG}`);
+        expect(new URLSearchParams((await page.evaluate(() => window.location.hash)).slice(1)).get('t')).toBe(
+          b.id,
+        );
+        await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(4);
+        expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+        expect(await page.locator('img').count()).toBe(0);
+        expect(errors).toEqual([]);
+      } finally {
+        await server.close();
+      }
+
+      // An embedder of another space: core's refusal, naming both spaces, in both panels; no hits.
+      const mismatched = await startServer(
+        new Inspector({
+          memory: new Memory({
+            storage,
+            embedder: createLexicalEmbedder({ dimensions: 64 }),
+            options: { semanticRecall: true },
+          }),
+        }),
+      );
+      try {
+        await page.goto('about:blank');
+        await page.goto(`${mismatched.url}${route(user, a.id)}`);
+        await page.locator('#recall-form').waitFor();
+        await expect
+          .poll(() => page.locator('#panel-prompt .recall-error').textContent())
+          .toContain('engram:lexical-64 (64 dimensions)');
+        await page.fill('#recall-query', 'long walks on the beach with Biscuit');
+        await page.press('#recall-query', 'Enter');
+        const error = page.locator('#recall-results .recall-error');
+        await error.waitFor();
+        expect(await error.textContent()).toMatch(
+          /^INVALID_ARGUMENT: .*engram:lexical-256 \(256 dimensions\)/,
+        );
+        expect(await error.textContent()).toContain('engram:lexical-64 (64 dimensions)');
+        expect(await page.locator('#recall-results .hit').count()).toBe(0);
+      } finally {
+        await mismatched.close();
+      }
+    });
+
     it('refuses edits without --allow-edits', async () => {
       await openThread(page, readOnly, seeded.resourceId, seeded.trip);
       expect(await page.locator('#mode').textContent()).toBe('read-only');
@@ -238,7 +365,11 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
   let hostile: string;
 
   beforeAll(async () => {
-    opened = await openStore(`file:${tmp.dir}/markdown.db`);
+    // As `engram-inspect file:… --lexical-embedder 256`: recall with the embedder the store was indexed with.
+    opened = await openStore(`file:${tmp.dir}/markdown.db`, {
+      lexicalEmbedder: 256,
+      recall: { topK: 3, messageRange: 1 },
+    });
     const memory = opened.memory;
     const lisbon = await memory.createThread({
       resourceId: alice,
@@ -246,15 +377,32 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       metadata: { topic: 'travel' },
     });
     trip = lisbon.id;
-    await memory.createThread({
+    const kitchen = await memory.createThread({
       resourceId: alice,
       title: 'Kitchen renovation',
       metadata: { topic: 'home' },
     });
-    await memory.createThread({
+    const gift = await memory.createThread({
       resourceId: alice,
       title: 'Birthday gift for Sam',
       metadata: { topic: 'family' },
+    });
+    const earlier = Date.UTC(2026, 10, 12, 18, 0, 0);
+    const older: [string, string, string][] = [
+      [kitchen.id, 'user', 'The new counter is delivered on Friday; the fitter needs the flat keys.'],
+      [gift.id, 'user', 'Sam turns 40 in May. I want something from a trip, not from a shop.'],
+      [gift.id, 'assistant', 'A tile from Lisbon (an azulejo) or a box of custard tarts would travel well.'],
+      [gift.id, 'user', 'The azulejo it is: find a workshop in Lisbon that ships to Berlin.'],
+      [kitchen.id, 'user', 'Vegetarian cookbook shelf goes left of the window.'],
+    ];
+    await memory.saveMessages({
+      messages: older.map(([threadId, role, content], i) => ({
+        threadId,
+        resourceId: alice,
+        role: role as 'user' | 'assistant',
+        content,
+        createdAt: new Date(earlier + i * 3_600_000),
+      })),
     });
     const start = Date.UTC(2026, 10, 30, 9, 0, 0);
     const turns: [string, string][] = [
@@ -363,11 +511,17 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       .toMatch(/^\d+ resources in \d+ threads$/);
     expect(await page.locator('#panel-wm .md-heading').first().textContent()).toBe('User Information');
     expect(await page.locator('#panel-wm li').count()).toBe(6);
+    await page.fill('#recall-query', 'a gift from Lisbon for Sam');
+    await page.press('#recall-query', 'Enter');
+    await page.locator('#recall-results .hit').first().waitFor();
+    expect(await page.locator('#recall-results .hit .thread-link').first().textContent()).toBe(
+      'thread Birthday gift for Sam',
+    );
     const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
       ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
       : `${tmp.dir}/inspector.png`;
     await page.setViewportSize({ width: 1440, height: 1150 });
-    const png = await page.screenshot({ path });
+    const png = await page.screenshot({ path, fullPage: true });
     expect(png.subarray(1, 4).toString()).toBe('PNG');
   });
 });

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Memory, WorkingMemory } from '@engram/core';
+import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapter, type OpenedStore, openStore, StoreError } from '../src/open.ts';
 import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
 
 const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
+const RECALL_MODULE = fileURLToPath(new URL('./fixtures/recall-module.ts', import.meta.url));
 
 interface Run {
   code: number | null;
@@ -63,8 +64,10 @@ describe('engram-inspect CLI', () => {
     expect(out.workingMemory.thread.issues.length).toBeGreaterThan(0);
     expect(out.recall).toEqual({
       configured: false,
-      reason: 'semantic recall is not configured for this memory',
+      reason:
+        'semantic recall is not configured for this memory (it needs an embedder and options.semanticRecall)',
     });
+    expect(out.turnRecall).toBeNull();
   });
 
   it('thread <id> as text, wm <resourceId>, and the store from ENGRAM_INSPECT_STORE', async () => {
@@ -123,6 +126,66 @@ describe('engram-inspect CLI', () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe(`${expected.content}\n`);
     expect(run.stdout).toContain('Mood: sunny');
+  });
+
+  it('recall: a module with semantic recall, --lexical-embedder for a URL, and a space mismatch shown', async () => {
+    const dbUrl = `file:${tmp.dir}/recall.db`;
+    const storage = (await openStore(dbUrl)).memory.storage;
+    const memory = new Memory({
+      storage,
+      embedder: createLexicalEmbedder(),
+      options: { lastMessages: 2, semanticRecall: { topK: 2, messageRange: 1 } },
+    });
+    const a = await memory.createThread({ resourceId: 'r1', title: 'A' });
+    const b = await memory.createThread({ resourceId: 'r1', title: 'B' });
+    await memory.saveMessages({
+      messages: [
+        { threadId: b.id, resourceId: 'r1', role: 'user', content: 'my dog Biscuit likes the beach' },
+      ],
+    });
+    await memory.saveMessages({
+      messages: [
+        { threadId: a.id, resourceId: 'r1', role: 'user', content: 'where can Biscuit go to the beach?' },
+      ],
+    });
+    const composed = await new SemanticRecall(memory).processInput({
+      messages: [{ role: 'user', content: 'where can Biscuit go to the beach?' }],
+      requestContext: { threadId: a.id, resourceId: 'r1' },
+    });
+    const recallText = composed.find((m) => m.source === 'memory-recall')?.content as string;
+    expect(recallText).toContain('my dog Biscuit likes the beach');
+    await storage.close();
+
+    const [module, flag, mismatch, orphan] = await Promise.all([
+      cli(['thread', a.id, '--store', RECALL_MODULE, '--json'], { INSPECT_TEST_DB: dbUrl }),
+      cli([
+        'prompt',
+        a.id,
+        '--store',
+        dbUrl,
+        '--lexical-embedder',
+        '256',
+        '--top-k',
+        '2',
+        '--message-range',
+        '1',
+      ]),
+      cli(['prompt', a.id, '--store', dbUrl, '--lexical-embedder', '64']),
+      cli(['prompt', a.id, '--store', dbUrl, '--top-k', '2']),
+    ]);
+    expect(module.stderr).toBe('');
+    const view = JSON.parse(module.stdout);
+    expect(view.recall.settings).toEqual({ topK: 2, before: 1, after: 1, scope: 'resource' });
+    expect(view.turnRecall.text).toBe(recallText);
+    expect(flag.stderr).toBe('');
+    expect(flag.stdout).toContain(`\n\n${recallText}`);
+    expect(mismatch.code).toBe(0);
+    expect(mismatch.stdout).toContain('(semantic recall failed: ');
+    expect(mismatch.stdout).toContain('engram:lexical-256 (256 dimensions)');
+    expect(mismatch.stdout).toContain('engram:lexical-64 (64 dimensions)');
+    expect(mismatch.stdout).not.toContain('Biscuit likes the beach');
+    expect(orphan.code).toBe(2);
+    expect(orphan.stderr).toContain('--top-k, --message-range and --recall-scope need --lexical-embedder');
   });
 
   it('serves the page at a printed URL with a token, until stopped', async () => {

@@ -19,3 +19,4 @@ export {
   type OracleStoreOptions,
 } from './store.ts';
 export { type OracleConnectionConfig, parseOracleUrl } from './url.ts';
+export { type OracleVectorAccess, OracleVectors } from './vectors.ts';

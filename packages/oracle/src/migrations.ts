@@ -14,6 +14,11 @@ export interface MigrationStep {
 /** One schema change. Its position in `MIGRATIONS` (counting from 1) is its version. */
 export interface Migration {
   description: string;
+  /**
+   * The oldest major server version the migration runs on (default: any). On an older server it
+   * is skipped and not recorded, so it runs once the database is upgraded.
+   */
+  minMajorVersion?: number;
   steps: (names: TableNames, json: JsonStorage) => MigrationStep[];
 }
 
@@ -90,7 +95,45 @@ export const MIGRATIONS: readonly Migration[] = [
       },
     ],
   },
+  {
+    description:
+      'semantic recall (23ai): message vectors as VECTOR(*, FLOAT32) keyed by (message_id, space), cascading from messages; the recorded space; messages indexed by (resource_id, created_at, id)',
+    minMajorVersion: 23,
+    steps: (n) => [
+      {
+        sql: `CREATE TABLE ${n.vectorSpace} (
+  id NUMBER(1) NOT NULL CONSTRAINT ${n.prefix}vector_space_one CHECK (id = 1),
+  embedder VARCHAR2(512 CHAR) NOT NULL,
+  dimensions NUMBER(5) NOT NULL,
+  CONSTRAINT ${n.prefix}vector_space_pk PRIMARY KEY (id)
+)`,
+        alreadyDone: EXISTS,
+      },
+      {
+        // The dimension is the recorded space's, checked by core before every write: one column
+        // type serves whatever embedder the store is first used with.
+        sql: `CREATE TABLE ${n.vectors} (
+  message_id VARCHAR2(255 CHAR) NOT NULL,
+  space VARCHAR2(512 CHAR) NOT NULL,
+  hash VARCHAR2(1000 CHAR) NOT NULL,
+  embedding VECTOR(*, FLOAT32) NOT NULL,
+  CONSTRAINT ${n.prefix}message_vectors_pk PRIMARY KEY (message_id, space),
+  CONSTRAINT ${n.prefix}message_vectors_fk FOREIGN KEY (message_id) REFERENCES ${n.messages} (id) ON DELETE CASCADE
+)`,
+        alreadyDone: EXISTS,
+      },
+      {
+        sql: `CREATE INDEX ${n.prefix}messages_resource_idx ON ${n.messages} (resource_id, created_at, id)`,
+        alreadyDone: INDEX_EXISTS,
+      },
+    ],
+  },
 ];
+
+/** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */
+export function serverMajorVersion(session: Session): number {
+  return Math.floor((session.connection.oracleServerVersion ?? 0) / 100_000_000);
+}
 
 /** The version a fully migrated schema is at. */
 export const LATEST_VERSION = MIGRATIONS.length;
@@ -167,9 +210,10 @@ export async function migrate(session: Session, n: TableNames, preferred: JsonSt
       { adapter: 'oracle' },
     );
   }
+  const major = serverMajorVersion(session);
   for (const [i, migration] of MIGRATIONS.entries()) {
     const version = i + 1;
-    if (applied.has(version)) continue;
+    if (applied.has(version) || major < (migration.minMajorVersion ?? 0)) continue;
     for (const step of migration.steps(n, preferred)) await runStep(session, step);
     try {
       await session.run(insertAppliedVersion(n, version, migration.description, new Date()));

@@ -31,6 +31,10 @@ export interface TableNames {
   messages: string;
   resources: string;
   migrations: string;
+  /** Message vectors for semantic recall (23ai). */
+  vectors: string;
+  /** The recorded embedding space (one row). */
+  vectorSpace: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -40,6 +44,10 @@ export interface Dialect {
   json: JsonStorage;
   /** `oracledb.DB_TYPE_CLOB`, for binding text longer than a VARCHAR2 bind. */
   clobType: OracleDbType;
+  /** `oracledb.DB_TYPE_VECTOR`, for binding a `Float32Array`. */
+  vectorType: OracleDbType;
+  /** True when the server has the `VECTOR` type (23ai and later) and the vector tables exist. */
+  vectors: boolean;
 }
 
 /** Oracle allows at most 1,000 expressions in an `IN` list (ORA-01795); callers chunk to this. */
@@ -67,6 +75,8 @@ export function tableNames(prefix: string): TableNames {
     messages: `${p}messages`,
     resources: `${p}resources`,
     migrations: `${p}migrations`,
+    vectors: `${p}message_vectors`,
+    vectorSpace: `${p}vector_space`,
   };
 }
 

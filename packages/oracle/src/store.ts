@@ -33,9 +33,10 @@ import {
   rowToThread,
   type ThreadRow,
 } from './mapping.ts';
-import { migrate } from './migrations.ts';
+import { migrate, serverMajorVersion } from './migrations.ts';
 import { Session } from './session.ts';
 import * as sql from './sql.ts';
+import { OracleVectors } from './vectors.ts';
 
 /** How JSON metadata is stored: `'json'` (the JSON type, 21c+), `'clob'` (19c), or `'auto'`. */
 export type OracleJsonType = 'json' | 'clob' | 'auto';
@@ -112,6 +113,9 @@ export class OracleStore extends StoreBase {
   private pool?: Promise<OraclePool>;
   private ready?: Promise<sql.Dialect>;
   private closed = false;
+  private readonly vectorStore: OracleVectors;
+  /** Set once connected to a server without the `VECTOR` type (before 23ai). */
+  private vectorless = false;
 
   constructor(options: OracleStoreOptions) {
     super();
@@ -139,6 +143,24 @@ export class OracleStore extends StoreBase {
     this.options = options;
     this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
     this.driver = loadDriver();
+    this.vectorStore = new OracleVectors(
+      {
+        dialect: () => this.dialect(),
+        read: (fn) => this.withSession(fn),
+        write: (fn) => this.transaction(fn),
+      },
+      (operation, fn) => this.run(operation, fn),
+    );
+  }
+
+  /**
+   * Exact vector search for semantic recall on Oracle 23ai (see `OracleVectors`). Declared until
+   * the store has connected to an older server (no `VECTOR` type), then `undefined`, so suites
+   * and callers see the capability the server actually has; calls made before that fail with
+   * `UNSUPPORTED`.
+   */
+  get vectors(): OracleVectors | undefined {
+    return this.vectorless ? undefined : this.vectorStore;
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
@@ -213,12 +235,18 @@ export class OracleStore extends StoreBase {
 
   private async migrateSchema(): Promise<sql.Dialect> {
     return this.withSession(async (session) => {
-      const version = session.connection.oracleServerVersion ?? 0;
+      const major = serverMajorVersion(session);
       const requested = this.options.jsonType ?? 'auto';
-      const preferred: sql.JsonStorage =
-        requested === 'auto' ? (Math.floor(version / 100_000_000) >= 21 ? 'json' : 'clob') : requested;
+      const preferred: sql.JsonStorage = requested === 'auto' ? (major >= 21 ? 'json' : 'clob') : requested;
       const json = await migrate(session, this.names, preferred);
-      return { names: this.names, json, clobType: this.driver.DB_TYPE_CLOB };
+      this.vectorless = major < 23;
+      return {
+        names: this.names,
+        json,
+        clobType: this.driver.DB_TYPE_CLOB,
+        vectorType: this.driver.DB_TYPE_VECTOR,
+        vectors: major >= 23,
+      };
     });
   }
 

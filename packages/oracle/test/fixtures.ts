@@ -9,7 +9,13 @@ export const oracledb = loadDriver();
 
 /** A dialect as `init()` builds it, with the real `DB_TYPE_CLOB`. */
 export function dialect(json: JsonStorage = 'json', prefix = 'engram_'): Dialect {
-  return { names: tableNames(prefix), json, clobType: oracledb.DB_TYPE_CLOB };
+  return {
+    names: tableNames(prefix),
+    json,
+    clobType: oracledb.DB_TYPE_CLOB,
+    vectorType: oracledb.DB_TYPE_VECTOR,
+    vectors: true,
+  };
 }
 
 interface DriverStatement {

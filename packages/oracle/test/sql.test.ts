@@ -15,6 +15,8 @@ describe('table names', () => {
       messages: 'app_messages',
       resources: 'app_resources',
       migrations: 'app_migrations',
+      vectors: 'app_message_vectors',
+      vectorSpace: 'app_vector_space',
     });
   });
 
