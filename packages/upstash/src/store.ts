@@ -1,4 +1,5 @@
 import {
+  checkClientShape,
   MemoryError,
   type Message,
   type MessagePage,
@@ -69,7 +70,10 @@ export type UpstashStoreOptions = CommonOptions &
         client?: never;
       }
     | {
-        /** A client to use as is; any `automaticDeserialization` setting works. */
+        /**
+         * A client to use as is; any `automaticDeserialization` setting works. Recognised by its
+         * `createScript()` method, so a client from another copy of `@upstash/redis` is accepted.
+         */
         client: Redis;
         url?: never;
         token?: never;
@@ -112,8 +116,14 @@ export class UpstashStore extends StoreBase {
     if (!Number.isInteger(this.casAttempts) || this.casAttempts < 1) {
       throw invalid('casAttempts must be a positive integer');
     }
-    if (options.client) {
-      this.client = options.client;
+    if (options.client !== undefined) {
+      // By shape, not instanceof: a client from another copy of `@upstash/redis` works the same.
+      this.client = checkClientShape<Redis>(options.client, {
+        adapter: 'upstash',
+        option: 'client',
+        expected: 'a Redis client of @upstash/redis',
+        members: { createScript: 'function' },
+      });
     } else {
       if (typeof options.url !== 'string' || !options.url)
         throw invalid('url is required (or pass a client)');
