@@ -1,6 +1,9 @@
 // Checks the files CI and users run but no test imports: the GitHub workflows and
 // docker-compose.yml parse as YAML, and every `pnpm <script>` and `bash <file>` they (and
-// .ci/run) call exists. Prints one line per check; exits non-zero on the first broken one.
+// .ci/run) call exists; and that everything wired per adapter agrees with adapters.json (the
+// one list of adapters): each package and its driver peer dependency, the changesets fixed
+// group, CI's adapter matrix and services, docker-compose.yml, the service scripts and the
+// faults targets. Prints one line per check; exits non-zero when any is broken.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -31,6 +34,7 @@ for (const [name, command] of Object.entries(rootScripts)) {
     check(existsSync(`${root}${path}`), `package.json script ${name}: ${path} exists`);
   }
 }
+checkAdapters();
 const compose = composeValidator();
 if (compose) {
   let ok = true;
@@ -44,6 +48,61 @@ if (compose) {
   console.log('skip docker-compose.yml: no compose client here to validate it beyond YAML');
 }
 process.exit(failed ? 1 : 0);
+
+/** Everything wired per adapter agrees with adapters.json. */
+function checkAdapters() {
+  const read = (file) => readFileSync(`${root}${file}`, 'utf8');
+  const { adapters } = JSON.parse(read('adapters.json'));
+  const fixed = JSON.parse(read('.changeset/config.json')).fixed.flat();
+  const ci = parse(read('.github/workflows/ci.yml'));
+  const job = ci.jobs.adapter;
+  const composeServices = Object.keys(parse(read('docker-compose.yml')).services ?? {});
+  const targets = read('faults/src/targets.ts');
+  const provision = read('faults/src/services.ts');
+  check(
+    /fromJSON\(needs\.adapters\.outputs\.names\)/.test(String(job.strategy.matrix.adapter)),
+    'ci.yml: the adapter matrix is read from adapters.json',
+  );
+  for (const a of adapters) {
+    const dir = `packages/${a.name}`;
+    const pkg = existsSync(`${root}${dir}/package.json`) ? JSON.parse(read(`${dir}/package.json`)) : {};
+    check(pkg.name === a.package, `adapters.json ${a.name}: ${dir} is ${a.package}`);
+    check(
+      Boolean(
+        pkg.peerDependencies?.[a.driver] && pkg.devDependencies?.[a.driver] && !pkg.dependencies?.[a.driver],
+      ),
+      `adapters.json ${a.name}: ${a.driver} is a peer dependency, pinned in devDependencies`,
+    );
+    check(fixed.includes(a.package), `.changeset/config.json: ${a.package} is in the fixed group`);
+    for (const script of a.serviceScripts ?? []) {
+      check(
+        existsSync(`${root}scripts/${script}.sh`),
+        `adapters.json ${a.name}: scripts/${script}.sh exists`,
+      );
+    }
+    check(
+      Boolean(a.embedded) || (a.serviceScripts ?? []).length > 0 || Boolean(a.noServiceScript),
+      `adapters.json ${a.name}: a service script, or the reason there is none`,
+    );
+    for (const service of a.compose ?? []) {
+      check(composeServices.includes(service), `docker-compose.yml: service ${service} (${a.name})`);
+    }
+    if (!a.embedded) {
+      check(Boolean(job.env?.[a.envVar]), `ci.yml: the adapter job sets ${a.envVar}`);
+      const images = Object.values(job.services ?? {}).map((service) => String(service.image));
+      check(
+        images.some((image) => image.includes(`matrix.adapter == '${a.name}'`)),
+        `ci.yml: the adapter job starts a service for ${a.name}`,
+      );
+    }
+    check(
+      targets.includes(`'${a.name}'`) &&
+        targets.includes(`case '${a.name}':`) &&
+        provision.includes(`case '${a.name}':`),
+      `faults: ${a.name} is a target (targets.ts openStore, services.ts provision)`,
+    );
+  }
+}
 
 function parsesAsYaml(text) {
   try {

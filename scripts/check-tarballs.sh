@@ -2,7 +2,8 @@
 # The published packages as a user on the current stack gets them: packs @engram/core,
 # @engram/libsql and @engram/ai-sdk (`pnpm pack`, which rewrites workspace: versions), installs
 # the tarballs with npm on Node 24 into a fresh project next to `ai` 7 from the npm registry,
-# fails on any peer-dependency or engine warning or an invalid tree (`npm ls`), type-checks the
+# with the adapter's driver (a peer dependency the user installs: `@libsql/client` at the version
+# the package is tested with), fails on any peer-dependency or engine warning or an invalid tree (`npm ls`), type-checks the
 # examples/ai-sdk sources against the packed .d.ts files and ai 7's types, then runs the
 # examples/ai-sdk conversation in that project against ai 7's mock model (`main.ts --mock`,
 # Node's own TypeScript type stripping) on a libSQL file, and checks the second turn answered
@@ -13,6 +14,7 @@ root="$PWD"
 ai="$(node -p "require('./packages/ai-sdk/package.json').devDependencies['ai-v7'].replace('npm:ai@', '')")"
 zod="$(node -p "require('./packages/ai-sdk/package.json').devDependencies.zod")"
 typescript="$(node -p "require('./package.json').devDependencies.typescript")"
+libsql_client="$(node -p "require('./packages/libsql/package.json').devDependencies['@libsql/client']")"
 packages=(core libsql ai-sdk)
 
 pnpm exec turbo run build --output-logs=errors-only "${packages[@]/#/--filter=@engram/}" >/dev/null
@@ -27,8 +29,8 @@ done
 mkdir -p "$work/app/src"
 cd "$work/app"
 echo '{ "name": "engram-tarball-check", "private": true, "type": "module" }' >package.json
-echo "check-tarballs: npm install on Node $(node --version): $(cd ../tarballs && echo *.tgz) ai@$ai zod@$zod"
-if ! npm install --no-audit --no-fund --loglevel=warn ../tarballs/*.tgz "ai@$ai" "zod@$zod" >install.log 2>&1 ||
+echo "check-tarballs: npm install on Node $(node --version): $(cd ../tarballs && echo *.tgz) @libsql/client@$libsql_client ai@$ai zod@$zod"
+if ! npm install --no-audit --no-fund --loglevel=warn ../tarballs/*.tgz "@libsql/client@$libsql_client" "ai@$ai" "zod@$zod" >install.log 2>&1 ||
   ! npm install --no-audit --no-fund --loglevel=warn --save-dev "typescript@$typescript" @types/node@24 >>install.log 2>&1; then
   cat install.log
   echo "check-tarballs: npm install failed"
@@ -62,5 +64,5 @@ if ! grep -qF "$expected" run.log || ! grep -qF '[thread-a] tool calls: updateWo
   echo "check-tarballs: the example did not remember across threads"
   exit 1
 fi
-installed="$(node -p "['@engram/core', '@engram/libsql', '@engram/ai-sdk', 'ai'].map((n) => n + '@' + require('./node_modules/' + n + '/package.json').version).join(', ')")"
+installed="$(node -p "['@engram/core', '@engram/libsql', '@libsql/client', '@engram/ai-sdk', 'ai'].map((n) => n + '@' + require('./node_modules/' + n + '/package.json').version).join(', ')")"
 echo "check-tarballs: ok — $installed on Node $(node --version), example remembered across threads on libSQL"

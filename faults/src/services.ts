@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseOracleUrl } from '@engram/oracle';
 import { Redis } from '@upstash/redis';
 import { MongoClient } from 'mongodb';
 import pg from 'pg';
@@ -19,16 +21,32 @@ export interface AdapterService {
   name: Exclude<AdapterName, 'memory'>;
   /** The env variable naming the shared service, or `undefined` for embedded databases. */
   envVar?: string;
-  /** The script that starts the service. */
-  script?: string;
+  /** How to get the service: the script that starts it, or why none can here. */
+  hint?: string;
 }
 
-export const ADAPTERS: readonly AdapterService[] = [
-  { name: 'libsql' },
-  { name: 'pg', envVar: 'ENGRAM_PG_URL', script: 'scripts/pg.sh' },
-  { name: 'upstash', envVar: 'ENGRAM_UPSTASH_URL', script: 'scripts/upstash.sh' },
-  { name: 'mongodb', envVar: 'ENGRAM_MONGODB_URL', script: 'scripts/mongodb.sh' },
-];
+/** One entry of the repository's adapters.json (the fields faults reads). */
+interface AdapterEntry {
+  name: Exclude<AdapterName, 'memory'>;
+  envVar?: string;
+  serviceScripts?: string[];
+  noServiceScript?: string;
+}
+
+/** Every adapter of the repository's one list (adapters.json), in its order. */
+export const ADAPTERS: readonly AdapterService[] = (
+  JSON.parse(readFileSync(new URL('../../adapters.json', import.meta.url), 'utf8')) as {
+    adapters: AdapterEntry[];
+  }
+).adapters.map((a) => ({
+  name: a.name,
+  envVar: a.envVar,
+  hint:
+    a.noServiceScript ??
+    (a.serviceScripts?.length
+      ? `start the service with \`eval "$(bash scripts/${a.serviceScripts.at(-1)}.sh)"\``
+      : undefined),
+}));
 
 /** A random lowercase suffix for names of this run. */
 export function runId(): string {
@@ -69,6 +87,14 @@ export async function provision(name: AdapterService['name'], label: string): Pr
       return {
         target: { adapter: 'mongodb', url, dbName },
         cleanup: () => dropMongoDatabase(url, dbName),
+      };
+    }
+    case 'oracle': {
+      const url = env('ENGRAM_ORACLE_URL');
+      const tablePrefix = `f${runId()}_`;
+      return {
+        target: { adapter: 'oracle', url, tablePrefix },
+        cleanup: () => dropOracleTables(url, tablePrefix),
       };
     }
   }
@@ -113,5 +139,29 @@ export async function dropMongoDatabase(url: string, dbName: string): Promise<vo
     await client.db(dbName).dropDatabase();
   } finally {
     await client.close();
+  }
+}
+
+/** Drops an Oracle run's tables, children first; a table that is not there is skipped. */
+export async function dropOracleTables(url: string, prefix: string): Promise<void> {
+  // The part of node-oracledb used here (it ships no types; the adapter types it structurally too).
+  const oracledb = createRequire(import.meta.url)('oracledb') as {
+    createPool(attributes: object): Promise<{
+      getConnection(): Promise<{ execute(sql: string): Promise<unknown>; close(): Promise<void> }>;
+      close(drainTime: number): Promise<void>;
+    }>;
+  };
+  const pool = await oracledb.createPool({ ...parseOracleUrl(url), poolMin: 0, poolMax: 1 });
+  try {
+    const connection = await pool.getConnection();
+    try {
+      for (const table of ['vectors', 'messages', 'threads', 'resources', 'migrations']) {
+        await connection.execute(`DROP TABLE ${prefix}${table} PURGE`).catch(() => undefined);
+      }
+    } finally {
+      await connection.close();
+    }
+  } finally {
+    await pool.close(0);
   }
 }

@@ -1,7 +1,7 @@
 import { InMemoryStore, type MemoryStorage } from '@engram/core';
 
 /** The adapters the scenarios run against. */
-export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'memory';
+export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'oracle' | 'memory';
 
 /**
  * Everything needed to open a store, as plain JSON: the parent builds one per run and hands it
@@ -13,6 +13,7 @@ export type Target =
   | { adapter: 'pg'; url: string; schemaName: string; connectTimeoutMs?: number }
   | { adapter: 'upstash'; url: string; token: string; prefix: string; retries?: number }
   | { adapter: 'mongodb'; url: string; dbName: string; serverSelectionTimeoutMS?: number }
+  | { adapter: 'oracle'; url: string; tablePrefix: string }
   | { adapter: 'memory' };
 
 /**
@@ -56,6 +57,14 @@ export async function openStore(target: Target): Promise<MemoryStorage> {
         url: target.url,
         dbName: target.dbName,
         serverSelectionTimeoutMS: target.serverSelectionTimeoutMS,
+      });
+    }
+    case 'oracle': {
+      const { OracleStore, parseOracleUrl } = await import('@engram/oracle');
+      return new OracleStore({
+        ...parseOracleUrl(target.url),
+        tablePrefix: target.tablePrefix,
+        poolAttributes: { poolMax: 4 },
       });
     }
     case 'memory':

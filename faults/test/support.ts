@@ -14,8 +14,7 @@ export function forEachAdapter(scenario: string, body: (adapter: AdapterService)
       describe(name, () => body(adapter));
       continue;
     }
-    const hint = `start the service with \`eval "$(bash ${adapter.script})"\``;
-    describeService(service(adapter.name, adapter.envVar, hint), name, () => body(adapter));
+    describeService(service(adapter.name, adapter.envVar, adapter.hint ?? ''), name, () => body(adapter));
   }
 }
 

@@ -126,6 +126,7 @@ export {
   type NormalizedListThreads,
   StoreBase,
 } from './storage/base.ts';
+export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
 export type * from './storage/contract.ts';
 export { redactDriverError } from './storage/driver-error.ts';
 export {

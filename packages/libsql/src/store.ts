@@ -1,4 +1,5 @@
 import {
+  checkClientShape,
   type JsonObject,
   MemoryError,
   type Message,
@@ -86,7 +87,11 @@ export type LibSQLStoreOptions =
       synchronous?: 'full' | 'normal';
     }
   | {
-      /** An `@libsql/client` client. The store never closes it; create it with `timeout` set. */
+      /**
+       * An `@libsql/client` client. The store never closes it; create it with `timeout` set.
+       * Recognised by its members (`execute`, `batch`, `transaction`, `reconnect`, `protocol`), so
+       * a client from another copy of `@libsql/client` is accepted.
+       */
       client: Client;
       /** Applied to the client's connection when it has no busy timeout. Default 5000 ms. */
       busyTimeoutMs?: number;
@@ -130,9 +135,20 @@ export class LibSQLStore extends StoreBase {
       throw invalidOption(`busyTimeoutMs must be a positive integer, got ${String(options.busyTimeoutMs)}`);
     }
     if ('client' in options && options.client !== undefined) {
-      if (typeof options.client?.execute !== 'function')
-        throw invalidOption('client must be an @libsql/client client');
-      this.connection = new Connection({ kind: 'injected', client: options.client, busyTimeoutMs });
+      // By shape, not instanceof: a client from another copy of `@libsql/client` works the same.
+      const client = checkClientShape<Client>(options.client, {
+        adapter: 'libsql',
+        option: 'client',
+        expected: 'an @libsql/client client (createClient())',
+        members: {
+          execute: 'function',
+          batch: 'function',
+          transaction: 'function',
+          reconnect: 'function',
+          protocol: 'string',
+        },
+      });
+      this.connection = new Connection({ kind: 'injected', client, busyTimeoutMs });
     } else if ('url' in options && typeof options.url === 'string' && options.url.length > 0) {
       const synchronous = options.synchronous ?? 'full';
       if (synchronous !== 'full' && synchronous !== 'normal') {

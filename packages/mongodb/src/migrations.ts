@@ -1,5 +1,4 @@
 import { MemoryError } from '@engram/core';
-import { MongoServerError } from 'mongodb';
 import { type Collections, MESSAGE_INDEXES, THREAD_INDEXES } from './collections.ts';
 import { isDuplicateKey } from './errors.ts';
 import { WriteLocks } from './locks.ts';
@@ -18,7 +17,9 @@ async function createCollection(collections: Collections, name: keyof Collection
   try {
     await collection.db.createCollection(collection.collectionName);
   } catch (error) {
-    if (!(error instanceof MongoServerError && error.code === NAMESPACE_EXISTS)) throw error;
+    // By its code, not instanceof: an injected client of another copy of the driver throws that
+    // copy's error classes.
+    if ((error as { code?: unknown } | null)?.code !== NAMESPACE_EXISTS) throw error;
   }
 }
 

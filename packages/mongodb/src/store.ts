@@ -1,4 +1,5 @@
 import {
+  checkClientShape,
   MemoryError,
   type Message,
   type MessagePage,
@@ -54,7 +55,11 @@ export type MongoDBConnectionOptions =
       client?: undefined;
     }
   | {
-      /** A client you created. The store connects it when needed; `close()` leaves it open. */
+      /**
+       * A client you created. The store connects it when needed; `close()` leaves it open.
+       * Recognised by its methods (`connect`, `db`, `startSession`, `close`), so a client from
+       * another copy of the `mongodb` package is accepted.
+       */
       client: MongoClient;
       url?: undefined;
       clientOptions?: undefined;
@@ -91,7 +96,15 @@ const DEFAULT_PREFIX = 'engram_';
 const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
 
 function createClient(options: MongoDBStoreOptions): MongoClient {
-  if (options.client instanceof MongoClient) return options.client;
+  if (options.client !== undefined) {
+    // By shape, not instanceof: a client from another copy of the driver works the same.
+    return checkClientShape<MongoClient>(options.client, {
+      adapter: ADAPTER,
+      option: 'client',
+      expected: 'a MongoClient of the mongodb driver',
+      members: { connect: 'function', db: 'function', startSession: 'function', close: 'function' },
+    });
+  }
   if (typeof options.url !== 'string' || options.url === '') {
     throw new MemoryError('INVALID_ARGUMENT', 'mongodb: pass either { url, dbName } or { client, dbName }', {
       adapter: ADAPTER,

@@ -1,4 +1,5 @@
 import {
+  checkClientShape,
   type JsonObject,
   MemoryError,
   type Message,
@@ -67,7 +68,10 @@ export interface OracleCredentialsOptions extends OracleStoreBaseOptions {
   poolAttributes?: Record<string, unknown>;
 }
 
-/** Use a pool you created with `oracledb.createPool()`; `close()` leaves it open. */
+/**
+ * Use a pool you created with `oracledb.createPool()`; `close()` leaves it open. Recognised by its
+ * `getConnection()` method, so a pool from another copy of `oracledb` is accepted.
+ */
 export interface OraclePoolOptions extends OracleStoreBaseOptions {
   pool: OraclePool;
 }
@@ -139,6 +143,15 @@ export class OracleStore extends StoreBase {
         'oracle: OracleStore needs { user, password, connectString } or { pool }',
         { adapter: 'oracle' },
       );
+    }
+    if ('pool' in options) {
+      // By shape, not instanceof: a pool from another copy of `oracledb` works the same.
+      checkClientShape<OraclePool>(options.pool, {
+        adapter: 'oracle',
+        option: 'pool',
+        expected: 'an oracledb pool (oracledb.createPool())',
+        members: { getConnection: 'function' },
+      });
     }
     this.options = options;
     this.names = sql.tableNames(options.tablePrefix ?? 'engram_');

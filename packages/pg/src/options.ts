@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { checkClientShape, MemoryError } from '@engram/core';
 import type pg from 'pg';
 import type { PostgresVectorOptions } from './vectors.ts';
 
@@ -10,7 +10,10 @@ export type PostgresConnectionOptions =
       pool?: undefined;
     }
   | {
-      /** A `pg.Pool` you created. `close()` leaves it open: ending it is up to you. */
+      /**
+       * A `pg.Pool` you created. `close()` leaves it open: ending it is up to you. Recognised by
+       * its methods (`connect`, `query`), so a pool from another copy of `pg` is accepted.
+       */
       pool: pg.Pool;
       connectionString?: undefined;
     };
@@ -47,6 +50,15 @@ export function checkOptions(options: PostgresStoreOptions, schemaName: string, 
   const hasUrl = typeof options.connectionString === 'string' && options.connectionString !== '';
   const hasPool = options.pool !== undefined && options.pool !== null;
   if (hasUrl === hasPool) throw invalid('pass exactly one of connectionString and pool');
+  // By shape, not instanceof: a pool from another copy of `pg` works the same.
+  if (hasPool) {
+    checkClientShape(options.pool, {
+      adapter: 'pg',
+      option: 'pool',
+      expected: 'a pg.Pool',
+      members: { connect: 'function', query: 'function' },
+    });
+  }
   if (typeof schemaName !== 'string' || schemaName === '' || Buffer.byteLength(schemaName) > 63) {
     throw invalid('schemaName must be a non-empty string of at most 63 bytes');
   }

@@ -8,6 +8,7 @@ import {
   type Thread,
 } from '@engram/core';
 import { META } from './keys.ts';
+import type { MessageRecord } from './scripts.ts';
 
 /** A script's reply after `unframe`: strings, nil and nested lists. */
 export type Frame = string | null | Frame[];
@@ -87,10 +88,10 @@ function metadata(map: Map<string, string>): JsonObject {
   return out;
 }
 
-/** Metadata as hash field/value pairs: `.key` → the JSON text of the value. */
-export function metadataFields(meta: JsonObject | undefined): string[] {
-  if (!meta) return [];
-  return Object.entries(meta).flatMap(([key, value]) => [META + key, JSON.stringify(value)]);
+/** Metadata as hash fields: `.key` → the JSON text of the value. */
+export function metadataFields(meta: JsonObject | undefined): Record<string, string> {
+  if (!meta) return {};
+  return Object.fromEntries(Object.entries(meta).map(([key, value]) => [META + key, JSON.stringify(value)]));
 }
 
 /** A thread hash → `Thread`, or `null` for an empty hash. */
@@ -135,17 +136,17 @@ export function toResource(frame: Frame): Resource | null {
   };
 }
 
-/** The seven script arguments of one message (see `saveMessages` in `scripts.ts`). */
-export function messageArgs(message: Message): string[] {
-  return [
-    message.id,
-    message.threadId,
-    message.resourceId,
-    message.role,
-    message.type,
-    JSON.stringify(message.content),
-    String(message.createdAt.getTime()),
-  ];
+/** One message as the `saveMessages` script takes it. */
+export function messageRecord(message: Message): MessageRecord {
+  return {
+    id: message.id,
+    threadId: message.threadId,
+    resourceId: message.resourceId,
+    role: message.role,
+    type: message.type,
+    content: JSON.stringify(message.content),
+    createdAt: ms(message.createdAt),
+  };
 }
 
 /** Epoch milliseconds as a script argument. */

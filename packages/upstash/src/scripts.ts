@@ -2,32 +2,141 @@
  * The Lua scripts behind every operation. Each runs atomically on the server, so a write
  * touches its record, its indexes and the threads' `updatedAt` all or nothing.
  *
- * Conventions: `ARGV[1]` is the key prefix and the scripts build keys exactly as `keys.ts`
- * does. Some keys are derived from stored data (the old thread of a moved message), so the
- * scripts run under Upstash's default (global) script lock and need a non-cluster Redis.
- * Every script returns one string framed by `frame` (`$<bytes>:<text>`, `*<n>:<items…>`, `_`
- * for nil): such a string is never valid JSON, so a client that JSON-parses replies leaves it
- * alone, and `unframe` in `mapping.ts` reads it back.
+ * Conventions: every script takes one argument, `ARGV[1]`, a JSON object decoded with
+ * `cjson.decode` into `A`: `A.prefix` (bound to `P`) and the named fields of that script's
+ * `ScriptArgs` entry below. An optional field is left out of the JSON when absent (it is then
+ * `nil` in Lua; `null` is never sent). Keys are built by the `K.<name>(…)` functions generated
+ * from the layout in `layout.ts`, the same description `Keys` reads. Some keys are derived from
+ * stored data (the old thread of a moved message), so the scripts run under Upstash's default
+ * (global) script lock and need a non-cluster Redis. Every script returns one string framed by
+ * `frame` (`$<bytes>:<text>`, `*<n>:<items…>`, `_` for nil): such a string is never valid JSON,
+ * so a client that JSON-parses replies leaves it alone, and `unframe` in `mapping.ts` reads it
+ * back.
  */
 
+import { luaKeyFunctions } from './layout.ts';
 import { LAYOUT_VERSION, MIGRATIONS } from './migrations.ts';
 
+/** A thread as the save scripts write it; `metadata` maps `.<key>` fields to JSON text. */
+export interface ThreadRecord {
+  id: string;
+  resourceId: string;
+  title: string;
+  /** Epoch milliseconds, as text. */
+  createdAt: string;
+  updatedAt: string;
+  /** The new working-memory version. */
+  version: string;
+  metadata: Record<string, string>;
+}
+
+/** A message as `saveMessages` writes it (content is JSON text, dates epoch ms as text). */
+export interface MessageRecord {
+  id: string;
+  threadId: string;
+  resourceId: string;
+  role: string;
+  type: string;
+  content: string;
+  createdAt: string;
+}
+
+/** A working-memory write of a resource: set a value or clear it, with the new version. */
+export type WorkingMemoryWrite =
+  | { action: 'set'; value: string; version: string }
+  | { action: 'clear'; version: string };
+
+/** The named arguments of each script (besides `prefix`, which every call adds). */
+export interface ScriptArgs {
+  init: Record<string, never>;
+  getThread: { id: string };
+  createThread: ThreadRecord;
+  saveThread: ThreadRecord;
+  /** `title` and `version` only when they change; `metadata` maps `.<key>` fields to JSON. */
+  updateThread: {
+    id: string;
+    now: string;
+    title?: string;
+    version?: string;
+    metadata: Record<string, string>;
+  };
+  deleteThread: { id: string };
+  /**
+   * Without `filters` the page (`limit` ids from `offset`; every id when `limit` is absent) and
+   * the total; with filters every candidate passing the cheap checks (`eq`: the field holds this
+   * JSON; `has`: the field exists), for the caller to compare values and page.
+   */
+  listThreads: {
+    resourceId?: string;
+    orderBy: 'createdAt' | 'updatedAt';
+    direction: 'ASC' | 'DESC';
+    offset: number;
+    limit?: number;
+    filters: { field: string; op: 'eq' | 'has'; value: string }[];
+  };
+  saveMessages: { now: string; messages: MessageRecord[] };
+  /** `min`/`max` in Redis score-range syntax; `limit` absent for every message. */
+  listMessages: {
+    threadId: string;
+    resourceId?: string;
+    direction: 'ASC' | 'DESC';
+    offset: number;
+    limit?: number;
+    min: string;
+    max: string;
+    windows: { id: string; before: number; after: number }[];
+  };
+  getMessages: { ids: string[] };
+  /** Each patch sets only the fields it holds. */
+  updateMessages: {
+    now: string;
+    patches: { id: string; role?: string; content?: string; type?: string; createdAt?: string }[];
+  };
+  deleteMessages: { now: string; ids: string[] };
+  getResource: { id: string };
+  /** `workingMemory` only when it changes. */
+  updateResource: {
+    id: string;
+    now: string;
+    workingMemory?: WorkingMemoryWrite;
+    metadata: Record<string, string>;
+  };
+  readResourceWorkingMemory: { id: string };
+  readThreadWorkingMemory: { id: string };
+  leaseResourceWorkingMemory: { id: string; token: string; ttlMs: number };
+  leaseThreadWorkingMemory: { id: string; token: string; ttlMs: number };
+  unlockWorkingMemory: { record: 'resource' | 'thread'; id: string; token: string };
+  /** `expectedVersion` absent: no version stored yet; `leaseToken` absent: no lease held. */
+  casResourceWorkingMemory: {
+    id: string;
+    now: string;
+    expectedVersion?: string;
+    write: WorkingMemoryWrite;
+    leaseToken?: string;
+  };
+  /** `value` is the JSON text of the new working memory. */
+  casThreadWorkingMemory: {
+    id: string;
+    now: string;
+    expectedVersion?: string;
+    value: string;
+    version: string;
+    leaseToken?: string;
+  };
+}
+
+/**
+ * The one argument of a script call: `args` and the prefix as a JSON object. Absent fields are
+ * left out; a `null` is left out too (cjson would decode it to a truthy value).
+ */
+export function scriptArgument(prefix: string, args: object): string {
+  return JSON.stringify({ ...args, prefix }, (_key, value: unknown) => (value === null ? undefined : value));
+}
+
 export const PRELUDE = `
-local P = ARGV[1]
-local function enc(id)
-  return (string.gsub(id, '[^%w%.%-_~]', function(c) return string.format('%%%02X', string.byte(c)) end))
-end
-local function kThread(id) return P .. ':thread:' .. enc(id) end
-local function kMessage(id) return P .. ':message:' .. enc(id) end
-local function kResource(id) return P .. ':resource:' .. enc(id) end
-local kThreadsC = P .. ':threads:created'
-local kThreadsU = P .. ':threads:updated'
-local function kResThreadsC(r) return P .. ':resource-threads:created:' .. enc(r) end
-local function kResThreadsU(r) return P .. ':resource-threads:updated:' .. enc(r) end
-local function kThreadMsgs(t) return P .. ':thread-messages:' .. enc(t) end
-local function kThreadResMsgs(t, r) return P .. ':thread-messages:' .. enc(t) .. ':' .. enc(r) end
-local function kThreadRes(t) return P .. ':thread-resources:' .. enc(t) end
-local function kVector(id) return P .. ':vector:' .. enc(id) end
+local A = cjson.decode(ARGV[1])
+local P = A.prefix
+${luaKeyFunctions()}
 
 local function frame(v)
   local parts = {}
@@ -48,23 +157,23 @@ local function frame(v)
 end
 
 local function touchThread(t, now)
-  local key = kThread(t)
+  local key = K.thread(t)
   local r = redis.call('HGET', key, 'resourceId')
   if not r then return end
   redis.call('HSET', key, 'updatedAt', now)
-  redis.call('ZADD', kThreadsU, now, t)
-  redis.call('ZADD', kResThreadsU(r), now, t)
+  redis.call('ZADD', K.threadsUpdated(), now, t)
+  redis.call('ZADD', K.resourceThreadsUpdated(r), now, t)
 end
 
 local function unlinkMessage(id)
-  local key = kMessage(id)
+  local key = K.message(id)
   local m = redis.call('HMGET', key, 'threadId', 'resourceId')
   if not m[1] then return nil end
   redis.call('DEL', key)
-  redis.call('ZREM', kThreadMsgs(m[1]), id)
-  local byRes = kThreadResMsgs(m[1], m[2])
+  redis.call('ZREM', K.threadMessages(m[1]), id)
+  local byRes = K.threadResourceMessages(m[1], m[2])
   redis.call('ZREM', byRes, id)
-  if redis.call('ZCARD', byRes) == 0 then redis.call('SREM', kThreadRes(m[1]), m[2]) end
+  if redis.call('ZCARD', byRes) == 0 then redis.call('SREM', K.threadResources(m[1]), m[2]) end
   return m[1]
 end
 
@@ -78,185 +187,172 @@ end
 
 /**
  * Upgrades the layout: runs every migration newer than the recorded version, then records the
- * latest. ARGV: prefix. Returns the version found before (newer than the latest: left alone).
+ * latest. Returns the version found before (newer than the latest: left alone).
  */
 const INIT = `
-local key = P .. ':schema'
+local key = K.schema()
 local found = tonumber(redis.call('GET', key) or '0')
 ${MIGRATIONS.map((m, i) => `if found < ${i + 1} then\n${m.lua}\nend`).join('\n')}
 if found < ${LAYOUT_VERSION} then redis.call('SET', key, '${LAYOUT_VERSION}') end
 return frame(found)
 `;
 
-/** ARGV: prefix, id. */
 const GET_THREAD = `
-return frame(redis.call('HGETALL', kThread(ARGV[2])))
+return frame(redis.call('HGETALL', K.thread(A.id)))
 `;
 
-/** ARGV: prefix, id, resourceId, title, createdAt, updatedAt, wmv, then field/value pairs. */
+/** Replaces the thread's hash and moves it between resources' indexes. */
 const SAVE_THREAD = `
-local id, r, c, u = ARGV[2], ARGV[3], ARGV[5], ARGV[6]
-local key = kThread(id)
+local id, r, c, u = A.id, A.resourceId, A.createdAt, A.updatedAt
+local key = K.thread(id)
 local old = redis.call('HGET', key, 'resourceId')
 if old and old ~= r then
-  redis.call('ZREM', kResThreadsC(old), id)
-  redis.call('ZREM', kResThreadsU(old), id)
+  redis.call('ZREM', K.resourceThreadsCreated(old), id)
+  redis.call('ZREM', K.resourceThreadsUpdated(old), id)
 end
 redis.call('DEL', key)
-redis.call('HSET', key, 'id', id, 'resourceId', r, 'title', ARGV[4], 'createdAt', c, 'updatedAt', u, 'wmv', ARGV[7])
-for i = 8, #ARGV, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1]) end
-redis.call('ZADD', kThreadsC, c, id)
-redis.call('ZADD', kThreadsU, u, id)
-redis.call('ZADD', kResThreadsC(r), c, id)
-redis.call('ZADD', kResThreadsU(r), u, id)
+redis.call('HSET', key, 'id', id, 'resourceId', r, 'title', A.title, 'createdAt', c, 'updatedAt', u, 'wmv', A.version)
+for field, value in pairs(A.metadata) do redis.call('HSET', key, field, value) end
+redis.call('ZADD', K.threadsCreated(), c, id)
+redis.call('ZADD', K.threadsUpdated(), u, id)
+redis.call('ZADD', K.resourceThreadsCreated(r), c, id)
+redis.call('ZADD', K.resourceThreadsUpdated(r), u, id)
 return frame('ok')
 `;
 
-/** The same ARGV as SAVE_THREAD; answers 'exists' and writes nothing when the id is taken. */
+/** As SAVE_THREAD; answers 'exists' and writes nothing when the id is taken. */
 const CREATE_THREAD = `
-if redis.call('EXISTS', kThread(ARGV[2])) == 1 then return frame('exists') end
+if redis.call('EXISTS', K.thread(A.id)) == 1 then return frame('exists') end
 ${SAVE_THREAD.trim()}
 `;
 
-/**
- * ARGV: prefix, id, now, hasTitle ('1'/'0'), title, wmv ('' when working memory is untouched),
- * then metadata field/value pairs. Returns the thread, or nil when absent.
- */
+/** Returns the thread, or nil when absent. */
 const UPDATE_THREAD = `
-local id, now = ARGV[2], ARGV[3]
-local key = kThread(id)
+local id, now = A.id, A.now
+local key = K.thread(id)
 local r = redis.call('HGET', key, 'resourceId')
 if not r then return frame(false) end
-if ARGV[4] == '1' then redis.call('HSET', key, 'title', ARGV[5]) end
-for i = 7, #ARGV, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1]) end
-if ARGV[6] ~= '' then redis.call('HSET', key, 'wmv', ARGV[6]) end
+if A.title ~= nil then redis.call('HSET', key, 'title', A.title) end
+for field, value in pairs(A.metadata) do redis.call('HSET', key, field, value) end
+if A.version ~= nil then redis.call('HSET', key, 'wmv', A.version) end
 redis.call('HSET', key, 'updatedAt', now)
-redis.call('ZADD', kThreadsU, now, id)
-redis.call('ZADD', kResThreadsU(r), now, id)
+redis.call('ZADD', K.threadsUpdated(), now, id)
+redis.call('ZADD', K.resourceThreadsUpdated(r), now, id)
 return frame(redis.call('HGETALL', key))
 `;
 
-/** ARGV: prefix, id. Deletes the thread, its messages and its indexes. */
+/** Deletes the thread, its messages, their vectors and its indexes. */
 const DELETE_THREAD = `
-local t = ARGV[2]
-local key = kThread(t)
-local mz = kThreadMsgs(t)
+local t = A.id
+local key = K.thread(t)
+local mz = K.threadMessages(t)
 local ids = redis.call('ZRANGE', mz, 0, -1)
-for _, mid in ipairs(ids) do redis.call('DEL', kMessage(mid), kVector(mid)) end
-for _, r in ipairs(redis.call('SMEMBERS', kThreadRes(t))) do redis.call('DEL', kThreadResMsgs(t, r)) end
-redis.call('DEL', mz, kThreadRes(t))
+for _, mid in ipairs(ids) do redis.call('DEL', K.message(mid), K.vector(mid)) end
+for _, r in ipairs(redis.call('SMEMBERS', K.threadResources(t))) do redis.call('DEL', K.threadResourceMessages(t, r)) end
+redis.call('DEL', mz, K.threadResources(t))
 local r = redis.call('HGET', key, 'resourceId')
 if r then
-  redis.call('ZREM', kThreadsC, t)
-  redis.call('ZREM', kThreadsU, t)
-  redis.call('ZREM', kResThreadsC(r), t)
-  redis.call('ZREM', kResThreadsU(r), t)
+  redis.call('ZREM', K.threadsCreated(), t)
+  redis.call('ZREM', K.threadsUpdated(), t)
+  redis.call('ZREM', K.resourceThreadsCreated(r), t)
+  redis.call('ZREM', K.resourceThreadsUpdated(r), t)
   redis.call('DEL', key)
 end
 return frame(#ids)
 `;
 
 /**
- * ARGV: prefix, hasResource, resourceId, orderBy, direction, offset, count (-1 = all), then
- * metadata filters as (field, 'eq' | 'has', json) triples. Without filters the page is cut here
- * and the total counted; with filters every candidate passing the cheap checks is returned
- * (total -1) and the caller compares JSON values and pages.
+ * Returns { 'page', total, thread hashes } without filters, { 'candidates', thread hashes }
+ * with them (see `ScriptArgs.listThreads`).
  */
 const LIST_THREADS = `
-local byCreated = ARGV[4] == 'createdAt'
+local byCreated = A.orderBy == 'createdAt'
 local z
-if ARGV[2] == '1' then
-  z = byCreated and kResThreadsC(ARGV[3]) or kResThreadsU(ARGV[3])
+if A.resourceId ~= nil then
+  z = byCreated and K.resourceThreadsCreated(A.resourceId) or K.resourceThreadsUpdated(A.resourceId)
 else
-  z = byCreated and kThreadsC or kThreadsU
+  z = byCreated and K.threadsCreated() or K.threadsUpdated()
 end
-local rev = ARGV[5] == 'DESC'
-local offset, count = tonumber(ARGV[6]), tonumber(ARGV[7])
-local out = {}
+local rev = A.direction == 'DESC'
+local rows = {}
 local function range(start, stop)
   if rev then return redis.call('ZRANGE', z, start, stop, 'REV') end
   return redis.call('ZRANGE', z, start, stop)
 end
-if #ARGV < 8 then
-  out[1] = redis.call('ZCARD', z)
-  if count ~= 0 then
+if #A.filters == 0 then
+  local total = redis.call('ZCARD', z)
+  if A.limit ~= 0 then
     local stop = -1
-    if count > 0 then stop = offset + count - 1 end
-    for _, id in ipairs(range(offset, stop)) do
-      local h = redis.call('HGETALL', kThread(id))
-      if #h > 0 then out[#out + 1] = h end
+    if A.limit ~= nil then stop = A.offset + A.limit - 1 end
+    for _, id in ipairs(range(A.offset, stop)) do
+      local h = redis.call('HGETALL', K.thread(id))
+      if #h > 0 then rows[#rows + 1] = h end
     end
   end
-else
-  out[1] = -1
-  for _, id in ipairs(range(0, -1)) do
-    local key = kThread(id)
-    local ok = true
-    for i = 8, #ARGV, 3 do
-      local v = redis.call('HGET', key, ARGV[i])
-      if not v or (ARGV[i + 1] == 'eq' and v ~= ARGV[i + 2]) then ok = false; break end
-    end
-    if ok then
-      local h = redis.call('HGETALL', key)
-      if #h > 0 then out[#out + 1] = h end
-    end
+  return frame({'page', total, rows})
+end
+for _, id in ipairs(range(0, -1)) do
+  local key = K.thread(id)
+  local ok = true
+  for _, f in ipairs(A.filters) do
+    local v = redis.call('HGET', key, f.field)
+    if not v or (f.op == 'eq' and v ~= f.value) then ok = false; break end
+  end
+  if ok then
+    local h = redis.call('HGETALL', key)
+    if #h > 0 then rows[#rows + 1] = h end
   end
 end
-return frame(out)
+return frame({'candidates', rows})
 `;
 
 /**
- * ARGV: prefix, now, then (id, threadId, resourceId, role, type, content, createdAt) per
- * message. Checks every thread and every stored message first (nothing is written when one
- * fails: a missing thread, a thread of another resource, or an id taken by a message of another
+ * Checks every thread and every stored message first (nothing is written when one fails: a
+ * missing thread, a thread of another resource, or an id taken by a message of another
  * resource), then upserts, moves messages saved with another thread, and bumps the touched
  * threads.
  */
 const SAVE_MESSAGES = `
-local now = ARGV[2]
 local owner = {}
-for b = 3, #ARGV, 7 do
-  local t, r = ARGV[b + 1], ARGV[b + 2]
-  if owner[t] == nil then owner[t] = redis.call('HGET', kThread(t), 'resourceId') end
+for _, m in ipairs(A.messages) do
+  local t, r = m.threadId, m.resourceId
+  if owner[t] == nil then owner[t] = redis.call('HGET', K.thread(t), 'resourceId') end
   if not owner[t] then return frame({'not_found', t}) end
-  if owner[t] ~= r then return frame({'resource_mismatch', ARGV[b], r}) end
+  if owner[t] ~= r then return frame({'resource_mismatch', m.id, r}) end
 end
-for b = 3, #ARGV, 7 do
-  local stored = redis.call('HGET', kMessage(ARGV[b]), 'resourceId')
-  if stored and stored ~= ARGV[b + 2] then return frame({'taken', ARGV[b]}) end
+for _, m in ipairs(A.messages) do
+  local stored = redis.call('HGET', K.message(m.id), 'resourceId')
+  if stored and stored ~= m.resourceId then return frame({'taken', m.id}) end
 end
 local touched, touch = collector()
-for b = 3, #ARGV, 7 do
-  local id, t, r, c = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 6]
+for _, m in ipairs(A.messages) do
+  local id, t, r, c = m.id, m.threadId, m.resourceId, m.createdAt
   touch(unlinkMessage(id))
-  redis.call('HSET', kMessage(id), 'id', id, 'threadId', t, 'resourceId', r, 'role', ARGV[b + 3],
-    'type', ARGV[b + 4], 'content', ARGV[b + 5], 'createdAt', c)
-  redis.call('ZADD', kThreadMsgs(t), c, id)
-  redis.call('ZADD', kThreadResMsgs(t, r), c, id)
-  redis.call('SADD', kThreadRes(t), r)
+  redis.call('HSET', K.message(id), 'id', id, 'threadId', t, 'resourceId', r, 'role', m.role,
+    'type', m.type, 'content', m.content, 'createdAt', c)
+  redis.call('ZADD', K.threadMessages(t), c, id)
+  redis.call('ZADD', K.threadResourceMessages(t, r), c, id)
+  redis.call('SADD', K.threadResources(t), r)
   touch(t)
 end
-for _, t in ipairs(touched) do touchThread(t, now) end
+for _, t in ipairs(touched) do touchThread(t, A.now) end
 return frame({'ok'})
 `;
 
-/**
- * ARGV: prefix, threadId, hasResource, resourceId, direction, offset, count (-1 = all),
- * min score, max score (Redis range syntax), then (id, before, after) include windows.
- * Returns { total, message hashes… } for the page and the windows, de-duplicated.
- */
+/** Returns { total, message hashes… } for the page and the windows, de-duplicated. */
 const LIST_MESSAGES = `
-local t, hasRes, r = ARGV[2], ARGV[3] == '1', ARGV[4]
-local z = hasRes and kThreadResMsgs(t, r) or kThreadMsgs(t)
-local rev = ARGV[5] == 'DESC'
-local offset, count = tonumber(ARGV[6]), tonumber(ARGV[7])
-local min, max = ARGV[8], ARGV[9]
+local t, r = A.threadId, A.resourceId
+local hasRes = r ~= nil
+local z = hasRes and K.threadResourceMessages(t, r) or K.threadMessages(t)
+local rev = A.direction == 'DESC'
+local offset, min, max = A.offset, A.min, A.max
 local ranged = not (min == '-inf' and max == '+inf')
 local out = {}
 if ranged then out[1] = redis.call('ZCOUNT', z, min, max) else out[1] = redis.call('ZCARD', z) end
 local ids = {}
-if count ~= 0 then
+if A.limit ~= 0 then
   if ranged then
+    local count = A.limit or -1
     if rev then
       ids = redis.call('ZRANGE', z, max, min, 'BYSCORE', 'REV', 'LIMIT', offset, count)
     else
@@ -264,7 +360,7 @@ if count ~= 0 then
     end
   else
     local stop = -1
-    if count > 0 then stop = offset + count - 1 end
+    if A.limit ~= nil then stop = offset + A.limit - 1 end
     if rev then ids = redis.call('ZRANGE', z, offset, stop, 'REV') else ids = redis.call('ZRANGE', z, offset, stop) end
   end
 end
@@ -272,113 +368,102 @@ local seen = {}
 local function add(id)
   if seen[id] then return end
   seen[id] = true
-  local h = redis.call('HGETALL', kMessage(id))
+  local h = redis.call('HGETALL', K.message(id))
   if #h > 0 then out[#out + 1] = h end
 end
 for _, id in ipairs(ids) do add(id) end
-for i = 10, #ARGV, 3 do
-  local id, before, after = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local m = redis.call('HMGET', kMessage(id), 'threadId', 'resourceId')
+for _, w in ipairs(A.windows) do
+  local m = redis.call('HMGET', K.message(w.id), 'threadId', 'resourceId')
   if m[1] and (not hasRes or m[2] == r) then
-    local wz = hasRes and kThreadResMsgs(m[1], r) or kThreadMsgs(m[1])
-    local rank = redis.call('ZRANK', wz, id)
+    local wz = hasRes and K.threadResourceMessages(m[1], r) or K.threadMessages(m[1])
+    local rank = redis.call('ZRANK', wz, w.id)
     if rank then
-      local start = rank - before
+      local start = rank - w.before
       if start < 0 then start = 0 end
-      for _, w in ipairs(redis.call('ZRANGE', wz, start, rank + after)) do add(w) end
+      for _, id in ipairs(redis.call('ZRANGE', wz, start, rank + w.after)) do add(id) end
     end
   end
 end
 return frame(out)
 `;
 
-/** ARGV: prefix, ids…. Returns the hashes of the messages found. */
+/** Returns the hashes of the messages found. */
 const GET_MESSAGES = `
 local out = {}
-for i = 2, #ARGV do
-  local h = redis.call('HGETALL', kMessage(ARGV[i]))
+for _, id in ipairs(A.ids) do
+  local h = redis.call('HGETALL', K.message(id))
   if #h > 0 then out[#out + 1] = h end
 end
 return frame(out)
 `;
 
-/**
- * ARGV: prefix, now, then (id, hasRole, role, hasContent, content, hasType, type, hasCreatedAt,
- * createdAt) per patch. Unknown ids are skipped. Returns the updated hashes.
- */
+/** Unknown ids are skipped. Returns the updated hashes. */
 const UPDATE_MESSAGES = `
-local now = ARGV[2]
 local touched, touch = collector()
 local found, keep = collector()
-for b = 3, #ARGV, 9 do
-  local id = ARGV[b]
-  local key = kMessage(id)
+for _, p in ipairs(A.patches) do
+  local id = p.id
+  local key = K.message(id)
   local m = redis.call('HMGET', key, 'threadId', 'resourceId')
   if m[1] then
-    if ARGV[b + 1] == '1' then redis.call('HSET', key, 'role', ARGV[b + 2]) end
-    if ARGV[b + 3] == '1' then redis.call('HSET', key, 'content', ARGV[b + 4]) end
-    if ARGV[b + 5] == '1' then redis.call('HSET', key, 'type', ARGV[b + 6]) end
-    if ARGV[b + 7] == '1' then
-      local c = ARGV[b + 8]
-      redis.call('HSET', key, 'createdAt', c)
-      redis.call('ZADD', kThreadMsgs(m[1]), c, id)
-      redis.call('ZADD', kThreadResMsgs(m[1], m[2]), c, id)
+    if p.role ~= nil then redis.call('HSET', key, 'role', p.role) end
+    if p.content ~= nil then redis.call('HSET', key, 'content', p.content) end
+    if p.type ~= nil then redis.call('HSET', key, 'type', p.type) end
+    if p.createdAt ~= nil then
+      redis.call('HSET', key, 'createdAt', p.createdAt)
+      redis.call('ZADD', K.threadMessages(m[1]), p.createdAt, id)
+      redis.call('ZADD', K.threadResourceMessages(m[1], m[2]), p.createdAt, id)
     end
     touch(m[1])
     keep(id)
   end
 end
-for _, t in ipairs(touched) do touchThread(t, now) end
+for _, t in ipairs(touched) do touchThread(t, A.now) end
 local out = {}
-for _, id in ipairs(found) do out[#out + 1] = redis.call('HGETALL', kMessage(id)) end
+for _, id in ipairs(found) do out[#out + 1] = redis.call('HGETALL', K.message(id)) end
 return frame(out)
 `;
 
-/** ARGV: prefix, now, ids…. Unknown ids are skipped; touched threads are bumped. */
+/** Unknown ids are skipped; touched threads are bumped. */
 const DELETE_MESSAGES = `
-local now = ARGV[2]
 local touched, touch = collector()
-for i = 3, #ARGV do
-  touch(unlinkMessage(ARGV[i]))
-  redis.call('DEL', kVector(ARGV[i]))
+for _, id in ipairs(A.ids) do
+  touch(unlinkMessage(id))
+  redis.call('DEL', K.vector(id))
 end
-for _, t in ipairs(touched) do touchThread(t, now) end
+for _, t in ipairs(touched) do touchThread(t, A.now) end
 return frame(#touched)
 `;
 
-/** ARGV: prefix, id. */
 const GET_RESOURCE = `
-return frame(redis.call('HGETALL', kResource(ARGV[2])))
+return frame(redis.call('HGETALL', K.resource(A.id)))
 `;
 
-/**
- * ARGV: prefix, id, now, working-memory mode ('' keep, 's' set, 'n' clear), value, wmv, then
- * metadata field/value pairs. Creates the resource when missing; returns it.
- */
+/** Creates the resource when missing; returns it. */
 const UPDATE_RESOURCE = `
-local key, now, mode = kResource(ARGV[2]), ARGV[3], ARGV[4]
-if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', ARGV[2], 'createdAt', now) end
-if mode == 's' then
-  redis.call('HSET', key, 'workingMemory', ARGV[5], 'wmv', ARGV[6])
-elseif mode == 'n' then
+local key, now, wm = K.resource(A.id), A.now, A.workingMemory
+if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', A.id, 'createdAt', now) end
+if wm ~= nil and wm.action == 'set' then
+  redis.call('HSET', key, 'workingMemory', wm.value, 'wmv', wm.version)
+elseif wm ~= nil and wm.action == 'clear' then
   redis.call('HDEL', key, 'workingMemory')
-  redis.call('HSET', key, 'wmv', ARGV[6])
+  redis.call('HSET', key, 'wmv', wm.version)
 end
-for i = 7, #ARGV, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1]) end
+for field, value in pairs(A.metadata) do redis.call('HSET', key, field, value) end
 redis.call('HSET', key, 'updatedAt', now)
 return frame(redis.call('HGETALL', key))
 `;
 
-/** ARGV: prefix, id. Returns { workingMemory, version }. */
+/** Returns { workingMemory, version }. */
 const READ_RESOURCE_WM = `
-return frame(redis.call('HMGET', kResource(ARGV[2]), 'workingMemory', 'wmv'))
+return frame(redis.call('HMGET', K.resource(A.id), 'workingMemory', 'wmv'))
 `;
 
 /**
  * The lease a writer takes after losing a compare-and-set: `<record key>:wmlock` holds its
  * token and expires on its own (a holder that dies frees it). While it is held, compare-and-sets
  * with another token answer 'locked', so the holder's write cannot lose. A write by the holder
- * (or `unlockWorkingMemory`) deletes it.
+ * (or `unlockWorkingMemory`) deletes it. `token` is nil when the caller holds no lease.
  */
 const LEASE_HELPERS = `
 local function leaseOf(key) return key .. ':wmlock' end
@@ -387,17 +472,17 @@ local function leaseBlocks(key, token)
   return holder and holder ~= token
 end
 local function endLease(key, token)
-  if token ~= '' and redis.call('GET', leaseOf(key)) == token then redis.call('DEL', leaseOf(key)) end
+  if token ~= nil and redis.call('GET', leaseOf(key)) == token then redis.call('DEL', leaseOf(key)) end
 end
 `;
 
 /**
- * Takes the lease on a resource's working memory and reads it. ARGV: prefix, id, token, ttl ms.
- * Returns { 'ok', value, version } or { 'busy' } (another writer holds the lease).
+ * Takes the lease on a resource's working memory and reads it. Returns { 'ok', value, version }
+ * or { 'busy' } (another writer holds the lease).
  */
 const LEASE_RESOURCE_WM = `
-local key = kResource(ARGV[2])
-if not redis.call('SET', leaseOf(key), ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then return frame({'busy'}) end
+local key = K.resource(A.id)
+if not redis.call('SET', leaseOf(key), A.token, 'NX', 'PX', A.ttlMs) then return frame({'busy'}) end
 local current = redis.call('HMGET', key, 'workingMemory', 'wmv')
 return frame({'ok', current[1], current[2]})
 `;
@@ -407,62 +492,59 @@ return frame({'ok', current[1], current[2]})
  * { 'not_found' } (no lease is left behind).
  */
 const LEASE_THREAD_WM = `
-local key = kThread(ARGV[2])
+local key = K.thread(A.id)
 if redis.call('EXISTS', key) == 0 then return frame({'not_found'}) end
-if not redis.call('SET', leaseOf(key), ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then return frame({'busy'}) end
+if not redis.call('SET', leaseOf(key), A.token, 'NX', 'PX', A.ttlMs) then return frame({'busy'}) end
 local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
 return frame({'ok', current[1], current[2], current[3]})
 `;
 
-/** Gives a lease back without writing (the update threw). ARGV: prefix, 'r' | 't', id, token. */
+/** Gives a lease back without writing (the update threw). */
 const UNLOCK_WM = `
-local key = ARGV[2] == 'r' and kResource(ARGV[3]) or kThread(ARGV[3])
-endLease(key, ARGV[4])
+local key = A.record == 'resource' and K.resource(A.id) or K.thread(A.id)
+endLease(key, A.token)
 return frame({'ok'})
 `;
 
 /**
- * Compare-and-set of resource working memory. ARGV: prefix, id, expected version ('' = none),
- * now, mode ('s' set, 'n' clear), value, new version, lease token ('' = none): the caller's
- * lease ends whatever the outcome. Returns { 'ok' }, { 'locked' } while another writer holds
- * the lease, or
+ * Compare-and-set of resource working memory; the caller's lease ends whatever the outcome.
+ * Returns { 'ok' }, { 'locked' } while another writer holds the lease, or
  * { 'conflict', current value, current version } so a retry needs no separate read.
  */
 const CAS_RESOURCE_WM = `
-local key, now = kResource(ARGV[2]), ARGV[4]
-if leaseBlocks(key, ARGV[8]) then return frame({'locked'}) end
-endLease(key, ARGV[8])
+local key, now, write = K.resource(A.id), A.now, A.write
+if leaseBlocks(key, A.leaseToken) then return frame({'locked'}) end
+endLease(key, A.leaseToken)
 local current = redis.call('HMGET', key, 'workingMemory', 'wmv')
-if (current[2] or '') ~= ARGV[3] then return frame({'conflict', current[1], current[2]}) end
-if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', ARGV[2], 'createdAt', now) end
-if ARGV[5] == 's' then redis.call('HSET', key, 'workingMemory', ARGV[6]) else redis.call('HDEL', key, 'workingMemory') end
-redis.call('HSET', key, 'wmv', ARGV[7], 'updatedAt', now)
+if current[2] ~= (A.expectedVersion or false) then return frame({'conflict', current[1], current[2]}) end
+if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', A.id, 'createdAt', now) end
+if write.action == 'set' then redis.call('HSET', key, 'workingMemory', write.value) else redis.call('HDEL', key, 'workingMemory') end
+redis.call('HSET', key, 'wmv', write.version, 'updatedAt', now)
 return frame({'ok'})
 `;
 
-/** ARGV: prefix, id. Returns { resourceId, workingMemory JSON, version }. */
+/** Returns { resourceId, workingMemory JSON, version }. */
 const READ_THREAD_WM = `
-return frame(redis.call('HMGET', kThread(ARGV[2]), 'resourceId', '.workingMemory', 'wmv'))
+return frame(redis.call('HMGET', K.thread(A.id), 'resourceId', '.workingMemory', 'wmv'))
 `;
 
 /**
- * Compare-and-set of thread working memory (`metadata.workingMemory`). ARGV: prefix, id,
- * expected version, now, JSON value, new version, lease token ('' = none), which ends whatever
- * the outcome. Returns { 'ok' }, { 'not_found' }, { 'locked' } or { 'conflict', current JSON
- * value, current version }.
+ * Compare-and-set of thread working memory (`metadata.workingMemory`); the caller's lease ends
+ * whatever the outcome. Returns { 'ok' }, { 'not_found' }, { 'locked' } or { 'conflict',
+ * current JSON value, current version }.
  */
 const CAS_THREAD_WM = `
-local id, now = ARGV[2], ARGV[4]
-local key = kThread(id)
+local id, now = A.id, A.now
+local key = K.thread(id)
 local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
 local r = current[1]
-if not r then endLease(key, ARGV[7]) return frame({'not_found'}) end
-if leaseBlocks(key, ARGV[7]) then return frame({'locked'}) end
-endLease(key, ARGV[7])
-if (current[3] or '') ~= ARGV[3] then return frame({'conflict', current[2], current[3]}) end
-redis.call('HSET', key, '.workingMemory', ARGV[5], 'wmv', ARGV[6], 'updatedAt', now)
-redis.call('ZADD', kThreadsU, now, id)
-redis.call('ZADD', kResThreadsU(r), now, id)
+if not r then endLease(key, A.leaseToken) return frame({'not_found'}) end
+if leaseBlocks(key, A.leaseToken) then return frame({'locked'}) end
+endLease(key, A.leaseToken)
+if current[3] ~= (A.expectedVersion or false) then return frame({'conflict', current[2], current[3]}) end
+redis.call('HSET', key, '.workingMemory', A.value, 'wmv', A.version, 'updatedAt', now)
+redis.call('ZADD', K.threadsUpdated(), now, id)
+redis.call('ZADD', K.resourceThreadsUpdated(r), now, id)
 return frame({'ok'})
 `;
 

@@ -1,4 +1,5 @@
 import {
+  checkClientShape,
   MemoryError,
   type Message,
   type MessagePage,
@@ -22,10 +23,11 @@ import {
 } from '@engram/core';
 import { Redis } from '@upstash/redis';
 import { ADAPTER, threadNotFound, toMemoryError } from './errors.ts';
+import { META } from './keys.ts';
 import {
   type Frame,
   list,
-  messageArgs,
+  messageRecord,
   metadataFields,
   ms,
   text,
@@ -35,7 +37,14 @@ import {
   unframe,
 } from './mapping.ts';
 import { LAYOUT_VERSION } from './migrations.ts';
-import { SCRIPTS, type ScriptName } from './scripts.ts';
+import {
+  SCRIPTS,
+  type ScriptArgs,
+  type ScriptName,
+  scriptArgument,
+  type ThreadRecord,
+  type WorkingMemoryWrite,
+} from './scripts.ts';
 import { DEFAULT_VECTOR_SCAN_LIMIT, UpstashVectors } from './vectors.ts';
 
 interface CommonOptions {
@@ -69,7 +78,10 @@ export type UpstashStoreOptions = CommonOptions &
         client?: never;
       }
     | {
-        /** A client to use as is; any `automaticDeserialization` setting works. */
+        /**
+         * A client to use as is; any `automaticDeserialization` setting works. Recognised by its
+         * `createScript()` method, so a client from another copy of `@upstash/redis` is accepted.
+         */
         client: Redis;
         url?: never;
         token?: never;
@@ -112,8 +124,14 @@ export class UpstashStore extends StoreBase {
     if (!Number.isInteger(this.casAttempts) || this.casAttempts < 1) {
       throw invalid('casAttempts must be a positive integer');
     }
-    if (options.client) {
-      this.client = options.client;
+    if (options.client !== undefined) {
+      // By shape, not instanceof: a client from another copy of `@upstash/redis` works the same.
+      this.client = checkClientShape<Redis>(options.client, {
+        adapter: 'upstash',
+        option: 'client',
+        expected: 'a Redis client of @upstash/redis',
+        members: { createScript: 'function' },
+      });
     } else {
       if (typeof options.url !== 'string' || !options.url)
         throw invalid('url is required (or pass a client)');
@@ -142,17 +160,17 @@ export class UpstashStore extends StoreBase {
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */
-  private async call(name: ScriptName, args: string[]): Promise<Frame> {
+  private async call<N extends ScriptName>(name: N, args: ScriptArgs[N]): Promise<Frame> {
     let script = this.scripts.get(name);
     if (!script) {
       script = this.client.createScript<string>(SCRIPTS[name]);
       this.scripts.set(name, script);
     }
-    return unframe(await script.exec([], [this.prefix, ...args]));
+    return unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
   protected async doInit(): Promise<void> {
-    const found = Number(text(await this.call('init', [])));
+    const found = Number(text(await this.call('init', {})));
     if (found > LAYOUT_VERSION) {
       throw new MemoryError(
         'MIGRATION',
@@ -167,70 +185,71 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
-    const thread = toThread(await this.call('getThread', [threadId]));
+    const thread = toThread(await this.call('getThread', { id: threadId }));
     if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
     return thread;
   }
 
   protected async doCreateThread(thread: Thread): Promise<Thread> {
-    const reply = await this.call('createThread', threadArgs(thread));
+    const reply = await this.call('createThread', threadRecord(thread));
     if (text(reply) === 'exists') throw threadExists(ADAPTER, thread.id);
     return structuredClone(thread);
   }
 
   protected async doSaveThread(thread: Thread): Promise<Thread> {
-    await this.call('saveThread', threadArgs(thread));
+    await this.call('saveThread', threadRecord(thread));
     return structuredClone(thread);
   }
 
   protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
     const touchesMemory = args.metadata !== undefined && Object.hasOwn(args.metadata, 'workingMemory');
-    const reply = await this.call('updateThread', [
-      args.id,
-      ms(new Date()),
-      args.title === undefined ? '0' : '1',
-      args.title ?? '',
-      touchesMemory ? newVersion() : '',
-      ...metadataFields(args.metadata),
-    ]);
+    const reply = await this.call('updateThread', {
+      id: args.id,
+      now: ms(new Date()),
+      title: args.title,
+      version: touchesMemory ? newVersion() : undefined,
+      metadata: metadataFields(args.metadata),
+    });
     const thread = reply === null ? null : toThread(reply);
     if (!thread) throw threadNotFound(args.id);
     return thread;
   }
 
   protected async doDeleteThread(threadId: string): Promise<void> {
-    await this.call('deleteThread', [threadId]);
+    await this.call('deleteThread', { id: threadId });
   }
 
   protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
-    const filters = Object.entries(args.metadata ?? {}).flatMap(([key, value]) => [
-      `.${key}`,
-      value === null || typeof value !== 'object' ? 'eq' : 'has',
-      JSON.stringify(value),
-    ]);
+    const filters = Object.entries(args.metadata ?? {}).map(([key, value]) => ({
+      field: `${META}${key}`,
+      op: value === null || typeof value !== 'object' ? ('eq' as const) : ('has' as const),
+      value: JSON.stringify(value),
+    }));
     const offset = pageOffset(args.page, args.perPage);
     const reply = list(
-      await this.call('listThreads', [
-        args.resourceId === undefined ? '0' : '1',
-        args.resourceId ?? '',
-        args.orderBy,
-        args.direction,
-        String(offset),
-        String(args.perPage === false ? -1 : args.perPage),
-        ...filters,
-      ]),
+      await this.call('listThreads', {
+        resourceId: args.resourceId,
+        orderBy: args.orderBy,
+        direction: args.direction,
+        offset,
+        limit: args.perPage === false ? undefined : args.perPage,
+        filters,
+      }),
     );
-    const threads = reply.slice(1).flatMap((frame) => toThread(frame) ?? []);
-    if (filters.length === 0) {
-      return { threads, ...pageInfo(Number(text(reply[0])), args.page, args.perPage) };
+    if (text(reply[0]) === 'page') {
+      const threads = list(reply[2] ?? []).flatMap((frame) => toThread(frame) ?? []);
+      return { threads, ...pageInfo(Number(text(reply[1])), args.page, args.perPage) };
     }
+    const threads = list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []);
     const matching = threads.filter((t) => matchesMetadata(t.metadata, args.metadata));
     const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
     return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
   }
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
-    const reply = list(await this.call('saveMessages', [ms(new Date()), ...messages.flatMap(messageArgs)]));
+    const reply = list(
+      await this.call('saveMessages', { now: ms(new Date()), messages: messages.map(messageRecord) }),
+    );
     const outcome = text(reply[0]);
     if (outcome === 'not_found') throw threadNotFound(text(reply[1]));
     if (outcome === 'taken') throw messageOfAnotherResource(ADAPTER, text(reply[1]));
@@ -249,17 +268,20 @@ export class UpstashStore extends StoreBase {
     const min = range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf';
     const max = range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf';
     const reply = list(
-      await this.call('listMessages', [
-        args.threadId,
-        args.resourceId === undefined ? '0' : '1',
-        args.resourceId ?? '',
-        args.direction,
-        String(pageOffset(args.page, args.perPage)),
-        String(args.perPage === false ? -1 : args.perPage),
+      await this.call('listMessages', {
+        threadId: args.threadId,
+        resourceId: args.resourceId,
+        direction: args.direction,
+        offset: pageOffset(args.page, args.perPage),
+        limit: args.perPage === false ? undefined : args.perPage,
         min,
         max,
-        ...args.include.flatMap((w) => [w.id, String(w.withPreviousMessages), String(w.withNextMessages)]),
-      ]),
+        windows: args.include.map((w) => ({
+          id: w.id,
+          before: w.withPreviousMessages,
+          after: w.withNextMessages,
+        })),
+      }),
     );
     const messages = reply.slice(1).flatMap((frame) => toMessage(frame) ?? []);
     return {
@@ -269,50 +291,43 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doListMessagesById(ids: string[]): Promise<Message[]> {
-    const reply = list(await this.call('getMessages', ids));
+    const reply = list(await this.call('getMessages', { ids }));
     return sortMessages(reply.flatMap((frame) => toMessage(frame) ?? []));
   }
 
   protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
-    const flag = (present: boolean) => (present ? '1' : '0');
     const reply = list(
-      await this.call('updateMessages', [
-        ms(new Date()),
-        ...patches.flatMap((p) => [
-          p.id,
-          flag(p.role !== undefined),
-          p.role ?? '',
-          flag(p.content !== undefined),
-          p.content === undefined ? '' : JSON.stringify(p.content),
-          flag(p.type !== undefined),
-          p.type ?? '',
-          flag(p.createdAt !== undefined),
-          p.createdAt ? ms(p.createdAt) : '',
-        ]),
-      ]),
+      await this.call('updateMessages', {
+        now: ms(new Date()),
+        patches: patches.map((p) => ({
+          id: p.id,
+          role: p.role,
+          content: p.content === undefined ? undefined : JSON.stringify(p.content),
+          type: p.type,
+          createdAt: p.createdAt ? ms(p.createdAt) : undefined,
+        })),
+      }),
     );
     // The script answers each updated message once, even when patches repeat an id.
     return sortMessages(reply.flatMap((frame) => toMessage(frame) ?? []));
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
-    await this.call('deleteMessages', [ms(new Date()), ...ids]);
+    await this.call('deleteMessages', { now: ms(new Date()), ids });
   }
 
   protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
-    return toResource(await this.call('getResource', [resourceId]));
+    return toResource(await this.call('getResource', { id: resourceId }));
   }
 
   protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
     const wm = args.workingMemory;
-    const reply = await this.call('updateResource', [
-      args.resourceId,
-      ms(new Date()),
-      wm === undefined ? '' : wm === null ? 'n' : 's',
-      wm ?? '',
-      wm === undefined ? '' : newVersion(),
-      ...metadataFields(args.metadata),
-    ]);
+    const reply = await this.call('updateResource', {
+      id: args.resourceId,
+      now: ms(new Date()),
+      workingMemory: wm === undefined ? undefined : memoryWrite(wm),
+      metadata: metadataFields(args.metadata),
+    });
     const resource = toResource(reply);
     if (!resource) throw new TypeError('updateResource returned no resource');
     return resource;
@@ -328,15 +343,17 @@ export class UpstashStore extends StoreBase {
    */
   protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
     const target: Target =
-      args.scope === 'resource' ? { kind: 'r', id: args.resourceId } : { kind: 't', id: args.threadId };
+      args.scope === 'resource'
+        ? { kind: 'resource', id: args.resourceId }
+        : { kind: 'thread', id: args.threadId };
     const key = `${target.kind}:${target.id}`;
     const lostAt = this.contended.get(key);
     if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
       const read =
-        target.kind === 'r'
-          ? list(await this.call('readResourceWorkingMemory', [target.id]))
-          : threadRead(target.id, list(await this.call('readThreadWorkingMemory', [target.id])));
-      const first = await this.writeMemory(target, args.update, read[0], read[1], '');
+        target.kind === 'resource'
+          ? list(await this.call('readResourceWorkingMemory', { id: target.id }))
+          : threadRead(target.id, list(await this.call('readThreadWorkingMemory', { id: target.id })));
+      const first = await this.writeMemory(target, args.update, read[0], read[1], undefined);
       if (first.ok) {
         if (lostAt !== undefined) this.contended.delete(key);
         return first.value;
@@ -351,19 +368,21 @@ export class UpstashStore extends StoreBase {
     for (let n = 0; ; n++) {
       const token = newVersion();
       const lease =
-        target.kind === 'r'
-          ? list(await this.call('leaseResourceWorkingMemory', [target.id, token, String(LEASE_MS)]))
-          : list(await this.call('leaseThreadWorkingMemory', [target.id, token, String(LEASE_MS)]));
+        target.kind === 'resource'
+          ? list(await this.call('leaseResourceWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }))
+          : list(await this.call('leaseThreadWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }));
       const outcome = text(lease[0]);
       if (outcome === 'not_found') throw threadNotFound(target.id);
       if (outcome === 'busy') {
         if (Date.now() > deadline)
           throw conflict(`another writer held the lease for over ${2 * LEASE_MS} ms`);
       } else {
-        const [stored, version] = target.kind === 'r' ? [lease[1], lease[2]] : [lease[2], lease[3]];
+        const [stored, version] = target.kind === 'resource' ? [lease[1], lease[2]] : [lease[2], lease[3]];
         const written = await this.writeMemory(target, args.update, stored, version, token).catch(
           async (error: unknown) => {
-            await this.call('unlockWorkingMemory', [target.kind, target.id, token]).catch(() => undefined);
+            await this.call('unlockWorkingMemory', { record: target.kind, id: target.id, token }).catch(
+              () => undefined,
+            );
             throw error;
           },
         );
@@ -383,36 +402,34 @@ export class UpstashStore extends StoreBase {
     update: Update,
     stored: unknown,
     version: unknown,
-    token: string,
+    token: string | undefined,
   ): Promise<{ ok: true; value: string | null } | { ok: false }> {
-    const expected = typeof version === 'string' ? version : '';
+    const expectedVersion = typeof version === 'string' ? version : undefined;
     let reply: Frame[];
     let next: string | null;
-    if (target.kind === 'r') {
+    if (target.kind === 'resource') {
       next = update(typeof stored === 'string' ? stored : null);
       reply = list(
-        await this.call('casResourceWorkingMemory', [
-          target.id,
-          expected,
-          ms(new Date()),
-          next === null ? 'n' : 's',
-          next ?? '',
-          newVersion(),
-          token,
-        ]),
+        await this.call('casResourceWorkingMemory', {
+          id: target.id,
+          now: ms(new Date()),
+          expectedVersion,
+          write: memoryWrite(next),
+          leaseToken: token,
+        }),
       );
     } else {
       const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
       next = update(typeof value === 'string' ? value : null);
       reply = list(
-        await this.call('casThreadWorkingMemory', [
-          target.id,
-          expected,
-          ms(new Date()),
-          JSON.stringify(next),
-          newVersion(),
-          token,
-        ]),
+        await this.call('casThreadWorkingMemory', {
+          id: target.id,
+          now: ms(new Date()),
+          expectedVersion,
+          value: JSON.stringify(next),
+          version: newVersion(),
+          leaseToken: token,
+        }),
       );
     }
     const outcome = text(reply[0]);
@@ -421,8 +438,8 @@ export class UpstashStore extends StoreBase {
   }
 }
 
-/** The working memory an update addresses: a resource's (`r`) or a thread's (`t`). */
-type Target = { kind: 'r' | 't'; id: string };
+/** The working memory an update addresses: a resource's or a thread's. */
+type Target = { kind: 'resource' | 'thread'; id: string };
 
 /** A thread read as `[JSON value, version]`; `NOT_FOUND` when the thread is missing. */
 function threadRead(id: string, row: unknown[]): [unknown, unknown] {
@@ -442,17 +459,24 @@ const CONTENDED_MS = 1_000;
 
 type Update = (current: string | null) => string | null;
 
-/** The ARGV of the `createThread` and `saveThread` scripts after the prefix. */
-function threadArgs(thread: Thread): string[] {
-  return [
-    thread.id,
-    thread.resourceId,
-    thread.title,
-    ms(thread.createdAt),
-    ms(thread.updatedAt),
-    newVersion(),
-    ...metadataFields(thread.metadata),
-  ];
+/** A thread as the `createThread` and `saveThread` scripts take it. */
+function threadRecord(thread: Thread): ThreadRecord {
+  return {
+    id: thread.id,
+    resourceId: thread.resourceId,
+    title: thread.title,
+    createdAt: ms(thread.createdAt),
+    updatedAt: ms(thread.updatedAt),
+    version: newVersion(),
+    metadata: metadataFields(thread.metadata),
+  };
+}
+
+/** A resource's new working memory (`null` clears it), with a fresh version. */
+function memoryWrite(value: string | null): WorkingMemoryWrite {
+  return value === null
+    ? { action: 'clear', version: newVersion() }
+    : { action: 'set', value, version: newVersion() };
 }
 
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */

@@ -2,87 +2,92 @@
  * The Lua scripts of semantic recall (see `vectors.ts`), after the shared prelude of
  * `scripts.ts`. A message's vector is the hash `<p>:vector:<message>` with `space`, `hash` and
  * `vec` (the float32 values packed little-endian with `struct.pack`); the store's delete
- * scripts remove it with its message. `<p>:vector-space` records the one embedding space.
+ * scripts remove it with its message. `<p>:vector-space` records the one embedding space (keys: `layout.ts`). Arguments are
+ * named, as in `scripts.ts`.
  */
 import { PRELUDE } from './scripts.ts';
 
-const V_PRELUDE = `
-local kSpace = P .. ':vector-space'
-`;
+/** The named arguments of each vector script (besides `prefix`, which every call adds). */
+export interface VectorScriptArgs {
+  getSpace: Record<string, never>;
+  claimSpace: { space: string; dimensions: number };
+  /** Vectors of absent messages are skipped. */
+  upsert: { space: string; dimensions: number; vectors: { id: string; hash: string; values: number[] }[] };
+  get: { space: string; ids: string[] };
+  delete: { space: string; ids: string[] };
+  /** `threadId` absent: every thread of the resource. */
+  search: {
+    space: string;
+    dimensions: number;
+    resourceId: string;
+    threadId?: string;
+    topK: number;
+    scanLimit: number;
+    exclude: string[];
+    query: number[];
+  };
+}
 
-/** ARGV: prefix. Returns { embedder, dimensions } or nil. */
+/** Returns { embedder, dimensions } or nil. */
 const GET_SPACE = `
-local s = redis.call('HMGET', kSpace, 'embedder', 'dimensions')
+local s = redis.call('HMGET', K.vectorSpace(), 'embedder', 'dimensions')
 if not s[1] then return frame(nil) end
 return frame({s[1], s[2]})
 `;
 
-/** ARGV: prefix, embedder, dimensions. Records the space unless one is; returns the recorded one. */
+/** Records the space unless one is; returns the recorded one. */
 const CLAIM_SPACE = `
-if redis.call('HSETNX', kSpace, 'embedder', ARGV[2]) == 1 then
-  redis.call('HSET', kSpace, 'dimensions', ARGV[3])
+if redis.call('HSETNX', K.vectorSpace(), 'embedder', A.space) == 1 then
+  redis.call('HSET', K.vectorSpace(), 'dimensions', A.dimensions)
 end
-local s = redis.call('HMGET', kSpace, 'embedder', 'dimensions')
+local s = redis.call('HMGET', K.vectorSpace(), 'embedder', 'dimensions')
 return frame({s[1], s[2]})
 `;
 
-/**
- * ARGV: prefix, space, dimensions, then (messageId, hash, value × dimensions) per vector.
- * Vectors of absent messages are skipped. Returns how many were written.
- */
+/** Returns how many vectors were written. */
 const UPSERT = `
-local space, n = ARGV[2], tonumber(ARGV[3])
-local fmt = '<' .. string.rep('f', n)
+local fmt = '<' .. string.rep('f', A.dimensions)
 local written = 0
-for b = 4, #ARGV, n + 2 do
-  local id = ARGV[b]
-  if redis.call('EXISTS', kMessage(id)) == 1 then
-    local values = {}
-    for i = 1, n do values[i] = tonumber(ARGV[b + 1 + i]) end
-    redis.call('HSET', kVector(id), 'space', space, 'hash', ARGV[b + 1], 'vec', struct.pack(fmt, unpack(values)))
+for _, v in ipairs(A.vectors) do
+  if redis.call('EXISTS', K.message(v.id)) == 1 then
+    redis.call('HSET', K.vector(v.id), 'space', A.space, 'hash', v.hash, 'vec', struct.pack(fmt, unpack(v.values)))
     written = written + 1
   end
 end
 return frame(written)
 `;
 
-/** ARGV: prefix, space, ids…. Returns (id, hash) pairs of the stored vectors in that space. */
+/** Returns (id, hash) pairs of the stored vectors in that space. */
 const GET = `
 local out = {}
-for i = 3, #ARGV do
-  local v = redis.call('HMGET', kVector(ARGV[i]), 'space', 'hash')
-  if v[1] == ARGV[2] then out[#out + 1] = {ARGV[i], v[2]} end
+for _, id in ipairs(A.ids) do
+  local v = redis.call('HMGET', K.vector(id), 'space', 'hash')
+  if v[1] == A.space then out[#out + 1] = {id, v[2]} end
 end
 return frame(out)
 `;
 
-/** ARGV: prefix, space, ids…. */
 const DELETE = `
-for i = 3, #ARGV do
-  local key = kVector(ARGV[i])
-  if redis.call('HGET', key, 'space') == ARGV[2] then redis.call('DEL', key) end
+for _, id in ipairs(A.ids) do
+  local key = K.vector(id)
+  if redis.call('HGET', key, 'space') == A.space then redis.call('DEL', key) end
 end
 return frame('ok')
 `;
 
 /**
- * ARGV: prefix, space, dimensions, resourceId, threadId ('' for every thread of the resource),
- * topK, scan limit, number of excluded ids, excluded ids…, query values × dimensions.
  * Scans at most the scan limit of the scope's messages with a vector — threads by latest
  * activity, each newest message first — and keeps the best topK by (score desc, createdAt desc,
  * id asc). Returns (id, threadId, createdAt, hash, score) per hit, best first, then the number
  * of vectors scanned.
  */
 const SEARCH = `
-local space, n, r, onlyThread = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local k, limit, nx = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local space, n, r = A.space, A.dimensions, A.resourceId
+local k, limit = A.topK, A.scanLimit
 local excluded = {}
-for i = 9, 8 + nx do excluded[ARGV[i]] = true end
-local q, qq = {}, 0
-for i = 1, n do
-  q[i] = tonumber(ARGV[8 + nx + i])
-  qq = qq + q[i] * q[i]
-end
+for _, id in ipairs(A.exclude) do excluded[id] = true end
+local q, qq = A.query, 0
+for i = 1, n do qq = qq + q[i] * q[i] end
 local fmt = '<' .. string.rep('f', n)
 local best = {}
 local function better(a, b)
@@ -91,21 +96,21 @@ local function better(a, b)
   return a[1] < b[1]
 end
 local threads
-if onlyThread ~= '' then
+if A.threadId ~= nil then
   threads = {}
-  if redis.call('HGET', kThread(onlyThread), 'resourceId') == r then threads[1] = onlyThread end
+  if redis.call('HGET', K.thread(A.threadId), 'resourceId') == r then threads[1] = A.threadId end
 else
-  threads = redis.call('ZREVRANGE', kResThreadsU(r), 0, -1)
+  threads = redis.call('ZREVRANGE', K.resourceThreadsUpdated(r), 0, -1)
 end
 local scanned = 0
 for _, t in ipairs(threads) do
   if scanned >= limit then break end
-  local ids = redis.call('ZREVRANGE', kThreadResMsgs(t, r), 0, -1, 'WITHSCORES')
+  local ids = redis.call('ZREVRANGE', K.threadResourceMessages(t, r), 0, -1, 'WITHSCORES')
   for j = 1, #ids, 2 do
     if scanned >= limit then break end
     local id = ids[j]
     if not excluded[id] then
-      local v = redis.call('HMGET', kVector(id), 'space', 'hash', 'vec')
+      local v = redis.call('HMGET', K.vector(id), 'space', 'hash', 'vec')
       if v[1] == space and v[3] and #v[3] == 4 * n then
         scanned = scanned + 1
         local x = {struct.unpack(fmt, v[3])}
@@ -151,6 +156,6 @@ export type VectorScriptName = keyof typeof BODIES;
 export const VECTOR_SCRIPTS: Record<VectorScriptName, string> = Object.fromEntries(
   Object.entries(BODIES).map(([name, body]) => [
     name,
-    `-- engram:vectors:${name}\n${PRELUDE}\n${V_PRELUDE}\n${body.trim()}\n`,
+    `-- engram:vectors:${name}\n${PRELUDE}\n${body.trim()}\n`,
   ]),
 ) as Record<VectorScriptName, string>;

@@ -12,16 +12,17 @@ import {
 import type { Redis } from '@upstash/redis';
 import { ADAPTER } from './errors.ts';
 import { type Frame, list, text, unframe } from './mapping.ts';
-import { VECTOR_SCRIPTS, type VectorScriptName } from './vector-scripts.ts';
+import { scriptArgument } from './scripts.ts';
+import { VECTOR_SCRIPTS, type VectorScriptArgs, type VectorScriptName } from './vector-scripts.ts';
 
 /** Vectors one search scans at most, by default (see `UpstashStoreOptions.vectorScanLimit`). */
 export const DEFAULT_VECTOR_SCAN_LIMIT = 5_000;
 
 type ScriptHandle = ReturnType<Redis['createScript']>;
 
-/** Numbers as text the script parses back to the same float32 values. */
-function numbers(vector: Float32Array): string[] {
-  return Array.from(vector, (x) => String(x));
+/** The float32 values as JSON numbers, which the script decodes back to the same values. */
+function numbers(vector: Float32Array): number[] {
+  return Array.from(vector);
 }
 
 /**
@@ -50,54 +51,56 @@ export class UpstashVectors extends VectorStoreBase {
     }
   }
 
-  private async call(name: VectorScriptName, args: string[]): Promise<Frame> {
+  private async call<N extends VectorScriptName>(name: N, args: VectorScriptArgs[N]): Promise<Frame> {
     let script = this.scripts.get(name);
     if (!script) {
       script = this.client().createScript<string>(VECTOR_SCRIPTS[name]);
       this.scripts.set(name, script);
     }
-    return unframe(await script.exec([], [this.prefix, ...args]));
+    return unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
   protected async doGetSpace(): Promise<EmbeddingSpace | null> {
-    const reply = await this.call('getSpace', []);
+    const reply = await this.call('getSpace', {});
     return reply === null ? null : toSpace(reply);
   }
 
   protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
-    return toSpace(await this.call('claimSpace', [space.id, String(space.dimensions)]));
+    return toSpace(await this.call('claimSpace', { space: space.id, dimensions: space.dimensions }));
   }
 
   protected async doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
-    const args = vectors.flatMap((v) => [v.messageId, v.hash, ...numbers(v.vector)]);
-    await this.call('upsert', [space.id, String(space.dimensions), ...args]);
+    await this.call('upsert', {
+      space: space.id,
+      dimensions: space.dimensions,
+      vectors: vectors.map((v) => ({ id: v.messageId, hash: v.hash, values: numbers(v.vector) })),
+    });
   }
 
   protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
-    return list(await this.call('get', [space.id, ...ids])).map((pair) => {
+    return list(await this.call('get', { space: space.id, ids })).map((pair) => {
       const [messageId, hash] = list(pair);
       return { messageId: text(messageId), hash: text(hash) };
     });
   }
 
   protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
-    await this.call('delete', [space.id, ...ids]);
+    await this.call('delete', { space: space.id, ids });
   }
 
   protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
     const exclude = args.excludeIds ?? [];
     const reply = list(
-      await this.call('search', [
-        args.space.id,
-        String(args.space.dimensions),
-        args.resourceId,
-        args.threadId ?? '',
-        String(args.topK),
-        String(this.scanLimit),
-        String(exclude.length),
-        ...exclude,
-        ...numbers(args.vector),
-      ]),
+      await this.call('search', {
+        space: args.space.id,
+        dimensions: args.space.dimensions,
+        resourceId: args.resourceId,
+        threadId: args.threadId,
+        topK: args.topK,
+        scanLimit: this.scanLimit,
+        exclude,
+        query: numbers(args.vector),
+      }),
     );
     // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
     const hits = list(reply[0] ?? []).map((frame) => {
