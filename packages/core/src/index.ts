@@ -129,6 +129,15 @@ export {
 export type * from './storage/contract.ts';
 export { redactDriverError } from './storage/driver-error.ts';
 export {
+  createErrorMapper,
+  driverCode,
+  driverCodes,
+  driverMessage,
+  type ErrorMapper,
+  type ErrorMapperOptions,
+  hasNetworkCode,
+} from './storage/errors.ts';
+export {
   compareIds,
   compareMessages,
   defineKey,
