@@ -126,6 +126,12 @@ export {
   type NormalizedListThreads,
   StoreBase,
 } from './storage/base.ts';
+export {
+  capabilitiesOf,
+  DEFAULT_CAPABILITIES,
+  type ResolvedCapabilities,
+  type StoreCapabilities,
+} from './storage/capabilities.ts';
 export type * from './storage/contract.ts';
 export { redactDriverError } from './storage/driver-error.ts';
 export {
