@@ -73,7 +73,6 @@ class UpdateFunctionError {
  * `StoreBase.prototype` (see the end of this file), declared here as properties so that a
  * subclass may declare any of them as a field or as a getter.
  */
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the members are implemented as accessors on the prototype, below the class
 export interface StoreBase {
   /**
    * What this store promises. Declare the keys that differ from `DEFAULT_CAPABILITIES`, e.g.
@@ -100,6 +99,7 @@ export interface StoreBase {
  * `doInit()` (so `init()` is optional), and after `close()` every call rejects with `CONNECTION`.
  * `doInit()` runs once per successful open and `doClose()` at most once.
  */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface's members are implemented as accessors on the prototype, below the class
 export abstract class StoreBase implements MemoryStorage {
   abstract readonly name: string;
 
