@@ -44,6 +44,8 @@ describe('createErrorMapper', () => {
     expect(map(new Error('no privilege'), 'init').code).toBe('MIGRATION');
     expect(map(new Error('boom'), 'listMessages').code).toBe('STORAGE');
     expect(map('a string', 'listMessages').message).toBe('demo: listMessages failed: a string');
+    // No driver code: no `demoCode` key at all.
+    expect(map(new Error('boom'), 'listMessages').details).toEqual({ operation: 'listMessages' });
     const own = new MemoryError('NOT_FOUND', 'demo: gone');
     expect(map(own, 'updateThread')).toBe(own);
   });

@@ -94,10 +94,7 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 export const toMemoryError = createErrorMapper({
   adapter: ADAPTER,
   classify,
-  driverDetails: (error) => {
-    const serverCode = numericCode(error);
-    return serverCode === undefined ? {} : { serverCode };
-  },
+  driverDetails: (error) => ({ serverCode: numericCode(error) }),
 });
 
 /** `NOT_FOUND` for a thread a call needs. */

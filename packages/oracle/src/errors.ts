@@ -108,10 +108,7 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 export const toMemoryError = createErrorMapper({
   adapter: ADAPTER,
   classify,
-  driverDetails: (error) => {
-    const oracleCode = errorCode(error);
-    return oracleCode ? { oracleCode } : {};
-  },
+  driverDetails: (error) => ({ oracleCode: errorCode(error) }),
   describe: (code, reason, error) => {
     if (code === 'NOT_FOUND') return 'the thread does not exist (it was deleted concurrently)';
     if (code !== 'INVALID_ARGUMENT') return reason;

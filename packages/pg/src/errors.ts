@@ -66,10 +66,7 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 export const toMemoryError = createErrorMapper({
   adapter: ADAPTER,
   classify,
-  driverDetails: (error) => {
-    const sqlState = errorCode(error);
-    return sqlState ? { sqlState } : {};
-  },
+  driverDetails: (error) => ({ sqlState: errorCode(error) }),
   describe: (code, reason) => {
     if (code === 'INVALID_ARGUMENT') {
       return `PostgreSQL cannot store this value (${reason}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`;

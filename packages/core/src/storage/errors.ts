@@ -52,7 +52,7 @@ export interface ErrorMapperOptions {
   classify: (error: unknown, operation: string) => MemoryErrorCode | undefined;
   /**
    * The driver's own code(s) for `details` (`{ sqlState }`, `{ serverCode }`, …): codes only,
-   * never values. Default: none.
+   * never values. Keys whose value is `undefined` are left out. Default: none.
    */
   driverDetails?: (error: unknown) => Record<string, unknown>;
   /**
@@ -91,8 +91,13 @@ export function createErrorMapper(options: ErrorMapperOptions): ErrorMapper {
       {
         adapter,
         cause: redactDriverError(error, redact),
-        details: { operation, ...driverDetails?.(error) },
+        details: { operation, ...definedEntries(driverDetails?.(error)) },
       },
     );
   };
+}
+
+/** `record` without its `undefined` values. */
+function definedEntries(record: Record<string, unknown> | undefined): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record ?? {}).filter(([, value]) => value !== undefined));
 }
