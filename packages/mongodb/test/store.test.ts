@@ -49,9 +49,9 @@ describeMongo('MongoDBStore against a real server', (url) => {
       const results = await Promise.allSettled(racers.map((s) => s.init()));
       expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
       const db = raw.db(fresh);
-      expect((await db.collection('engram_migrations').find({}).toArray()).map((d) => d._id)).toEqual([
-        LATEST_VERSION,
-      ]);
+      expect((await db.collection('engram_migrations').find({}).toArray()).map((d) => d._id)).toEqual(
+        Array.from({ length: LATEST_VERSION }, (_, i) => i + 1),
+      );
       expect(await db.collection('engram_locks').countDocuments()).toBe(0);
       await Promise.all(
         racers.map((s, i) => s.updateResource({ resourceId: 'r', metadata: { [`p${i}`]: i } })),
