@@ -30,7 +30,7 @@ describe('engram-conformance CLI', () => {
     expect(out).toMatch(/^area\s+pass\s+fail\s+skip\s+skipped because$/m);
     expect(out).toMatch(/^messages\s+\d+\s+0\s+0$/m);
     expect(out).toMatch(
-      /^working memory\s+\d+\s+0\s+1\s+the store declares supportsAtomicWorkingMemoryMerge: true \(1\)$/m,
+      /^working memory\s+\d+\s+0\s+1\s+the store declares capabilities.atomicWorkingMemory: true \(1\)$/m,
     );
     expect(out).toMatch(/^total\s+\d+\s+0\s+1$/m);
     expect(out).toMatch(/100\/100 keys survived/);

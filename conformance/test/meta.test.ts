@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
-import { BreakableMemoryStore } from './support/breakable.ts';
+import { BreakableMemoryStore, DeclaredStore, LegacyNonAtomicStore } from './support/breakable.ts';
 import {
   brokenAtomicStore,
   CheckThenWriteStore,
@@ -14,8 +14,10 @@ import {
   LeakyErrorStore,
   LeakyIncludeStore,
   LosesEmptyStringsStore,
+  MessageByMessageStore,
   PrefixMatchStore,
   RacyOwnershipStore,
+  ResumeSkippingStore,
   StringDatesStore,
   SwallowingStore,
   UnboundedPageStore,
@@ -100,8 +102,7 @@ describe('the cross-process harness', () => {
   });
 
   it('fails a store claiming atomic merges that supplies no worker and is not process-local', async () => {
-    const notLocal = () =>
-      Object.defineProperty(new BreakableMemoryStore(), 'processLocal', { value: false });
+    const notLocal = () => new DeclaredStore({ processLocal: false });
     const results = await area({ name: 'no-worker', create: notLocal }, 'concurrency');
     const merge = result(results, "atomic merges into one resource's working memory");
     expect(merge.status).toBe('fail');
@@ -195,7 +196,7 @@ describe('the suite catches deliberately broken stores', () => {
     });
     expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
-    expect(skipped).toEqual(['the store declares supportsAtomicWorkingMemoryMerge: true']);
+    expect(skipped).toEqual(['the store declares capabilities.atomicWorkingMemory: true']);
     const bare = await runChecks(
       { name: 'memory', create: () => new BreakableMemoryStore() },
       { areas: ['errors'] },
@@ -334,20 +335,66 @@ describe('the suite catches broken vector stores', () => {
 });
 
 describe('capabilities drive skips', () => {
-  it('a store declaring supportsAtomicWorkingMemoryMerge: false passes, skipping only what needs it', async () => {
-    const create = () =>
-      Object.defineProperty(new BreakableMemoryStore(), 'supportsAtomicWorkingMemoryMerge', { value: false });
+  it('a store declaring atomicWorkingMemory: false passes, skipping only what needs it', async () => {
+    const create = () => new DeclaredStore({ atomicWorkingMemory: false });
     const results = await runChecks({ name: 'non-atomic', create, breakConnection: breakMemory });
     expect(results.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = results.filter((r) => r.status === 'skip');
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>
-        expect.stringContaining('supportsAtomicWorkingMemoryMerge: false'),
+        expect.stringContaining('capabilities.atomicWorkingMemory: false'),
       ),
     );
-    expect(skipped.every((r) => r.name.endsWith('[needs supportsAtomicWorkingMemoryMerge]'))).toBe(true);
+    expect(skipped.every((r) => r.name.endsWith('[needs capabilities.atomicWorkingMemory]'))).toBe(true);
     expect(skipped).toHaveLength(6);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
+  });
+
+  it('the older field supportsAtomicWorkingMemoryMerge: false of a third-party store is still honoured', async () => {
+    const results = await area(
+      { name: 'legacy', create: () => new LegacyNonAtomicStore() },
+      'working-memory',
+    );
+    expect(failures(results)).toEqual([]);
+    expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
+    expect(results.filter((r) => r.status === 'skip').length).toBeGreaterThan(0);
+  });
+
+  it('a store declaring transactionalBatches: true that writes half a batch before failing fails', async () => {
+    const results = await area(
+      { name: 'half-batch', create: () => new MessageByMessageStore(true) },
+      'messages',
+    );
+    expect(failures(results)).toEqual([expect.stringMatching(/^saveMessages is all-or-nothing/)]);
+    expect(failures(results)[0]).toContain('[capabilities.transactionalBatches: true]');
+    expect(message(result(results, 'saveMessages is all-or-nothing'))).toContain('nothing was saved');
+  });
+
+  it('the same store declaring transactionalBatches: false passes: its weaker promise is checked, not skipped', async () => {
+    const results = await area(
+      { name: 'by-message', create: () => new MessageByMessageStore(false) },
+      'messages',
+    );
+    expect(failures(results)).toEqual([]);
+    const weaker = result(results, 'a batch that failed at a missing thread');
+    expect(weaker.status).toBe('pass');
+    const strict = result(results, 'saveMessages is all-or-nothing');
+    expect([strict.status, strict.reason]).toEqual([
+      'skip',
+      expect.stringContaining('transactionalBatches: false'),
+    ]);
+    expect(strict.name).toContain('[capabilities.transactionalBatches: true]');
+  });
+
+  it('a store declaring transactionalBatches: false whose batch saved again is not complete fails', async () => {
+    const results = await area(
+      { name: 'resume-skipping', create: () => new ResumeSkippingStore() },
+      'messages',
+    );
+    expect(failures(results)).toContain(result(results, 'a batch that failed at a missing thread').name);
+    expect(message(result(results, 'a batch that failed at a missing thread'))).toContain(
+      'the first thread holds the batch',
+    );
   });
 
   it('(f) a store that keeps working after close() fails the lifecycle area', async () => {

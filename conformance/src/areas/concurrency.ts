@@ -1,4 +1,4 @@
-import type { JsonObject, MemoryStorage } from '@engram/core';
+import { capabilitiesOf, type JsonObject, type MemoryStorage } from '@engram/core';
 import { ConformanceError, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import {
@@ -11,7 +11,7 @@ import {
 } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { thread } from '../fixtures.ts';
-import { NEEDS_ATOMIC, skipCheck } from '../skip.ts';
+import { NEEDS_ATOMIC, requireAtomic, skipCheck } from '../skip.ts';
 import type { CheckContext, ConformanceInit } from '../types.ts';
 
 const check = defineArea('concurrency');
@@ -30,10 +30,10 @@ function mode(init: ConformanceInit): string {
 }
 
 const NEEDS_WORKER = (name: string) =>
-  `${name} declares supportsAtomicWorkingMemoryMerge: true but no \`worker\` was supplied, so its ` +
+  `${name} declares capabilities.atomicWorkingMemory: true but no \`worker\` was supplied, so its ` +
   "cross-process atomicity cannot be measured. Pass `worker: new URL('./worker.ts', import.meta.url)` " +
   '(a module exporting `async function create()` that opens its own connection), or declare ' +
-  '`processLocal: true` if the data lives inside one process only.';
+  '`capabilities.processLocal: true` if the data lives inside one process only.';
 
 /** Runs `task` with every racer at once, across processes when possible. */
 async function race(
@@ -43,7 +43,7 @@ async function race(
   needsAtomic: boolean,
 ): Promise<{ reports: RacerReport[]; how: string }> {
   const n = racers(ctx.init);
-  if (store.processLocal) {
+  if (capabilitiesOf(store).processLocal) {
     const reports = await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
     return { reports, how: `${n} concurrent callers in one process (the store is processLocal)` };
   }
@@ -87,12 +87,6 @@ function tally(
       `${label}: ${lost.length} of ${written.length} acknowledged writes were lost ` +
         `(${survived} keys survived; ${how}); lost e.g. ${lost.slice(0, 5).join(', ')}`,
     );
-  }
-}
-
-function requireAtomic(store: MemoryStorage): void {
-  if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
-    skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
   }
 }
 
@@ -231,7 +225,7 @@ async function raceInit(ctx: CheckContext): Promise<void> {
   const resourceId = ctx.id('init-r');
   const task: RaceTask = { kind: 'init', resourceId };
   const close = (s: MemoryStorage) => (ctx.init.destroy ? ctx.init.destroy(s) : s.close());
-  if (store.processLocal) {
+  if (capabilitiesOf(store).processLocal) {
     // No other process can open such a store: new instances initialise at once in this one.
     const instances = await Promise.all(Array.from({ length: n }, () => ctx.init.create()));
     try {

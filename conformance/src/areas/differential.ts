@@ -1,3 +1,4 @@
+import { capabilitiesOf } from '@engram/core';
 import fc from 'fast-check';
 import { defineArea } from '../define.ts';
 import { compare } from '../differential/executor.ts';
@@ -31,8 +32,7 @@ export const differentialChecks = [
     `random operation sequences match the in-memory reference (${DIFFERENTIAL_RUNS} runs × ≤${MAX_OPS} ops)`,
     async (ctx) => {
       const store = await ctx.store();
-      const atomic =
-        store.supportsAtomicWorkingMemoryMerge && typeof store.updateWorkingMemoryAtomically === 'function';
+      const atomic = capabilitiesOf(store).atomicWorkingMemory;
       let sequences = 0;
       let operations = 0;
       let nested = 0;

@@ -1,5 +1,5 @@
 import { inspect } from 'node:util';
-import { MAX_LISTING_COUNT, type MemoryStorage } from '@engram/core';
+import { capabilitiesOf, MAX_LISTING_COUNT, type MemoryStorage } from '@engram/core';
 import {
   ConformanceError,
   describeError,
@@ -10,7 +10,7 @@ import {
 } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
-import { NEEDS_ATOMIC, skipCheck } from '../skip.ts';
+import { NEEDS_ATOMIC, requireAtomic } from '../skip.ts';
 import type { CheckContext, ConformanceInit } from '../types.ts';
 
 const check = defineArea('errors');
@@ -304,7 +304,7 @@ export const errorsChecks = [
         ['NOT_FOUND'],
         'saveMessages into a missing thread',
       );
-      if (store.supportsAtomicWorkingMemoryMerge && store.updateWorkingMemoryAtomically) {
+      if (capabilitiesOf(store).atomicWorkingMemory && store.updateWorkingMemoryAtomically) {
         await expectRejects(
           store.updateWorkingMemoryAtomically({ scope: 'thread', threadId: missing, update: () => 'x' }),
           ['NOT_FOUND'],
@@ -319,15 +319,13 @@ export const errorsChecks = [
     `an error thrown by the update function propagates as-is and writes nothing${NEEDS_ATOMIC}`,
     async (ctx) => {
       const store = await ctx.store();
-      if (!store.supportsAtomicWorkingMemoryMerge || !store.updateWorkingMemoryAtomically) {
-        skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false');
-      }
+      const atomic = requireAtomic(store);
       const r = ctx.id('r');
       await store.updateResource({ resourceId: r, workingMemory: 'before' });
       const thrown = new Error('refused by the caller');
       let caught: unknown;
       try {
-        await store.updateWorkingMemoryAtomically({
+        await atomic({
           scope: 'resource',
           resourceId: r,
           update: () => {
@@ -346,15 +344,13 @@ export const errorsChecks = [
         'nothing was written',
       );
       const fresh = ctx.id('r');
-      await store
-        .updateWorkingMemoryAtomically({
-          scope: 'resource',
-          resourceId: fresh,
-          update: () => {
-            throw thrown;
-          },
-        })
-        .catch(() => undefined);
+      await atomic({
+        scope: 'resource',
+        resourceId: fresh,
+        update: () => {
+          throw thrown;
+        },
+      }).catch(() => undefined);
       expectEqual(await store.getResourceById({ resourceId: fresh }), null, 'no resource was created');
     },
   ),

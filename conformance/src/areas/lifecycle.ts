@@ -1,4 +1,4 @@
-import type { MemoryStorage, Thread } from '@engram/core';
+import { capabilitiesOf, type MemoryStorage, type Thread } from '@engram/core';
 import { ConformanceError, describeError, expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
@@ -32,7 +32,7 @@ function everyCall(ctx: CheckContext): [string, (store: MemoryStorage) => Promis
 async function expectAllClosed(ctx: CheckContext, store: MemoryStorage, when: string): Promise<void> {
   const calls = everyCall(ctx);
   const atomic = store.updateWorkingMemoryAtomically?.bind(store);
-  if (store.supportsAtomicWorkingMemoryMerge && atomic) {
+  if (capabilitiesOf(store).atomicWorkingMemory && atomic) {
     calls.push([
       'updateWorkingMemoryAtomically',
       () => atomic({ scope: 'resource', resourceId: ctx.id('r'), update: () => 'x' }),
@@ -95,7 +95,7 @@ export const lifecycleChecks = [
     await expectThread(store, t, 'a thread saved after init() three times');
     const [a, b] = await Promise.all([ctx.storeWithoutInit(), ctx.storeWithoutInit()]);
     await Promise.all([a.init(), b.init(), a.init(), b.init()]);
-    if (store.processLocal) return; // each instance has its own data
+    if (capabilitiesOf(store).processLocal) return; // each instance has its own data
     const u = thread(ctx.id('t'), ctx.id('r'));
     await a.saveThread(u);
     await expectThread(b, u, 'one instance reads what another saved');

@@ -1,7 +1,15 @@
-import { compareMessages, type MemoryStorage, type Message, type Thread } from '@engram/core';
-import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import {
+  capabilitiesOf,
+  compareMessages,
+  jsonEqual,
+  type MemoryStorage,
+  type Message,
+  type Thread,
+} from '@engram/core';
+import { expectDate, expectEqual, expectRejects, expectTrue, idsOf, normalize, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { NEEDS_TRANSACTIONAL, skipCheck } from '../skip.ts';
 import type { CheckContext } from '../types.ts';
 
 const check = defineArea('messages');
@@ -249,27 +257,87 @@ export const messagesChecks = [
     expectDate(stored?.createdAt, 'createdAt is unchanged', old);
   }),
 
-  check('saveMessages is all-or-nothing: a missing thread fails the batch with NOT_FOUND', async (ctx) => {
-    const store = await ctx.store();
-    const t = thread(ctx.id('t'), ctx.id('r'));
-    await store.saveThread(t);
-    const good = message(ctx.id('m'), t, at(1));
-    const orphan = message(ctx.id('m'), { id: ctx.id('missing'), resourceId: t.resourceId }, at(2));
-    await expectRejects(
-      store.saveMessages([good, orphan]),
-      ['NOT_FOUND'],
-      'saveMessages with a missing thread',
-    );
-    expectEqual(await store.listMessagesById({ ids: [good.id, orphan.id] }), [], 'nothing was saved');
-    const foreign = message(ctx.id('m'), { id: t.id, resourceId: ctx.id('other') }, at(3));
-    await expectRejects(
-      store.saveMessages([good, foreign]),
-      ['INVALID_ARGUMENT'],
-      "saveMessages with a resourceId other than the thread's",
-    );
-    expectEqual(await store.listMessagesById({ ids: [good.id, foreign.id] }), [], 'nothing was saved');
-    expectEqual((await store.listMessages({ threadId: t.id })).total, 0, 'the thread is still empty');
-  }),
+  check(
+    `saveMessages is all-or-nothing: a batch failing at a missing thread, or naming another resource, writes nothing${NEEDS_TRANSACTIONAL}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      if (!capabilitiesOf(store).transactionalBatches) {
+        skipCheck(
+          'the store declares capabilities.transactionalBatches: false (its weaker promise is checked instead)',
+        );
+      }
+      const t = thread(ctx.id('t'), ctx.id('r'));
+      await store.saveThread(t);
+      const good = message(ctx.id('m'), t, at(1));
+      const orphan = message(ctx.id('m'), { id: ctx.id('missing'), resourceId: t.resourceId }, at(2));
+      await expectRejects(
+        store.saveMessages([good, orphan]),
+        ['NOT_FOUND'],
+        'saveMessages with a missing thread',
+      );
+      expectEqual(await store.listMessagesById({ ids: [good.id, orphan.id] }), [], 'nothing was saved');
+      const foreign = message(ctx.id('m'), { id: t.id, resourceId: ctx.id('other') }, at(3));
+      await expectRejects(
+        store.saveMessages([good, foreign]),
+        ['INVALID_ARGUMENT'],
+        "saveMessages with a resourceId other than the thread's",
+      );
+      expectEqual(await store.listMessagesById({ ids: [good.id, foreign.id] }), [], 'nothing was saved');
+      expectEqual((await store.listMessages({ threadId: t.id })).total, 0, 'the thread is still empty');
+    },
+  ),
+
+  check(
+    'a batch that failed at a missing thread leaves only exact messages, and saving it again completes it (every store; the whole promise of transactionalBatches: false)',
+    async (ctx) => {
+      const store = await ctx.store();
+      const r = ctx.id('r');
+      const first = thread(ctx.id('t'), r);
+      const late = thread(ctx.id('t-late'), r);
+      await store.saveThread(first);
+      const existing = message(ctx.id('m'), first, at(0), { content: { text: 'before' } });
+      await store.saveMessages([existing]);
+      const batch = [
+        { ...existing, content: { text: 'edited by the batch' } },
+        message(ctx.id('m'), first, at(1), { content: { text: 'one' } }),
+        message(ctx.id('m'), late, at(2), { content: { text: 'into the late thread' } }),
+        message(ctx.id('m'), first, at(3), { content: { text: 'three' } }),
+      ];
+      await expectRejects(
+        store.saveMessages(batch),
+        ['NOT_FOUND'],
+        'a batch with a thread that does not exist yet',
+      );
+      const given = new Map<string, Message>([
+        [existing.id, existing],
+        ...batch.map((m) => [m.id, m] as const),
+      ]);
+      const alternatives = new Map<string, Message[]>([[existing.id, [existing, batch[0] as Message]]]);
+      for (const left of await store.listMessagesById({ ids: idsOf(batch) })) {
+        const allowed = alternatives.get(left.id) ?? [given.get(left.id) as Message];
+        expectTrue(
+          allowed.some((m) => jsonEqual(normalize(m), normalize(left))),
+          `message ${left.id} left by the failed batch must be as it was or exactly as given, got ${show(left)}`,
+        );
+        expectTrue(
+          left.threadId === first.id,
+          `message ${left.id} left by the failed batch is in its own thread`,
+        );
+      }
+      await store.saveThread(late);
+      expectEqual(await store.saveMessages(batch), batch, 'the batch saved again');
+      expectEqual(
+        (await store.listMessages({ threadId: first.id, perPage: false })).messages,
+        batch.filter((m) => m.threadId === first.id),
+        'the first thread holds the batch, each message once',
+      );
+      expectEqual(
+        (await store.listMessages({ threadId: late.id, perPage: false })).messages,
+        batch.filter((m) => m.threadId === late.id),
+        'the late thread holds its message',
+      );
+    },
+  ),
 
   check('listMessagesById returns the found ones in (createdAt, id) order', async (ctx) => {
     const store = await ctx.store();
@@ -317,7 +385,7 @@ export const messagesChecks = [
     async (ctx) => {
       const store = await ctx.store();
       // Read back through another instance (its own connection) so nothing cached can answer.
-      const reader = store.processLocal ? store : await ctx.store();
+      const reader = capabilitiesOf(store).processLocal ? store : await ctx.store();
       const { messages } = await seeded(ctx, store, 3);
       const [m0, m1, m2] = messages as [Message, Message, Message];
       await store.saveMessages([

@@ -1,4 +1,11 @@
-import { InMemoryStore, Memory, type MemoryStorage, type Message, type VectorStore } from '@engram/core';
+import {
+  capabilitiesOf,
+  InMemoryStore,
+  Memory,
+  type MemoryStorage,
+  type Message,
+  type VectorStore,
+} from '@engram/core';
 import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import { runRacer } from '../concurrency/tasks.ts';
@@ -370,7 +377,7 @@ export const recallChecks = [
       const ids = Array.from({ length: 12 }, (_, i) => `${t}-m${i}`);
       const task = { kind: 'embed-save' as const, threadId: t, resourceId: r, ids };
       const n = Math.max(2, ctx.init.processes ?? 4);
-      const remote = !store.processLocal && ctx.init.worker;
+      const remote = !capabilitiesOf(store).processLocal && ctx.init.worker;
       const reports = remote
         ? await raceProcesses(ctx.init.worker as URL | string, task, n)
         : await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));

@@ -1,3 +1,4 @@
+import { capabilitiesOf } from '@engram/core';
 import { expectDate, expectEqual, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
 
@@ -53,7 +54,7 @@ export const resourcesChecks = [
   check('resource metadata replaced by the same values under other keys is stored', async (ctx) => {
     const store = await ctx.store();
     // Read back through another instance (its own connection) so nothing cached can answer.
-    const reader = store.processLocal ? store : await ctx.store();
+    const reader = capabilitiesOf(store).processLocal ? store : await ctx.store();
     const resourceId = ctx.id('r');
     await store.updateResource({
       resourceId,

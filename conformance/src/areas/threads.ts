@@ -1,4 +1,4 @@
-import { compareIds, type JsonObject, type Thread } from '@engram/core';
+import { capabilitiesOf, compareIds, type JsonObject, type Thread } from '@engram/core';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
 import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
 import { creatorThread } from '../concurrency/tasks.ts';
@@ -46,7 +46,7 @@ export const threadsChecks = [
     async (ctx) => {
       const store = await ctx.store();
       // Read back through another instance (its own connection) so nothing cached can answer.
-      const reader = store.processLocal ? store : await ctx.store();
+      const reader = capabilitiesOf(store).processLocal ? store : await ctx.store();
       const r = ctx.id('r');
       const t = thread(ctx.id('t'), r, { metadata: { x: 1 } });
       await store.saveThread(t);

@@ -1,10 +1,16 @@
-import { type JsonObject, Memory, type MemoryStorage, type WorkingMemoryOptions } from '@engram/core';
+import {
+  capabilitiesOf,
+  type JsonObject,
+  Memory,
+  type MemoryStorage,
+  type WorkingMemoryOptions,
+} from '@engram/core';
 import fc from 'fast-check';
 import { ConformanceError, expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { assertProperty } from '../property.ts';
 import { patchArbitrary, referenceMerge } from '../reference-merge.ts';
-import { FOR_NON_ATOMIC, NEEDS_ATOMIC, skipCheck } from '../skip.ts';
+import { FOR_NON_ATOMIC, NEEDS_ATOMIC, requireAtomic, skipCheck } from '../skip.ts';
 import type { CheckContext } from '../types.ts';
 
 const check = defineArea('working-memory');
@@ -25,12 +31,6 @@ const PROFILE_SCHEMA = {
 
 function memoryOf(store: MemoryStorage, workingMemory: WorkingMemoryOptions): Memory {
   return new Memory({ storage: store, options: { workingMemory: { enabled: true, ...workingMemory } } });
-}
-
-function requireAtomic(store: MemoryStorage): void {
-  if (!store.supportsAtomicWorkingMemoryMerge || typeof store.updateWorkingMemoryAtomically !== 'function') {
-    skipCheck('the store declares supportsAtomicWorkingMemoryMerge: false (merges need it)');
-  }
 }
 
 /** Two threads of one resource, saved through a resource-scoped `Memory`. */
@@ -239,8 +239,9 @@ export const workingMemoryChecks = [
 
   check(`schema mode: mergeWorkingMemory is UNSUPPORTED${FOR_NON_ATOMIC}`, async (ctx) => {
     const store = await ctx.store();
-    if (store.supportsAtomicWorkingMemoryMerge)
-      skipCheck('the store declares supportsAtomicWorkingMemoryMerge: true');
+    if (capabilitiesOf(store).atomicWorkingMemory) {
+      skipCheck('the store declares capabilities.atomicWorkingMemory: true');
+    }
     const memory = memoryOf(store, { schema: PROFILE_SCHEMA });
     expectEqual(await memory.supportsAtomicWorkingMemoryMerge(), false, 'supportsAtomicWorkingMemoryMerge()');
     await expectRejects(

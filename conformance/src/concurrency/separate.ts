@@ -1,4 +1,4 @@
-import type { MemoryStorage } from '@engram/core';
+import { capabilitiesOf, type MemoryStorage } from '@engram/core';
 import { racers } from '../areas/concurrency.ts';
 import { ConformanceError, expectEqual } from '../assert.ts';
 import type { CheckContext } from '../types.ts';
@@ -16,14 +16,14 @@ export async function raceSeparately(
   task: RaceTask,
 ): Promise<{ reports: RacerReport[]; how: string }> {
   const n = racers(ctx.init);
-  if (ctx.init.worker && !store.processLocal) {
+  if (ctx.init.worker && !capabilitiesOf(store).processLocal) {
     return { reports: await raceProcesses(ctx.init.worker, task, n), how: `${n} OS processes` };
   }
-  const stores = store.processLocal
+  const stores = capabilitiesOf(store).processLocal
     ? Array.from({ length: n }, () => store)
     : [store, ...(await Promise.all(Array.from({ length: n - 1 }, () => ctx.store())))];
   const reports = await Promise.all(stores.map((s, racer) => runRacer(s, task, racer)));
-  const how = store.processLocal
+  const how = capabilitiesOf(store).processLocal
     ? `${n} concurrent callers on one process-local store`
     : `${n} store instances in one process (no worker supplied)`;
   return { reports, how };

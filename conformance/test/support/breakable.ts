@@ -1,4 +1,9 @@
-import { InMemoryStore } from '@engram/core';
+import {
+  DEFAULT_CAPABILITIES,
+  InMemoryStore,
+  type MemoryStorage,
+  type StoreCapabilities,
+} from '@engram/core';
 
 /**
  * The reference store with a backend that can fail: once broken, every operation's backend
@@ -16,4 +21,45 @@ export class BreakableMemoryStore extends InMemoryStore {
     if (!this.broken || operation === 'close') return super.run(operation, fn);
     return super.run(operation, () => Promise.reject(new Error('ECONNRESET: the backend went away')));
   }
+}
+
+/** The breakable reference store declaring other capabilities (default: the reference store's). */
+export class DeclaredStore extends BreakableMemoryStore {
+  override readonly capabilities: StoreCapabilities;
+
+  constructor(declared: Partial<StoreCapabilities>) {
+    super();
+    this.capabilities = {
+      ...DEFAULT_CAPABILITIES,
+      atomicWorkingMemory: true,
+      processLocal: true,
+      ...declared,
+    };
+  }
+}
+
+/**
+ * A third-party store written before `capabilities`: it declares only the older
+ * `supportsAtomicWorkingMemoryMerge: false` and has no `updateWorkingMemoryAtomically`.
+ */
+export class LegacyNonAtomicStore implements MemoryStorage {
+  readonly name = 'legacy';
+  readonly supportsAtomicWorkingMemoryMerge = false;
+  readonly processLocal = true;
+  private readonly inner = new InMemoryStore();
+  init = () => this.inner.init();
+  close = () => this.inner.close();
+  getThreadById: MemoryStorage['getThreadById'] = (args) => this.inner.getThreadById(args);
+  createThread: MemoryStorage['createThread'] = (thread) => this.inner.createThread(thread);
+  saveThread: MemoryStorage['saveThread'] = (thread) => this.inner.saveThread(thread);
+  updateThread: MemoryStorage['updateThread'] = (args) => this.inner.updateThread(args);
+  deleteThread: MemoryStorage['deleteThread'] = (args) => this.inner.deleteThread(args);
+  listThreads: MemoryStorage['listThreads'] = (args) => this.inner.listThreads(args);
+  saveMessages: MemoryStorage['saveMessages'] = (messages) => this.inner.saveMessages(messages);
+  listMessages: MemoryStorage['listMessages'] = (args) => this.inner.listMessages(args);
+  listMessagesById: MemoryStorage['listMessagesById'] = (args) => this.inner.listMessagesById(args);
+  updateMessages: MemoryStorage['updateMessages'] = (patches) => this.inner.updateMessages(patches);
+  deleteMessages: MemoryStorage['deleteMessages'] = (ids) => this.inner.deleteMessages(ids);
+  getResourceById: MemoryStorage['getResourceById'] = (args) => this.inner.getResourceById(args);
+  updateResource: MemoryStorage['updateResource'] = (args) => this.inner.updateResource(args);
 }

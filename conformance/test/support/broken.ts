@@ -11,6 +11,7 @@ import {
   mergeMessageLists,
   pageInfo,
   type Resource,
+  type StoreCapabilities,
   type Thread,
 } from '@engram/core';
 import { BreakableMemoryStore } from './breakable.ts';
@@ -306,5 +307,58 @@ export class KeylessCompareStore extends BreakableMemoryStore {
           : p,
       ),
     );
+  }
+}
+
+/**
+ * Writes a batch message by message, each checked against its thread as it is written — a
+ * backend without transactions (a foreign key checked per row). Refusals of another resource's
+ * thread or message id are still checked before anything is written. Declares
+ * `transactionalBatches` as told: with `true` it breaks that promise; with `false` it keeps the
+ * weaker one.
+ */
+export class MessageByMessageStore extends BreakableMemoryStore {
+  override readonly capabilities: StoreCapabilities;
+
+  constructor(transactionalBatches: boolean) {
+    super();
+    this.capabilities = { atomicWorkingMemory: true, transactionalBatches, processLocal: true };
+  }
+
+  /** True when core would refuse the batch whole before writing (another resource's thread or id). */
+  protected async refusedWhole(messages: Message[]): Promise<boolean> {
+    const stored = await super.listMessagesById({ ids: messages.map((m) => m.id) });
+    if (stored.some((s) => messages.some((m) => m.id === s.id && m.resourceId !== s.resourceId))) return true;
+    for (const m of messages) {
+      const t = await super.getThreadById({ threadId: m.threadId });
+      if (t && t.resourceId !== m.resourceId) return true;
+    }
+    return false;
+  }
+
+  override async saveMessages(messages: Message[]): Promise<Message[]> {
+    if (messages.length === 0 || (await this.refusedWhole(messages))) return super.saveMessages(messages);
+    for (const m of messages) await super.saveMessages([m]);
+    return structuredClone(messages);
+  }
+}
+
+/**
+ * Declares `transactionalBatches: false`, but a batch saved again skips the ids it finds stored
+ * (a "resume" that trusts what is there), so an edit in a batch is never applied and a failed
+ * batch is not completed as given.
+ */
+export class ResumeSkippingStore extends MessageByMessageStore {
+  constructor() {
+    super(false);
+  }
+
+  override async saveMessages(messages: Message[]): Promise<Message[]> {
+    if (messages.length === 0 || (await this.refusedWhole(messages))) return super.saveMessages(messages);
+    const stored = new Set(
+      (await this.listMessagesById({ ids: messages.map((m) => m.id) })).map((m) => m.id),
+    );
+    for (const m of messages) if (!stored.has(m.id)) await super.saveMessages([m]);
+    return structuredClone(messages);
   }
 }

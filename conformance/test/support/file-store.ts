@@ -4,6 +4,7 @@ import {
   type Message,
   type NormalizedAtomicUpdate,
   type Resource,
+  type StoreCapabilities,
   type Thread,
 } from '@engram/core';
 
@@ -30,6 +31,12 @@ export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
  * way a server that drops the connection of concurrent schema writers does.
  */
 export class JsonFileStore extends InMemoryStore {
+  /** Shared by processes through the file: not process-local, unlike the store it extends. */
+  override readonly capabilities: StoreCapabilities = {
+    atomicWorkingMemory: true,
+    transactionalBatches: true,
+    processLocal: false,
+  };
   private readonly lock: string;
   private readonly brokenAtomic: boolean;
 
@@ -38,8 +45,6 @@ export class JsonFileStore extends InMemoryStore {
     readonly defect: FileStoreDefect = 'none',
   ) {
     super({ vectors: false }); // vectors are not persisted to the file
-    // Shared by processes through the file: not process-local, unlike the store it extends.
-    Object.defineProperty(this, 'processLocal', { value: false });
     this.lock = `${file}.lock`;
     this.brokenAtomic = defect === 'atomic';
   }

@@ -126,9 +126,24 @@ export {
   type NormalizedListThreads,
   StoreBase,
 } from './storage/base.ts';
+export {
+  capabilitiesOf,
+  DEFAULT_CAPABILITIES,
+  type ResolvedCapabilities,
+  type StoreCapabilities,
+} from './storage/capabilities.ts';
 export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
 export type * from './storage/contract.ts';
 export { redactDriverError } from './storage/driver-error.ts';
+export {
+  createErrorMapper,
+  driverCode,
+  driverCodes,
+  driverMessage,
+  type ErrorMapper,
+  type ErrorMapperOptions,
+  hasNetworkCode,
+} from './storage/errors.ts';
 export {
   compareIds,
   compareMessages,

@@ -431,7 +431,8 @@ export class Memory {
   /**
    * Merges a partial object into the JSON working memory (see `mergeWorkingMemory` for the
    * rules) in one atomic storage operation, and returns the stored document. Needs schema mode
-   * and a storage declaring `supportsAtomicWorkingMemoryMerge`, else `UNSUPPORTED`; works for
+   * and a storage declaring `capabilities.atomicWorkingMemory` (or the older
+   * `supportsAtomicWorkingMemoryMerge`), else `UNSUPPORTED`; works for
    * both scopes. `VALIDATION` when the merged document fails the schema (nothing written).
    */
   async mergeWorkingMemory(
@@ -443,7 +444,7 @@ export class Memory {
     if (!isAtomicStorage(this.storage)) {
       throw new MemoryError(
         'UNSUPPORTED',
-        `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare supportsAtomicWorkingMemoryMerge (check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
+        `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare capabilities.atomicWorkingMemory (nor the older supportsAtomicWorkingMemoryMerge; check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
       );
     }
     assertArgs(args, 'mergeWorkingMemory');

@@ -8,13 +8,28 @@ import type {
   ResolvedMemoryOptions,
   ResolvedSchema,
   SchemaCheck,
+  StoreBase,
+  StoreCapabilities,
   Thread,
   WorkingMemoryTemplate,
 } from '../src/index.ts';
-import { mergeWorkingMemory, type resolveSchema } from '../src/index.ts';
+import {
+  type capabilitiesOf,
+  mergeWorkingMemory,
+  type ResolvedCapabilities,
+  type resolveSchema,
+} from '../src/index.ts';
 
 // Locks the public types other parts of engram build on; checked by `tsc` (pnpm typecheck).
 describe('public API types', () => {
+  it('capabilities', () => {
+    expectTypeOf<MemoryStorage['capabilities']>().toEqualTypeOf<Partial<StoreCapabilities> | undefined>();
+    expectTypeOf<StoreBase['capabilities']>().toEqualTypeOf<StoreCapabilities>();
+    expectTypeOf<StoreBase['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<boolean>();
+    expectTypeOf<ReturnType<typeof capabilitiesOf>>().toEqualTypeOf<ResolvedCapabilities>();
+    expectTypeOf<ResolvedCapabilities['vectors']>().toEqualTypeOf<boolean>();
+  });
+
   it('Memory', () => {
     expectTypeOf<Memory['storage']>().toEqualTypeOf<MemoryStorage>();
     expectTypeOf<Memory['options']>().toEqualTypeOf<ResolvedMemoryOptions>();

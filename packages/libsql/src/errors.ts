@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES, redactDriverError } from '@engram/core';
+import { createErrorMapper, MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
 
 /** The adapter name used in every error this package raises. */
 export const ADAPTER = 'libsql';
@@ -40,7 +40,8 @@ export function isBusyError(error: unknown): boolean {
   return codesOf(error).some((code) => code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }
 
-function classify(error: unknown): MemoryErrorCode {
+/** libSQL's classification table; `undefined` leaves the error to core's defaults. */
+function classify(error: unknown): MemoryErrorCode | undefined {
   const codes = codesOf(error);
   if (isBusyError(error)) return 'CONFLICT';
   if (codes.some((code) => code.startsWith('SQLITE_CONSTRAINT'))) return 'CONFLICT';
@@ -51,21 +52,16 @@ function classify(error: unknown): MemoryErrorCode {
   if (error instanceof Error && /ConnectionFailed|Unable to open connection/.test(error.message)) {
     return 'CONNECTION';
   }
-  return 'STORAGE';
+  return undefined; // STORAGE, or MIGRATION during init
 }
 
 /** Maps anything `@libsql/client` throws to a `MemoryError` naming the adapter and operation. */
-export function toMemoryError(error: unknown, operation: string): MemoryError {
-  if (error instanceof MemoryError) return error;
-  let code = classify(error);
-  if (operation === 'init' && code === 'STORAGE') code = 'MIGRATION';
-  const reason = error instanceof Error ? error.message : String(error);
-  const hint = isBusyError(error)
-    ? ' (the database stayed locked by another writer past the busy timeout)'
-    : '';
-  return new MemoryError(code, `${ADAPTER}: ${operation} failed: ${reason}${hint}`, {
-    adapter: ADAPTER,
-    cause: redactDriverError(error),
-    details: { operation, driverCodes: codesOf(error) },
-  });
-}
+export const toMemoryError = createErrorMapper({
+  adapter: ADAPTER,
+  classify,
+  driverDetails: (error) => ({ driverCodes: codesOf(error) }),
+  describe: (_code, reason, error) =>
+    isBusyError(error)
+      ? `${reason} (the database stayed locked by another writer past the busy timeout)`
+      : reason,
+});

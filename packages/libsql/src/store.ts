@@ -120,8 +120,15 @@ function total(result: ResultSet): number {
  */
 export class LibSQLStore extends StoreBase {
   readonly name = ADAPTER;
-  readonly supportsAtomicWorkingMemoryMerge = true;
-  override readonly processLocal: boolean;
+  /**
+   * Write transactions make working-memory updates atomic and batches all-or-nothing;
+   * `processLocal` for `:memory:` (one database per store, invisible to other stores).
+   */
+  readonly capabilities: {
+    readonly atomicWorkingMemory: true;
+    readonly transactionalBatches: true;
+    readonly processLocal: boolean;
+  };
 
   private readonly connection: Connection;
   /** Exact vector search for semantic recall (see `LibSQLVectors`). */
@@ -164,7 +171,11 @@ export class LibSQLStore extends StoreBase {
     } else {
       throw invalidOption('pass either { url } (file:…, :memory: or libsql://…) or { client }');
     }
-    this.processLocal = this.connection.processLocal;
+    this.capabilities = {
+      atomicWorkingMemory: true,
+      transactionalBatches: true,
+      processLocal: this.connection.processLocal,
+    };
     this.vectors = new LibSQLVectors(this.connection, (operation, fn) => this.run(operation, fn));
   }
 

@@ -60,6 +60,12 @@ describe('libsql: options', () => {
     expect(new LibSQLStore({ url: ':memory:' }).processLocal).toBe(true);
     expect(new LibSQLStore({ url: 'file:x.db' }).processLocal).toBe(false);
     expect(new LibSQLStore({ url: ':memory:' }).supportsAtomicWorkingMemoryMerge).toBe(true);
+    expect(new LibSQLStore({ url: ':memory:' }).capabilities).toEqual({
+      atomicWorkingMemory: true,
+      transactionalBatches: true,
+      processLocal: true,
+    });
+    expect(new LibSQLStore({ url: 'file:x.db' }).capabilities.processLocal).toBe(false);
   });
 
   it('gives each :memory: store its own database', async () => {

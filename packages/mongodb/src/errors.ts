@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode, redactDriverError } from '@engram/core';
+import { createErrorMapper, MemoryError, type MemoryErrorCode } from '@engram/core';
 import {
   BSON,
   MongoBulkWriteError,
@@ -90,25 +90,16 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
   return 'STORAGE';
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Maps anything the driver throws to a `MemoryError` naming the adapter and the operation. */
-export function toMemoryError(error: unknown, operation: string): MemoryError {
-  if (error instanceof MemoryError) return error;
-  const code = classify(error, operation);
-  const serverCode = numericCode(error);
-  return new MemoryError(code, `mongodb: ${operation} failed: ${messageOf(error)}`, {
-    adapter: ADAPTER,
-    cause: redactDriverError(error),
-    details: { operation, ...(serverCode === undefined ? {} : { serverCode }) },
-  });
-}
+export const toMemoryError = createErrorMapper({
+  adapter: ADAPTER,
+  classify,
+  driverDetails: (error) => ({ serverCode: numericCode(error) }),
+});
 
 /** `NOT_FOUND` for a thread a call needs. */
 export function threadNotFound(threadId: string, detail = 'does not exist'): MemoryError {
-  return new MemoryError('NOT_FOUND', `mongodb: thread ${JSON.stringify(threadId)} ${detail}`, {
+  return new MemoryError('NOT_FOUND', `${ADAPTER}: thread ${JSON.stringify(threadId)} ${detail}`, {
     adapter: ADAPTER,
   });
 }

@@ -12,6 +12,7 @@ import {
   type Resource,
   type RetryOptions,
   StoreBase,
+  type StoreCapabilities,
   type Thread,
   type ThreadPage,
   threadExists,
@@ -136,7 +137,22 @@ function createClient(options: MongoDBStoreOptions): MongoClient {
  */
 export class MongoDBStore extends StoreBase {
   readonly name = ADAPTER;
-  readonly supportsAtomicWorkingMemoryMerge = true;
+  /**
+   * Working-memory updates are compare-and-set on a version token. `transactionalBatches` is
+   * learnt when the store connects: `true` where `saveMessages` and `deleteThread` run in a
+   * transaction (a replica set or sharded cluster, `transactions: 'auto'`), `false` on a
+   * standalone server, FerretDB or with `transactions: 'never'` — and `false` until connected
+   * (call `init()` first to read it).
+   */
+  override get capabilities(): StoreCapabilities {
+    return {
+      atomicWorkingMemory: true,
+      transactionalBatches: this.transactions,
+      processLocal: false,
+    };
+  }
+  /** Whether the open connection runs batches in transactions; `false` until connected. */
+  private transactions = false;
   /** The driver client: the one passed in, or the one created from `url`. */
   readonly client: MongoClient;
   /** The database holding the collections. */
@@ -181,10 +197,15 @@ export class MongoDBStore extends StoreBase {
       collectionPrefix: this.collectionPrefix,
       transactions: this.options.transactions ?? 'auto',
       writeLocks: this.options.writeLocks ?? 'auto',
-    }).catch((error: unknown) => {
-      this.ready = undefined;
-      throw toMemoryError(error, 'init');
-    });
+    })
+      .then((connection) => {
+        this.transactions = connection.transactions;
+        return connection;
+      })
+      .catch((error: unknown) => {
+        this.ready = undefined;
+        throw toMemoryError(error, 'init');
+      });
     return this.ready;
   }
 

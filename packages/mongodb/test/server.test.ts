@@ -154,7 +154,8 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
         owner: 'test',
         expiresAt: new Date(Date.now() + 60_000),
       });
-      const saving = paused.saveMessages([message(t, 1), message(other, 2)]);
+      const batch = [message(t, 1), message(other, 2)];
+      const saving = paused.saveMessages(batch);
       const messagesOf = (threadId: string) =>
         raw.db(dbName).collection('engram_messages').countDocuments({ threadId });
       for (let i = 0; i < 100 && (await messagesOf(t.id)) === 0; i++) {
@@ -171,10 +172,44 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
         message: expect.stringMatching(/deleted/),
       });
       expect(await messagesOf(t.id)).toBe(0);
-      // Messages of the batch for a thread that still exists stay saved (documented).
+      // Messages of the batch for a thread that still exists stay saved (documented): the store
+      // declares the weaker promise, and saving the batch again once the thread exists completes it.
       expect(await messagesOf(other.id)).toBe(1);
+      expect(paused.capabilities.transactionalBatches).toBe(false);
+      await paused.saveThread(t);
+      await paused.saveMessages(batch);
+      expect(await messagesOf(t.id)).toBe(1);
+      expect(await messagesOf(other.id)).toBe(1);
+      expect(await paused.listMessagesById({ ids: batch.map((m) => m.id) })).toEqual(
+        [...batch].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()),
+      );
     } finally {
       await paused.close();
+    }
+  });
+
+  it('declares transactionalBatches as the server decides it: false before connecting, without a replica set (FerretDB) and with transactions "never"', async () => {
+    const declared = new MongoDBStore({ url, dbName });
+    const never = new MongoDBStore({ url, dbName, transactions: 'never' });
+    try {
+      expect(declared.capabilities).toEqual({
+        atomicWorkingMemory: true,
+        transactionalBatches: false,
+        processLocal: false,
+      });
+      expect(declared.supportsAtomicWorkingMemoryMerge).toBe(true);
+      await declared.init();
+      await never.init();
+      const hello = await raw.db('admin').command({ hello: 1 });
+      const transactions =
+        (typeof hello.setName === 'string' || hello.msg === 'isdbgrid') &&
+        hello.logicalSessionTimeoutMinutes != null;
+      expect(declared.capabilities.transactionalBatches).toBe(transactions);
+      if (ferretdb) expect(declared.capabilities.transactionalBatches).toBe(false);
+      expect(never.capabilities.transactionalBatches).toBe(false);
+    } finally {
+      await declared.close();
+      await never.close();
     }
   });
 

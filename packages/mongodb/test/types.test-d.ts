@@ -1,4 +1,4 @@
-import type { MemoryStorage } from '@engram/core';
+import type { MemoryStorage, StoreCapabilities } from '@engram/core';
 import type { MongoClient } from 'mongodb';
 import { expectTypeOf } from 'vitest';
 import { MongoDBStore, type MongoDBStoreOptions } from '../src/index.ts';
@@ -26,6 +26,6 @@ expectTypeOf<{
   dbName: string;
   writeLocks: 'sometimes';
 }>().not.toMatchTypeOf<MongoDBStoreOptions>();
-expectTypeOf<MongoDBStore['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<true>();
+expectTypeOf<MongoDBStore['capabilities']>().toEqualTypeOf<StoreCapabilities>();
 expectTypeOf<MongoDBStore['client']>().toEqualTypeOf<MongoClient>();
 expectTypeOf(MongoDBStore).constructorParameters.toEqualTypeOf<[MongoDBStoreOptions]>();

@@ -1,4 +1,4 @@
-import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES, redactDriverError } from '@engram/core';
+import { createErrorMapper, driverCode, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
 
 const ADAPTER = 'oracle';
 
@@ -77,13 +77,7 @@ const NOT_FOUND_CODES = new Set([
 ]);
 
 /** The `code` of a driver error (`'ORA-00001'`, `'NJS-503'`, `'ECONNREFUSED'`), if any. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
-    if (typeof code === 'string') return code;
-  }
-  return undefined;
-}
+export const errorCode = driverCode;
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -111,20 +105,14 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 }
 
 /** Maps anything `oracledb` (or a socket) throws to a `MemoryError` naming the adapter and operation. */
-export function toMemoryError(error: unknown, operation: string): MemoryError {
-  if (error instanceof MemoryError) return error;
-  const code = classify(error, operation);
-  const oracleCode = errorCode(error);
-  let message = `${ADAPTER}: ${operation} failed: ${errorMessage(error)}`;
-  if (code === 'NOT_FOUND') {
-    message = `${ADAPTER}: ${operation} failed: the thread does not exist (it was deleted concurrently)`;
-  } else if (code === 'INVALID_ARGUMENT') {
+export const toMemoryError = createErrorMapper({
+  adapter: ADAPTER,
+  classify,
+  driverDetails: (error) => ({ oracleCode: errorCode(error) }),
+  describe: (code, reason, error) => {
+    if (code === 'NOT_FOUND') return 'the thread does not exist (it was deleted concurrently)';
+    if (code !== 'INVALID_ARGUMENT') return reason;
     const hint = errorCodes(error).includes('ORA-12899') ? '; message types hold at most 255 characters' : '';
-    message = `${ADAPTER}: ${operation} failed: Oracle cannot store this value (${errorMessage(error)})${hint}`;
-  }
-  return new MemoryError(code, message, {
-    adapter: ADAPTER,
-    cause: redactDriverError(error),
-    details: { operation, ...(oracleCode ? { oracleCode } : {}) },
-  });
-}
+    return `Oracle cannot store this value (${reason})${hint}`;
+  },
+});

@@ -109,7 +109,12 @@ const WINDOWS_PER_STATEMENT = 50;
  */
 export class OracleStore extends StoreBase {
   readonly name = 'oracle';
-  readonly supportsAtomicWorkingMemoryMerge = true;
+  /** Working-memory updates hold the row lock (`SELECT … FOR UPDATE`); batches and deletes are transactions. */
+  readonly capabilities = {
+    atomicWorkingMemory: true,
+    transactionalBatches: true,
+    processLocal: false,
+  } as const;
 
   private readonly options: OracleStoreOptions;
   private readonly names: sql.TableNames;

@@ -22,6 +22,11 @@ describe('OracleStore options', () => {
     expect(store.name).toBe('oracle');
     expect(store.supportsAtomicWorkingMemoryMerge).toBe(true);
     expect(store.processLocal).toBe(false);
+    expect(store.capabilities).toEqual({
+      atomicWorkingMemory: true,
+      transactionalBatches: true,
+      processLocal: false,
+    });
   });
 
   it.each([

@@ -10,7 +10,8 @@ import {
 
 // Locks the public API types; checked by `pnpm typecheck`.
 expectTypeOf<OracleStore>().toMatchTypeOf<MemoryStorage>();
-expectTypeOf<OracleStore['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<true>();
+expectTypeOf<OracleStore['capabilities']['atomicWorkingMemory']>().toEqualTypeOf<true>();
+expectTypeOf<OracleStore['capabilities']['transactionalBatches']>().toEqualTypeOf<true>();
 expectTypeOf<{ user: string; password: string; connectString: string }>().toMatchTypeOf<OracleStoreOptions>();
 expectTypeOf<{
   user: string;

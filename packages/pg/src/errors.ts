@@ -1,4 +1,10 @@
-import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES, redactDriverError } from '@engram/core';
+import {
+  createErrorMapper,
+  driverCode,
+  driverMessage,
+  type MemoryErrorCode,
+  NETWORK_ERROR_CODES,
+} from '@engram/core';
 
 const ADAPTER = 'pg';
 
@@ -27,20 +33,7 @@ const CONNECTION_MESSAGES = [
 ];
 
 /** The `code` field of a driver or socket error, if any. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
-    if (typeof code === 'string') return code;
-  }
-  return undefined;
-}
-
-function errorMessage(error: unknown): string {
-  if (error instanceof AggregateError && error.errors.length > 0) {
-    return error.errors.map(errorMessage).join('; ');
-  }
-  return error instanceof Error ? error.message : String(error);
-}
+export const errorCode = driverCode;
 
 /** True when the error says the connection is unusable (refused, dropped, terminated, timed out). */
 export function isConnectionError(error: unknown): boolean {
@@ -52,11 +45,11 @@ export function isConnectionError(error: unknown): boolean {
   ) {
     return true;
   }
-  const message = errorMessage(error);
+  const message = driverMessage(error);
   return CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
 }
 
-/** The engram code for a driver error raised by `operation`. */
+/** The engram code for a driver error raised by `operation` (pg's classification table). */
 export function classify(error: unknown, operation: string): MemoryErrorCode {
   if (isConnectionError(error)) return 'CONNECTION';
   // Anything else that fails while the schema is created or upgraded (missing privileges, a
@@ -70,19 +63,15 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 }
 
 /** Maps anything `pg` (or a socket) throws to a `MemoryError` naming the adapter and operation. */
-export function toMemoryError(error: unknown, operation: string): MemoryError {
-  if (error instanceof MemoryError) return error;
-  const code = classify(error, operation);
-  const sqlState = errorCode(error);
-  let message = `pg: ${operation} failed: ${errorMessage(error)}`;
-  if (code === 'INVALID_ARGUMENT') {
-    message = `pg: ${operation} failed: PostgreSQL cannot store this value (${errorMessage(error)}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`;
-  } else if (code === 'NOT_FOUND') {
-    message = `pg: ${operation} failed: the thread does not exist (it was deleted concurrently)`;
-  }
-  return new MemoryError(code, message, {
-    adapter: ADAPTER,
-    cause: redactDriverError(error),
-    details: { operation, ...(sqlState ? { sqlState } : {}) },
-  });
-}
+export const toMemoryError = createErrorMapper({
+  adapter: ADAPTER,
+  classify,
+  driverDetails: (error) => ({ sqlState: errorCode(error) }),
+  describe: (code, reason) => {
+    if (code === 'INVALID_ARGUMENT') {
+      return `PostgreSQL cannot store this value (${reason}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`;
+    }
+    if (code === 'NOT_FOUND') return 'the thread does not exist (it was deleted concurrently)';
+    return reason;
+  },
+});

@@ -49,7 +49,12 @@ import { PostgresVectors } from './vectors.ts';
  */
 export class PostgresStore extends StoreBase {
   readonly name = 'pg';
-  readonly supportsAtomicWorkingMemoryMerge = true;
+  /** Working-memory updates are compare-and-set, then row-locked; batches and deletes are transactions. */
+  readonly capabilities = {
+    atomicWorkingMemory: true,
+    transactionalBatches: true,
+    processLocal: false,
+  } as const;
 
   private readonly names: sql.Names;
   private readonly connection: Connection;

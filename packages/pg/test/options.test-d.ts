@@ -19,7 +19,8 @@ it('takes a connection string or a pool, never both, never neither', () => {
 
 it('is a MemoryStorage that declares atomic working-memory merges', () => {
   expectTypeOf<PostgresStore>().toExtend<MemoryStorage>();
-  expectTypeOf<PostgresStore['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<true>();
+  expectTypeOf<PostgresStore['capabilities']['atomicWorkingMemory']>().toEqualTypeOf<true>();
+  expectTypeOf<PostgresStore['capabilities']['transactionalBatches']>().toEqualTypeOf<true>();
   expectTypeOf<PostgresStore['name']>().toEqualTypeOf<'pg'>();
   expectTypeOf(PostgresStore).constructorParameters.toEqualTypeOf<[PostgresStoreOptions]>();
 });

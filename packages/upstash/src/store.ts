@@ -101,7 +101,12 @@ type ScriptHandle = ReturnType<Redis['createScript']>;
  */
 export class UpstashStore extends StoreBase {
   readonly name = ADAPTER;
-  readonly supportsAtomicWorkingMemoryMerge = true;
+  /** Working-memory updates are compare-and-set on a version; each batch and delete is one Lua script. */
+  readonly capabilities = {
+    atomicWorkingMemory: true,
+    transactionalBatches: true,
+    processLocal: false,
+  } as const;
 
   private readonly client: Redis;
   private readonly prefix: string;

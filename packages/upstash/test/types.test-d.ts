@@ -16,7 +16,8 @@ expectTypeOf<{
 expectTypeOf<{ client: Redis; prefix: string; casAttempts: number }>().toMatchTypeOf<UpstashStoreOptions>();
 expectTypeOf<{ url: string }>().not.toMatchTypeOf<UpstashStoreOptions>();
 expectTypeOf<{ client: Redis; url: string; token: string }>().not.toMatchTypeOf<UpstashStoreOptions>();
-expectTypeOf<UpstashStore['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<true>();
+expectTypeOf<UpstashStore['capabilities']['atomicWorkingMemory']>().toEqualTypeOf<true>();
+expectTypeOf<UpstashStore['capabilities']['transactionalBatches']>().toEqualTypeOf<true>();
 expectTypeOf<BridgeOptions>().toMatchTypeOf<{ redisUrl: string; token: string; port?: number }>();
 expectTypeOf<Bridge['close']>().toEqualTypeOf<() => Promise<void>>();
 expectTypeOf(UpstashStore).constructorParameters.toEqualTypeOf<[UpstashStoreOptions]>();

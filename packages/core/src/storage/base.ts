@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import { DEFAULT_CAPABILITIES, type StoreCapabilities } from './capabilities.ts';
 import type {
   AtomicWorkingMemoryUpdate,
   DateRange,
@@ -68,18 +69,39 @@ class UpdateFunctionError {
 }
 
 /**
+ * The capabilities and the older capability fields of every `StoreBase`. They are accessors on
+ * `StoreBase.prototype` (see the end of this file), declared here as properties so that a
+ * subclass may declare any of them as a field or as a getter.
+ */
+export interface StoreBase {
+  /**
+   * What this store promises. Declare the keys that differ from `DEFAULT_CAPABILITIES`, e.g.
+   * `override readonly capabilities = { ...DEFAULT_CAPABILITIES, atomicWorkingMemory: true }`
+   * (a getter when it is only known once connected). Default: `DEFAULT_CAPABILITIES`, with
+   * `atomicWorkingMemory` and `processLocal` taken from the older fields when a subclass declares
+   * those instead.
+   */
+  readonly capabilities: StoreCapabilities;
+  /** The older form of `capabilities.atomicWorkingMemory`; derived from it unless a subclass declares it. */
+  readonly supportsAtomicWorkingMemoryMerge: boolean;
+  /** The older form of `capabilities.processLocal`; derived from it unless a subclass declares it. */
+  readonly processLocal: boolean;
+}
+
+/**
  * The base class of engram's adapters. Public methods validate and normalise their arguments
  * once, call the adapter's protected `do*` method, and turn anything the driver throws into a
- * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods.
+ * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods;
+ * `doUpdateWorkingMemoryAtomically` only when they declare `capabilities.atomicWorkingMemory`
+ * (otherwise `updateWorkingMemoryAtomically` rejects with `UNSUPPORTED`, after validation).
  *
  * It also owns the lifecycle (see `StoreLifecycle`): every operation first awaits one memoised
  * `doInit()` (so `init()` is optional), and after `close()` every call rejects with `CONNECTION`.
  * `doInit()` runs once per successful open and `doClose()` at most once.
  */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface's members are implemented as accessors on the prototype, below the class
 export abstract class StoreBase implements MemoryStorage {
   abstract readonly name: string;
-  abstract readonly supportsAtomicWorkingMemoryMerge: boolean;
-  readonly processLocal: boolean = false;
 
   private readonly lifecycle = new StoreLifecycle(
     () => this.name,
@@ -106,7 +128,8 @@ export abstract class StoreBase implements MemoryStorage {
   protected abstract doDeleteMessages(ids: string[]): Promise<void>;
   protected abstract doGetResourceById(resourceId: string): Promise<Resource | null>;
   protected abstract doUpdateResource(args: UpdateResourceArgs): Promise<Resource>;
-  protected abstract doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null>;
+  /** Required when the store declares `capabilities.atomicWorkingMemory`; called only then. */
+  protected doUpdateWorkingMemoryAtomically?(args: NormalizedAtomicUpdate): Promise<string | null>;
 
   /**
    * Refuses dates this backend cannot store (e.g. Oracle's years 1–9999) with `INVALID_ARGUMENT`.
@@ -326,9 +349,61 @@ export abstract class StoreBase implements MemoryStorage {
     } else {
       throw invalid(`scope must be 'resource' or 'thread', got ${describe(args.scope)}`);
     }
-    return this.run('updateWorkingMemoryAtomically', () => this.doUpdateWorkingMemoryAtomically(normalized));
+    const atomic = this.doUpdateWorkingMemoryAtomically?.bind(this);
+    if (!this.capabilities.atomicWorkingMemory || !atomic) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${this.name}: updateWorkingMemoryAtomically is not supported: the store declares capabilities.atomicWorkingMemory: ${this.capabilities.atomicWorkingMemory}${atomic ? '' : ' and implements no doUpdateWorkingMemoryAtomically'}`,
+        { adapter: this.name, details: { operation: 'updateWorkingMemoryAtomically' } },
+      );
+    }
+    return this.run('updateWorkingMemoryAtomically', () => atomic(normalized));
   }
 }
+
+/** The value of `key` when a subclass (or the instance) declares it, else `undefined`. */
+function declaredBelowBase(
+  store: StoreBase,
+  key: 'supportsAtomicWorkingMemoryMerge' | 'processLocal',
+): unknown {
+  for (let o: object | null = store; o !== null && o !== StoreBase.prototype; o = Object.getPrototypeOf(o)) {
+    if (Object.hasOwn(o, key)) return store[key];
+  }
+  return undefined;
+}
+
+/** An accessor whose setter turns an assigned field into an own property of the instance. */
+function overridable<K extends keyof StoreBase>(
+  key: K,
+  get: (store: StoreBase) => StoreBase[K],
+): PropertyDescriptor {
+  return {
+    configurable: true,
+    get(this: StoreBase) {
+      return get(this);
+    },
+    set(this: StoreBase, value: StoreBase[K]) {
+      Object.defineProperty(this, key, { value, enumerable: true, configurable: true, writable: true });
+    },
+  };
+}
+
+Object.defineProperties(StoreBase.prototype, {
+  capabilities: overridable('capabilities', (store) => {
+    const atomic = declaredBelowBase(store, 'supportsAtomicWorkingMemoryMerge');
+    const local = declaredBelowBase(store, 'processLocal');
+    return {
+      ...DEFAULT_CAPABILITIES,
+      ...(typeof atomic === 'boolean' ? { atomicWorkingMemory: atomic } : {}),
+      ...(typeof local === 'boolean' ? { processLocal: local } : {}),
+    };
+  }),
+  supportsAtomicWorkingMemoryMerge: overridable(
+    'supportsAtomicWorkingMemoryMerge',
+    (store) => store.capabilities.atomicWorkingMemory,
+  ),
+  processLocal: overridable('processLocal', (store) => store.capabilities.processLocal),
+});
 
 function invalid(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message);

@@ -1,3 +1,4 @@
+import type { StoreCapabilities } from './capabilities.ts';
 import type {
   Direction,
   JsonObject,
@@ -142,13 +143,20 @@ export interface MemoryStorage {
   /** The adapter's name, used in error messages (`'libsql'`, `'pg'`, …). */
   readonly name: string;
   /**
-   * `true` promises that `updateWorkingMemoryAtomically` is a read-modify-write no other writer
-   * can interleave with, across processes and machines.
+   * What this store promises beyond the baseline (see `StoreCapabilities` for each key and its
+   * default): name the keys where the store differs. Read them with `capabilitiesOf(store)`.
+   * Optional: a store without it is read through the older fields below, then the defaults.
    */
-  readonly supportsAtomicWorkingMemoryMerge: boolean;
+  readonly capabilities?: Partial<StoreCapabilities>;
   /**
-   * `true` when the data lives inside this process only (an in-memory store, libSQL `:memory:`),
-   * so cross-process races cannot apply. Default `false`.
+   * The older form of `capabilities.atomicWorkingMemory`, still honoured when `capabilities`
+   * does not name it: `true` promises that `updateWorkingMemoryAtomically` is a read-modify-write
+   * no other writer can interleave with, across processes and machines. `StoreBase` derives it.
+   */
+  readonly supportsAtomicWorkingMemoryMerge?: boolean;
+  /**
+   * The older form of `capabilities.processLocal`, still honoured when `capabilities` does not
+   * name it: `true` when the data lives inside this process only. Default `false`.
    */
   readonly processLocal?: boolean;
   /**
@@ -189,13 +197,19 @@ export interface MemoryStorage {
    * Throws `NOT_FOUND` when the thread is absent.
    */
   updateThread(args: UpdateThreadArgs): Promise<Thread>;
-  /** Deletes the thread and all its messages in one transaction. Absent threads are ignored. */
+  /**
+   * Deletes the thread and all its messages in one transaction (with
+   * `capabilities.transactionalBatches: false`: calling it again completes one that failed
+   * part-way). Absent threads are ignored.
+   */
   deleteThread(args: { threadId: string }): Promise<void>;
   /** Filters AND-ed; default order `createdAt` DESC with ties by id; default `perPage` 100. */
   listThreads(args: ListThreadsArgs): Promise<ThreadPage>;
 
   /**
-   * Upserts by id, all-or-nothing. Every thread must exist (`NOT_FOUND`) and belong to the
+   * Upserts by id, all-or-nothing (with `capabilities.transactionalBatches: false`, a batch that
+   * fails part-way may leave some messages written, each exactly as given, and saving it again
+   * completes it; the checks below still write nothing when they refuse a batch). Every thread must exist (`NOT_FOUND`) and belong to the
    * message's `resourceId` (`INVALID_ARGUMENT`). A message saved again with another `threadId`
    * of the same resource moves; an id stored for a message of another resource is `CONFLICT`
    * and nothing of the batch is written (checked inside the write, so no concurrent save can
@@ -228,7 +242,7 @@ export interface MemoryStorage {
   /**
    * Atomic read-modify-write of working memory. `scope: 'resource'` creates a missing resource;
    * `scope: 'thread'` requires the thread (`NOT_FOUND`) and stores at `metadata.workingMemory`.
-   * Returns the stored value. Present when `supportsAtomicWorkingMemoryMerge` is true.
+   * Returns the stored value. Present when the store declares `capabilities.atomicWorkingMemory`.
    */
   updateWorkingMemoryAtomically?(args: AtomicWorkingMemoryUpdate): Promise<string | null>;
 }

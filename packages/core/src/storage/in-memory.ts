@@ -5,6 +5,7 @@ import {
   type NormalizedListThreads,
   StoreBase,
 } from './base.ts';
+import type { StoreCapabilities } from './capabilities.ts';
 import type {
   MessagePage,
   MessagePatch,
@@ -36,8 +37,12 @@ import type { VectorStore } from './vectors.ts';
  */
 export class InMemoryStore extends StoreBase {
   readonly name = 'memory';
-  readonly supportsAtomicWorkingMemoryMerge = true;
-  override readonly processLocal = true;
+  /** Atomic within the process (no method awaits mid-way), which holds all its data. */
+  readonly capabilities: StoreCapabilities = {
+    atomicWorkingMemory: true,
+    transactionalBatches: true,
+    processLocal: true,
+  };
 
   private threads = new Map<string, Thread>();
   private messages = new Map<string, Message>();

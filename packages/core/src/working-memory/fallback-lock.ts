@@ -3,7 +3,7 @@ import type { WorkingMemoryScope } from '../storage/records.ts';
 
 /**
  * Serialises working-memory writers per `(scope, id)` inside this process, for storages that
- * do not declare `supportsAtomicWorkingMemoryMerge`. Writers in other processes (or other
+ * do not declare `capabilities.atomicWorkingMemory`. Writers in other processes (or other
  * machines) can still interleave with these: only an atomic storage rules that out.
  */
 export class FallbackLock {

@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import { capabilitiesOf } from '../storage/capabilities.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import type { Thread, WorkingMemoryScope } from '../storage/records.ts';
 import { assertOptionalId, describe, isPlainObject } from '../storage/validate.ts';
@@ -30,10 +31,7 @@ function notFound(threadId: string): MemoryError {
 
 /** True when the storage declares atomic working-memory updates and implements them. */
 export function isAtomicStorage(storage: MemoryStorage): boolean {
-  return (
-    storage.supportsAtomicWorkingMemoryMerge === true &&
-    typeof storage.updateWorkingMemoryAtomically === 'function'
-  );
+  return capabilitiesOf(storage).atomicWorkingMemory;
 }
 
 /**

@@ -1,0 +1,61 @@
+import type { MemoryStorage } from './contract.ts';
+
+/**
+ * What a store promises beyond the contract's baseline, declared once as `store.capabilities`.
+ * Each key has a default (`DEFAULT_CAPABILITIES`); a store declares the keys where it differs.
+ * `Memory` and the conformance suite read them through `capabilitiesOf(store)`, which also
+ * accepts the older separate fields (`supportsAtomicWorkingMemoryMerge`, `processLocal`).
+ */
+export interface StoreCapabilities {
+  /**
+   * `updateWorkingMemoryAtomically` is a read-modify-write no other writer can interleave with,
+   * across processes and machines. Default `false`: the store omits the method (or, on
+   * `StoreBase`, it rejects with `UNSUPPORTED`) and `Memory` serialises writers in-process only.
+   */
+  readonly atomicWorkingMemory: boolean;
+  /**
+   * `saveMessages` is all-or-nothing and `deleteThread` removes the thread and its messages in
+   * one transaction. Default `true`. `false` is the weaker promise: a batch that fails part-way
+   * (after it passed the checks of its threads and ids, e.g. the connection dropped) may leave
+   * some of its messages written — each exactly as given — and saving the same batch again
+   * completes it; a `deleteThread` that failed completes when called again.
+   */
+  readonly transactionalBatches: boolean;
+  /**
+   * The data lives inside this process only (an in-memory store, libSQL `:memory:`), so
+   * cross-process races cannot apply. Default `false`.
+   */
+  readonly processLocal: boolean;
+}
+
+/** The capabilities of a store that declares none. */
+export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
+  atomicWorkingMemory: false,
+  transactionalBatches: true,
+  processLocal: false,
+});
+
+/** Every capability of a store, resolved; `vectors` is the presence of `store.vectors`. */
+export interface ResolvedCapabilities extends StoreCapabilities {
+  /** `store.vectors` is present: semantic recall works on this store (see `vectors.ts`). */
+  readonly vectors: boolean;
+}
+
+/**
+ * The capabilities of any store: `store.capabilities` where it names a key, else the older
+ * field (`supportsAtomicWorkingMemoryMerge`, `processLocal`), else the default.
+ * `atomicWorkingMemory` also needs `updateWorkingMemoryAtomically` to be a function.
+ */
+export function capabilitiesOf(store: MemoryStorage): ResolvedCapabilities {
+  const declared: Partial<StoreCapabilities> = store.capabilities ?? {};
+  const atomic =
+    declared.atomicWorkingMemory ??
+    store.supportsAtomicWorkingMemoryMerge ??
+    DEFAULT_CAPABILITIES.atomicWorkingMemory;
+  return {
+    atomicWorkingMemory: atomic === true && typeof store.updateWorkingMemoryAtomically === 'function',
+    transactionalBatches: declared.transactionalBatches ?? DEFAULT_CAPABILITIES.transactionalBatches,
+    processLocal: (declared.processLocal ?? store.processLocal ?? DEFAULT_CAPABILITIES.processLocal) === true,
+    vectors: store.vectors !== undefined,
+  };
+}
