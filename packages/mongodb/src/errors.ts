@@ -1,18 +1,4 @@
 import { createErrorMapper, MemoryError, type MemoryErrorCode } from '@engram/core';
-import {
-  BSON,
-  MongoBulkWriteError,
-  MongoClientClosedError,
-  MongoError,
-  MongoInvalidArgumentError,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoServerClosedError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from 'mongodb';
 
 const ADAPTER = 'mongodb';
 
@@ -43,13 +29,46 @@ const UNSTORABLE_CODES = new Set([
   15, // Overflow (nesting depth)
 ]);
 
+/**
+ * The class names along an error's prototype chain (and its `name`). Errors are recognised by
+ * name, not `instanceof`: a client from another copy of the driver in the user's tree throws
+ * that copy's classes, which `instanceof` against this package's copy would not match.
+ */
+function classNames(error: unknown): Set<string> {
+  const names = new Set<string>();
+  if (typeof error !== 'object' || error === null) return names;
+  const name = (error as { name?: unknown }).name;
+  if (typeof name === 'string') names.add(name);
+  for (let proto = Object.getPrototypeOf(error); proto && proto !== Object.prototype; ) {
+    const ctor = (proto as { constructor?: { name?: unknown } }).constructor;
+    if (typeof ctor?.name === 'string') names.add(ctor.name);
+    proto = Object.getPrototypeOf(proto);
+  }
+  return names;
+}
+
+/** Driver classes (and their subclasses) meaning the server could not be reached or went away. */
+const CONNECTION_CLASSES = [
+  'MongoNetworkError',
+  'MongoServerSelectionError',
+  'MongoTopologyClosedError',
+  'MongoNotConnectedError',
+  'MongoClientClosedError',
+  'MongoServerClosedError',
+  'MongoOperationTimeoutError',
+];
+
+/** Driver classes for a value or argument the driver refuses before sending it. */
+const INVALID_CLASSES = ['BSONError', 'MongoInvalidArgumentError'];
+
 function numericCode(error: unknown): number | undefined {
-  if (error instanceof MongoError && typeof error.code === 'number') return error.code;
-  if (error instanceof MongoBulkWriteError) {
-    const first = error.writeErrors;
-    const list = Array.isArray(first) ? first : [first];
-    const code = list[0]?.code;
-    if (typeof code === 'number') return code;
+  const names = classNames(error);
+  const { code, writeErrors } = error as { code?: unknown; writeErrors?: unknown };
+  if (names.has('MongoError') && typeof code === 'number') return code;
+  if (names.has('MongoBulkWriteError')) {
+    const list = Array.isArray(writeErrors) ? writeErrors : [writeErrors];
+    const first = (list[0] as { code?: unknown } | undefined)?.code;
+    if (typeof first === 'number') return first;
   }
   return undefined;
 }
@@ -62,20 +81,10 @@ export function isDuplicateKey(error: unknown): boolean {
 
 /** True when the error means the server could not be reached, the link dropped, or it timed out. */
 export function isConnectionError(error: unknown): boolean {
-  if (
-    error instanceof MongoNetworkError ||
-    error instanceof MongoServerSelectionError ||
-    error instanceof MongoTopologyClosedError ||
-    error instanceof MongoNotConnectedError ||
-    error instanceof MongoClientClosedError ||
-    error instanceof MongoServerClosedError ||
-    error instanceof MongoOperationTimeoutError
-  ) {
-    return true;
-  }
-  if (error instanceof MongoServerError && typeof error.code === 'number')
-    return CONNECTION_CODES.has(error.code);
-  return false;
+  const names = classNames(error);
+  if (CONNECTION_CLASSES.some((name) => names.has(name))) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return names.has('MongoServerError') && typeof code === 'number' && CONNECTION_CODES.has(code);
 }
 
 /** The engram code for a driver error raised by `operation`. */
@@ -85,8 +94,8 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
   if (isDuplicateKey(error)) return 'CONFLICT';
   const code = numericCode(error);
   if (code !== undefined && UNSTORABLE_CODES.has(code)) return 'INVALID_ARGUMENT';
-  if (error instanceof BSON.BSONError || error instanceof MongoInvalidArgumentError)
-    return 'INVALID_ARGUMENT';
+  const names = classNames(error);
+  if (INVALID_CLASSES.some((name) => names.has(name))) return 'INVALID_ARGUMENT';
   return 'STORAGE';
 }
 

@@ -24,6 +24,32 @@ describe('driver errors map to MemoryError codes', () => {
     );
   });
 
+  it('recognises errors from another copy of the driver by class name, not instanceof', () => {
+    // Stand-ins for a second copy of `mongodb` in the user's tree: same class names, other classes.
+    class MongoError extends Error {
+      code?: number;
+    }
+    class MongoServerError extends MongoError {
+      constructor(code: number) {
+        super(`server error ${code}`);
+        this.code = code;
+      }
+    }
+    class MongoNetworkError extends MongoError {}
+    class MongoNetworkTimeoutError extends MongoNetworkError {}
+    class MongoBulkWriteError extends MongoError {
+      writeErrors = [{ code: 11000 }];
+    }
+    expect(classify(new MongoServerError(11000), 'createThread')).toBe('CONFLICT');
+    expect(classify(new MongoBulkWriteError('bulk write failed'), 'saveMessages')).toBe('CONFLICT');
+    expect(classify(new MongoNetworkTimeoutError('timed out'), 'listThreads')).toBe('CONNECTION');
+    expect(classify(new MongoServerError(91), 'listThreads')).toBe('CONNECTION');
+    expect(classify(new MongoServerError(10334), 'saveMessages')).toBe('INVALID_ARGUMENT');
+    expect(classify(new MongoServerError(2), 'listThreads')).toBe('STORAGE');
+    // Not driver errors at all: a plain object with a code is not taken for a duplicate key.
+    expect(classify({ code: 11000 }, 'saveThread')).toBe('STORAGE');
+  });
+
   it('names the adapter and the operation and keeps a redacted cause (no documents, no key values)', () => {
     const cause = new MongoServerError({
       code: 2,
