@@ -37,6 +37,10 @@ export async function runRecall(adapters: string[], quick: boolean, out: string)
       } finally {
         await opened.close();
       }
+    } catch (error) {
+      // One adapter's failure is recorded; the others still run and the results are written.
+      console.error(error);
+      result = { adapter: name, skipped: `failed: ${(error as Error).message}`, rows: [], setup: [] };
     } finally {
       await target.dispose?.();
     }

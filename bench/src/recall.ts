@@ -170,10 +170,9 @@ export async function benchRecall(
       }
       if (seed) await seed(messages);
       else await storage.saveMessages(messages);
-      await vectors.upsertVectors(
-        SPACE,
-        await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string }))),
-      );
+      const rows = await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string })));
+      if (target.seedVectors) await target.seedVectors(rows);
+      else await vectors.upsertVectors(SPACE, rows);
     }
   };
   const [, otherSeconds] = await phase(adapter, `seed ${OTHER} messages of another resource`, () =>
@@ -225,7 +224,7 @@ export async function benchRecall(
       )),
     });
     const callsBefore = embedCalls;
-    rows.push({
+    if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY)) rows.push({
       messages: size,
       variant: 'exact',
       ...(await compare(

@@ -1,4 +1,4 @@
-import type { JsonObject, MemoryStorage, Message, Thread } from '@engram/core';
+import type { JsonObject, MemoryStorage, Message, MessageVector, Thread } from '@engram/core';
 
 /**
  * The least the raw driver can do for the same result as an engram operation, against the same
@@ -114,8 +114,12 @@ export interface RecallTarget {
   peer?: RecallPeer;
   /** Writes messages in the store's layout faster than `saveMessages` (FerretDB). */
   seed?(messages: Message[]): Promise<void>;
+  /** Writes vectors in the store's layout faster than `upsertVectors` (FerretDB). */
+  seedVectors?(vectors: MessageVector[]): Promise<void>;
   /** Messages per `saveMessages` / `upsertVectors` call while growing the fixture. */
   batch?: number;
+  /** Largest size at which `memory.recall` is timed too (default: every size). */
+  memoryRecallUpTo?: number;
   /** Largest fixture this backend runs, and why, when smaller than the others. */
   cap?: { messages: number; reason: string };
   /** Runs after each growth, before timing (e.g. `ANALYZE`). */

@@ -162,7 +162,8 @@ export const upstash: BenchTarget = {
       storage,
       // Each vector is a few kB of EVAL arguments: 250 per call keeps requests small.
       batch: 250,
-      note: `vectorScanLimit ${RECALL_SCAN_LIMIT} (default 5,000, which would search only the newest 5,000 messages of the 10k and 100k resources): both sides scan every vector of the resource`,
+      note: `vectorScanLimit ${RECALL_SCAN_LIMIT} (default 5,000, which would search only the newest 5,000 messages of the 10k and 100k resources): both sides scan every vector of the resource; memory.recall timed up to 10,000 messages only (at 100,000 each call is the same multi-second scan as searchVectors, and the run's time is better spent on that row)`,
+      memoryRecallUpTo: 10_000,
       raw: {
         describe:
           "one EVAL: the resource's threads (sorted set), each thread's messages, HGET of each packed vector, dot product, top k kept in the script",
