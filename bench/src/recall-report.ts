@@ -49,12 +49,19 @@ export function recallMarkdown(run: RecallRun): string {
     }
   }
   lines.push('');
+  if (run.results.some((r) => r.rows.some((row) => row.variant !== 'exact'))) {
+    lines.push(
+      "- Index rows: the raw side runs the same query as in the exact rows, but with the index in place PostgreSQL's planner answers it from the HNSW index too (approximate, without iterative scans: it may return fewer than k hits of the resource). Their ratio is indexed engram / indexed raw; divide the engram median by the exact row's raw median for indexed engram / raw exact scan.",
+    );
+  }
   for (const r of run.results) {
     if (r.raw) lines.push(`- ${r.adapter} raw: ${r.raw}.`);
     if (r.peer) lines.push(`- ${r.adapter} peer: ${r.peer}.`);
     if (r.note) lines.push(`- ${r.adapter}: ${r.note}.`);
     if (r.setup.length)
-      lines.push(`- ${r.adapter} setup: ${r.setup.map((s) => `${s.step} ${s.seconds.toFixed(1)} s`).join(', ')}.`);
+      lines.push(
+        `- ${r.adapter} setup: ${r.setup.map((s) => `${s.step} ${s.seconds.toFixed(1)} s`).join(', ')}.`,
+      );
   }
   return `${lines.join('\n')}\n`;
 }

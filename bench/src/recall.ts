@@ -59,13 +59,29 @@ function random(seed: number): () => number {
   };
 }
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'tus', 'va', 'zel', 'dor', 'pin', 'sha', 'qu', 'bre', 'nox', 'fi'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ren',
+  'tus',
+  'va',
+  'zel',
+  'dor',
+  'pin',
+  'sha',
+  'qu',
+  'bre',
+  'nox',
+  'fi',
+];
 const rand = random(18);
 /** 600 made-up words, so texts differ in their words and in their character n-grams. */
 const VOCABULARY = Array.from({ length: 600 }, () =>
-  Array.from({ length: 2 + Math.floor(rand() * 2) }, () => SYLLABLES[Math.floor(rand() * SYLLABLES.length)]).join(
-    '',
-  ),
+  Array.from(
+    { length: 2 + Math.floor(rand() * 2) },
+    () => SYLLABLES[Math.floor(rand() * SYLLABLES.length)],
+  ).join(''),
 );
 
 /** The text of message `i` of a fixture: a dozen words drawn from the vocabulary. */
@@ -203,7 +219,8 @@ export async function benchRecall(
     await target.settle?.();
     // Same top 3 on both sides, or the comparison would be of different work.
     const [engramHits, rawHits] = [await search(vectors)(), await scan()];
-    const ids = (hits: { messageId?: string; id?: string }[]) => hits.map((h) => h.messageId ?? h.id).join(',');
+    const ids = (hits: { messageId?: string; id?: string }[]) =>
+      hits.map((h) => h.messageId ?? h.id).join(',');
     if (ids(engramHits) !== ids(rawHits as never)) {
       throw new Error(
         `${adapter}: engram's top ${TOP_K} (${ids(engramHits)}) differ from the raw scan's (${ids(rawHits as never)})`,
@@ -224,18 +241,19 @@ export async function benchRecall(
       )),
     });
     const callsBefore = embedCalls;
-    if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY)) rows.push({
-      messages: size,
-      variant: 'exact',
-      ...(await compare(
-        `memory.recall top ${TOP_K} ±${RANGE} of ${size}`,
-        fx.iterations,
-        recallOnce(memory),
-        scan,
-        fx.budgetMs,
-        warmup,
-      )),
-    });
+    if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY))
+      rows.push({
+        messages: size,
+        variant: 'exact',
+        ...(await compare(
+          `memory.recall top ${TOP_K} ±${RANGE} of ${size}`,
+          fx.iterations,
+          recallOnce(memory),
+          scan,
+          fx.budgetMs,
+          warmup,
+        )),
+      });
     // The first (warm-up) call may embed the query once; timed rounds must not.
     if (embedCalls - callsBefore > 1) {
       throw new Error(`${adapter}: the embedder ran ${embedCalls - callsBefore} times during recall rounds`);

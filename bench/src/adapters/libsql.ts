@@ -132,7 +132,8 @@ export const libsql: BenchTarget = {
     return {
       storage,
       raw: {
-        describe: 'one SELECT joining messages and vectors on the resource, ORDER BY vector_distance_cos LIMIT k',
+        describe:
+          'one SELECT joining messages and vectors on the resource, ORDER BY vector_distance_cos LIMIT k',
         async scan(resourceId, vector, topK) {
           const result = await client.execute({
             sql: `SELECT m.id, m.thread_id, 1 - vector_distance_cos(v.embedding, vector32(?)) AS score

@@ -1,9 +1,9 @@
 import type { JsonObject, Message } from '@engram/core';
 import { collectionNames, MongoDBStore } from '@engram/mongodb';
 import { Binary, type Collection, type Document, MongoClient, ObjectId } from 'mongodb';
-import { SPACE } from '../recall.ts';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
+import { SPACE } from '../recall.ts';
 import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's database: `ENGRAM_BENCH_MONGODB_DB`, or a fresh one dropped at the end. */
@@ -208,11 +208,15 @@ export const mongodb: BenchTarget = {
         describe:
           "find of the resource's message ids, one find of their vectors ($in), dot products and a sort in the client",
         async scan(resourceId, vector, topK) {
-          const ids = (await messages.find({ resourceId }, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+          const ids = (await messages.find({ resourceId }, { projection: { _id: 1 } }).toArray()).map(
+            (d) => d._id,
+          );
           const scored: { id: string; score: number }[] = [];
           for (const doc of await vectors.find({ _id: { $in: ids } }).toArray()) {
             const bytes = doc.vec.buffer;
-            const x = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+            const x = new Float32Array(
+              bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+            );
             let dot = 0;
             for (let i = 0; i < x.length; i++) dot += (x[i] as number) * (vector[i] as number);
             scored.push({ id: doc._id, score: dot });

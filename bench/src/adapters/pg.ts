@@ -127,7 +127,12 @@ export const postgres: BenchTarget = {
   async openRecall(): Promise<RecallTarget> {
     const url = process.env.ENGRAM_PG_URL as string;
     const open = async (vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors']) => {
-      const store = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4, vectors });
+      const store = new PostgresStore({
+        connectionString: url,
+        schemaName: schema(),
+        maxConnections: 4,
+        vectors,
+      });
       await store.init();
       return store;
     };
@@ -142,7 +147,8 @@ export const postgres: BenchTarget = {
     return {
       storage,
       raw: {
-        describe: 'one SELECT joining messages and vectors on the resource, ORDER BY embedding <=> $1 LIMIT k (no index: an exact scan)',
+        describe:
+          'one SELECT joining messages and vectors on the resource, ORDER BY embedding <=> $1 LIMIT k (an exact scan without the index; with the HNSW index in place the planner runs it on the index)',
         async scan(resourceId, vector, topK) {
           ext ??= quote(
             (
@@ -171,7 +177,9 @@ export const postgres: BenchTarget = {
             await pool.query(`ANALYZE ${vectors}`);
           },
           after: async () => {
-            await pool.query(`DROP INDEX IF EXISTS ${quote(schema())}.${quote('engram_message_vectors_hnsw')}`);
+            await pool.query(
+              `DROP INDEX IF EXISTS ${quote(schema())}.${quote('engram_message_vectors_hnsw')}`,
+            );
           },
         },
       ],

@@ -154,7 +154,11 @@ export const upstash: BenchTarget = {
     };
   },
   async openRecall(): Promise<RecallTarget> {
-    const storage = new UpstashStore({ client: client(), prefix: prefix(), vectorScanLimit: RECALL_SCAN_LIMIT });
+    const storage = new UpstashStore({
+      client: client(),
+      prefix: prefix(),
+      vectorScanLimit: RECALL_SCAN_LIMIT,
+    });
     await storage.init();
     const keys = new Keys(prefix());
     const scan = client().createScript<[string, string][]>(SCAN);
