@@ -16,10 +16,17 @@ const { values } = parseArgs({
   options: {
     adapters: { type: 'string', default: Object.keys(targetLoaders).join(',') },
     quick: { type: 'boolean', default: false },
+    recall: { type: 'boolean', default: false },
     out: { type: 'string', default: new URL('../results/', import.meta.url).pathname },
   },
 });
 const quick = values.quick;
+if (values.recall) {
+  // The semantic recall section runs on its own (src/recall-main.ts).
+  const { runRecall } = await import('./recall-main.ts');
+  await runRecall(values.adapters.split(','), quick, values.out);
+  process.exit(0);
+}
 const sizes = quick
   ? { iterations: 60, budgetMs: 4_000, small: 1_000, large: 20_000, threads: 1_000, processes: 8, merges: 25 }
   : {

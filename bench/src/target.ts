@@ -1,4 +1,4 @@
-import type { JsonObject, MemoryStorage, Message, Thread } from '@engram/core';
+import type { JsonObject, MemoryStorage, Message, MessageVector, Thread } from '@engram/core';
 
 /**
  * The least the raw driver can do for the same result as an engram operation, against the same
@@ -72,6 +72,59 @@ export interface BenchTarget {
    * records the reason next to the figures.
    */
   fixtureCap?(): Promise<{ messages: number; threads: number; reason: string } | null>;
+  /** Opens the store with vectors and the raw exact scan for the recall section (`--recall`). */
+  openRecall?(): Promise<RecallTarget>;
   /** Removes what the run wrote (its file, schema, keys or database); called once, at the end. */
   dispose?(): Promise<void>;
+}
+
+/** The raw driver's own exact scan of the vectors engram stored, scoped to one resource. */
+export interface RawRecall {
+  /** How it ranks, in words, for the report. */
+  describe: string;
+  /** The `topK` nearest messages of `resourceId`, best first (`id` or `messageId` on each). */
+  scan(resourceId: string, vector: Float32Array, topK: number): Promise<{ id: string }[]>;
+}
+
+/** Another way the store searches the same vectors (an index), set up and torn down per size. */
+export interface RecallVariant {
+  name: string;
+  /** A store on the same data that searches this way. */
+  storage: MemoryStorage;
+  /** Builds what the variant needs (timed and reported). */
+  before(): Promise<void>;
+  /** Removes it again, so the exact comparisons of the next size stay exact. */
+  after(): Promise<void>;
+}
+
+/** The peer library's vector store, holding the same vectors under the same ids. */
+export interface RecallPeer {
+  name: string;
+  /** Writes vectors for the resource's messages up to `size` (the same texts as engram's). */
+  grow(resourceId: string, size: number): Promise<void>;
+  search(resourceId: string, vector: Float32Array, topK: number): Promise<unknown[]>;
+}
+
+/** What the recall section opens on a backend. */
+export interface RecallTarget {
+  /** A store with `vectors`, configured for the bench (see `note`). */
+  storage: MemoryStorage;
+  raw: RawRecall;
+  variants?: RecallVariant[];
+  peer?: RecallPeer;
+  /** Writes messages in the store's layout faster than `saveMessages` (FerretDB). */
+  seed?(messages: Message[]): Promise<void>;
+  /** Writes vectors in the store's layout faster than `upsertVectors` (FerretDB). */
+  seedVectors?(vectors: MessageVector[]): Promise<void>;
+  /** Messages per `saveMessages` / `upsertVectors` call while growing the fixture. */
+  batch?: number;
+  /** Largest size at which `memory.recall` is timed too (default: every size). */
+  memoryRecallUpTo?: number;
+  /** Largest fixture this backend runs, and why, when smaller than the others. */
+  cap?: { messages: number; reason: string };
+  /** Runs after each growth, before timing (e.g. `ANALYZE`). */
+  settle?(): Promise<void>;
+  /** What differs from the store's defaults here, for the report. */
+  note?: string;
+  close(): Promise<void>;
 }

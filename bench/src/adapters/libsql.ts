@@ -6,9 +6,9 @@ import { LibSQLStore, TABLES } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline } from '../target.ts';
+import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
-const { resources, messages, threads } = TABLES;
+const { resources, messages, threads, vectors } = TABLES;
 /** A database file named by the caller is kept; one this run made up is removed at the end. */
 const given = process.env.ENGRAM_BENCH_LIBSQL_URL;
 
@@ -120,6 +120,37 @@ export const libsql: BenchTarget = {
       peer,
       async close() {
         await peer?.close();
+        client.close();
+        await storage.close();
+      },
+    };
+  },
+  async openRecall(): Promise<RecallTarget> {
+    const storage = new LibSQLStore({ url: url(), synchronous: 'normal' });
+    await storage.init();
+    const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
+    return {
+      storage,
+      raw: {
+        describe:
+          'one SELECT joining messages and vectors on the resource, ORDER BY vector_distance_cos LIMIT k',
+        async scan(resourceId, vector, topK) {
+          const result = await client.execute({
+            sql: `SELECT m.id, m.thread_id, 1 - vector_distance_cos(v.embedding, vector32(?)) AS score
+                  FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id
+                  WHERE m.resource_id = ?
+                  ORDER BY vector_distance_cos(v.embedding, vector32(?)) LIMIT ?`,
+            args: [
+              new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength),
+              resourceId,
+              new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength),
+              topK,
+            ],
+          });
+          return result.rows.map((row) => ({ id: String(row.id) }));
+        },
+      },
+      async close() {
         client.close();
         await storage.close();
       },

@@ -1,9 +1,10 @@
 import type { JsonObject, Message } from '@engram/core';
 import { collectionNames, MongoDBStore } from '@engram/mongodb';
-import { type Collection, type Document, MongoClient, ObjectId } from 'mongodb';
+import { Binary, type Collection, type Document, MongoClient, ObjectId } from 'mongodb';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline } from '../target.ts';
+import { SPACE } from '../recall.ts';
+import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's database: `ENGRAM_BENCH_MONGODB_DB`, or a fresh one dropped at the end. */
 const given = process.env.ENGRAM_BENCH_MONGODB_DB;
@@ -149,6 +150,78 @@ export const mongodb: BenchTarget = {
               version: new ObjectId(),
             })),
           );
+        },
+      },
+      async close() {
+        await client.close();
+        await storage.close();
+      },
+    };
+  },
+  async openRecall(): Promise<RecallTarget> {
+    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const storage = new MongoDBStore({ url, dbName: dbName() });
+    await storage.init();
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    await client.connect();
+    const db = client.db(dbName());
+    const names = collectionNames(storage.collectionPrefix);
+    const messages = db.collection<{ _id: string }>(names.messages);
+    const vectors = db.collection<{ _id: string; vec: { buffer: Uint8Array } }>(names.vectors);
+    const cap = await mongodb.fixtureCap?.();
+    return {
+      storage,
+      ...(cap
+        ? {
+            cap: { messages: cap.messages, reason: cap.reason },
+            memoryRecallUpTo: 1_000,
+            note: 'memory.recall timed at 1,000 messages only: on FerretDB its history, search, hit lookup and window queries each read the whole messages collection (about 5 s a call at 1,000 here)',
+          }
+        : {}),
+      // The documents the store writes, with insertMany (FerretDB takes minutes through the store).
+      async seed(batch: Message[]) {
+        await messages.insertMany(
+          batch.map((m) => ({
+            _id: m.id,
+            threadId: m.threadId,
+            resourceId: m.resourceId,
+            role: m.role,
+            content: m.content,
+            type: m.type,
+            createdAt: m.createdAt,
+          })),
+        );
+      },
+      // One document per vector as the store writes it, with insertMany (its upsert is one
+      // replaceOne per vector, each a full collection scan on FerretDB).
+      async seedVectors(rows) {
+        await vectors.insertMany(
+          rows.map((v) => ({
+            _id: v.messageId,
+            space: SPACE.id,
+            hash: v.hash,
+            vec: new Binary(Buffer.from(v.vector.buffer, v.vector.byteOffset, v.vector.byteLength)),
+          })) as never,
+        );
+      },
+      raw: {
+        describe:
+          "find of the resource's message ids, one find of their vectors ($in), dot products and a sort in the client",
+        async scan(resourceId, vector, topK) {
+          const ids = (await messages.find({ resourceId }, { projection: { _id: 1 } }).toArray()).map(
+            (d) => d._id,
+          );
+          const scored: { id: string; score: number }[] = [];
+          for (const doc of await vectors.find({ _id: { $in: ids } }).toArray()) {
+            const bytes = doc.vec.buffer;
+            const x = new Float32Array(
+              bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+            );
+            let dot = 0;
+            for (let i = 0; i < x.length; i++) dot += (x[i] as number) * (vector[i] as number);
+            scored.push({ id: doc._id, score: dot });
+          }
+          return scored.sort((a, b) => b.score - a.score).slice(0, topK);
         },
       },
       async close() {

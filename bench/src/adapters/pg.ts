@@ -3,7 +3,7 @@ import { PostgresStore } from '@engram/pg';
 import pg from 'pg';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline } from '../target.ts';
+import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
 const given = process.env.ENGRAM_BENCH_PG_SCHEMA;
@@ -120,6 +120,76 @@ export const postgres: BenchTarget = {
       async close() {
         await peer?.close();
         await pool.end();
+        await storage.close();
+      },
+    };
+  },
+  async openRecall(): Promise<RecallTarget> {
+    const url = process.env.ENGRAM_PG_URL as string;
+    const open = async (vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors']) => {
+      const store = new PostgresStore({
+        connectionString: url,
+        schemaName: schema(),
+        maxConnections: 4,
+        vectors,
+      });
+      await store.init();
+      return store;
+    };
+    const storage = await open({ backend: 'pgvector' });
+    const indexed = await open({ backend: 'pgvector', hnsw: true });
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    const messages = table('messages');
+    const vectors = table('message_vectors');
+    let ext: string | undefined;
+    const hnsw = 'pgvector HNSW (m 16, ef_construction 64, ef_search 100, iterative scan)';
+    return {
+      storage,
+      raw: {
+        describe:
+          'one SELECT joining messages and vectors on the resource, ORDER BY embedding <=> $1 LIMIT k (an exact scan without the index; with the HNSW index in place the planner runs it on the index)',
+        async scan(resourceId, vector, topK) {
+          ext ??= quote(
+            (
+              await pool.query<{ nspname: string }>(
+                `SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'`,
+              )
+            ).rows[0]?.nspname ?? 'public',
+          );
+          const result = await pool.query<{ id: string }>(
+            `SELECT m.id, m.thread_id, 1 - (v.embedding OPERATOR(${ext}.<=>) $1::${ext}.vector) AS score
+             FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id
+             WHERE m.resource_id = $2
+             ORDER BY v.embedding OPERATOR(${ext}.<=>) $1::${ext}.vector LIMIT $3`,
+            [`[${Array.from(vector).join(',')}]`, resourceId, topK],
+          );
+          return result.rows;
+        },
+      },
+      variants: [
+        {
+          name: hnsw,
+          storage: indexed,
+          // The store creates its index when it claims the space (here: already claimed).
+          before: async () => {
+            await indexed.vectors.claimSpace((await storage.vectors.getSpace()) as never);
+            await pool.query(`ANALYZE ${vectors}`);
+          },
+          after: async () => {
+            await pool.query(
+              `DROP INDEX IF EXISTS ${quote(schema())}.${quote('engram_message_vectors_hnsw')}`,
+            );
+          },
+        },
+      ],
+      async settle() {
+        await pool.query(`ANALYZE ${messages}`);
+        await pool.query(`ANALYZE ${vectors}`);
+      },
+      async close() {
+        await pool.end();
+        await indexed.close();
         await storage.close();
       },
     };

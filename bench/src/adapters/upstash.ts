@@ -3,7 +3,7 @@ import { Keys, UpstashStore } from '@engram/upstash';
 import { Redis } from '@upstash/redis';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline } from '../target.ts';
+import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's key prefix: `ENGRAM_BENCH_UPSTASH_PREFIX`, or a fresh one deleted at the end. */
 const given = process.env.ENGRAM_BENCH_UPSTASH_PREFIX;
@@ -32,6 +32,46 @@ local out = {}
 for i, id in ipairs(ids) do out[i] = redis.call('HGETALL', ARGV[2] .. id) end
 return out
 `;
+
+/**
+ * The exact top ARGV[4] of a resource: every thread of sorted set KEYS[1], each thread's messages
+ * of the resource (ARGV[1] .. thread .. ARGV[2]), each message's packed float32 vector
+ * (ARGV[3] .. id, field vec) dotted with the query (ARGV[5…], unit vectors: dot = cosine).
+ * Returns (id, score) pairs, best first.
+ */
+const SCAN = `
+local n = #ARGV - 4
+local k = tonumber(ARGV[4])
+local q = {}
+for i = 1, n do q[i] = tonumber(ARGV[4 + i]) end
+local fmt = '<' .. string.rep('f', n)
+local best = {}
+for _, t in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  for _, id in ipairs(redis.call('ZRANGE', ARGV[1] .. t .. ARGV[2], 0, -1)) do
+    local packed = redis.call('HGET', ARGV[3] .. id, 'vec')
+    if packed then
+      local x = {struct.unpack(fmt, packed)}
+      local dot = 0
+      for i = 1, n do dot = dot + x[i] * q[i] end
+      if #best < k or dot > best[#best][2] then
+        local at = #best + 1
+        while at > 1 and dot > best[at - 1][2] do
+          best[at] = best[at - 1]
+          at = at - 1
+        end
+        best[at] = {id, dot}
+        if #best > k then best[#best] = nil end
+      end
+    end
+  end
+end
+local out = {}
+for i, h in ipairs(best) do out[i] = {h[1], string.format('%.17g', h[2])} end
+return out
+`;
+
+/** The largest resource the recall section searches: the store scans all of it (see note). */
+const RECALL_SCAN_LIMIT = 100_000;
 
 /** Upstash REST (the local bridge in front of Redis): the store and `@upstash/redis` side by side. */
 export const upstash: BenchTarget = {
@@ -108,6 +148,44 @@ export const upstash: BenchTarget = {
     return {
       storage,
       raw,
+      async close() {
+        await storage.close();
+      },
+    };
+  },
+  async openRecall(): Promise<RecallTarget> {
+    const storage = new UpstashStore({
+      client: client(),
+      prefix: prefix(),
+      vectorScanLimit: RECALL_SCAN_LIMIT,
+    });
+    await storage.init();
+    const keys = new Keys(prefix());
+    const scan = client().createScript<[string, string][]>(SCAN);
+    return {
+      storage,
+      // Each vector is a few kB of EVAL arguments: 250 per call keeps requests small.
+      batch: 250,
+      note: `vectorScanLimit ${RECALL_SCAN_LIMIT} (default 5,000, which would search only the newest 5,000 messages of the 10k and 100k resources): both sides scan every vector of the resource; memory.recall timed up to 10,000 messages only (at 100,000 each call is the same multi-second scan as searchVectors, and the run's time is better spent on that row)`,
+      memoryRecallUpTo: 10_000,
+      raw: {
+        describe:
+          "one EVAL: the resource's threads (sorted set), each thread's messages, HGET of each packed vector, dot product, top k kept in the script",
+        async scan(resourceId, vector, topK) {
+          // The bench's ids use only characters that key encoding keeps as they are.
+          const rows = await scan.exec(
+            [keys.resourceThreads(resourceId, 'updatedAt')],
+            [
+              keys.threadMessages(''),
+              `:${resourceId}`,
+              `${prefix()}:vector:`,
+              String(topK),
+              ...Array.from(vector, String),
+            ],
+          );
+          return rows.map(([id]) => ({ id }));
+        },
+      },
       async close() {
         await storage.close();
       },

@@ -13,6 +13,14 @@ import { Binary } from 'mongodb';
 import type { Connection } from './connection.ts';
 import { isDuplicateKey } from './errors.ts';
 
+/**
+ * Message ids per `$in` when reading a scope's vectors. Large, because on FerretDB 1.x every such
+ * query reads the whole collection (nothing is pushed down): 1,000 per query made a search of a
+ * 10,000-message resource read it ten times. 10,000 ids of at most 255 characters (up to
+ * about 10 MB in UTF-8) stay below MongoDB's 16 MB command limit.
+ */
+const IDS_PER_QUERY = 10_000;
+
 /** Float32 values as a BSON binary (little-endian bytes). */
 function toBinary(vector: Float32Array): Binary {
   return new Binary(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength));
@@ -106,8 +114,8 @@ export class MongoDBVectors extends VectorStoreBase {
     const inScope = await c.messages.find(filter, { projection: { threadId: 1, createdAt: 1 } }).toArray();
     const byId = new Map(inScope.map((m) => [m._id, m]));
     const hits: VectorHit[] = [];
-    for (let at = 0; at < inScope.length; at += 1000) {
-      const ids = inScope.slice(at, at + 1000).map((m) => m._id);
+    for (let at = 0; at < inScope.length; at += IDS_PER_QUERY) {
+      const ids = inScope.slice(at, at + IDS_PER_QUERY).map((m) => m._id);
       const docs = await c.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
       for (const doc of docs) {
         const m = byId.get(doc._id);

@@ -1,9 +1,11 @@
 /**
  * The Lua scripts of semantic recall (see `vectors.ts`), after the shared prelude of
- * `scripts.ts`. A message's vector is the hash `<p>:vector:<message>` with `space`, `hash` and
- * `vec` (the float32 values packed little-endian with `struct.pack`); the store's delete
- * scripts remove it with its message. `<p>:vector-space` records the one embedding space (keys: `layout.ts`). Arguments are
- * named, as in `scripts.ts`.
+ * `scripts.ts`. A message's vector is the hash `<p>:vector:<message>` with `space`, `hash`,
+ * `vec` (the float32 values packed little-endian with `struct.pack`) and `xx` (their squared
+ * norm, so a search computes one dot product per vector; absent on vectors written before it
+ * was kept, where the search computes it); the store's delete scripts remove it with its
+ * message. `<p>:vector-space` records the one embedding space (keys: `layout.ts`). Arguments
+ * are named, as in `scripts.ts`.
  */
 import { PRELUDE } from './scripts.ts';
 
@@ -46,11 +48,16 @@ return frame({s[1], s[2]})
 
 /** Returns how many vectors were written. */
 const UPSERT = `
-local fmt = '<' .. string.rep('f', A.dimensions)
+local n = A.dimensions
+local fmt = '<' .. string.rep('f', n)
 local written = 0
 for _, v in ipairs(A.vectors) do
   if redis.call('EXISTS', K.message(v.id)) == 1 then
-    redis.call('HSET', K.vector(v.id), 'space', A.space, 'hash', v.hash, 'vec', struct.pack(fmt, unpack(v.values)))
+    local packed = struct.pack(fmt, unpack(v.values))
+    -- The squared norm of the stored (float32) values, kept so a search does not recompute it.
+    local x, xx = {struct.unpack(fmt, packed)}, 0
+    for i = 1, n do xx = xx + x[i] * x[i] end
+    redis.call('HSET', K.vector(v.id), 'space', A.space, 'hash', v.hash, 'vec', packed, 'xx', string.format('%.17g', xx))
     written = written + 1
   end
 end
@@ -110,14 +117,16 @@ for _, t in ipairs(threads) do
     if scanned >= limit then break end
     local id = ids[j]
     if not excluded[id] then
-      local v = redis.call('HMGET', K.vector(id), 'space', 'hash', 'vec')
+      local v = redis.call('HMGET', K.vector(id), 'space', 'hash', 'vec', 'xx')
       if v[1] == space and v[3] and #v[3] == 4 * n then
         scanned = scanned + 1
         local x = {struct.unpack(fmt, v[3])}
-        local dot, xx = 0, 0
-        for i = 1, n do
-          dot = dot + x[i] * q[i]
-          xx = xx + x[i] * x[i]
+        local dot, xx = 0, tonumber(v[4])
+        for i = 1, n do dot = dot + x[i] * q[i] end
+        if not xx then
+          -- A vector written before its norm was stored: compute it.
+          xx = 0
+          for i = 1, n do xx = xx + x[i] * x[i] end
         end
         local score = 0
         if xx > 0 and qq > 0 then score = dot / math.sqrt(xx * qq) end

@@ -59,6 +59,20 @@ describe.skipIf(upstashSkip)(`upstash vectors${upstashSkip ? ` (skipped: ${upsta
     expect(all.hits).toHaveLength(5);
   });
 
+  it('stores the squared norm of each vector; one without it (an older write) scores the same', async () => {
+    const { client, memory, saved } = await setup(undefined, 'norm');
+    const key = `${prefix}:norm:vector:${saved[0]?.id}`;
+    // Core stores unit vectors: the norm kept is 1 up to float32 rounding.
+    expect(Math.abs(Number(await client.hget(key, 'xx')) - 1)).toBeLessThan(1e-5);
+    const before = await memory.recall({ threadId: 'other', resourceId: 'u', query: 'apple pie' });
+    for (const m of saved) await client.hdel(`${prefix}:norm:vector:${m.id}`, 'xx');
+    const after = await memory.recall({ threadId: 'other', resourceId: 'u', query: 'apple pie' });
+    expect(after.hits.map((h) => [h.message.id, h.score])).toEqual(
+      before.hits.map((h) => [h.message.id, h.score]),
+    );
+    expect(after.hits).toHaveLength(5);
+  });
+
   it('vectorScanLimit must be a positive integer', () => {
     expect(() => new UpstashStore({ client: testClient(), vectorScanLimit: 0 })).toThrow(/vectorScanLimit/);
   });

@@ -1,0 +1,303 @@
+import {
+  createLexicalEmbedder,
+  type EmbeddingSpace,
+  embedderId,
+  Memory,
+  type MemoryStorage,
+  type Message,
+  type MessageVector,
+  normalize,
+  textHash,
+  type VectorStore,
+} from '@engram/core';
+import { type Comparison, compare } from './measure.ts';
+import type { RecallTarget } from './target.ts';
+
+/** Dimension of every vector of the recall bench (the lexical embedder's default). */
+export const DIMENSIONS = 256;
+/** Threads the resource's messages are spread over, round robin. */
+const THREADS = 10;
+/** Messages (with vectors) of another resource, which every scoped search must leave out. */
+const OTHER = 1_000;
+const TOP_K = 3;
+const RANGE = 2;
+
+/** One recall comparison at one fixture size, for one way of searching. */
+export interface RecallRow extends Comparison {
+  /** Messages (all with vectors) in the searched resource. */
+  messages: number;
+  /** `'exact'`, or the index variant's name. */
+  variant: string;
+}
+
+/** Everything the recall section measured on one adapter. */
+export interface RecallAdapterResult {
+  adapter: string;
+  skipped?: string;
+  note?: string;
+  /** How the raw side ranks, in words. */
+  raw?: string;
+  peer?: string;
+  rows: RecallRow[];
+  /** Seconds to write each size's fixture (messages and vectors), and to build each index. */
+  setup: { step: string; seconds: number }[];
+}
+
+const embedder = createLexicalEmbedder({ dimensions: DIMENSIONS });
+/** The embedding space core records for the lexical embedder. */
+export const SPACE: EmbeddingSpace = { id: embedderId(embedder), dimensions: DIMENSIONS };
+
+/** A small deterministic generator (mulberry32), so every run searches the same texts. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ren',
+  'tus',
+  'va',
+  'zel',
+  'dor',
+  'pin',
+  'sha',
+  'qu',
+  'bre',
+  'nox',
+  'fi',
+];
+const rand = random(18);
+/** 600 made-up words, so texts differ in their words and in their character n-grams. */
+const VOCABULARY = Array.from({ length: 600 }, () =>
+  Array.from(
+    { length: 2 + Math.floor(rand() * 2) },
+    () => SYLLABLES[Math.floor(rand() * SYLLABLES.length)],
+  ).join(''),
+);
+
+/** The text of message `i` of a fixture: a dozen words drawn from the vocabulary. */
+function textOf(i: number): string {
+  const r = random(i + 1);
+  return Array.from({ length: 12 }, () => VOCABULARY[Math.floor(r() * VOCABULARY.length)]).join(' ');
+}
+
+/** The query of every search: a text of the same kind, not equal to any message. */
+export const QUERY = textOf(-7);
+
+/** L2-normalised lexical vectors of `texts`, as core stores them, with core's text hashes. */
+async function vectorsOf(texts: { id: string; text: string }[]): Promise<MessageVector[]> {
+  const { embeddings } = await embedder.doEmbed({ values: texts.map((t) => t.text) });
+  return Promise.all(
+    texts.map(async (t, i) => ({
+      messageId: t.id,
+      hash: await textHash(t.text),
+      vector: normalize(embeddings[i] as number[]) as Float32Array,
+    })),
+  );
+}
+
+/** The query's vector, as core computes it for `memory.recall({ query })`. */
+export async function queryVector(): Promise<Float32Array> {
+  const { embeddings } = await embedder.doEmbed({ values: [QUERY] });
+  return normalize(embeddings[0] as number[]) as Float32Array;
+}
+
+/** Sizes, rounds and time budgets of one run of the section. */
+export interface RecallSizes {
+  sizes: number[];
+  iterations: number;
+  budgetMs: number;
+}
+
+/** Progress on stderr. */
+async function phase<T>(adapter: string, label: string, fn: () => Promise<T>): Promise<[T, number]> {
+  const started = performance.now();
+  const result = await fn();
+  const seconds = (performance.now() - started) / 1000;
+  console.error(`  ${adapter}: ${label} ${seconds.toFixed(1)} s`);
+  return [result, seconds];
+}
+
+/**
+ * Grows one resource to each of `sizes` messages (each with a vector, spread over ten threads,
+ * next to another resource's thousand), and at each size times, engram against the raw driver's
+ * exact scan of the same vectors (and the peer, where one runs):
+ * - `searchVectors`: the store's primitive, top 3 in the resource;
+ * - `memory.recall`: recall as the user calls it (history, search, hit check, windows of ±2),
+ *   with the query's vector already in core's query cache, so no embedding is timed (the bench
+ *   counts the embedder's calls to make sure).
+ */
+export async function benchRecall(
+  adapter: string,
+  target: RecallTarget,
+  fx: RecallSizes,
+): Promise<RecallAdapterResult> {
+  const { storage, raw, variants = [], peer, seed } = target;
+  const vectors = storage.vectors as VectorStore;
+  const tag = `recall-${Date.now().toString(36)}`;
+  const resourceId = `${tag}-r`;
+  const rows: RecallRow[] = [];
+  const setup: RecallAdapterResult['setup'] = [];
+  let embedCalls = 0;
+  const counted = {
+    ...embedder,
+    doEmbed(options: Parameters<typeof embedder.doEmbed>[0]) {
+      embedCalls++;
+      return embedder.doEmbed(options);
+    },
+  };
+  const memoryOf = (store: MemoryStorage) =>
+    new Memory({
+      storage: store,
+      embedder: counted,
+      options: { semanticRecall: { topK: TOP_K, messageRange: RANGE, scope: 'resource' } },
+    });
+  const memory = memoryOf(storage);
+  await vectors.claimSpace(SPACE);
+  const threads: string[] = [];
+  for (let t = 0; t < THREADS; t++) {
+    threads.push((await memory.createThread({ resourceId, title: `recall ${t}` })).id);
+  }
+  const other = await memory.createThread({ resourceId: `${tag}-other`, title: 'another resource' });
+  const write = async (from: number, to: number, thread: (i: number) => string, owner: string) => {
+    const base = 1_600_000_000_000;
+    const batch = target.batch ?? 1_000;
+    for (let at = from; at < to; at += batch) {
+      const messages: Message[] = [];
+      for (let i = at; i < Math.min(to, at + batch); i++) {
+        messages.push({
+          id: `${owner}-m${i}`,
+          threadId: thread(i),
+          resourceId: owner,
+          role: i % 2 ? 'assistant' : 'user',
+          content: textOf(owner === resourceId ? i : 1_000_000 + i),
+          type: 'text',
+          createdAt: new Date(base + i * 1_000),
+        });
+      }
+      if (seed) await seed(messages);
+      else await storage.saveMessages(messages);
+      const rows = await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string })));
+      if (target.seedVectors) await target.seedVectors(rows);
+      else await vectors.upsertVectors(SPACE, rows);
+    }
+  };
+  const [, otherSeconds] = await phase(adapter, `seed ${OTHER} messages of another resource`, () =>
+    write(0, OTHER, () => other.id, `${tag}-other`),
+  );
+  setup.push({ step: `${OTHER} messages of another resource`, seconds: otherSeconds });
+  const vector = await queryVector();
+  const currentThread = threads[0] as string;
+  const recallOnce = (m: Memory) => () =>
+    m.recall({ threadId: currentThread, resourceId, query: QUERY, topK: TOP_K });
+  const search = (v: VectorStore) => () => v.searchVectors({ space: SPACE, vector, topK: TOP_K, resourceId });
+  const scan = () => raw.scan(resourceId, vector, TOP_K);
+  const warmup = 3;
+
+  const sizes = fx.sizes.filter((n) => !target.cap || n <= target.cap.messages);
+  const capped =
+    sizes.length < fx.sizes.length && target.cap
+      ? `ran ${sizes.join(', ')} messages, not ${fx.sizes.filter((n) => !sizes.includes(n)).join(', ')}: ${target.cap.reason}`
+      : undefined;
+  let have = 0;
+  for (const size of sizes) {
+    const [, seconds] = await phase(adapter, `grow the resource to ${size} messages`, () =>
+      write(have, size, (i) => threads[i % THREADS] as string, resourceId),
+    );
+    setup.push({ step: `grow to ${size} messages`, seconds });
+    have = size;
+    await peer?.grow(resourceId, size);
+    await target.settle?.();
+    // Same top 3 on both sides, or the comparison would be of different work.
+    const [engramHits, rawHits] = [await search(vectors)(), await scan()];
+    const ids = (hits: { messageId?: string; id?: string }[]) =>
+      hits.map((h) => h.messageId ?? h.id).join(',');
+    if (ids(engramHits) !== ids(rawHits as never)) {
+      throw new Error(
+        `${adapter}: engram's top ${TOP_K} (${ids(engramHits)}) differ from the raw scan's (${ids(rawHits as never)})`,
+      );
+    }
+    const peerSearch = peer && (() => peer.search(resourceId, vector, TOP_K));
+    rows.push({
+      messages: size,
+      variant: 'exact',
+      ...(await compare(
+        `searchVectors top ${TOP_K} of ${size}`,
+        fx.iterations,
+        search(vectors),
+        scan,
+        fx.budgetMs,
+        warmup,
+        peerSearch,
+      )),
+    });
+    const callsBefore = embedCalls;
+    if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY))
+      rows.push({
+        messages: size,
+        variant: 'exact',
+        ...(await compare(
+          `memory.recall top ${TOP_K} ±${RANGE} of ${size}`,
+          fx.iterations,
+          recallOnce(memory),
+          scan,
+          fx.budgetMs,
+          warmup,
+        )),
+      });
+    // The first (warm-up) call may embed the query once; timed rounds must not.
+    if (embedCalls - callsBefore > 1) {
+      throw new Error(`${adapter}: the embedder ran ${embedCalls - callsBefore} times during recall rounds`);
+    }
+    for (const variant of variants) {
+      const [, built] = await phase(adapter, `${variant.name}: build at ${size}`, () => variant.before());
+      setup.push({ step: `${variant.name} built at ${size} messages`, seconds: built });
+      try {
+        const indexed = memoryOf(variant.storage);
+        rows.push({
+          messages: size,
+          variant: variant.name,
+          ...(await compare(
+            `searchVectors top ${TOP_K} of ${size}, ${variant.name}`,
+            fx.iterations,
+            search(variant.storage.vectors as VectorStore),
+            scan,
+            fx.budgetMs,
+            warmup,
+          )),
+        });
+        rows.push({
+          messages: size,
+          variant: variant.name,
+          ...(await compare(
+            `memory.recall top ${TOP_K} ±${RANGE} of ${size}, ${variant.name}`,
+            fx.iterations,
+            recallOnce(indexed),
+            scan,
+            fx.budgetMs,
+            warmup,
+          )),
+        });
+      } finally {
+        await variant.after();
+      }
+    }
+  }
+  return {
+    adapter,
+    ...(target.note || capped ? { note: [target.note, capped].filter(Boolean).join('; ') } : {}),
+    raw: raw.describe,
+    ...(peer ? { peer: peer.name } : {}),
+    rows,
+    setup,
+  };
+}
