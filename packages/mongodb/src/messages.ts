@@ -56,30 +56,33 @@ export async function saveMessages(
         );
       }
     }
-    const previous = await c.messages
-      .find({ _id: { $in: ids } }, { projection: { threadId: 1, resourceId: 1 }, session })
-      .toArray();
+    const readStored = () =>
+      c.messages
+        .find({ _id: { $in: ids } }, { projection: { threadId: 1, resourceId: 1 }, session })
+        .toArray();
+    const previous = await readStored();
     refuseTakenIds(messages, previous);
     const touched = [...new Set([...previous.map((p) => p.threadId), ...threadIds])];
-    // Each replacement matches its id only while the stored message (if any) has the same
-    // resource: one saved meanwhile by another resource makes the upsert insert a duplicate
-    // `_id` (11000), which is then refused instead of overwriting that message.
+    // New ids are inserted, so one saved meanwhile by another resource is a duplicate `_id`
+    // (11000) and refused instead of overwritten; ids stored for this resource are replaced by
+    // `_id` alone, the one filter FerretDB 1.x answers from its index. After a duplicate key the
+    // write reads the stored ids again and retries (`upsert`).
+    let stored = new Set(previous.map((p) => p._id));
     const write = async () => {
       try {
         return await c.messages.bulkWrite(
-          docs.map(({ _id, ...replacement }) => ({
-            replaceOne: { filter: { _id, resourceId: replacement.resourceId }, replacement, upsert: true },
-          })),
+          docs.map((doc) =>
+            stored.has(doc._id)
+              ? { replaceOne: { filter: { _id: doc._id }, replacement: withoutId(doc), upsert: true } }
+              : { insertOne: { document: doc } },
+          ),
           { ordered: true, session },
         );
       } catch (error) {
         if (isDuplicateKey(error)) {
-          refuseTakenIds(
-            messages,
-            await c.messages
-              .find({ _id: { $in: ids } }, { projection: { resourceId: 1 }, session })
-              .toArray(),
-          );
+          const now = await readStored();
+          refuseTakenIds(messages, now);
+          stored = new Set(now.map((p) => p._id));
         }
         throw error;
       }
@@ -263,4 +266,10 @@ async function touch({ collections: c, locks }: Connection, threadIds: string[])
   await locks.hold(ids.map(threadLock), () =>
     c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } }),
   );
+}
+
+/** A document without its `_id`, as `replaceOne` takes it. */
+function withoutId<T extends { _id: unknown }>(doc: T): Omit<T, '_id'> {
+  const { _id, ...rest } = doc;
+  return rest;
 }
