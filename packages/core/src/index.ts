@@ -165,7 +165,7 @@ export {
 export { InMemoryStore } from './storage/in-memory.ts';
 export { InMemoryVectors } from './storage/in-memory-vectors.ts';
 export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
-export { messageOfAnotherResource, threadExists } from './storage/ownership.ts';
+export { messageOfAnotherResource, threadExists, threadOfAnotherResource } from './storage/ownership.ts';
 export type * from './storage/records.ts';
 export {
   assertId,

@@ -20,6 +20,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -286,11 +287,7 @@ export class LibSQLStore extends StoreBase {
         const owner = owners.get(message.threadId);
         if (owner === undefined) throw notFound(message.threadId);
         if (owner !== message.resourceId) {
-          throw new MemoryError(
-            'INVALID_ARGUMENT',
-            `${ADAPTER}: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-            { adapter: ADAPTER },
-          );
+          throw threadOfAnotherResource(ADAPTER, message.id, message.resourceId);
         }
       }
       const touched = new Set(threadIds);

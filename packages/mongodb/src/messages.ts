@@ -1,5 +1,4 @@
 import {
-  MemoryError,
   type Message,
   type MessagePage,
   type MessagePatch,
@@ -11,6 +10,7 @@ import {
   pageOffset,
   type RetryOptions,
   sortMessages,
+  threadOfAnotherResource,
 } from '@engram/core';
 import type { ClientSession } from 'mongodb';
 import type { Collections, MessageDocument } from './collections.ts';
@@ -49,11 +49,7 @@ export async function saveMessages(
       const owner = owners.get(message.threadId);
       if (owner === undefined) throw threadNotFound(message.threadId);
       if (owner !== message.resourceId) {
-        throw new MemoryError(
-          'INVALID_ARGUMENT',
-          `mongodb: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-          { adapter: 'mongodb' },
-        );
+        throw threadOfAnotherResource('mongodb', message.id, message.resourceId);
       }
     }
     const readStored = () =>

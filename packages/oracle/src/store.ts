@@ -20,6 +20,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -393,11 +394,7 @@ export class OracleStore extends StoreBase {
           });
         }
         if (owner !== message.resourceId) {
-          throw new MemoryError(
-            'INVALID_ARGUMENT',
-            `message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-            { adapter: this.name },
-          );
+          throw threadOfAnotherResource(this.name, message.id, message.resourceId);
         }
       }
       const touched = new Set(threadIds);

@@ -16,6 +16,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -464,11 +465,7 @@ function checkOwners(messages: Message[], owners: Map<string, string>): void {
     const owner = owners.get(message.threadId);
     if (owner === undefined) throw notFound(message.threadId);
     if (owner !== message.resourceId) {
-      throw new MemoryError(
-        'INVALID_ARGUMENT',
-        `pg: message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-        { adapter: 'pg' },
-      );
+      throw threadOfAnotherResource('pg', message.id, message.resourceId);
     }
   }
 }

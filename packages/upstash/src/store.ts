@@ -18,6 +18,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
 } from '@engram/core';
@@ -259,11 +260,7 @@ export class UpstashStore extends StoreBase {
     if (outcome === 'not_found') throw threadNotFound(text(reply[1]));
     if (outcome === 'taken') throw messageOfAnotherResource(ADAPTER, text(reply[1]));
     if (outcome === 'resource_mismatch') {
-      throw new MemoryError(
-        'INVALID_ARGUMENT',
-        `${ADAPTER}: message ${JSON.stringify(text(reply[1]))} names resource ${JSON.stringify(text(reply[2]))}, but its thread belongs to another`,
-        { adapter: ADAPTER },
-      );
+      throw threadOfAnotherResource(ADAPTER, text(reply[1]), text(reply[2]));
     }
     return messages.map((m) => structuredClone(m));
   }

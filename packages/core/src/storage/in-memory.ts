@@ -24,7 +24,7 @@ import {
   sortMessages,
 } from './helpers.ts';
 import { InMemoryVectors } from './in-memory-vectors.ts';
-import { messageOfAnotherResource, threadExists } from './ownership.ts';
+import { messageOfAnotherResource, threadExists, threadOfAnotherResource } from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import type { VectorStore } from './vectors.ts';
 
@@ -137,11 +137,7 @@ export class InMemoryStore extends StoreBase {
         });
       }
       if (thread.resourceId !== message.resourceId) {
-        throw new MemoryError(
-          'INVALID_ARGUMENT',
-          `message ${JSON.stringify(message.id)} names resource ${JSON.stringify(message.resourceId)}, but its thread belongs to another`,
-          { adapter: this.name },
-        );
+        throw threadOfAnotherResource(this.name, message.id, message.resourceId);
       }
     }
     // Threads first, then ids: the contract's order of refusals.

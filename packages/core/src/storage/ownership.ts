@@ -24,3 +24,15 @@ export function messageOfAnotherResource(adapter: string, messageId: string): Me
     { adapter, details: { operation: 'saveMessages', messageId } },
   );
 }
+
+/**
+ * The `INVALID_ARGUMENT` of `saveMessages` when a message names a resource other than its
+ * thread's. Shared by every adapter so the refusal reads the same everywhere.
+ */
+export function threadOfAnotherResource(adapter: string, messageId: string, resourceId: string): MemoryError {
+  return new MemoryError(
+    'INVALID_ARGUMENT',
+    `${adapter}: message ${JSON.stringify(messageId)} names resource ${JSON.stringify(resourceId)}, but its thread belongs to another`,
+    { adapter, details: { operation: 'saveMessages', messageId } },
+  );
+}
