@@ -246,6 +246,31 @@ export function threadsOfMessages(n: Names): string {
 }
 
 /**
+ * The tail of both message saves, after their `old` (rows as they were) and `upserted` (rows
+ * written) and `replaced` (old places of the rows overwritten) CTEs: moves the kept counts by
+ * the difference and bumps `updatedAt` (`$9`) of every thread a message left or entered.
+ */
+function keepCountsAndTouch(n: Names): string {
+  return `), changes AS (
+      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
+        SELECT thread_id, resource_id, 1 AS d FROM upserted
+        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
+      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
+    ), counted AS (
+      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
+      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
+      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
+    ), touched AS (
+      UPDATE ${n.threads} SET "updatedAt" = $9
+      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
+    )`;
+}
+
+/** Ids among the batch (`$1`, resources `$3`) whose stored row (`old`) has another resource. */
+const STOLEN = `(SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM old
+        JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id) WHERE old.resource_id <> f.resource_id)`;
+
+/**
  * A whole save of messages in one statement, outside any transaction (a statement is atomic on
  * its own): the parallel arrays `$1`–`$7` in id order, the target threads `$8`, the new
  * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
@@ -292,23 +317,10 @@ export function saveMessagesAtOnce(n: Names): string {
       RETURNING id, thread_id, resource_id, xmax = 0 AS inserted
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
-    ), changes AS (
-      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
-        SELECT thread_id, resource_id, 1 AS d FROM upserted
-        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
-      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
-    ), counted AS (
-      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
-      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
-      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
-    ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $9
-      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
-    )
+    ${keepCountsAndTouch(n)}
     SELECT (SELECT ok FROM gate) AS ok,
       (SELECT coalesce(json_object_agg(id, resource_id), '{}') FROM locked) AS owners,
-      (SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM old
-        JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id) WHERE old.resource_id <> f.resource_id) AS stolen`;
+      ${STOLEN} AS stolen`;
 }
 
 /**
@@ -319,9 +331,9 @@ export function saveMessagesAtOnce(n: Names): string {
  * row is overwritten only when it is in a locked thread: its old thread and resource are then
  * the ones this statement's snapshot shows (no other writer can change them while the thread is
  * locked), and move the counts; `stolen` lists those stored for another resource than the one
- * saved now (the caller refuses the batch and rolls back). A row in another thread (moved or inserted by another writer
- * since the threads were locked) is left alone and missing from `written`; the caller starts
- * over.
+ * saved now (the caller refuses the batch and rolls back). A row in another thread (moved or
+ * inserted by another writer since the threads were locked) is left alone and missing from
+ * `written`; the caller starts over.
  */
 export function saveMessages(n: Names): string {
   return `WITH old AS (
@@ -338,22 +350,9 @@ export function saveMessages(n: Names): string {
       RETURNING id, thread_id, resource_id
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id)
-    ), changes AS (
-      SELECT thread_id, resource_id, sum(d)::int AS d FROM (
-        SELECT thread_id, resource_id, 1 AS d FROM upserted
-        UNION ALL SELECT thread_id, resource_id, -1 FROM replaced
-      ) c GROUP BY thread_id, resource_id HAVING sum(d) <> 0
-    ), counted AS (
-      INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
-      SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
-      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
-    ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $9
-      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
-    )
+    ${keepCountsAndTouch(n)}
     SELECT count(*)::int AS written,
-      (SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM old
-        JOIN unnest($1::text[], $3::text[]) AS f(id, resource_id) USING (id) WHERE old.resource_id <> f.resource_id) AS stolen
+      ${STOLEN} AS stolen
     FROM upserted`;
 }
 
