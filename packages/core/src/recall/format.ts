@@ -30,7 +30,7 @@ export function formatRecall(hits: readonly RecallHit[], currentThreadId: string
     const title =
       threadId === currentThreadId
         ? 'Earlier in this conversation:'
-        : `From another conversation (thread ${JSON.stringify(threadId)}):`;
+        : `From another conversation (thread ${escapeRecalled(JSON.stringify(threadId))}):`;
     const sorted = [...messages].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     return [title, ...sorted.map(line)].join('\n');
   });
