@@ -30,17 +30,17 @@ export const postgres: BenchTarget = {
     const threads = table('threads');
     const raw: RawBaseline = {
       async getWorkingMemory(resourceId) {
-        const result = await pool.query<{ workingMemory: string | null }>(
-          `SELECT "workingMemory" FROM ${resources} WHERE id = $1`,
+        const result = await pool.query<{ working_memory: string | null }>(
+          `SELECT working_memory FROM ${resources} WHERE id = $1`,
           [resourceId],
         );
-        return result.rows[0]?.workingMemory ?? null;
+        return result.rows[0]?.working_memory ?? null;
       },
       async replaceWorkingMemory(resourceId, document) {
         await pool.query(
-          `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+          `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
            VALUES ($1, $2, '{}', now(), now())
-           ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = now()`,
+           ON CONFLICT (id) DO UPDATE SET working_memory = EXCLUDED.working_memory, updated_at = now()`,
           [resourceId, document],
         );
       },
@@ -48,20 +48,20 @@ export const postgres: BenchTarget = {
         const client = await pool.connect();
         try {
           await client.query('BEGIN');
-          const lock = `SELECT "workingMemory" FROM ${resources} WHERE id = $1 FOR UPDATE`;
-          let locked = await client.query<{ workingMemory: string | null }>(lock, [resourceId]);
+          const lock = `SELECT working_memory FROM ${resources} WHERE id = $1 FOR UPDATE`;
+          let locked = await client.query<{ working_memory: string | null }>(lock, [resourceId]);
           if (locked.rows.length === 0) {
             // First write: create the row (another process may win that race), then lock it.
             await client.query(
-              `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+              `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
                VALUES ($1, NULL, '{}', now(), now()) ON CONFLICT (id) DO NOTHING`,
               [resourceId],
             );
             locked = await client.query(lock, [resourceId]);
           }
-          const next = deepMerge(locked.rows[0]?.workingMemory ?? null, patch);
+          const next = deepMerge(locked.rows[0]?.working_memory ?? null, patch);
           await client.query(
-            `UPDATE ${resources} SET "workingMemory" = $2, "updatedAt" = now() WHERE id = $1`,
+            `UPDATE ${resources} SET working_memory = $2, updated_at = now() WHERE id = $1`,
             [resourceId, next],
           );
           await client.query('COMMIT');
@@ -80,22 +80,22 @@ export const postgres: BenchTarget = {
           return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $${at + 6}, $${at + 7})`;
         });
         await pool.query(
-          `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, "createdAt") VALUES ${rows.join(', ')}`,
+          `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at) VALUES ${rows.join(', ')}`,
           values,
         );
       },
       async listNewest(threadId, n) {
         const result = await pool.query(
-          `SELECT id, thread_id, resource_id, role, content, type, "createdAt" FROM ${messages}
-           WHERE thread_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          `SELECT id, thread_id, resource_id, role, content, type, created_at FROM ${messages}
+           WHERE thread_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
           [threadId, n],
         );
         return result.rows;
       },
       async listThreads(resourceId, n) {
         const result = await pool.query(
-          `SELECT id, resource_id, title, metadata, "createdAt", "updatedAt" FROM ${threads}
-           WHERE resource_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          `SELECT id, resource_id, title, metadata, created_at, updated_at FROM ${threads}
+           WHERE resource_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
           [resourceId, n],
         );
         return result.rows;
