@@ -2,7 +2,7 @@ import type { JsonObject, Message } from '@engram/core';
 import { PostgresStore } from '@engram/pg';
 import pg from 'pg';
 import { deepMerge } from '../deep-merge.ts';
-import { runScoped } from '../env.ts';
+import { runScoped, serviceUrl } from '../env.ts';
 import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
@@ -17,10 +17,8 @@ const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
 export const postgres: BenchTarget = {
   name: 'pg',
-  unavailable: () =>
-    process.env.ENGRAM_PG_URL ? null : 'ENGRAM_PG_URL is not set (eval "$(bash scripts/services.sh)")',
   async open(options) {
-    const url = process.env.ENGRAM_PG_URL as string;
+    const url = serviceUrl('pg') as string;
     const storage = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4 });
     await storage.init();
     const pool = new pg.Pool({ connectionString: url, max: 4 });
@@ -125,7 +123,7 @@ export const postgres: BenchTarget = {
     };
   },
   async openRecall(): Promise<RecallTarget> {
-    const url = process.env.ENGRAM_PG_URL as string;
+    const url = serviceUrl('pg') as string;
     const open = async (vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors']) => {
       const store = new PostgresStore({
         connectionString: url,
@@ -195,8 +193,9 @@ export const postgres: BenchTarget = {
     };
   },
   async dispose() {
-    if (given || !process.env.ENGRAM_PG_URL) return;
-    const client = new pg.Client({ connectionString: process.env.ENGRAM_PG_URL });
+    const url = serviceUrl('pg');
+    if (given || !url) return;
+    const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);
