@@ -389,11 +389,11 @@ export class PostgresStore extends StoreBase {
   ): Promise<{ ok: true; value: string | null } | { ok: false }> {
     const now = timestamp(new Date());
     if (args.scope === 'resource') {
-      const [row] = await this.query<{ workingMemory: string | null }>(
+      const [row] = await this.query<{ working_memory: string | null }>(
         sql.readResourceMemory(this.names, false),
         [args.resourceId],
       );
-      const current = row?.workingMemory ?? null;
+      const current = row?.working_memory ?? null;
       const value = args.update(current);
       const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
         args.resourceId,
@@ -424,12 +424,12 @@ export class PostgresStore extends StoreBase {
       const now = timestamp(new Date());
       if (args.scope === 'resource') {
         const read = sql.readResourceMemory(this.names, true);
-        let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
+        let locked = await client.query<{ working_memory: string | null }>(read, [args.resourceId]);
         if (locked.rows.length === 0) {
           await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
           locked = await client.query(read, [args.resourceId]);
         }
-        const value = args.update(locked.rows[0]?.workingMemory ?? null);
+        const value = args.update(locked.rows[0]?.working_memory ?? null);
         await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
         return value;
       }

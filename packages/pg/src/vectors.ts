@@ -236,19 +236,19 @@ export class PostgresVectors extends VectorStoreBase {
            FROM unnest(v.embedding, $1::real[]) AS t(a, b))`;
     const from = `FROM ${this.n.messages} m JOIN ${this.table} v ON v.message_id = m.id AND v.space = $2
       WHERE m.resource_id = $3 AND NOT (m.id = ANY($4::text[])) ${thread}`;
-    const ties = 'm."createdAt" DESC, m.id';
+    const ties = 'm.created_at DESC, m.id';
     // With the index, the inner ORDER BY must be the distance alone for pgvector to use it;
     // the outer query applies the tie rule to the hits it returned.
     const text = !pgvector
-      ? `SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+      ? `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
           ORDER BY score DESC, ${ties} LIMIT ${limit}`
       : this.hnsw
-        ? `SELECT * FROM (SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+        ? `SELECT * FROM (SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
             ORDER BY ${distance} LIMIT ${limit}) m
           ORDER BY score DESC, ${ties}`
-        : `SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+        : `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
           ORDER BY ${distance}, ${ties} LIMIT ${limit}`;
-    type Row = { id: string; thread_id: string; createdAt: Date; hash: string; score: number };
+    type Row = { id: string; thread_id: string; created_at: Date; hash: string; score: number };
     const rows =
       pgvector && this.hnsw
         ? await this.connection.transaction(async (client) => {
@@ -262,7 +262,7 @@ export class PostgresVectors extends VectorStoreBase {
       threadId: r.thread_id,
       hash: r.hash,
       score: Number(r.score),
-      createdAt: new Date(r.createdAt),
+      createdAt: new Date(r.created_at),
     }));
   }
 }
