@@ -23,7 +23,7 @@ import {
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';

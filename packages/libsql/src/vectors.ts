@@ -6,7 +6,7 @@ import {
   type VectorRunner,
   type VectorSearch,
   VectorStoreBase,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { Connection } from './connection.ts';
 import { ADAPTER } from './errors.ts';
 import { chunks, placeholders, TABLES } from './sql.ts';

@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import type { Binary, Collection, Db, IndexDescription, ObjectId } from 'mongodb';
 import type { LockDocument } from './locks.ts';
 

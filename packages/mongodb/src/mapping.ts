@@ -6,7 +6,7 @@ import {
   type MessageRole,
   type Resource,
   type Thread,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { BSON, ObjectId } from 'mongodb';
 import type { MessageDocument, ResourceDocument, ThreadDocument } from './collections.ts';
 import {

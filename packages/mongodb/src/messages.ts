@@ -11,7 +11,7 @@ import {
   type RetryOptions,
   sortMessages,
   threadOfAnotherResource,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { ClientSession } from 'mongodb';
 import type { Collections, MessageDocument } from './collections.ts';
 import {

@@ -18,7 +18,7 @@ import {
   threadExists,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { checkNames } from './collections.ts';
 import {

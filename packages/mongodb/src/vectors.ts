@@ -8,7 +8,7 @@ import {
   type VectorRunner,
   type VectorSearch,
   VectorStoreBase,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { Binary } from 'mongodb';
 import type { Connection } from './connection.ts';
 import { isDuplicateKey } from './errors.ts';

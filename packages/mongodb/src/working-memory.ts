@@ -1,4 +1,4 @@
-import { RETRY, type RetryOptions, retryOptimistic } from '@engram/core';
+import { RETRY, type RetryOptions, retryOptimistic } from '@engram/core/adapter';
 import type { Filter } from 'mongodb';
 import type { Collections, ResourceDocument, ThreadDocument } from './collections.ts';
 import { assertStorableString, valueHash } from './encoding.ts';

@@ -23,7 +23,7 @@ import {
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { loadDriver, type OracleConnection, type OracleDriver, type OraclePool } from './driver.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {

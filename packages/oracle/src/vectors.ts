@@ -7,7 +7,7 @@ import {
   type VectorRunner,
   type VectorSearch,
   VectorStoreBase,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { errorCode } from './errors.ts';
 import { fromTimestampText } from './mapping.ts';
 import type { Session } from './session.ts';

@@ -19,7 +19,7 @@ import {
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
 import { errorCode, toMemoryError } from './errors.ts';

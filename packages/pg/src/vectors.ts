@@ -8,7 +8,7 @@ import {
   type VectorRunner,
   type VectorSearch,
   VectorStoreBase,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type pg from 'pg';
 import type { Connection } from './connection.ts';
 import { type Names, quoteIdent } from './sql.ts';

@@ -4,7 +4,7 @@ import {
   MemoryError,
   type MemoryErrorCode,
   NETWORK_ERROR_CODES,
-} from '@engram/core';
+} from '@engram/core/adapter';
 
 /** The adapter name used in errors. */
 export const ADAPTER = 'upstash';

@@ -21,7 +21,7 @@ import {
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { Redis } from '@upstash/redis';
 import { ADAPTER, threadNotFound, toMemoryError } from './errors.ts';
 import { META } from './keys.ts';

@@ -8,7 +8,7 @@ import {
   type VectorRunner,
   type VectorSearch,
   VectorStoreBase,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { Redis } from '@upstash/redis';
 import { ADAPTER } from './errors.ts';
 import { type Frame, list, text, unframe } from './mapping.ts';
