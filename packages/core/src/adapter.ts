@@ -19,6 +19,7 @@ export {
   type NormalizedInclude,
   type NormalizedListMessages,
   type NormalizedListThreads,
+  type NormalizedUpdateThread,
   StoreBase,
 } from './storage/base.ts';
 export {
@@ -61,6 +62,7 @@ export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export {
   messageOfAnotherResource,
   threadExists,
+  threadNotFound,
   threadOfAnotherResource,
 } from './storage/ownership.ts';
 export type * from './storage/records.ts';
@@ -85,3 +87,11 @@ export {
 } from './storage/vector-base.ts';
 export type * from './storage/vectors.ts';
 export { compareHits } from './storage/vectors.ts';
+export type {
+  CompareAndSetWorkingMemory,
+  LockedWorkingMemory,
+  VersionedValue,
+  WorkingMemoryApply,
+  WorkingMemoryCell,
+  WorkingMemoryStrategy,
+} from './storage/working-memory-strategy.ts';

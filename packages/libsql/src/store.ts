@@ -1,6 +1,6 @@
 import {
   checkClientShape,
-  type JsonObject,
+  type LockedWorkingMemory,
   MemoryError,
   type Message,
   type MessagePage,
@@ -8,7 +8,6 @@ import {
   matchesMetadata,
   mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
   pageInfo,
@@ -431,24 +430,26 @@ export class LibSQLStore extends StoreBase {
     return next;
   }
 
-  protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    return this.connection.write(async (tx) => {
-      if (args.scope === 'resource') {
-        // Read under this transaction's write lock, then one upsert of the new value.
-        const row = (await tx.execute(selectResourceMemory(args.resourceId))).rows[0];
-        const next = args.update(workingMemoryOf(row));
-        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now(), false));
-        return next;
-      }
-      const row = (await tx.execute(selectThread(args.threadId))).rows[0];
-      if (!row) throw notFound(args.threadId);
-      const stored = toThread(row).metadata.workingMemory;
-      const next = args.update(typeof stored === 'string' ? stored : null);
-      const patch: JsonObject = { workingMemory: next };
-      await this.updateThreadIn(tx, { id: args.threadId, metadata: patch });
-      return next;
-    });
-  }
+  /** Read and write in one write transaction (`BEGIN IMMEDIATE` on embedded databases). */
+  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+    kind: 'locked',
+    update: (cell, apply) =>
+      this.connection.write(async (tx) => {
+        if (cell.scope === 'resource') {
+          // Read under this transaction's write lock, then one upsert of the new value.
+          const row = (await tx.execute(selectResourceMemory(cell.resourceId))).rows[0];
+          const next = apply(workingMemoryOf(row));
+          await tx.execute(writeResourceMemory(cell.resourceId, next, true, Date.now(), false));
+          return true;
+        }
+        const row = (await tx.execute(selectThread(cell.threadId))).rows[0];
+        if (!row) return false;
+        const stored = toThread(row).metadata.workingMemory;
+        const next = apply(typeof stored === 'string' ? stored : null);
+        await this.updateThreadIn(tx, { id: cell.threadId, metadata: { workingMemory: next } });
+        return true;
+      }),
+  };
 
   private async touch(tx: Executor, threadIds: Set<string>): Promise<void> {
     const now = Date.now();

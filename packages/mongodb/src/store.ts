@@ -4,9 +4,9 @@ import {
   type Message,
   type MessagePage,
   type MessagePatch,
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
+  type NormalizedUpdateThread,
   pageInfo,
   pageOffset,
   type Resource,
@@ -17,7 +17,7 @@ import {
   type ThreadPage,
   threadExists,
   type UpdateResourceArgs,
-  type UpdateThreadArgs,
+  type WorkingMemoryStrategy,
 } from '@engram/core/adapter';
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { checkNames } from './collections.ts';
@@ -43,7 +43,7 @@ import {
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
 import { MongoDBVectors } from './vectors.ts';
-import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
+import { workingMemoryStrategy } from './working-memory.ts';
 import { assertReplaced, updateFields } from './writes.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
@@ -162,6 +162,8 @@ export class MongoDBStore extends StoreBase {
 
   private readonly ownsClient: boolean;
   private readonly retry: RetryOptions;
+  /** Compare-and-set on the document's `version` token (see `working-memory.ts`). */
+  protected readonly workingMemoryStrategy: WorkingMemoryStrategy;
   private ready: Promise<Connection> | undefined;
   private closed = false;
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
@@ -177,6 +179,7 @@ export class MongoDBStore extends StoreBase {
     this.dbName = options.dbName;
     this.collectionPrefix = prefix;
     this.retry = { adapter: ADAPTER, ...options.retry };
+    this.workingMemoryStrategy = workingMemoryStrategy(() => this.connect(), this.retry);
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
   }
@@ -251,7 +254,7 @@ export class MongoDBStore extends StoreBase {
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
     storableIds({ id: args.id });
     const { collections: c, codec, locks, replaceUpdates } = await this.connect();
     const set: Record<string, unknown> = { updatedAt: new Date() };
@@ -262,7 +265,7 @@ export class MongoDBStore extends StoreBase {
     if (args.metadata) {
       Object.assign(set, metadataSetPaths(args.metadata, 'metadata', codec, true));
       // Working memory changes: concurrent compare-and-set writers must see a new version.
-      if (Object.hasOwn(args.metadata, 'workingMemory')) set.version = newVersion();
+      if (args.workingMemoryVersion !== undefined) set.version = args.workingMemoryVersion;
     }
     assertDocumentSize(set, 'the thread update');
     const doc = await locks.hold([threadLock(args.id)], () =>
@@ -365,21 +368,5 @@ export class MongoDBStore extends StoreBase {
     if (!doc)
       throw new MemoryError('STORAGE', 'mongodb: the upsert returned no document', { adapter: ADAPTER });
     return toResource(doc);
-  }
-
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const { collections: c, locks } = await this.connect();
-    if (args.scope === 'resource') {
-      const { resourceId, update } = args;
-      storableIds({ resourceId });
-      return locks.hold([resourceLock(resourceId)], () =>
-        updateResourceWorkingMemory(c, resourceId, update, this.retry),
-      );
-    }
-    const { threadId, update } = args;
-    storableIds({ threadId });
-    return locks.hold([threadLock(threadId)], () =>
-      updateThreadWorkingMemory(c, threadId, update, this.retry),
-    );
   }
 }

@@ -1,6 +1,7 @@
 import {
   checkClientShape,
   type JsonObject,
+  type LockedWorkingMemory,
   MemoryError,
   type Message,
   type MessagePage,
@@ -8,7 +9,6 @@ import {
   matchesMetadata,
   mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
   pageInfo,
@@ -20,6 +20,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadNotFound,
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
@@ -529,24 +530,30 @@ export class OracleStore extends StoreBase {
     });
   }
 
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const d = await this.dialect();
-    return this.transaction(async (s) => {
-      const now = new Date();
-      if (args.scope === 'resource') {
-        const stored = await this.lockResource(d, s, args.resourceId, now);
-        const next = args.update(stored.workingMemory);
-        await s.run(sql.updateResourceRow(d, { ...stored, workingMemory: next, updatedAt: now }));
-        return next;
-      }
-      const thread = await this.lockThread(d, s, args.threadId);
-      const current = thread.metadata.workingMemory;
-      const next = args.update(typeof current === 'string' ? current : null);
-      const metadata: JsonObject = shallowMerge(thread.metadata, { workingMemory: next });
-      await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
-      return next;
-    });
-  }
+  /** Read and write under a row lock (`SELECT … FOR UPDATE`) in one transaction. */
+  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      const d = await this.dialect();
+      return this.transaction(async (s) => {
+        const now = new Date();
+        if (cell.scope === 'resource') {
+          const stored = await this.lockResource(d, s, cell.resourceId, now);
+          const next = apply(stored.workingMemory);
+          await s.run(sql.updateResourceRow(d, { ...stored, workingMemory: next, updatedAt: now }));
+          return true;
+        }
+        const rows = await s.rows<ThreadRow>(sql.selectThreadForUpdate(d, cell.threadId));
+        if (!rows[0]) return false;
+        const thread = rowToThread(rows[0]);
+        const current = thread.metadata.workingMemory;
+        const next = apply(typeof current === 'string' ? current : null);
+        const metadata: JsonObject = shallowMerge(thread.metadata, { workingMemory: next });
+        await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
+        return true;
+      });
+    },
+  };
 
   // ------------------------------------------------------------------------------------------
   // Shared steps
@@ -559,11 +566,7 @@ export class OracleStore extends StoreBase {
   /** Reads and row-locks a thread, or throws `NOT_FOUND`. */
   private async lockThread(d: sql.Dialect, s: Session, threadId: string): Promise<Thread> {
     const rows = await s.rows<ThreadRow>(sql.selectThreadForUpdate(d, threadId));
-    if (!rows[0]) {
-      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
-        adapter: this.name,
-      });
-    }
+    if (!rows[0]) throw threadNotFound(this.name, threadId);
     return rowToThread(rows[0]);
   }
 

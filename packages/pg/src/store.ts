@@ -1,12 +1,12 @@
 import {
+  type CompareAndSetWorkingMemory,
   compareIds,
-  MemoryError,
+  type MemoryError,
   type Message,
   type MessagePage,
   type MessagePatch,
   mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
   pageInfo,
@@ -16,6 +16,7 @@ import {
   type Thread,
   type ThreadPage,
   threadExists,
+  threadNotFound,
   threadOfAnotherResource,
   type UpdateResourceArgs,
   type UpdateThreadArgs,
@@ -59,8 +60,6 @@ export class PostgresStore extends StoreBase {
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
-  /** When a compare-and-set of a working memory last lost a race, by `scope:id`. */
-  private readonly contended = new Map<string, number>();
   /** Semantic recall vectors (pgvector or exact `real[]`; see `PostgresVectors`). */
   readonly vectors: PostgresVectors;
 
@@ -133,7 +132,7 @@ export class PostgresStore extends StoreBase {
       JSON.stringify(args.metadata ?? {}),
       timestamp(new Date()),
     ]);
-    if (!row) throw notFound(args.id);
+    if (!row) throw threadNotFound('pg', args.id);
     return toThread(row);
   }
 
@@ -363,90 +362,76 @@ export class PostgresStore extends StoreBase {
   /**
    * First optimistically, in two statements and no transaction: read the value, then write the
    * new one only if the stored value is still the one read (a compare-and-set on the value, which
-   * is all the update depends on). When another writer got there first, once more under a row
-   * lock (`SELECT … FOR UPDATE` in a transaction), which always succeeds; so the update runs at
-   * most twice. A record that lost a race in the last `CONTENDED_MS` goes straight to the lock,
-   * so a busy record does not pay for a losing attempt on every call.
+   * is all the update depends on, so the "version" is the stored value itself). When another
+   * writer got there first, once more under a row lock (`SELECT … FOR UPDATE` in a transaction),
+   * which always succeeds; so the update runs at most twice. Core sends a record that lost a race
+   * in the last second straight to the lock.
    */
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const key = args.scope === 'resource' ? `r:${args.resourceId}` : `t:${args.threadId}`;
-    const lostAt = this.contended.get(key);
-    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
-      const written = await this.compareAndSetMemory(args);
-      if (written.ok) {
-        if (lostAt !== undefined) this.contended.delete(key);
-        return written.value;
+  protected readonly workingMemoryStrategy: CompareAndSetWorkingMemory<string | null> = {
+    kind: 'compareAndSet',
+    read: async (cell) => {
+      if (cell.scope === 'resource') {
+        const [row] = await this.query<{ workingMemory: string | null }>(
+          sql.readResourceMemory(this.names, false),
+          [cell.resourceId],
+        );
+        return row ? { value: row.workingMemory, version: row.workingMemory } : null;
       }
-      if (this.contended.size >= 1_000) this.contended.clear();
-      this.contended.set(key, Date.now());
-    }
-    return this.lockedMemoryUpdate(args);
-  }
-
-  /** Read, update, write if unchanged: `ok` false when another writer changed it in between. */
-  private async compareAndSetMemory(
-    args: NormalizedAtomicUpdate,
-  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
-    const now = timestamp(new Date());
-    if (args.scope === 'resource') {
-      const [row] = await this.query<{ workingMemory: string | null }>(
-        sql.readResourceMemory(this.names, false),
-        [args.resourceId],
-      );
-      const current = row?.workingMemory ?? null;
-      const value = args.update(current);
-      const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
-        args.resourceId,
-        value,
-        now,
-        current,
-        row !== undefined,
+      const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
+        cell.threadId,
       ]);
-      return written.length === 1 ? { ok: true, value } : { ok: false };
-    }
-    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
-      args.threadId,
-    ]);
-    if (!row) throw notFound(args.threadId);
-    const value = args.update(typeof row.memory === 'string' ? row.memory : null);
-    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
-      args.threadId,
-      value,
-      now,
-      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
-    ]);
-    return written.length === 1 ? { ok: true, value } : { ok: false };
-  }
-
-  /** The update under the row lock, in a transaction; creates a missing resource first. */
-  private lockedMemoryUpdate(args: NormalizedAtomicUpdate): Promise<string | null> {
-    return this.transaction(async (client) => {
+      if (!row) return null;
+      const stored = row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory);
+      return { value: typeof row.memory === 'string' ? row.memory : null, version: stored };
+    },
+    write: async (cell, expected, value) => {
       const now = timestamp(new Date());
-      if (args.scope === 'resource') {
-        const read = sql.readResourceMemory(this.names, true);
-        let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
-        if (locked.rows.length === 0) {
-          await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
-          locked = await client.query(read, [args.resourceId]);
-        }
-        const value = args.update(locked.rows[0]?.workingMemory ?? null);
-        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
-        return value;
-      }
-      const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
-        args.threadId,
-      ]);
-      const found = locked.rows[0];
-      if (!found) throw notFound(args.threadId);
-      const value = args.update(typeof found.memory === 'string' ? found.memory : null);
-      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, now]);
-      return value;
-    });
-  }
+      const written =
+        cell.scope === 'resource'
+          ? await this.query(sql.compareAndSetResourceMemory(this.names), [
+              cell.resourceId,
+              value,
+              now,
+              expected?.version ?? null,
+              expected !== null,
+            ])
+          : await this.query(sql.compareAndSetThreadMemory(this.names), [
+              cell.threadId,
+              value,
+              now,
+              expected?.version ?? null,
+            ]);
+      return written.length === 1;
+    },
+    afterLostRace: {
+      kind: 'locked',
+      // The update under the row lock, in a transaction; creates a missing resource first.
+      update: (cell, apply) =>
+        this.transaction(async (client) => {
+          const now = timestamp(new Date());
+          if (cell.scope === 'resource') {
+            const read = sql.readResourceMemory(this.names, true);
+            let locked = await client.query<{ workingMemory: string | null }>(read, [cell.resourceId]);
+            if (locked.rows.length === 0) {
+              await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
+              locked = await client.query(read, [cell.resourceId]);
+            }
+            const value = apply(locked.rows[0]?.workingMemory ?? null);
+            await client.query(sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+            return true;
+          }
+          const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
+            cell.threadId,
+          ]);
+          const found = locked.rows[0];
+          if (!found) return false;
+          const value = apply(typeof found.memory === 'string' ? found.memory : null);
+          await client.query(sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
+          return true;
+        }),
+    },
+  };
 }
-
-/** How long a record that lost a compare-and-set skips straight to the row lock. */
-const CONTENDED_MS = 1_000;
 
 /** What a message write learnt in an attempt that started over, for the next attempt. */
 interface RetryHints {
@@ -463,7 +448,7 @@ interface RetryHints {
 function checkOwners(messages: Message[], owners: Map<string, string>): void {
   for (const message of messages) {
     const owner = owners.get(message.threadId);
-    if (owner === undefined) throw notFound(message.threadId);
+    if (owner === undefined) throw threadNotFound('pg', message.threadId);
     if (owner !== message.resourceId) {
       throw threadOfAnotherResource('pg', message.id, message.resourceId);
     }
@@ -473,10 +458,4 @@ function checkOwners(messages: Message[], owners: Map<string, string>): void {
 /** The single-statement save found a message changed under it (see `sql.saveMessagesAtOnce`). */
 function isStaleMessage(error: unknown): boolean {
   return errorCode(error) === '23502' && (error as { column?: unknown }).column === 'thread_id';
-}
-
-function notFound(threadId: string): MemoryError {
-  return new MemoryError('NOT_FOUND', `pg: thread ${JSON.stringify(threadId)} does not exist`, {
-    adapter: 'pg',
-  });
 }

@@ -1,4 +1,5 @@
 import {
+  type CompareAndSetWorkingMemory,
   checkClientShape,
   MemoryError,
   type Message,
@@ -7,9 +8,9 @@ import {
   matchesMetadata,
   mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
+  type NormalizedUpdateThread,
   pageInfo,
   pageOffset,
   type Resource,
@@ -20,7 +21,8 @@ import {
   threadExists,
   threadOfAnotherResource,
   type UpdateResourceArgs,
-  type UpdateThreadArgs,
+  type WorkingMemoryApply,
+  type WorkingMemoryCell,
 } from '@engram/core/adapter';
 import { Redis } from '@upstash/redis';
 import { ADAPTER, threadNotFound, toMemoryError } from './errors.ts';
@@ -113,8 +115,6 @@ export class UpstashStore extends StoreBase {
   private readonly prefix: string;
   private readonly casAttempts: number;
   private readonly scripts = new Map<ScriptName, ScriptHandle>();
-  /** When a compare-and-set of a working memory last lost a race, by `kind:id`. */
-  private readonly contended = new Map<string, number>();
   /** Semantic recall vectors: exact, one bounded Lua scan per query (see `UpstashVectors`). */
   readonly vectors: UpstashVectors;
 
@@ -207,13 +207,12 @@ export class UpstashStore extends StoreBase {
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
-    const touchesMemory = args.metadata !== undefined && Object.hasOwn(args.metadata, 'workingMemory');
+  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
     const reply = await this.call('updateThread', {
       id: args.id,
       now: ms(new Date()),
       title: args.title,
-      version: touchesMemory ? newVersion() : undefined,
+      version: args.workingMemoryVersion,
       metadata: metadataFields(args.metadata),
     });
     const thread = reply === null ? null : toThread(reply);
@@ -336,59 +335,67 @@ export class UpstashStore extends StoreBase {
   }
 
   /**
-   * One optimistic compare-and-set (a read, then a write that succeeds only if the version is
-   * unchanged). A writer that loses takes a lease on the record instead of retrying: a key with
-   * its token and a time to live, which holds off every other write of that working memory until
-   * the holder writes (or the lease expires), so its update runs once more and then cannot lose.
-   * For a second after a lost race, updates of that record take the lease straight away.
-   * Waiting for a lease held by another writer calls no `update`.
+   * One optimistic compare-and-set on the record's working-memory version (a read, then a write
+   * that succeeds only if the version is unchanged). A writer that loses takes a lease on the
+   * record instead of retrying (`afterLostRace`): a key with its token and a time to live, which
+   * holds off every other write of that working memory until the holder writes (or the lease
+   * expires), so its update runs once more and then cannot lose. Core sends a record that lost
+   * a race in the last second straight to the lease. Waiting for a lease held by another writer
+   * calls no `apply`.
    */
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const target: Target =
-      args.scope === 'resource'
-        ? { kind: 'resource', id: args.resourceId }
-        : { kind: 'thread', id: args.threadId };
-    const key = `${target.kind}:${target.id}`;
-    const lostAt = this.contended.get(key);
-    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
-      const read =
-        target.kind === 'resource'
-          ? list(await this.call('readResourceWorkingMemory', { id: target.id }))
-          : threadRead(target.id, list(await this.call('readThreadWorkingMemory', { id: target.id })));
-      const first = await this.writeMemory(target, args.update, read[0], read[1], undefined);
-      if (first.ok) {
-        if (lostAt !== undefined) this.contended.delete(key);
-        return first.value;
+  protected readonly workingMemoryStrategy: CompareAndSetWorkingMemory<string | undefined> = {
+    kind: 'compareAndSet',
+    read: async (cell) => {
+      if (cell.scope === 'resource') {
+        const [value, version] = list(await this.call('readResourceWorkingMemory', { id: cell.resourceId }));
+        return { value: typeof value === 'string' ? value : null, version: versionOf(version) };
       }
-      if (this.contended.size >= 1_000) this.contended.clear();
-      this.contended.set(key, Date.now());
-    }
-    // Wait for a busy lease at most until a dead holder's lease would have expired twice over;
-    // give up after `casAttempts` lost writes under a lease of our own (an expired lease).
+      const [exists, value, version] = list(
+        await this.call('readThreadWorkingMemory', { id: cell.threadId }),
+      );
+      if (typeof exists !== 'string') return null;
+      return { value: threadMemory(value), version: versionOf(version) };
+    },
+    write: async (cell, expected, value, version) =>
+      (await this.casWrite(cell, expected?.version, value, version, undefined)) === 'ok',
+    afterLostRace: { kind: 'locked', update: (cell, apply) => this.leasedUpdate(cell, apply) },
+  };
+
+  /**
+   * The update under a lease of the record. Waits for a busy lease at most until a dead
+   * holder's lease would have expired twice over; gives up after `casAttempts` lost writes under
+   * a lease of its own (an expired lease).
+   */
+  private async leasedUpdate(cell: WorkingMemoryCell, apply: WorkingMemoryApply): Promise<boolean> {
+    const [record, id] =
+      cell.scope === 'resource'
+        ? (['resource', cell.resourceId] as const)
+        : (['thread', cell.threadId] as const);
     const deadline = Date.now() + 2 * LEASE_MS;
     let lost = 0;
     for (let n = 0; ; n++) {
       const token = newVersion();
       const lease =
-        target.kind === 'resource'
-          ? list(await this.call('leaseResourceWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }))
-          : list(await this.call('leaseThreadWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }));
+        record === 'resource'
+          ? list(await this.call('leaseResourceWorkingMemory', { id, token, ttlMs: LEASE_MS }))
+          : list(await this.call('leaseThreadWorkingMemory', { id, token, ttlMs: LEASE_MS }));
       const outcome = text(lease[0]);
-      if (outcome === 'not_found') throw threadNotFound(target.id);
+      if (outcome === 'not_found') return false;
       if (outcome === 'busy') {
         if (Date.now() > deadline)
           throw conflict(`another writer held the lease for over ${2 * LEASE_MS} ms`);
       } else {
-        const [stored, version] = target.kind === 'resource' ? [lease[1], lease[2]] : [lease[2], lease[3]];
-        const written = await this.writeMemory(target, args.update, stored, version, token).catch(
-          async (error: unknown) => {
-            await this.call('unlockWorkingMemory', { record: target.kind, id: target.id, token }).catch(
-              () => undefined,
-            );
-            throw error;
-          },
-        );
-        if (written.ok) return written.value;
+        const [stored, version] = record === 'resource' ? [lease[1], lease[2]] : [lease[2], lease[3]];
+        const written = await (async () => {
+          const current =
+            record === 'resource' ? (typeof stored === 'string' ? stored : null) : threadMemory(stored);
+          return this.casWrite(cell, versionOf(version), apply(current), newVersion(), token);
+        })().catch(async (error: unknown) => {
+          await this.call('unlockWorkingMemory', { record, id, token }).catch(() => undefined);
+          throw error;
+        });
+        if (written === 'ok') return true;
+        if (written === 'not_found') return false;
         if (++lost >= this.casAttempts) throw conflict(`gave up after ${lost} writes under an expired lease`);
       }
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, 1 + n * 2)));
@@ -396,57 +403,47 @@ export class UpstashStore extends StoreBase {
   }
 
   /**
-   * Calls `update` on the stored value and writes the result if the version is still `version`
-   * and no other writer holds the lease (`token` is this writer's, or '').
+   * Writes `value` with `version` if the stored version is still `expectedVersion` (absent: none
+   * stored yet) and no other writer holds the lease (`token` is this writer's, or absent).
    */
-  private async writeMemory(
-    target: Target,
-    update: Update,
-    stored: unknown,
-    version: unknown,
-    token: string | undefined,
-  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
-    const expectedVersion = typeof version === 'string' ? version : undefined;
-    let reply: Frame[];
-    let next: string | null;
-    if (target.kind === 'resource') {
-      next = update(typeof stored === 'string' ? stored : null);
-      reply = list(
-        await this.call('casResourceWorkingMemory', {
-          id: target.id,
-          now: ms(new Date()),
-          expectedVersion,
-          write: memoryWrite(next),
-          leaseToken: token,
-        }),
-      );
-    } else {
-      const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
-      next = update(typeof value === 'string' ? value : null);
-      reply = list(
-        await this.call('casThreadWorkingMemory', {
-          id: target.id,
-          now: ms(new Date()),
-          expectedVersion,
-          value: JSON.stringify(next),
-          version: newVersion(),
-          leaseToken: token,
-        }),
-      );
-    }
-    const outcome = text(reply[0]);
-    if (outcome === 'not_found') throw threadNotFound(target.id);
-    return outcome === 'ok' ? { ok: true, value: next } : { ok: false };
+  private async casWrite(
+    cell: WorkingMemoryCell,
+    expectedVersion: string | undefined,
+    value: string | null,
+    version: string,
+    leaseToken: string | undefined,
+  ): Promise<string> {
+    const now = ms(new Date());
+    const reply =
+      cell.scope === 'resource'
+        ? await this.call('casResourceWorkingMemory', {
+            id: cell.resourceId,
+            now,
+            expectedVersion,
+            write: memoryWrite(value, version),
+            leaseToken,
+          })
+        : await this.call('casThreadWorkingMemory', {
+            id: cell.threadId,
+            now,
+            expectedVersion,
+            value: JSON.stringify(value),
+            version,
+            leaseToken,
+          });
+    return text(list(reply)[0]);
   }
 }
 
-/** The working memory an update addresses: a resource's or a thread's. */
-type Target = { kind: 'resource' | 'thread'; id: string };
+/** A stored version, or `undefined` when none is stored yet. */
+function versionOf(version: unknown): string | undefined {
+  return typeof version === 'string' ? version : undefined;
+}
 
-/** A thread read as `[JSON value, version]`; `NOT_FOUND` when the thread is missing. */
-function threadRead(id: string, row: unknown[]): [unknown, unknown] {
-  if (typeof row[0] !== 'string') throw threadNotFound(id);
-  return [row[1], row[2]];
+/** A thread's working memory from its stored JSON text. */
+function threadMemory(stored: unknown): string | null {
+  const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
+  return typeof value === 'string' ? value : null;
 }
 
 /** How long a lease on a working memory lives when its holder never writes. */
@@ -455,11 +452,6 @@ const LEASE_MS = 2_000;
 function conflict(reason: string): MemoryError {
   return new MemoryError('CONFLICT', `${ADAPTER}: working-memory update: ${reason}`, { adapter: ADAPTER });
 }
-
-/** How long a record that lost a compare-and-set goes straight to the lease. */
-const CONTENDED_MS = 1_000;
-
-type Update = (current: string | null) => string | null;
 
 /** A thread as the `createThread` and `saveThread` scripts take it. */
 function threadRecord(thread: Thread): ThreadRecord {
@@ -474,11 +466,9 @@ function threadRecord(thread: Thread): ThreadRecord {
   };
 }
 
-/** A resource's new working memory (`null` clears it), with a fresh version. */
-function memoryWrite(value: string | null): WorkingMemoryWrite {
-  return value === null
-    ? { action: 'clear', version: newVersion() }
-    : { action: 'set', value, version: newVersion() };
+/** A resource's new working memory (`null` clears it), with its new version. */
+function memoryWrite(value: string | null, version = newVersion()): WorkingMemoryWrite {
+  return value === null ? { action: 'clear', version } : { action: 'set', value, version };
 }
 
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */

@@ -1,18 +1,12 @@
 import { MemoryError } from '../errors.ts';
 import {
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
+  type NormalizedUpdateThread,
   StoreBase,
 } from './base.ts';
 import type { StoreCapabilities } from './capabilities.ts';
-import type {
-  MessagePage,
-  MessagePatch,
-  ThreadPage,
-  UpdateResourceArgs,
-  UpdateThreadArgs,
-} from './contract.ts';
+import type { MessagePage, MessagePatch, ThreadPage, UpdateResourceArgs } from './contract.ts';
 import {
   compareIds,
   inDateRange,
@@ -24,9 +18,15 @@ import {
   sortMessages,
 } from './helpers.ts';
 import { InMemoryVectors } from './in-memory-vectors.ts';
-import { messageOfAnotherResource, threadExists, threadOfAnotherResource } from './ownership.ts';
+import {
+  messageOfAnotherResource,
+  threadExists,
+  threadNotFound,
+  threadOfAnotherResource,
+} from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import type { VectorStore } from './vectors.ts';
+import type { LockedWorkingMemory } from './working-memory-strategy.ts';
 
 /**
  * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
@@ -93,7 +93,7 @@ export class InMemoryStore extends StoreBase {
     return copy(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
     const stored = this.requireThread(args.id);
     const next: Thread = {
       ...stored,
@@ -132,9 +132,7 @@ export class InMemoryStore extends StoreBase {
     for (const message of messages) {
       const thread = this.threads.get(message.threadId);
       if (!thread) {
-        throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`, {
-          adapter: this.name,
-        });
+        throw threadNotFound(this.name, message.threadId);
       }
       if (thread.resourceId !== message.resourceId) {
         throw threadOfAnotherResource(this.name, message.id, message.resourceId);
@@ -244,26 +242,32 @@ export class InMemoryStore extends StoreBase {
     return copy(next);
   }
 
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    if (args.scope === 'resource') {
-      const current = this.resources.get(args.resourceId)?.workingMemory ?? null;
-      const next = args.update(current);
-      await this.doUpdateResource({ resourceId: args.resourceId, workingMemory: next });
-      return next;
-    }
-    const thread = this.requireThread(args.threadId);
-    const stored = thread.metadata.workingMemory;
-    const next = args.update(typeof stored === 'string' ? stored : null);
-    await this.doUpdateThread({ id: thread.id, metadata: { workingMemory: next } });
-    return next;
-  }
+  /** Locked by construction: the read and the write run without awaiting in between. */
+  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      if (cell.scope === 'resource') {
+        const current = this.resources.get(cell.resourceId)?.workingMemory ?? null;
+        await this.doUpdateResource({ resourceId: cell.resourceId, workingMemory: apply(current) });
+        return true;
+      }
+      const thread = this.threads.get(cell.threadId);
+      if (!thread) return false;
+      const stored = thread.metadata.workingMemory;
+      const next = apply(typeof stored === 'string' ? stored : null);
+      await this.doUpdateThread({
+        id: thread.id,
+        metadata: { workingMemory: next },
+        workingMemoryVersion: undefined,
+      });
+      return true;
+    },
+  };
 
   private requireThread(threadId: string): Thread {
     const thread = this.threads.get(threadId);
     if (!thread) {
-      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
-        adapter: this.name,
-      });
+      throw threadNotFound(this.name, threadId);
     }
     return thread;
   }
