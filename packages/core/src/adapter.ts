@@ -60,6 +60,14 @@ export {
 } from './storage/helpers.ts';
 export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export {
+  type MessageRead,
+  pageLimit,
+  pageTotal,
+  type RowCount,
+  slicePage,
+  type ThreadRead,
+} from './storage/listing.ts';
+export {
   messageOfAnotherResource,
   threadExists,
   threadNotFound,

@@ -3,21 +3,18 @@ import {
   type LockedWorkingMemory,
   MemoryError,
   type Message,
-  type MessagePage,
   type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
+  type MessageRead,
   messageOfAnotherResource,
   type NormalizedListMessages,
   type NormalizedListThreads,
-  pageInfo,
-  pageOffset,
+  pageLimit,
   type Resource,
   StoreBase,
   shallowMerge,
   sortMessages,
   type Thread,
-  type ThreadPage,
+  type ThreadRead,
   threadExists,
   threadOfAnotherResource,
   type UpdateResourceArgs,
@@ -235,24 +232,17 @@ export class LibSQLStore extends StoreBase {
     await this.connection.use((client) => client.batch(deleteThreadStatements(threadId), 'write'));
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
     if (needsJsFilter(args.metadata)) {
-      // Object and array filter values are compared as JSON in JS (key order ignored); SQL has
+      // Object and array filter values are compared as JSON by core (key order ignored); SQL has
       // already narrowed the rows to the right keys, types and scalar values.
       const { rows } = listThreadsStatements(args);
       const result = await this.connection.use((client) => client.execute(rows));
-      const matching = result.rows.map(toThread).filter((t) => matchesMetadata(t.metadata, args.metadata));
-      const offset = pageOffset(args.page, args.perPage);
-      const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-      return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
+      return { kind: 'candidates', threads: result.rows.map(toThread) };
     }
-    const limit =
-      args.perPage === false
-        ? undefined
-        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
-    const { rows, count } = listThreadsStatements(args, limit);
+    const { rows, count } = listThreadsStatements(args, pageLimit(args.page, args.perPage));
     const [page, counted] = await this.connection.use((client) => client.batch([rows, count], 'read'));
-    return { threads: page!.rows.map(toThread), ...pageInfo(total(counted!), args.page, args.perPage) };
+    return { kind: 'page', threads: page!.rows.map(toThread), total: total(counted!) };
   }
 
   protected doSaveMessages(messages: Message[]): Promise<Message[]> {
@@ -314,12 +304,8 @@ export class LibSQLStore extends StoreBase {
     });
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
-    const limit =
-      args.perPage === false
-        ? undefined
-        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
-    const { rows, count } = messagePageStatements({ ...args, limit });
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
+    const { rows, count } = messagePageStatements({ ...args, limit: pageLimit(args.page, args.perPage) });
     const windows = args.include.map((w) =>
       includeWindowStatement({
         id: w.id,
@@ -331,10 +317,10 @@ export class LibSQLStore extends StoreBase {
     // One read transaction: the page, its total and the windows come from one snapshot.
     const results = await this.connection.use((client) => client.batch([rows, count, ...windows], 'read'));
     const [page, counted, ...included] = results;
-    const lists = [page!, ...included].map((result) => result.rows.map(toMessage));
     return {
-      messages: mergeMessageLists(lists, args.direction),
-      ...pageInfo(total(counted!), args.page, args.perPage),
+      page: page!.rows.map(toMessage),
+      total: total(counted!),
+      windows: included.flatMap((result) => result.rows.map(toMessage)),
     };
   }
 

@@ -2,19 +2,18 @@ import {
   checkClientShape,
   MemoryError,
   type Message,
-  type MessagePage,
   type MessagePatch,
+  type MessageRead,
   type NormalizedListMessages,
   type NormalizedListThreads,
   type NormalizedUpdateThread,
-  pageInfo,
   pageOffset,
   type Resource,
   type RetryOptions,
   StoreBase,
   type StoreCapabilities,
   type Thread,
-  type ThreadPage,
+  type ThreadRead,
   threadExists,
   type UpdateResourceArgs,
   type WorkingMemoryStrategy,
@@ -287,7 +286,7 @@ export class MongoDBStore extends StoreBase {
     });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
     storableIds({ resourceId: args.resourceId });
     const filter = threadFilter(args);
     const { collections: c } = await this.connect();
@@ -302,15 +301,15 @@ export class MongoDBStore extends StoreBase {
             .limit(args.perPage === false ? 0 : args.perPage)
             .toArray(),
     ]);
-    return { threads: docs.map(toThread), ...pageInfo(total, args.page, args.perPage) };
+    return { kind: 'page', threads: docs.map(toThread), total };
   }
 
   protected async doSaveMessages(batch: Message[]): Promise<Message[]> {
     return messages.saveMessages(await this.connect(), batch, this.retry);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
-    return messages.listMessages((await this.connect()).collections, args);
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
+    return messages.readMessagePage((await this.connect()).collections, args);
   }
 
   protected async doListMessagesById(ids: string[]): Promise<Message[]> {

@@ -4,21 +4,18 @@ import {
   type LockedWorkingMemory,
   MemoryError,
   type Message,
-  type MessagePage,
   type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
+  type MessageRead,
   messageOfAnotherResource,
   type NormalizedListMessages,
   type NormalizedListThreads,
-  pageInfo,
-  pageOffset,
+  pageLimit,
   type Resource,
   StoreBase,
   shallowMerge,
   sortMessages,
   type Thread,
-  type ThreadPage,
+  type ThreadRead,
   threadExists,
   threadNotFound,
   threadOfAnotherResource,
@@ -347,30 +344,23 @@ export class OracleStore extends StoreBase {
     });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
     const d = await this.dialect();
     const filter = { resourceId: args.resourceId };
     const order = { orderBy: args.orderBy, direction: args.direction };
     return this.withSession(async (s) => {
       if (args.metadata && Object.keys(args.metadata).length > 0) {
-        // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: match in JS.
-        const metadata = args.metadata;
+        // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: core matches them.
         const rows = await s.rows<ThreadRow>(sql.listThreads(d, filter, order, { offset: 0 }));
-        const matching = rows.map(rowToThread).filter((t) => matchesMetadata(t.metadata, metadata));
-        const offset = pageOffset(args.page, args.perPage);
-        const threads = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-        return { threads, ...pageInfo(matching.length, args.page, args.perPage) };
+        return { kind: 'candidates', threads: rows.map(rowToThread) };
       }
       const total = await this.count(s, sql.countThreads(d, filter));
       let threads: Thread[] = [];
       if (args.perPage !== 0) {
-        const paging: sql.Paging =
-          args.perPage === false
-            ? { offset: 0 }
-            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        const paging = pageLimit(args.page, args.perPage) ?? { offset: 0 };
         threads = (await s.rows<ThreadRow>(sql.listThreads(d, filter, order, paging))).map(rowToThread);
       }
-      return { threads, ...pageInfo(total, args.page, args.perPage) };
+      return { kind: 'page', threads, total };
     });
   }
 
@@ -422,7 +412,7 @@ export class OracleStore extends StoreBase {
     return messages.map((message) => structuredClone(message));
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
     const d = await this.dialect();
     const filter: sql.MessageFilter = {
       threadId: args.threadId,
@@ -433,19 +423,12 @@ export class OracleStore extends StoreBase {
       const total = await this.count(s, sql.countMessages(d, filter));
       let page: Message[] = [];
       if (args.perPage !== 0) {
-        const paging: sql.Paging =
-          args.perPage === false
-            ? { offset: 0 }
-            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        const paging = pageLimit(args.page, args.perPage) ?? { offset: 0 };
         page = (await s.rows<MessageRow>(sql.listMessages(d, filter, args.direction, paging))).map(
           rowToMessage,
         );
       }
-      const windows = await this.windows(d, s, args);
-      return {
-        messages: mergeMessageLists([page, windows], args.direction),
-        ...pageInfo(total, args.page, args.perPage),
-      };
+      return { page, total, windows: await this.windows(d, s, args) };
     });
   }
 

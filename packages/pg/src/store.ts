@@ -3,18 +3,16 @@ import {
   compareIds,
   type MemoryError,
   type Message,
-  type MessagePage,
   type MessagePatch,
-  mergeMessageLists,
+  type MessageRead,
   messageOfAnotherResource,
   type NormalizedListMessages,
   type NormalizedListThreads,
-  pageInfo,
   pageOffset,
   type Resource,
   StoreBase,
   type Thread,
-  type ThreadPage,
+  type ThreadRead,
   threadExists,
   threadNotFound,
   threadOfAnotherResource,
@@ -140,34 +138,18 @@ export class PostgresStore extends StoreBase {
     await this.query(sql.deleteThread(this.names), [threadId]);
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
     const list = sql.listThreads(this.names, args);
     const rows = await this.query<ThreadRow>(list.text, list.values);
-    const total = await this.total(rows.length, args.page, args.perPage, () =>
-      sql.countThreads(this.names, args),
-    );
-    return { threads: rows.map(toThread), ...pageInfo(total, args.page, args.perPage) };
+    return {
+      kind: 'page',
+      threads: rows.map(toThread),
+      total: () => this.count(sql.countThreads(this.names, args)),
+    };
   }
 
-  /**
-   * The row count behind a page: known from the page itself when it is partly filled (or the
-   * first page), otherwise counted.
-   */
-  private async total(
-    rowsOnPage: number,
-    page: number,
-    perPage: number | false,
-    count: () => sql.Statement,
-  ): Promise<number> {
-    const offset = pageOffset(page, perPage);
-    if (
-      perPage === false ||
-      (rowsOnPage < perPage && rowsOnPage > 0) ||
-      (rowsOnPage === 0 && offset === 0 && perPage > 0)
-    ) {
-      return offset + rowsOnPage;
-    }
-    const statement = count();
+  /** Runs a count statement. */
+  private async count(statement: sql.Statement): Promise<number> {
     const [row] = await this.query<{ total: number }>(statement.text, statement.values);
     return row?.total ?? 0;
   }
@@ -233,25 +215,19 @@ export class PostgresStore extends StoreBase {
     return messages.map(copy);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
     let page: Message[] = [];
     if (args.perPage !== 0) {
       const limit = args.perPage === false ? null : args.perPage;
       const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
       page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
-    const total = await this.total(page.length, args.page, args.perPage, () =>
-      sql.countMessages(this.names, args),
-    );
     let windows: Message[] = [];
     if (args.include.length > 0) {
       const statement = sql.includeWindows(this.names, args.include, args.resourceId);
       windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
-    return {
-      messages: mergeMessageLists([page, windows], args.direction),
-      ...pageInfo(total, args.page, args.perPage),
-    };
+    return { page, total: () => this.count(sql.countMessages(this.names, args)), windows };
   }
 
   protected async doListMessagesById(ids: string[]): Promise<Message[]> {

@@ -3,21 +3,18 @@ import {
   checkClientShape,
   MemoryError,
   type Message,
-  type MessagePage,
   type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
+  type MessageRead,
   messageOfAnotherResource,
   type NormalizedListMessages,
   type NormalizedListThreads,
   type NormalizedUpdateThread,
-  pageInfo,
   pageOffset,
   type Resource,
   StoreBase,
   sortMessages,
   type Thread,
-  type ThreadPage,
+  type ThreadRead,
   threadExists,
   threadOfAnotherResource,
   type UpdateResourceArgs,
@@ -224,31 +221,28 @@ export class UpstashStore extends StoreBase {
     await this.call('deleteThread', { id: threadId });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
     const filters = Object.entries(args.metadata ?? {}).map(([key, value]) => ({
       field: `${META}${key}`,
       op: value === null || typeof value !== 'object' ? ('eq' as const) : ('has' as const),
       value: JSON.stringify(value),
     }));
-    const offset = pageOffset(args.page, args.perPage);
     const reply = list(
       await this.call('listThreads', {
         resourceId: args.resourceId,
         orderBy: args.orderBy,
         direction: args.direction,
-        offset,
+        offset: pageOffset(args.page, args.perPage),
         limit: args.perPage === false ? undefined : args.perPage,
         filters,
       }),
     );
     if (text(reply[0]) === 'page') {
       const threads = list(reply[2] ?? []).flatMap((frame) => toThread(frame) ?? []);
-      return { threads, ...pageInfo(Number(text(reply[1])), args.page, args.perPage) };
+      return { kind: 'page', threads, total: Number(text(reply[1])) };
     }
-    const threads = list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []);
-    const matching = threads.filter((t) => matchesMetadata(t.metadata, args.metadata));
-    const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-    return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
+    // Object and array filter values: the script narrowed the candidates, core compares them as JSON.
+    return { kind: 'candidates', threads: list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []) };
   }
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
@@ -264,7 +258,7 @@ export class UpstashStore extends StoreBase {
     return messages.map((m) => structuredClone(m));
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
     const range = args.dateRange;
     const min = range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf';
     const max = range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf';
@@ -284,11 +278,9 @@ export class UpstashStore extends StoreBase {
         })),
       }),
     );
+    // One script answers the page and the windows together, in one list; core merges them.
     const messages = reply.slice(1).flatMap((frame) => toMessage(frame) ?? []);
-    return {
-      messages: mergeMessageLists([messages], args.direction),
-      ...pageInfo(Number(text(reply[0])), args.page, args.perPage),
-    };
+    return { page: messages, total: Number(text(reply[0])), windows: [] };
   }
 
   protected async doListMessagesById(ids: string[]): Promise<Message[]> {

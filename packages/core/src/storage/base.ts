@@ -13,6 +13,7 @@ import type {
   UpdateThreadArgs,
 } from './contract.ts';
 import { StoreLifecycle, storeClosedError } from './lifecycle.ts';
+import { type MessageRead, messagePage, type ThreadRead, threadPage } from './listing.ts';
 import type { Direction, JsonObject, Message, Resource, Thread } from './records.ts';
 import {
   assertCount,
@@ -136,9 +137,25 @@ export abstract class StoreBase implements MemoryStorage {
   protected abstract doSaveThread(thread: Thread): Promise<Thread>;
   protected abstract doUpdateThread(args: NormalizedUpdateThread): Promise<Thread>;
   protected abstract doDeleteThread(threadId: string): Promise<void>;
-  protected abstract doListThreads(args: NormalizedListThreads): Promise<ThreadPage>;
+  /**
+   * The threads of one `listThreads` call: the page and a count, or, where the query cannot
+   * compare metadata values exactly, every candidate in order (core filters and pages them).
+   */
+  protected abstract readThreadPage(query: NormalizedListThreads): Promise<ThreadRead>;
+  /** Default: `readThreadPage`, composed into a page by core. */
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    return threadPage(await this.readThreadPage(args), args);
+  }
   protected abstract doSaveMessages(messages: Message[]): Promise<Message[]>;
-  protected abstract doListMessages(args: NormalizedListMessages): Promise<MessagePage>;
+  /**
+   * The reads behind one `listMessages` call: the page, the total and the include windows (in
+   * one snapshot where the database allows it). Core merges, orders and pages them.
+   */
+  protected abstract readMessagePage(query: NormalizedListMessages): Promise<MessageRead>;
+  /** Default: `readMessagePage`, composed into a page by core. */
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    return messagePage(await this.readMessagePage(args), args);
+  }
   protected abstract doListMessagesById(ids: string[]): Promise<Message[]>;
   protected abstract doUpdateMessages(patches: MessagePatch[]): Promise<Message[]>;
   protected abstract doDeleteMessages(ids: string[]): Promise<void>;

@@ -6,18 +6,10 @@ import {
   StoreBase,
 } from './base.ts';
 import type { StoreCapabilities } from './capabilities.ts';
-import type { MessagePage, MessagePatch, ThreadPage, UpdateResourceArgs } from './contract.ts';
-import {
-  compareIds,
-  inDateRange,
-  matchesMetadata,
-  mergeMessageLists,
-  pageInfo,
-  pageOffset,
-  shallowMerge,
-  sortMessages,
-} from './helpers.ts';
+import type { MessagePatch, UpdateResourceArgs } from './contract.ts';
+import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
 import { InMemoryVectors } from './in-memory-vectors.ts';
+import { type MessageRead, slicePage, type ThreadRead } from './listing.ts';
 import {
   messageOfAnotherResource,
   threadExists,
@@ -114,18 +106,15 @@ export class InMemoryStore extends StoreBase {
     }
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
-    const matching = [...this.threads.values()].filter(
-      (t) =>
-        (args.resourceId === undefined || t.resourceId === args.resourceId) &&
-        matchesMetadata(t.metadata, args.metadata),
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
+    const ofResource = [...this.threads.values()].filter(
+      (t) => args.resourceId === undefined || t.resourceId === args.resourceId,
     );
-    matching.sort((a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id));
-    if (args.direction === 'DESC') matching.reverse();
-    return {
-      threads: slicePage(matching, args.page, args.perPage).map(copy),
-      ...pageInfo(matching.length, args.page, args.perPage),
-    };
+    ofResource.sort(
+      (a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id),
+    );
+    if (args.direction === 'DESC') ofResource.reverse();
+    return { kind: 'candidates', threads: ofResource.map(copy) };
   }
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
@@ -157,7 +146,7 @@ export class InMemoryStore extends StoreBase {
     return messages.map(copy);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
     const ofThread = (threadId: string) =>
       sortMessages([...this.messages.values()].filter((m) => m.threadId === threadId));
     const inScope = (m: Message) => args.resourceId === undefined || m.resourceId === args.resourceId;
@@ -166,9 +155,7 @@ export class InMemoryStore extends StoreBase {
       (m) => inScope(m) && inDateRange(m.createdAt, args.dateRange),
     );
     const ordered = args.direction === 'ASC' ? filtered : [...filtered].reverse();
-    const page = slicePage(ordered, args.page, args.perPage);
-
-    const windows = args.include.map((window) => {
+    const windows = args.include.flatMap((window) => {
       const target = this.messages.get(window.id);
       if (!target || !inScope(target)) return [];
       const thread = ofThread(target.threadId).filter(inScope);
@@ -176,8 +163,9 @@ export class InMemoryStore extends StoreBase {
       return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
     });
     return {
-      messages: mergeMessageLists([page, ...windows], args.direction).map(copy),
-      ...pageInfo(filtered.length, args.page, args.perPage),
+      page: slicePage(ordered, args.page, args.perPage).map(copy),
+      total: filtered.length,
+      windows: windows.map(copy),
     };
   }
 
@@ -278,12 +266,6 @@ export class InMemoryStore extends StoreBase {
       if (thread) this.threads.set(id, { ...thread, updatedAt: now });
     }
   }
-}
-
-function slicePage<T>(rows: T[], page: number, perPage: number | false): T[] {
-  if (perPage === false) return rows;
-  const offset = pageOffset(page, perPage);
-  return rows.slice(offset, offset + perPage);
 }
 
 function copy<T>(value: T): T {
