@@ -130,6 +130,7 @@ export {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,
   type ResolvedCapabilities,
+  SERVER_CAPABILITIES,
   type StoreCapabilities,
 } from './storage/capabilities.ts';
 export { type ClientShape, checkClientShape } from './storage/client-shape.ts';

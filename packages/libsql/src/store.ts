@@ -1,24 +1,14 @@
+import type * as core from '@engram/core/adapter';
 import {
   checkClientShape,
-  type LockedWorkingMemory,
   MemoryError,
-  type Message,
-  type MessagePatch,
-  type MessageRead,
   messageOfAnotherResource,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
   pageLimit,
-  type Resource,
   StoreBase,
   shallowMerge,
   sortMessages,
-  type Thread,
-  type ThreadRead,
   threadExists,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
 } from '@engram/core/adapter';
 import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
@@ -189,7 +179,7 @@ export class LibSQLStore extends StoreBase {
     return this.connection.close();
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const result = await this.connection.use((client) => client.execute(selectThread(threadId)));
     const row = result.rows[0];
     if (!row) return null;
@@ -197,26 +187,26 @@ export class LibSQLStore extends StoreBase {
     return resourceId !== undefined && thread.resourceId !== resourceId ? null : thread;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const result = await this.connection.use((client) => client.execute(insertThread(threadRow(thread))));
     if (result.rowsAffected === 0) throw threadExists(ADAPTER, thread.id);
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.connection.use((client) => client.execute(upsertThread(threadRow(thread))));
     return structuredClone(thread);
   }
 
-  protected doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected doUpdateThread(args: core.UpdateThreadArgs): Promise<core.Thread> {
     return this.connection.write((tx) => this.updateThreadIn(tx, args));
   }
 
-  private async updateThreadIn(tx: Executor, args: UpdateThreadArgs): Promise<Thread> {
+  private async updateThreadIn(tx: Executor, args: core.UpdateThreadArgs): Promise<core.Thread> {
     const row = (await tx.execute(selectThread(args.id))).rows[0];
     if (!row) throw notFound(args.id);
     const stored = toThread(row);
-    const next: Thread = {
+    const next: core.Thread = {
       ...stored,
       title: args.title ?? stored.title,
       metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
@@ -232,7 +222,7 @@ export class LibSQLStore extends StoreBase {
     await this.connection.use((client) => client.batch(deleteThreadStatements(threadId), 'write'));
   }
 
-  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     if (needsJsFilter(args.metadata)) {
       // Object and array filter values are compared as JSON by core (key order ignored); SQL has
       // already narrowed the rows to the right keys, types and scalar values.
@@ -245,7 +235,7 @@ export class LibSQLStore extends StoreBase {
     return { kind: 'page', threads: page!.rows.map(toThread), total: total(counted!) };
   }
 
-  protected doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
       const ids = messages.map((m) => m.id);
@@ -304,7 +294,7 @@ export class LibSQLStore extends StoreBase {
     });
   }
 
-  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
     const { rows, count } = messagePageStatements({ ...args, limit: pageLimit(args.page, args.perPage) });
     const windows = args.include.map((w) =>
       includeWindowStatement({
@@ -324,22 +314,22 @@ export class LibSQLStore extends StoreBase {
     };
   }
 
-  protected doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected doListMessagesById(ids: string[]): Promise<core.Message[]> {
     return this.connection.use((client) => this.messagesByIds(client, ids));
   }
 
-  private async messagesByIds(db: Executor, ids: string[]): Promise<Message[]> {
-    const found: Message[] = [];
+  private async messagesByIds(db: Executor, ids: string[]): Promise<core.Message[]> {
+    const found: core.Message[] = [];
     for (const part of chunks(ids))
       found.push(...(await db.execute(selectMessagesByIds(part))).rows.map(toMessage));
     return ids.length > CHUNK ? sortMessages(found) : found;
   }
 
-  protected doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     return this.connection.write(async (tx) => {
       const ids = [...new Set(patches.map((p) => p.id))];
       const stored = new Map((await this.messagesByIds(tx, ids)).map((m) => [m.id, m]));
-      const changed = new Map<string, Message>();
+      const changed = new Map<string, core.Message>();
       for (const patch of patches) {
         const current = changed.get(patch.id) ?? stored.get(patch.id);
         if (!current) continue;
@@ -374,13 +364,13 @@ export class LibSQLStore extends StoreBase {
     });
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     const result = await this.connection.use((client) => client.execute(selectResource(resourceId)));
     const row = result.rows[0];
     return row ? toResource(row) : null;
   }
 
-  protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     if (args.metadata === undefined) {
       // Nothing to merge: one upsert, atomic on its own, no transaction and no read.
       return this.connection.use(async (client) => {
@@ -400,13 +390,13 @@ export class LibSQLStore extends StoreBase {
   }
 
   /** Reads the resource and writes it back with the metadata merged, in the caller's transaction. */
-  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
+  private async updateResourceIn(tx: Executor, args: core.UpdateResourceArgs): Promise<core.Resource> {
     const now = new Date();
     const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
-    const stored: Resource = row
+    const stored: core.Resource = row
       ? toResource(row)
       : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
-    const next: Resource = {
+    const next: core.Resource = {
       ...stored,
       workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
       metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
@@ -417,7 +407,7 @@ export class LibSQLStore extends StoreBase {
   }
 
   /** Read and write in one write transaction (`BEGIN IMMEDIATE` on embedded databases). */
-  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+  protected readonly workingMemoryStrategy: core.LockedWorkingMemory = {
     kind: 'locked',
     update: (cell, apply) =>
       this.connection.write(async (tx) => {

@@ -1,23 +1,13 @@
+import type * as core from '@engram/core/adapter';
 import {
-  type CompareAndSetWorkingMemory,
   compareIds,
-  type MemoryError,
-  type Message,
-  type MessagePatch,
-  type MessageRead,
   messageOfAnotherResource,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
   pageOffset,
-  type Resource,
+  SERVER_CAPABILITIES,
   StoreBase,
-  type Thread,
-  type ThreadRead,
   threadExists,
   threadNotFound,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
 } from '@engram/core/adapter';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
@@ -50,11 +40,7 @@ import { PostgresVectors } from './vectors.ts';
 export class PostgresStore extends StoreBase {
   readonly name = 'pg';
   /** Working-memory updates are compare-and-set, then row-locked; batches and deletes are transactions. */
-  readonly capabilities = {
-    atomicWorkingMemory: true,
-    transactionalBatches: true,
-    processLocal: false,
-  } as const;
+  readonly capabilities = SERVER_CAPABILITIES;
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
@@ -86,7 +72,7 @@ export class PostgresStore extends StoreBase {
     return this.names.prefix;
   }
 
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
+  protected toMemoryError(error: unknown, operation: string): core.MemoryError {
     return toMemoryError(error, operation);
   }
 
@@ -106,24 +92,24 @@ export class PostgresStore extends StoreBase {
     return this.connection.transaction(fn);
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const statement = sql.getThread(this.names, threadId, resourceId);
     const [row] = await this.query<ThreadRow>(statement.text, statement.values);
     return row ? toThread(row) : null;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const inserted = await this.query(sql.insertThread(this.names), threadParams(thread));
     if (inserted.length === 0) throw threadExists('pg', thread.id);
     return copy(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.query(sql.upsertThread(this.names), threadParams(thread));
     return copy(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: core.UpdateThreadArgs): Promise<core.Thread> {
     const [row] = await this.query<ThreadRow>(sql.updateThread(this.names), [
       args.id,
       args.title ?? null,
@@ -138,7 +124,7 @@ export class PostgresStore extends StoreBase {
     await this.query(sql.deleteThread(this.names), [threadId]);
   }
 
-  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const list = sql.listThreads(this.names, args);
     const rows = await this.query<ThreadRow>(list.text, list.values);
     return {
@@ -159,7 +145,7 @@ export class PostgresStore extends StoreBase {
    * changed one of the messages while the statement waited for a thread lock, the statement
    * writes nothing and the save runs again as a transaction that locks first and writes after.
    */
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     // Rows are written in id order: the insert is the one ordered pass over the message locks.
     const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
     const targets = [...new Set(messages.map((m) => m.threadId))];
@@ -181,10 +167,10 @@ export class PostgresStore extends StoreBase {
 
   /** The save as a transaction: threads locked by one statement, then one write statement. */
   private async saveMessagesLocked(
-    messages: Message[],
-    sorted: Message[],
+    messages: core.Message[],
+    sorted: core.Message[],
     targets: string[],
-  ): Promise<Message[]> {
+  ): Promise<core.Message[]> {
     const ids = messages.map((m) => m.id);
     const hints = new Set<string>();
     await this.transaction(async (client) => {
@@ -215,14 +201,14 @@ export class PostgresStore extends StoreBase {
     return messages.map(copy);
   }
 
-  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
-    let page: Message[] = [];
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
+    let page: core.Message[] = [];
     if (args.perPage !== 0) {
       const limit = args.perPage === false ? null : args.perPage;
       const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
       page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
-    let windows: Message[] = [];
+    let windows: core.Message[] = [];
     if (args.include.length > 0) {
       const statement = sql.includeWindows(this.names, args.include, args.resourceId);
       windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
@@ -230,15 +216,15 @@ export class PostgresStore extends StoreBase {
     return { page, total: () => this.count(sql.countMessages(this.names, args)), windows };
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     return (await this.query<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     // Several patches of one id apply in order: fold them into one before the single UPDATE.
-    const byId = new Map<string, MessagePatch>();
+    const byId = new Map<string, core.MessagePatch>();
     for (const patch of patches) {
-      const merged: MessagePatch = { ...byId.get(patch.id), id: patch.id };
+      const merged: core.MessagePatch = { ...byId.get(patch.id), id: patch.id };
       for (const [key, value] of Object.entries(patch)) {
         if (value !== undefined) Object.assign(merged, { [key]: value });
       }
@@ -318,12 +304,12 @@ export class PostgresStore extends StoreBase {
     return { owners, touched, locked };
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     const [row] = await this.query<ResourceRow>(sql.getResource(this.names), [resourceId]);
     return row ? toResource(row) : null;
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     const [row] = await this.query<ResourceRow>(sql.upsertResource(this.names), [
       args.resourceId,
       args.workingMemory ?? null,
@@ -343,7 +329,7 @@ export class PostgresStore extends StoreBase {
    * which always succeeds; so the update runs at most twice. Core sends a record that lost a race
    * in the last second straight to the lock.
    */
-  protected readonly workingMemoryStrategy: CompareAndSetWorkingMemory<string | null> = {
+  protected readonly workingMemoryStrategy: core.CompareAndSetWorkingMemory<string | null> = {
     kind: 'compareAndSet',
     read: async (cell) => {
       if (cell.scope === 'resource') {
@@ -421,7 +407,7 @@ interface RetryHints {
  * Throws `NOT_FOUND` for a message whose thread is not among `owners` (thread → resource), and
  * `INVALID_ARGUMENT` for one naming another resource than its thread's.
  */
-function checkOwners(messages: Message[], owners: Map<string, string>): void {
+function checkOwners(messages: core.Message[], owners: Map<string, string>): void {
   for (const message of messages) {
     const owner = owners.get(message.threadId);
     if (owner === undefined) throw threadNotFound('pg', message.threadId);

@@ -1,25 +1,14 @@
+import type * as core from '@engram/core/adapter';
 import {
-  type CompareAndSetWorkingMemory,
   checkClientShape,
   MemoryError,
-  type Message,
-  type MessagePatch,
-  type MessageRead,
   messageOfAnotherResource,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  type NormalizedUpdateThread,
   pageOffset,
-  type Resource,
+  SERVER_CAPABILITIES,
   StoreBase,
   sortMessages,
-  type Thread,
-  type ThreadRead,
   threadExists,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type WorkingMemoryApply,
-  type WorkingMemoryCell,
 } from '@engram/core/adapter';
 import { Redis } from '@upstash/redis';
 import { ADAPTER, threadNotFound, toMemoryError } from './errors.ts';
@@ -102,11 +91,7 @@ type ScriptHandle = ReturnType<Redis['createScript']>;
 export class UpstashStore extends StoreBase {
   readonly name = ADAPTER;
   /** Working-memory updates are compare-and-set on a version; each batch and delete is one Lua script. */
-  readonly capabilities = {
-    atomicWorkingMemory: true,
-    transactionalBatches: true,
-    processLocal: false,
-  } as const;
+  readonly capabilities = SERVER_CAPABILITIES;
 
   private readonly client: Redis;
   private readonly prefix: string;
@@ -187,24 +172,24 @@ export class UpstashStore extends StoreBase {
     // REST is stateless: there is no connection to release.
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const thread = toThread(await this.call('getThread', { id: threadId }));
     if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
     return thread;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const reply = await this.call('createThread', threadRecord(thread));
     if (text(reply) === 'exists') throw threadExists(ADAPTER, thread.id);
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.call('saveThread', threadRecord(thread));
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
+  protected async doUpdateThread(args: core.NormalizedUpdateThread): Promise<core.Thread> {
     const reply = await this.call('updateThread', {
       id: args.id,
       now: ms(new Date()),
@@ -221,7 +206,7 @@ export class UpstashStore extends StoreBase {
     await this.call('deleteThread', { id: threadId });
   }
 
-  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const filters = Object.entries(args.metadata ?? {}).map(([key, value]) => ({
       field: `${META}${key}`,
       op: value === null || typeof value !== 'object' ? ('eq' as const) : ('has' as const),
@@ -245,7 +230,7 @@ export class UpstashStore extends StoreBase {
     return { kind: 'candidates', threads: list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []) };
   }
 
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     const reply = list(
       await this.call('saveMessages', { now: ms(new Date()), messages: messages.map(messageRecord) }),
     );
@@ -258,7 +243,7 @@ export class UpstashStore extends StoreBase {
     return messages.map((m) => structuredClone(m));
   }
 
-  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
     const range = args.dateRange;
     const min = range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf';
     const max = range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf';
@@ -283,12 +268,12 @@ export class UpstashStore extends StoreBase {
     return { page: messages, total: Number(text(reply[0])), windows: [] };
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     const reply = list(await this.call('getMessages', { ids }));
     return sortMessages(reply.flatMap((frame) => toMessage(frame) ?? []));
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     const reply = list(
       await this.call('updateMessages', {
         now: ms(new Date()),
@@ -309,11 +294,11 @@ export class UpstashStore extends StoreBase {
     await this.call('deleteMessages', { now: ms(new Date()), ids });
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     return toResource(await this.call('getResource', { id: resourceId }));
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     const wm = args.workingMemory;
     const reply = await this.call('updateResource', {
       id: args.resourceId,
@@ -335,7 +320,7 @@ export class UpstashStore extends StoreBase {
    * a race in the last second straight to the lease. Waiting for a lease held by another writer
    * calls no `apply`.
    */
-  protected readonly workingMemoryStrategy: CompareAndSetWorkingMemory<string | undefined> = {
+  protected readonly workingMemoryStrategy: core.CompareAndSetWorkingMemory<string | undefined> = {
     kind: 'compareAndSet',
     read: async (cell) => {
       if (cell.scope === 'resource') {
@@ -358,7 +343,7 @@ export class UpstashStore extends StoreBase {
    * holder's lease would have expired twice over; gives up after `casAttempts` lost writes under
    * a lease of its own (an expired lease).
    */
-  private async leasedUpdate(cell: WorkingMemoryCell, apply: WorkingMemoryApply): Promise<boolean> {
+  private async leasedUpdate(cell: core.WorkingMemoryCell, apply: core.WorkingMemoryApply): Promise<boolean> {
     const [record, id] =
       cell.scope === 'resource'
         ? (['resource', cell.resourceId] as const)
@@ -399,7 +384,7 @@ export class UpstashStore extends StoreBase {
    * stored yet) and no other writer holds the lease (`token` is this writer's, or absent).
    */
   private async casWrite(
-    cell: WorkingMemoryCell,
+    cell: core.WorkingMemoryCell,
     expectedVersion: string | undefined,
     value: string | null,
     version: string,
@@ -446,7 +431,7 @@ function conflict(reason: string): MemoryError {
 }
 
 /** A thread as the `createThread` and `saveThread` scripts take it. */
-function threadRecord(thread: Thread): ThreadRecord {
+function threadRecord(thread: core.Thread): ThreadRecord {
   return {
     id: thread.id,
     resourceId: thread.resourceId,
