@@ -108,9 +108,11 @@ export interface StoreBase {
 /**
  * The base class of engram's adapters. Public methods validate and normalise their arguments
  * once, call the adapter's protected `do*` method, and turn anything the driver throws into a
- * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods;
- * `doUpdateWorkingMemoryAtomically` only when they declare `capabilities.atomicWorkingMemory`
- * (otherwise `updateWorkingMemoryAtomically` rejects with `UNSUPPORTED`, after validation).
+ * `MemoryError` through the adapter's `toMemoryError`. Core composes `listMessages`,
+ * `listThreads` and `updateWorkingMemoryAtomically` from primitives the adapter supplies
+ * (`readMessagePage`, `readThreadPage`, and a `workingMemoryStrategy` only when it declares
+ * `capabilities.atomicWorkingMemory`; otherwise `updateWorkingMemoryAtomically` rejects with
+ * `UNSUPPORTED`, after validation); adapters implement the other `do*` methods.
  *
  * It also owns the lifecycle (see `StoreLifecycle`): every operation first awaits one memoised
  * `doInit()` (so `init()` is optional), and after `close()` every call rejects with `CONNECTION`.
