@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '@engram/core';
+import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '@engram/core/adapter';
 
 /** A `threads` row as `pg` returns it (jsonb parsed, timestamptz as `Date`). */
 export interface ThreadRow {

@@ -1,4 +1,9 @@
-import type { DateRange, Direction, NormalizedListMessages, NormalizedListThreads } from '@engram/core';
+import type {
+  DateRange,
+  Direction,
+  NormalizedListMessages,
+  NormalizedListThreads,
+} from '@engram/core/adapter';
 import { boundTimestamp } from './mapping.ts';
 
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
