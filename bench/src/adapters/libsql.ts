@@ -131,6 +131,25 @@ export const libsql: BenchTarget = {
     const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
     return {
       storage,
+      // Mastra is loaded only where it runs: the contention workers never import it.
+      async openPeer(settings) {
+        const { LibSQLStore: MastraStore, LibSQLVector } = await import('@mastra/libsql');
+        return (await import('../recall-mastra.ts')).mastraRecallPeer({
+          ...settings,
+          store: new MastraStore({ id: 'bench-mastra', url: url() }),
+          vector: new LibSQLVector({ id: 'bench-mastra-vector', url: url() }),
+          name: 'Mastra (@mastra/memory 1.31.0, @mastra/libsql 1.23.1 LibSQLVector)',
+          // Measured here: 1,000 vectors in ~10 s, 9,000 more in ~100 s, each upsert also
+          // inserting into the DiskANN index (one row at a time in one transaction).
+          cap: {
+            messages: 10_000,
+            reason:
+              'its vector upserts maintain a DiskANN index, about 10 ms a vector here at 10,000 and growing, so 90,000 more would take over 15 minutes',
+          },
+          search:
+            'on libSQL an approximate search: Mastra creates a DiskANN index (libsql_vector_idx) and queries vector_top_k for topK × 10 candidates, then filters them by resource_id in its metadata JSON; only when fewer than topK survive does it fall back to an exact vector_distance_cos scan with the JSON filter',
+        });
+      },
       raw: {
         describe:
           'one SELECT joining messages and vectors on the resource, ORDER BY vector_distance_cos LIMIT k',

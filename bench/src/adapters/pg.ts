@@ -167,6 +167,22 @@ export const postgres: BenchTarget = {
           return result.rows;
         },
       },
+      // Mastra is loaded only where it runs: the contention workers never import it.
+      async openPeer(settings) {
+        const { PostgresStore: MastraStore, PgVector } = await import('@mastra/pg');
+        return (await import('../recall-mastra.ts')).mastraRecallPeer({
+          ...settings,
+          store: new MastraStore({ id: 'bench-mastra', connectionString: url, schemaName: peerSchema() }),
+          vector: new PgVector({
+            id: 'bench-mastra-vector',
+            connectionString: url,
+            schemaName: peerSchema(),
+          }),
+          name: 'Mastra (@mastra/memory 1.31.0, @mastra/pg 1.27.1 PgVector)',
+          search:
+            "on pg an exact ranking: PgVector's table (vector(256)) gets an IVFFlat index at creation and B-tree indexes on metadata->>'thread_id' and ->>'resource_id', but its filtered query scores every row that passes the filter and sorts them by score in an outer SELECT, which no vector index serves",
+        });
+      },
       variants: [
         {
           name: hnsw,
