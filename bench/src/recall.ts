@@ -301,6 +301,20 @@ export async function benchRecall(
         setup.push({ step: `${variant.name} built at ${size} messages`, seconds: built });
         try {
           const indexed = memoryOf(variant.storage);
+          const own = variant.raw;
+          const variantScan = own ? () => own.scan(resourceId, vector, TOP_K) : scan;
+          if (own) {
+            // A variant with a raw scan of its own is exact: the same top 3 on both sides.
+            const [hits, rawHits] = [
+              await search(variant.storage.vectors as VectorStore)(),
+              await variantScan(),
+            ];
+            if (ids(hits) !== ids(rawHits)) {
+              throw new Error(
+                `${adapter}, ${variant.name}: engram's top ${TOP_K} (${ids(hits)}) differ from its raw scan's (${ids(rawHits)})`,
+              );
+            }
+          }
           rows.push({
             messages: size,
             variant: variant.name,
@@ -308,7 +322,7 @@ export async function benchRecall(
               `searchVectors top ${TOP_K} of ${size}, ${variant.name}`,
               fx.iterations,
               search(variant.storage.vectors as VectorStore),
-              scan,
+              variantScan,
               fx.budgetMs,
               warmup,
             )),
@@ -320,7 +334,7 @@ export async function benchRecall(
               `memory.recall top ${TOP_K} ±${RANGE} of ${size}, ${variant.name}`,
               fx.iterations,
               recallOnce(indexed),
-              scan,
+              variantScan,
               fx.budgetMs,
               warmup,
             )),
@@ -333,7 +347,10 @@ export async function benchRecall(
     return {
       adapter,
       ...(target.note || capped ? { note: [target.note, capped].filter(Boolean).join('; ') } : {}),
-      raw: raw.describe,
+      raw: [
+        raw.describe,
+        ...variants.filter((v) => v.raw).map((v) => `${v.name} rows: ${v.raw?.describe}`),
+      ].join('; '),
       ...(peer
         ? {
             peer: `${peer.name}; ${peer.describe}; its top 3 against engram's at ${peerAgreement.join(', ')}${peer.cap && sizes.some((n) => n > (peer.cap?.messages ?? 0)) ? `; run up to ${peer.cap.messages} messages: ${peer.cap.reason}` : ''}`,

@@ -93,11 +93,16 @@ export interface RawRecall {
   scan(resourceId: string, vector: Float32Array, topK: number): Promise<{ id: string }[]>;
 }
 
-/** Another way the store searches the same vectors (an index), set up and torn down per size. */
+/**
+ * Another way the store searches the same vectors (an index, another storage type), set up and
+ * torn down per size.
+ */
 export interface RecallVariant {
   name: string;
   /** A store on the same data that searches this way. */
   storage: MemoryStorage;
+  /** The raw scan its rows are compared with, when not the target's own (another storage type). */
+  raw?: RawRecall;
   /** Builds what the variant needs (timed and reported). */
   before(): Promise<void>;
   /** Removes it again, so the exact comparisons of the next size stay exact. */
