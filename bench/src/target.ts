@@ -103,6 +103,8 @@ export interface RecallVariant {
   storage: MemoryStorage;
   /** The raw scan its rows are compared with, when not the target's own (another storage type). */
   raw?: RawRecall;
+  /** Largest fixture the variant runs at, and why, when smaller than the run's. */
+  cap?: { messages: number; reason: string };
   /** Builds what the variant needs (timed and reported). */
   before(): Promise<void>;
   /** Removes it again, so the exact comparisons of the next size stay exact. */

@@ -6,7 +6,7 @@ import { LibSQLStore, TABLES } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
+import type { BenchTarget, RawBaseline, RecallTarget, RecallVariant } from '../target.ts';
 
 const { resources, messages, threads, vectors } = TABLES;
 /** A database file named by the caller is kept; one this run made up is removed at the end. */
@@ -129,8 +129,38 @@ export const libsql: BenchTarget = {
     const storage = new LibSQLStore({ url: url(), synchronous: 'normal' });
     await storage.init();
     const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
+    // The ANN opt-in: a store per size, since its table, index and triggers are dropped after
+    // each size (or every vector written while growing to the next one would go into the index).
+    let ann: LibSQLStore | undefined;
+    const annVariant: RecallVariant = {
+      name: 'libSQL DiskANN opt-in (vector_top_k, over-fetch 10, approximate)',
+      get storage() {
+        return ann as LibSQLStore;
+      },
+      cap: {
+        messages: 10_000,
+        reason:
+          'building its index copies every vector into the DiskANN index, about 10 ms a vector here, so 100,000 would take over 15 minutes',
+      },
+      before: async () => {
+        ann = new LibSQLStore({ url: url(), synchronous: 'normal', vectors: { index: true } });
+        await ann.vectors.claimSpace((await storage.vectors.getSpace()) as never);
+      },
+      after: async () => {
+        await ann?.close();
+        for (const what of [
+          'TRIGGER engram_vector_ann_on_insert',
+          'TRIGGER engram_vector_ann_on_update',
+          'TRIGGER engram_vector_ann_on_delete',
+          'TABLE engram_vector_ann',
+        ]) {
+          await client.execute(`DROP ${what}`);
+        }
+      },
+    };
     return {
       storage,
+      variants: [annVariant],
       // Mastra is loaded only where it runs: the contention workers never import it.
       async openPeer(settings) {
         const { LibSQLStore: MastraStore, LibSQLVector } = await import('@mastra/libsql');
