@@ -141,7 +141,7 @@ export async function benchRecall(
   target: RecallTarget,
   fx: RecallSizes,
 ): Promise<RecallAdapterResult> {
-  const { storage, raw, variants = [], peer, seed } = target;
+  const { storage, raw, variants = [], seed } = target;
   const vectors = storage.vectors as VectorStore;
   const tag = `recall-${Date.now().toString(36)}`;
   const resourceId = `${tag}-r`;
@@ -162,142 +162,218 @@ export async function benchRecall(
       options: { semanticRecall: { topK: TOP_K, messageRange: RANGE, scope: 'resource' } },
     });
   const memory = memoryOf(storage);
-  await vectors.claimSpace(SPACE);
-  const threads: string[] = [];
-  for (let t = 0; t < THREADS; t++) {
-    threads.push((await memory.createThread({ resourceId, title: `recall ${t}` })).id);
-  }
-  const other = await memory.createThread({ resourceId: `${tag}-other`, title: 'another resource' });
-  const write = async (from: number, to: number, thread: (i: number) => string, owner: string) => {
-    const base = 1_600_000_000_000;
-    const batch = target.batch ?? 1_000;
-    for (let at = from; at < to; at += batch) {
-      const messages: Message[] = [];
-      for (let i = at; i < Math.min(to, at + batch); i++) {
-        messages.push({
-          id: `${owner}-m${i}`,
-          threadId: thread(i),
-          resourceId: owner,
-          role: i % 2 ? 'assistant' : 'user',
-          content: textOf(owner === resourceId ? i : 1_000_000 + i),
-          type: 'text',
-          createdAt: new Date(base + i * 1_000),
-        });
+  const peer = await target.openPeer?.({
+    embedder: counted,
+    dimensions: DIMENSIONS,
+    topK: TOP_K,
+    range: RANGE,
+  });
+  try {
+    await vectors.claimSpace(SPACE);
+    const threads: string[] = [];
+    for (let t = 0; t < THREADS; t++) {
+      threads.push((await memory.createThread({ resourceId, title: `recall ${t}` })).id);
+      await peer?.createThread(threads[t] as string, resourceId);
+    }
+    const other = await memory.createThread({ resourceId: `${tag}-other`, title: 'another resource' });
+    await peer?.createThread(other.id, `${tag}-other`);
+    // Seconds spent writing the peer's copy of the fixture, reported apart from engram's.
+    let peerSeconds = 0;
+    const write = async (
+      from: number,
+      to: number,
+      thread: (i: number) => string,
+      owner: string,
+      withPeer: boolean,
+    ) => {
+      const base = 1_600_000_000_000;
+      const batch = target.batch ?? 1_000;
+      for (let at = from; at < to; at += batch) {
+        const messages: Message[] = [];
+        for (let i = at; i < Math.min(to, at + batch); i++) {
+          messages.push({
+            id: `${owner}-m${i}`,
+            threadId: thread(i),
+            resourceId: owner,
+            role: i % 2 ? 'assistant' : 'user',
+            content: textOf(owner === resourceId ? i : 1_000_000 + i),
+            type: 'text',
+            createdAt: new Date(base + i * 1_000),
+          });
+        }
+        if (seed) await seed(messages);
+        else await storage.saveMessages(messages);
+        const rows = await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string })));
+        if (target.seedVectors) await target.seedVectors(rows);
+        else await vectors.upsertVectors(SPACE, rows);
+        if (peer && withPeer) {
+          const started = performance.now();
+          await peer.write(messages, rows);
+          peerSeconds += (performance.now() - started) / 1000;
+        }
       }
-      if (seed) await seed(messages);
-      else await storage.saveMessages(messages);
-      const rows = await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string })));
-      if (target.seedVectors) await target.seedVectors(rows);
-      else await vectors.upsertVectors(SPACE, rows);
-    }
-  };
-  const [, otherSeconds] = await phase(adapter, `seed ${OTHER} messages of another resource`, () =>
-    write(0, OTHER, () => other.id, `${tag}-other`),
-  );
-  setup.push({ step: `${OTHER} messages of another resource`, seconds: otherSeconds });
-  const vector = await queryVector();
-  const currentThread = threads[0] as string;
-  const recallOnce = (m: Memory) => () =>
-    m.recall({ threadId: currentThread, resourceId, query: QUERY, topK: TOP_K });
-  const search = (v: VectorStore) => () => v.searchVectors({ space: SPACE, vector, topK: TOP_K, resourceId });
-  const scan = () => raw.scan(resourceId, vector, TOP_K);
-  const warmup = 3;
-
-  const sizes = fx.sizes.filter((n) => !target.cap || n <= target.cap.messages);
-  const capped =
-    sizes.length < fx.sizes.length && target.cap
-      ? `ran ${sizes.join(', ')} messages, not ${fx.sizes.filter((n) => !sizes.includes(n)).join(', ')}: ${target.cap.reason}`
-      : undefined;
-  let have = 0;
-  for (const size of sizes) {
-    const [, seconds] = await phase(adapter, `grow the resource to ${size} messages`, () =>
-      write(have, size, (i) => threads[i % THREADS] as string, resourceId),
+    };
+    const [, otherSeconds] = await phase(adapter, `seed ${OTHER} messages of another resource`, () =>
+      write(0, OTHER, () => other.id, `${tag}-other`, true),
     );
-    setup.push({ step: `grow to ${size} messages`, seconds });
-    have = size;
-    await peer?.grow(resourceId, size);
-    await target.settle?.();
-    // Same top 3 on both sides, or the comparison would be of different work.
-    const [engramHits, rawHits] = [await search(vectors)(), await scan()];
-    const ids = (hits: { messageId?: string; id?: string }[]) =>
-      hits.map((h) => h.messageId ?? h.id).join(',');
-    if (ids(engramHits) !== ids(rawHits as never)) {
-      throw new Error(
-        `${adapter}: engram's top ${TOP_K} (${ids(engramHits)}) differ from the raw scan's (${ids(rawHits as never)})`,
+    setup.push({ step: `${OTHER} messages of another resource`, seconds: otherSeconds - peerSeconds });
+    if (peer) setup.push({ step: `peer: ${OTHER} messages of another resource`, seconds: peerSeconds });
+    const vector = await queryVector();
+    const currentThread = threads[0] as string;
+    const recallOnce = (m: Memory) => () =>
+      m.recall({ threadId: currentThread, resourceId, query: QUERY, topK: TOP_K });
+    const search = (v: VectorStore) => () =>
+      v.searchVectors({ space: SPACE, vector, topK: TOP_K, resourceId });
+    const scan = () => raw.scan(resourceId, vector, TOP_K);
+    const warmup = 3;
+
+    const sizes = fx.sizes.filter((n) => !target.cap || n <= target.cap.messages);
+    const capped =
+      sizes.length < fx.sizes.length && target.cap
+        ? `ran ${sizes.join(', ')} messages, not ${fx.sizes.filter((n) => !sizes.includes(n)).join(', ')}: ${target.cap.reason}`
+        : undefined;
+    let have = 0;
+    const peerAgreement: string[] = [];
+    /** What the variants report besides their rows (caps, agreement with the exact top 3). */
+    const notes = new Set<string>();
+    for (const size of sizes) {
+      peerSeconds = 0;
+      const peerHere = peer !== undefined && size <= (peer.cap?.messages ?? Number.POSITIVE_INFINITY);
+      const [, seconds] = await phase(adapter, `grow the resource to ${size} messages`, () =>
+        write(have, size, (i) => threads[i % THREADS] as string, resourceId, peerHere),
       );
-    }
-    const peerSearch = peer && (() => peer.search(resourceId, vector, TOP_K));
-    rows.push({
-      messages: size,
-      variant: 'exact',
-      ...(await compare(
-        `searchVectors top ${TOP_K} of ${size}`,
-        fx.iterations,
-        search(vectors),
-        scan,
-        fx.budgetMs,
-        warmup,
-        peerSearch,
-      )),
-    });
-    const callsBefore = embedCalls;
-    if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY))
+      setup.push({ step: `grow to ${size} messages`, seconds: seconds - peerSeconds });
+      if (peerHere) setup.push({ step: `peer: grow to ${size} messages`, seconds: peerSeconds });
+      have = size;
+      await target.settle?.();
+      // Same top 3 on both sides, or the comparison would be of different work.
+      const [engramHits, rawHits] = [await search(vectors)(), await scan()];
+      const ids = (hits: { messageId?: string; id?: string }[]) =>
+        hits.map((h) => h.messageId ?? h.id).join(',');
+      if (ids(engramHits) !== ids(rawHits as never)) {
+        throw new Error(
+          `${adapter}: engram's top ${TOP_K} (${ids(engramHits)}) differ from the raw scan's (${ids(rawHits as never)})`,
+        );
+      }
+      if (peer && peerHere) {
+        // The peer's top 3 are reported, not required: its libSQL query is approximate.
+        const peerHits = ids(await peer.search(resourceId, vector, TOP_K));
+        peerAgreement.push(
+          `${size}: ${peerHits === ids(engramHits) ? 'the same top 3' : `top 3 ${peerHits}, engram's ${ids(engramHits)}`}`,
+        );
+      }
+      const peerSearch = peer && peerHere ? () => peer.search(resourceId, vector, TOP_K) : undefined;
+      const peerRecall = peer && peerHere ? () => peer.recall(currentThread, resourceId, QUERY) : undefined;
       rows.push({
         messages: size,
         variant: 'exact',
         ...(await compare(
-          `memory.recall top ${TOP_K} ±${RANGE} of ${size}`,
+          `searchVectors top ${TOP_K} of ${size}`,
           fx.iterations,
-          recallOnce(memory),
+          search(vectors),
           scan,
           fx.budgetMs,
           warmup,
+          peerSearch,
         )),
       });
-    // The first (warm-up) call may embed the query once; timed rounds must not.
-    if (embedCalls - callsBefore > 1) {
-      throw new Error(`${adapter}: the embedder ran ${embedCalls - callsBefore} times during recall rounds`);
-    }
-    for (const variant of variants) {
-      const [, built] = await phase(adapter, `${variant.name}: build at ${size}`, () => variant.before());
-      setup.push({ step: `${variant.name} built at ${size} messages`, seconds: built });
-      try {
-        const indexed = memoryOf(variant.storage);
+      const callsBefore = embedCalls;
+      if (size <= (target.memoryRecallUpTo ?? Number.POSITIVE_INFINITY))
         rows.push({
           messages: size,
-          variant: variant.name,
+          variant: 'exact',
           ...(await compare(
-            `searchVectors top ${TOP_K} of ${size}, ${variant.name}`,
+            `memory.recall top ${TOP_K} ±${RANGE} of ${size}`,
             fx.iterations,
-            search(variant.storage.vectors as VectorStore),
+            recallOnce(memory),
             scan,
             fx.budgetMs,
             warmup,
+            peerRecall,
           )),
         });
-        rows.push({
-          messages: size,
-          variant: variant.name,
-          ...(await compare(
-            `memory.recall top ${TOP_K} ±${RANGE} of ${size}, ${variant.name}`,
-            fx.iterations,
-            recallOnce(indexed),
-            scan,
-            fx.budgetMs,
-            warmup,
-          )),
-        });
-      } finally {
-        await variant.after();
+      // The first (warm-up) call of each side may embed the query once; timed rounds must not.
+      if (embedCalls - callsBefore > (peer ? 2 : 1)) {
+        throw new Error(
+          `${adapter}: the embedder ran ${embedCalls - callsBefore} times during recall rounds`,
+        );
+      }
+      for (const variant of variants) {
+        if (variant.cap && size > variant.cap.messages) {
+          notes.add(`${variant.name}: run up to ${variant.cap.messages} messages: ${variant.cap.reason}`);
+          continue;
+        }
+        const [, built] = await phase(adapter, `${variant.name}: build at ${size}`, () => variant.before());
+        setup.push({ step: `${variant.name} built at ${size} messages`, seconds: built });
+        try {
+          const indexed = memoryOf(variant.storage);
+          const own = variant.raw;
+          const variantScan = own ? () => own.scan(resourceId, vector, TOP_K) : scan;
+          if (own) {
+            // A variant with a raw scan of its own is exact: the same top 3 on both sides.
+            const [hits, rawHits] = [
+              await search(variant.storage.vectors as VectorStore)(),
+              await variantScan(),
+            ];
+            if (ids(hits) !== ids(rawHits)) {
+              throw new Error(
+                `${adapter}, ${variant.name}: engram's top ${TOP_K} (${ids(hits)}) differ from its raw scan's (${ids(rawHits)})`,
+              );
+            }
+          } else {
+            // An approximate variant: its top 3 are reported against the exact ones.
+            const hits = ids(await search(variant.storage.vectors as VectorStore)());
+            notes.add(
+              `${variant.name} at ${size}: ${hits === ids(engramHits) ? 'the exact top 3' : `top 3 ${hits}, exact ${ids(engramHits)}`}`,
+            );
+          }
+          rows.push({
+            messages: size,
+            variant: variant.name,
+            ...(await compare(
+              `searchVectors top ${TOP_K} of ${size}, ${variant.name}`,
+              fx.iterations,
+              search(variant.storage.vectors as VectorStore),
+              variantScan,
+              fx.budgetMs,
+              warmup,
+            )),
+          });
+          rows.push({
+            messages: size,
+            variant: variant.name,
+            ...(await compare(
+              `memory.recall top ${TOP_K} ±${RANGE} of ${size}, ${variant.name}`,
+              fx.iterations,
+              recallOnce(indexed),
+              variantScan,
+              fx.budgetMs,
+              warmup,
+            )),
+          });
+        } finally {
+          await variant.after();
+        }
       }
     }
+    return {
+      adapter,
+      ...(target.note || capped || notes.size
+        ? { note: [target.note, capped, ...notes].filter(Boolean).join('; ') }
+        : {}),
+      raw: [
+        raw.describe,
+        ...variants.filter((v) => v.raw).map((v) => `${v.name} rows: ${v.raw?.describe}`),
+      ].join('; '),
+      ...(peer
+        ? {
+            peer: `${peer.name}; ${peer.describe}; its top 3 against engram's at ${peerAgreement.join(', ')}${peer.cap && sizes.some((n) => n > (peer.cap?.messages ?? 0)) ? `; run up to ${peer.cap.messages} messages: ${peer.cap.reason}` : ''}`,
+          }
+        : {}),
+      rows,
+      setup,
+    };
+  } finally {
+    await peer?.close();
   }
-  return {
-    adapter,
-    ...(target.note || capped ? { note: [target.note, capped].filter(Boolean).join('; ') } : {}),
-    raw: raw.describe,
-    ...(peer ? { peer: peer.name } : {}),
-    rows,
-    setup,
-  };
 }

@@ -1,4 +1,11 @@
-import type { JsonObject, MemoryStorage, Message, MessageVector, Thread } from '@engram/core';
+import type {
+  EmbeddingModelLike,
+  JsonObject,
+  MemoryStorage,
+  Message,
+  MessageVector,
+  Thread,
+} from '@engram/core';
 
 /**
  * The least the raw driver can do for the same result as an engram operation, against the same
@@ -95,23 +102,39 @@ export interface RawRecall {
   scan(resourceId: string, vector: Float32Array, topK: number): Promise<{ id: string }[]>;
 }
 
-/** Another way the store searches the same vectors (an index), set up and torn down per size. */
+/**
+ * Another way the store searches the same vectors (an index, another storage type), set up and
+ * torn down per size.
+ */
 export interface RecallVariant {
   name: string;
   /** A store on the same data that searches this way. */
   storage: MemoryStorage;
+  /** The raw scan its rows are compared with, when not the target's own (another storage type). */
+  raw?: RawRecall;
+  /** Largest fixture the variant runs at, and why, when smaller than the run's. */
+  cap?: { messages: number; reason: string };
   /** Builds what the variant needs (timed and reported). */
   before(): Promise<void>;
   /** Removes it again, so the exact comparisons of the next size stay exact. */
   after(): Promise<void>;
 }
 
-/** The peer library's vector store, holding the same vectors under the same ids. */
+/** The peer library's semantic recall on the same database, holding the same messages and vectors. */
 export interface RecallPeer {
   name: string;
-  /** Writes vectors for the resource's messages up to `size` (the same texts as engram's). */
-  grow(resourceId: string, size: number): Promise<void>;
-  search(resourceId: string, vector: Float32Array, topK: number): Promise<unknown[]>;
+  /** What is timed on the peer's side, in words, for the report. */
+  describe: string;
+  /** Largest fixture the peer is grown to and timed at, and why, when smaller than the run's. */
+  cap?: { messages: number; reason: string };
+  createThread(threadId: string, resourceId: string): Promise<void>;
+  /** Writes a batch of messages and their vectors (engram's ids, texts and vectors) in its layout. */
+  write(messages: Message[], vectors: MessageVector[]): Promise<void>;
+  /** Its vector query for a precomputed vector: the `topK` nearest of `resourceId`, best first. */
+  search(resourceId: string, vector: Float32Array, topK: number): Promise<{ id: string }[]>;
+  /** Its recall as users call it (history, vector search, windows) for the query text. */
+  recall(threadId: string, resourceId: string, query: string): Promise<unknown>;
+  close(): Promise<void>;
 }
 
 /** What the recall section opens on a backend. */
@@ -120,7 +143,13 @@ export interface RecallTarget {
   storage: MemoryStorage;
   raw: RawRecall;
   variants?: RecallVariant[];
-  peer?: RecallPeer;
+  /** Opens the peer library's recall on the same database, with the bench's embedder and settings. */
+  openPeer?(settings: {
+    embedder: EmbeddingModelLike;
+    dimensions: number;
+    topK: number;
+    range: number;
+  }): Promise<RecallPeer>;
   /** Writes messages in the store's layout faster than `saveMessages` (FerretDB). */
   seed?(messages: Message[]): Promise<void>;
   /** Writes vectors in the store's layout faster than `upsertVectors` (FerretDB). */

@@ -6,7 +6,7 @@ import { LibSQLStore, TABLES } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { deepMerge } from '../deep-merge.ts';
 import { runScoped } from '../env.ts';
-import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
+import type { BenchTarget, RawBaseline, RecallTarget, RecallVariant } from '../target.ts';
 
 const { resources, messages, threads, vectors } = TABLES;
 /** A database file named by the caller is kept; one this run made up is removed at the end. */
@@ -128,8 +128,57 @@ export const libsql: BenchTarget = {
     const storage = new LibSQLStore({ url: url(), synchronous: 'normal' });
     await storage.init();
     const client = createClient({ url: url(), timeout: 5_000, concurrency: 1 });
+    // The ANN opt-in: a store per size, since its table, index and triggers are dropped after
+    // each size (or every vector written while growing to the next one would go into the index).
+    let ann: LibSQLStore | undefined;
+    const annVariant: RecallVariant = {
+      name: 'libSQL DiskANN opt-in (vector_top_k, over-fetch 10, approximate)',
+      get storage() {
+        return ann as LibSQLStore;
+      },
+      cap: {
+        messages: 10_000,
+        reason:
+          'building its index copies every vector into the DiskANN index, about 10 ms a vector here, so 100,000 would take over 15 minutes',
+      },
+      before: async () => {
+        ann = new LibSQLStore({ url: url(), synchronous: 'normal', vectors: { index: true } });
+        await ann.vectors.claimSpace((await storage.vectors.getSpace()) as never);
+      },
+      after: async () => {
+        await ann?.close();
+        for (const what of [
+          'TRIGGER engram_vector_ann_on_insert',
+          'TRIGGER engram_vector_ann_on_update',
+          'TRIGGER engram_vector_ann_on_delete',
+          'TABLE engram_vector_ann',
+        ]) {
+          await client.execute(`DROP ${what}`);
+        }
+      },
+    };
     return {
       storage,
+      variants: [annVariant],
+      // Mastra is loaded only where it runs: the contention workers never import it.
+      async openPeer(settings) {
+        const { LibSQLStore: MastraStore, LibSQLVector } = await import('@mastra/libsql');
+        return (await import('../recall-mastra.ts')).mastraRecallPeer({
+          ...settings,
+          store: new MastraStore({ id: 'bench-mastra', url: url() }),
+          vector: new LibSQLVector({ id: 'bench-mastra-vector', url: url() }),
+          name: 'Mastra (@mastra/memory 1.31.0, @mastra/libsql 1.23.1 LibSQLVector)',
+          // Measured here: 1,000 vectors in ~10 s, 9,000 more in ~100 s, each upsert also
+          // inserting into the DiskANN index (one row at a time in one transaction).
+          cap: {
+            messages: 10_000,
+            reason:
+              'its vector upserts maintain a DiskANN index, about 10 ms a vector here at 10,000 and growing, so 90,000 more would take over 15 minutes',
+          },
+          search:
+            'on libSQL an approximate search: Mastra creates a DiskANN index (libsql_vector_idx) and queries vector_top_k for topK × 10 candidates, then filters them by resource_id in its metadata JSON; only when fewer than topK survive does it fall back to an exact vector_distance_cos scan with the JSON filter',
+        });
+      },
       raw: {
         describe:
           'one SELECT joining messages and vectors on the resource, ORDER BY vector_distance_cos LIMIT k',

@@ -12,7 +12,9 @@ const schema = () => runScoped('ENGRAM_BENCH_PG_SCHEMA', () => `engram_bench_${p
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 /** Mastra's schema on the same server, dropped at the end with the store's. */
 const peerSchema = () => `${schema()}_mastra`;
-const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
+/** The `real[]` fallback's copy of the recall fixture, dropped at the end with the store's. */
+const fallbackSchema = () => `${schema()}_real`;
+const table = (name: string, at = schema()) => `${quote(at)}.${quote(`engram_${name}`)}`;
 
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
 export const postgres: BenchTarget = {
@@ -124,10 +126,13 @@ export const postgres: BenchTarget = {
   },
   async openRecall(): Promise<RecallTarget> {
     const url = serviceUrl('pg') as string;
-    const open = async (vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors']) => {
+    const open = async (
+      vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors'],
+      schemaName = schema(),
+    ) => {
       const store = new PostgresStore({
         connectionString: url,
-        schemaName: schema(),
+        schemaName,
         maxConnections: 4,
         vectors,
       });
@@ -136,6 +141,9 @@ export const postgres: BenchTarget = {
     };
     const storage = await open({ backend: 'pgvector' });
     const indexed = await open({ backend: 'pgvector', hnsw: true });
+    // The store without pgvector keeps vectors as real[] and ranks them in SQL; the column type
+    // is decided per schema, so it gets a schema of its own, filled from the first one.
+    const fallback = await open({ backend: 'real[]' }, fallbackSchema());
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     pool.on('error', () => undefined);
     const messages = table('messages');
@@ -165,7 +173,58 @@ export const postgres: BenchTarget = {
           return result.rows;
         },
       },
+      // Mastra is loaded only where it runs: the contention workers never import it.
+      async openPeer(settings) {
+        const { PostgresStore: MastraStore, PgVector } = await import('@mastra/pg');
+        return (await import('../recall-mastra.ts')).mastraRecallPeer({
+          ...settings,
+          store: new MastraStore({ id: 'bench-mastra', connectionString: url, schemaName: peerSchema() }),
+          vector: new PgVector({
+            id: 'bench-mastra-vector',
+            connectionString: url,
+            schemaName: peerSchema(),
+          }),
+          name: 'Mastra (@mastra/memory 1.31.0, @mastra/pg 1.27.1 PgVector)',
+          search:
+            "on pg an exact ranking: PgVector's table (vector(256)) gets an IVFFlat index at creation and B-tree indexes on metadata->>'thread_id' and ->>'resource_id', but its filtered query scores every row that passes the filter and sorts them by score in an outer SELECT, which no vector index serves",
+        });
+      },
       variants: [
+        {
+          name: 'real[] fallback (exact, no pgvector)',
+          storage: fallback,
+          raw: {
+            describe:
+              "one SELECT joining messages and vectors on the resource in the fallback's schema, ORDER BY the cosine of the real[] arrays (sum of products over unnest, as the store computes it) DESC LIMIT k",
+            async scan(resourceId, vector, topK) {
+              const result = await pool.query<{ id: string }>(
+                `SELECT m.id, (SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
+                   FROM unnest(v.embedding, $1::real[]) AS t(a, b)) AS score
+                 FROM ${table('messages', fallbackSchema())} m
+                 JOIN ${table('message_vectors', fallbackSchema())} v ON v.message_id = m.id
+                 WHERE m.resource_id = $2 ORDER BY score DESC LIMIT $3`,
+                [Array.from(vector), resourceId, topK],
+              );
+              return result.rows;
+            },
+          },
+          // Copies what the size added (threads, messages, vectors as real[]) from the store's schema.
+          before: async () => {
+            await fallback.vectors.claimSpace((await storage.vectors.getSpace()) as never);
+            for (const name of ['threads', 'messages']) {
+              await pool.query(
+                `INSERT INTO ${table(name, fallbackSchema())} SELECT * FROM ${table(name)} ON CONFLICT DO NOTHING`,
+              );
+            }
+            await pool.query(
+              `INSERT INTO ${table('message_vectors', fallbackSchema())} (message_id, space, hash, embedding)
+               SELECT message_id, space, hash, embedding::real[] FROM ${vectors} ON CONFLICT DO NOTHING`,
+            );
+            await pool.query(`ANALYZE ${table('messages', fallbackSchema())}`);
+            await pool.query(`ANALYZE ${table('message_vectors', fallbackSchema())}`);
+          },
+          after: async () => undefined,
+        },
         {
           name: hnsw,
           storage: indexed,
@@ -187,6 +246,7 @@ export const postgres: BenchTarget = {
       },
       async close() {
         await pool.end();
+        await fallback.close();
         await indexed.close();
         await storage.close();
       },
@@ -200,6 +260,7 @@ export const postgres: BenchTarget = {
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);
       await client.query(`DROP SCHEMA IF EXISTS ${quote(peerSchema())} CASCADE`);
+      await client.query(`DROP SCHEMA IF EXISTS ${quote(fallbackSchema())} CASCADE`);
     } finally {
       await client.end();
     }

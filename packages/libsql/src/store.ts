@@ -50,13 +50,13 @@ import {
   upsertThread,
   writeResourceMemory,
 } from './sql.ts';
-import { LibSQLVectors } from './vectors.ts';
+import { type LibSQLVectorOptions, LibSQLVectors } from './vectors.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
 /** Options of `LibSQLStore`: a URL to open, or a client you created and keep owning. */
-export type LibSQLStoreOptions =
+export type LibSQLStoreOptions = (
   | {
       /** `file:path/to.db`, `:memory:`, or a libSQL server URL (`libsql://…`, `http(s)://…`, `ws(s)://…`). */
       url: string;
@@ -82,7 +82,11 @@ export type LibSQLStoreOptions =
       client: Client;
       /** Applied to the client's connection when it has no busy timeout. Default 5000 ms. */
       busyTimeoutMs?: number;
-    };
+    }
+) & {
+  /** Semantic recall vectors: exact by default; `{ index: true }` opts into libSQL's ANN index. */
+  vectors?: LibSQLVectorOptions;
+};
 
 function invalidOption(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: ${message}`, { adapter: ADAPTER });
@@ -118,7 +122,7 @@ export class LibSQLStore extends StoreBase {
   };
 
   private readonly connection: Connection;
-  /** Exact vector search for semantic recall (see `LibSQLVectors`). */
+  /** Vector search for semantic recall, exact unless `vectors.index` (see `LibSQLVectors`). */
   readonly vectors: LibSQLVectors;
 
   constructor(options: LibSQLStoreOptions) {
@@ -163,7 +167,11 @@ export class LibSQLStore extends StoreBase {
       transactionalBatches: true,
       processLocal: this.connection.processLocal,
     };
-    this.vectors = new LibSQLVectors(this.connection, (operation, fn) => this.run(operation, fn));
+    this.vectors = new LibSQLVectors(
+      this.connection,
+      (operation, fn) => this.run(operation, fn),
+      options.vectors,
+    );
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {

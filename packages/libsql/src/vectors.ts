@@ -1,10 +1,55 @@
 import type * as core from '@engram/core/adapter';
-import { VectorStoreBase } from '@engram/core/adapter';
+import { MemoryError, VectorStoreBase } from '@engram/core/adapter';
 import type { Connection } from './connection.ts';
 import { ADAPTER } from './errors.ts';
 import { chunks, placeholders, TABLES } from './sql.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
+/** The ANN opt-in's copy of the vectors: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
+const annTable = 'engram_vector_ann';
+const annIndex = `${annTable}_idx`;
+
+/** Vector options of `LibSQLStore`. */
+export interface LibSQLVectorOptions {
+  /**
+   * Opt-in approximate search through libSQL's ANN index (DiskANN, `libsql_vector_idx`) and
+   * `vector_top_k`. Default off: exact scans.
+   *
+   * The index ranks the whole database's vectors before any scope filter, so a search fetches
+   * the `topK × overFetch` nearest (plus the history it must leave out), then keeps those of
+   * the resource (or thread): results are **approximate**, and a scope holding a small share of
+   * the database can get **fewer than `topK` hits**, or none. Every vector write also updates the
+   * index (much slower writes), and the index makes the database file far larger.
+   *
+   * With it on, the store keeps a copy of each vector in `engram_vector_ann` (`F32_BLOB(n)` of
+   * the recorded dimension), maintained by triggers on `engram_message_vectors` in the same
+   * statements, and indexed; created, and filled from the stored vectors, at the store's first
+   * claim, write or search of vectors. Stores opened without the option keep the triggers working.
+   */
+  index?: boolean | { overFetch?: number };
+}
+
+/** Candidates fetched from the index per hit wanted, by default. */
+export const DEFAULT_OVER_FETCH = 10;
+
+function overFetchOf(option: LibSQLVectorOptions['index']): number | null {
+  if (option === undefined || option === false) return null;
+  if (option === true) return DEFAULT_OVER_FETCH;
+  const overFetch = (option as { overFetch?: unknown }).overFetch ?? DEFAULT_OVER_FETCH;
+  if (typeof overFetch !== 'number' || !Number.isInteger(overFetch) || overFetch < 1 || overFetch > 1_000) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `${ADAPTER}: vectors.index.overFetch must be an integer from 1 to 1000, got ${String(overFetch)}`,
+      { adapter: ADAPTER },
+    );
+  }
+  return overFetch;
+}
+
+/** A string as an SQL literal (for the trigger conditions, which take no parameters). */
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
 
 /** A `Float32Array` as the little-endian blob `vector32(?)` reads. */
 function blob(vector: Float32Array): Uint8Array {
@@ -18,17 +63,29 @@ function blob(vector: Float32Array): Uint8Array {
  *
  * Search is an exact scan: the messages of the scope are selected first (by `resource_id`, or
  * `thread_id`), then ranked by `1 - vector_distance_cos`, so a scoped query always gets `topK`
- * hits when that many exist. libSQL's ANN index (`libsql_vector_idx` / `vector_top_k`) is not
- * used: it ranks before it filters, and its index grew a test database about 40×.
+ * hits when that many exist. libSQL's ANN index (`libsql_vector_idx` / `vector_top_k`) only
+ * with the `index` option (see `LibSQLVectorOptions`): it ranks before it filters, and its index
+ * grew a test database about 40×.
  */
 export class LibSQLVectors extends VectorStoreBase {
-  readonly search = 'exact' as const;
+  readonly search: 'exact' | 'index';
+  private readonly overFetch: number | null;
+  /** Set once the ANN table, its index and triggers exist (the `index` option only). */
+  private annReady?: Promise<void>;
 
   constructor(
     private readonly connection: Connection,
     run: core.VectorRunner,
+    options: LibSQLVectorOptions = {},
   ) {
     super(ADAPTER, run);
+    if (options === null || typeof options !== 'object') {
+      throw new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: vectors must be an object`, {
+        adapter: ADAPTER,
+      });
+    }
+    this.overFetch = overFetchOf(options.index);
+    this.search = this.overFetch === null ? 'exact' : 'index';
   }
 
   protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
@@ -46,10 +103,48 @@ export class LibSQLVectors extends VectorStoreBase {
         args: [space.id, space.dimensions],
       }),
     );
-    return (await this.doGetSpace()) as core.EmbeddingSpace;
+    const recorded = (await this.doGetSpace()) as core.EmbeddingSpace;
+    if (this.overFetch !== null) await this.ensureAnn(recorded);
+    return recorded;
+  }
+
+  /**
+   * Creates the ANN table for `space`, its index and the triggers that keep it in step with
+   * `engram_message_vectors`, then copies the vectors stored before; in one write transaction,
+   * so a vector written concurrently is copied by a trigger or by the copy. Once per store.
+   */
+  private ensureAnn(space: core.EmbeddingSpace): Promise<void> {
+    this.annReady ??= this.connection
+      .write(async (tx) => {
+        const only = `WHEN NEW.space = ${sqlString(space.id)}`;
+        await tx.batch([
+          `CREATE TABLE IF NOT EXISTS ${annTable} (
+            id INTEGER PRIMARY KEY,
+            message_id TEXT NOT NULL UNIQUE,
+            embedding F32_BLOB(${space.dimensions}) NOT NULL
+          )`,
+          `CREATE INDEX IF NOT EXISTS ${annIndex} ON ${annTable} (libsql_vector_idx(embedding, 'metric=cosine'))`,
+          `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_insert AFTER INSERT ON ${vectors} ${only}
+            BEGIN INSERT OR REPLACE INTO ${annTable} (message_id, embedding) VALUES (NEW.message_id, NEW.embedding); END`,
+          `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_update AFTER UPDATE OF embedding ON ${vectors} ${only}
+            BEGIN UPDATE ${annTable} SET embedding = NEW.embedding WHERE message_id = NEW.message_id; END`,
+          `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_delete AFTER DELETE ON ${vectors}
+            BEGIN DELETE FROM ${annTable} WHERE message_id = OLD.message_id; END`,
+          {
+            sql: `INSERT OR IGNORE INTO ${annTable} (message_id, embedding) SELECT message_id, embedding FROM ${vectors} WHERE space = ?`,
+            args: [space.id],
+          },
+        ]);
+      })
+      .catch((error: unknown) => {
+        this.annReady = undefined;
+        throw error;
+      });
+    return this.annReady;
   }
 
   protected async doUpsertVectors(space: core.EmbeddingSpace, rows: core.MessageVector[]): Promise<void> {
+    if (this.overFetch !== null) await this.ensureAnn(space);
     // One write transaction; rows of messages that do not exist (any more) select nothing.
     await this.connection.write(async (tx) => {
       await tx.batch(
@@ -93,16 +188,28 @@ export class LibSQLVectors extends VectorStoreBase {
     const scope = args.threadId === undefined ? '' : 'AND m.thread_id = ?';
     // One JSON array parameter, however long the list (SQLite caps the number of parameters).
     const notIn = exclude.length ? 'AND m.id NOT IN (SELECT value FROM json_each(?))' : '';
+    let candidates = `${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?`;
+    const first: unknown[] = [];
+    if (this.overFetch !== null) {
+      await this.ensureAnn(args.space);
+      // The index's nearest of the whole database first, then the scope: approximate.
+      candidates = `vector_top_k('${annIndex}', vector32(?), ?) AS k
+        JOIN ${annTable} a ON a.id = k.id
+        JOIN ${vectors} v ON v.message_id = a.message_id AND v.space = ?
+        JOIN ${messages} m ON m.id = a.message_id`;
+      first.push(blob(args.vector), (args.topK + exclude.length) * this.overFetch);
+    }
     const result = await this.connection.use((c) =>
       c.execute({
         sql: `SELECT m.id, m.thread_id, m.created_at, v.hash,
                 1 - vector_distance_cos(v.embedding, vector32(?)) AS score
-              FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?
+              FROM ${candidates}
               WHERE m.resource_id = ? ${scope} ${notIn}
               ORDER BY score DESC, m.created_at DESC, m.id ASC
               LIMIT ?`,
         args: [
           blob(args.vector),
+          ...(first as (Uint8Array | number)[]),
           args.space.id,
           args.resourceId,
           ...(args.threadId === undefined ? [] : [args.threadId]),
