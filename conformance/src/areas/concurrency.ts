@@ -1,6 +1,7 @@
 import { capabilitiesOf, type JsonObject, type MemoryStorage } from '@engram/core';
 import { ConformanceError, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
+import { interleavedReplace } from '../concurrency/interleaved.ts';
 import {
   initKey,
   initThreadId,
@@ -206,6 +207,16 @@ export const concurrencyChecks = [
         return stored.get(id)?.has(k) ?? false;
       });
     },
+  ),
+
+  check(
+    `a thread-memory replace (updateThread) by another process inside an atomic update is not overwritten${NEEDS_ATOMIC}`,
+    (ctx) => interleavedReplace(ctx, 'thread', NEEDS_WORKER(ctx.init.name)),
+  ),
+
+  check(
+    `a resource-memory replace (updateResource) by another process inside an atomic update is not overwritten${NEEDS_ATOMIC}`,
+    (ctx) => interleavedReplace(ctx, 'resource', NEEDS_WORKER(ctx.init.name)),
   ),
 
   check(

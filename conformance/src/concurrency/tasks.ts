@@ -1,6 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import { type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 import { at } from '../fixtures.ts';
 import { conformanceEmbedder } from '../vectors.ts';
+import { waitForFile } from './signal.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
@@ -30,7 +32,21 @@ export type RaceTask =
    */
   | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string }
   /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
-  | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] };
+  | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] }
+  /**
+   * Writes the file `ready`, waits for the file `trigger`, replaces the working memory of one
+   * thread (`updateThread` metadata) or resource (`updateResource`) with `value`, then writes
+   * `done`: a plain write placed inside another process's atomic update (`interleaved.ts`).
+   */
+  | {
+      kind: 'replace-on-signal';
+      scope: 'thread' | 'resource';
+      id: string;
+      value: string;
+      ready: string;
+      trigger: string;
+      done: string;
+    };
 
 /** What one racer did: the keys it was told were written, and the calls that failed. */
 export interface RacerReport {
@@ -144,6 +160,30 @@ export function racerOps(
         key: `${id}/p${racer}`,
         run: (s) => s.saveMessages([racerMessage(task, id, racer)]),
       }));
+    case 'replace-on-signal':
+      return [{ key: 'replace', run: (s) => replaceOnSignal(s, task) }];
+  }
+}
+
+/** How long a `replace-on-signal` racer waits for its trigger. */
+const TRIGGER_TIMEOUT_MS = 60_000;
+
+async function replaceOnSignal(
+  store: MemoryStorage,
+  task: Extract<RaceTask, { kind: 'replace-on-signal' }>,
+): Promise<void> {
+  writeFileSync(task.ready, '');
+  await waitForFile(task.trigger, TRIGGER_TIMEOUT_MS);
+  try {
+    if (task.scope === 'thread') {
+      await store.updateThread({ id: task.id, metadata: { workingMemory: task.value } });
+    } else {
+      await store.updateResource({ resourceId: task.id, workingMemory: task.value });
+    }
+    writeFileSync(task.done, 'written');
+  } catch (error) {
+    writeFileSync(task.done, `failed (${(error as { code?: unknown } | null)?.code ?? 'no code'})`);
+    throw error;
   }
 }
 
