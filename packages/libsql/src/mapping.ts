@@ -101,7 +101,33 @@ export function messageRow(message: Message): InValue[] {
   ];
 }
 
-/** Resource row → `Resource`. */
+/** `Message` → one entry of a `saveMessageBatch` (the thread and resource are the batch's). */
+export function batchRow(message: Message): [string, string, string, string, number] {
+  return [
+    message.id,
+    message.role,
+    JSON.stringify(message.content),
+    message.type,
+    message.createdAt.getTime(),
+  ];
+}
+
+/**
+ * The message as stored, from its content's JSON text: a copy that shares no objects with the
+ * caller's (and costs one `JSON.parse` instead of a structured clone).
+ */
+export function storedMessage(message: Message, content: string): Message {
+  return {
+    id: message.id,
+    threadId: message.threadId,
+    resourceId: message.resourceId,
+    role: message.role,
+    content: JSON.parse(content) as JsonValue,
+    type: message.type,
+    createdAt: new Date(message.createdAt.getTime()),
+  };
+}
+
 /** The `working_memory` column of a resource row, or `null` when there is no row. */
 export function workingMemoryOf(row: Row | undefined): string | null {
   const value = row?.working_memory ?? null;
@@ -109,6 +135,7 @@ export function workingMemoryOf(row: Row | undefined): string | null {
   return value;
 }
 
+/** Resource row → `Resource`. */
 export function toResource(row: Row): Resource {
   const workingMemory = row.working_memory;
   if (workingMemory !== null && typeof workingMemory !== 'string')

@@ -13,6 +13,11 @@ export const TABLES = {
   vectors: 'engram_message_vectors',
   /** The one embedding space this database's vectors are in (a single row). */
   vectorSpace: 'engram_vector_space',
+  /**
+   * A view that is never read: inserting one row (a thread, its resource, a time and the
+   * thread's messages as JSON) saves the batch in one statement, through its trigger.
+   */
+  messageBatches: 'engram_message_batches',
 } as const;
 
 const { threads, messages, resources, messageCounts } = TABLES;
@@ -110,6 +115,25 @@ export const addToMessageCounts = (
 export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
   sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id IN (${placeholders(threadIds.length)})`,
   args: threadIds,
+});
+
+/**
+ * Saves new messages of one thread and one resource in one statement (the trigger of
+ * `engram_message_batches`, migration 5): checks that the thread exists and belongs to the
+ * resource, inserts the messages, adds them to the kept count and sets the thread's
+ * `updated_at`. A write statement takes the write lock before it reads, so nothing can slip in
+ * between the check and the writes. When the thread is missing or another resource's, or an id
+ * is stored already, the trigger raises `BATCH_REFUSED` (migrations.ts) and the statement leaves
+ * nothing behind.
+ */
+export const saveMessageBatch = (
+  threadId: string,
+  resourceId: string,
+  savedAt: number,
+  messages: [id: string, role: string, content: string, type: string, createdAt: number][],
+): Statement => ({
+  sql: `INSERT INTO ${TABLES.messageBatches} (thread_id, resource_id, saved_at, messages) VALUES (?, ?, ?, ?)`,
+  args: [threadId, resourceId, savedAt, JSON.stringify(messages)],
 });
 
 export const selectMessagesByIds = (ids: string[]): Statement => ({

@@ -29,16 +29,18 @@ import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
 import {
+  batchRow,
   copyMessage,
   messageRow,
   resourceRow,
+  storedMessage,
   threadRow,
   toMessage,
   toResource,
   toThread,
   workingMemoryOf,
 } from './mapping.ts';
-import { migrate } from './migrations.ts';
+import { BATCH_REFUSED, migrate } from './migrations.ts';
 import {
   CHUNK,
   chunks,
@@ -49,6 +51,7 @@ import {
   listThreadsStatements,
   messagePageStatements,
   needsJsFilter,
+  saveMessageBatch,
   selectMessagesByIds,
   selectMessageThreads,
   selectOwnersAndMessages,
@@ -106,6 +109,11 @@ function notFound(threadId: string): MemoryError {
   return new MemoryError('NOT_FOUND', `${ADAPTER}: thread ${JSON.stringify(threadId)} does not exist`, {
     adapter: ADAPTER,
   });
+}
+
+/** True when the one-statement save refused a batch (it wrote nothing). */
+function isBatchRefused(error: unknown): boolean {
+  return error instanceof Error && error.message.includes(BATCH_REFUSED);
 }
 
 function total(result: ResultSet): number {
@@ -256,7 +264,33 @@ export class LibSQLStore extends StoreBase {
     return { threads: page!.rows.map(toThread), ...pageInfo(total(counted!), args.page, args.perPage) };
   }
 
-  protected doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+    const first = messages[0]!;
+    const oneThread = messages.every(
+      (m) => m.threadId === first.threadId && m.resourceId === first.resourceId,
+    );
+    if (oneThread) {
+      // The usual save, new messages of one thread: one statement (see `saveMessageBatch`).
+      const rows = messages.map(batchRow);
+      const statement = saveMessageBatch(first.threadId, first.resourceId, Date.now(), rows);
+      const saved = await this.connection.use((client) =>
+        client.execute(statement).then(
+          () => true,
+          (error: unknown) => {
+            if (isBatchRefused(error)) return false;
+            throw error;
+          },
+        ),
+      );
+      if (saved) return messages.map((message, i) => storedMessage(message, rows[i]![2]));
+    }
+    // Several threads, or a batch the statement refused (a missing or foreign thread, an id
+    // stored already): the full save refuses it with the reason, or replaces and moves messages.
+    return this.saveMessagesChecked(messages);
+  }
+
+  /** Any batch, in one write transaction: reads owners and stored ids first, then writes. */
+  private saveMessagesChecked(messages: Message[]): Promise<Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
       const ids = messages.map((m) => m.id);
