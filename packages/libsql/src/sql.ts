@@ -200,6 +200,23 @@ export const writeResourceMemory = (
   args: [id, workingMemory, now, now, replace ? 1 : 0],
 });
 
+/**
+ * Writes a resource's working memory only if it is still what was read: `expected` when the row
+ * existed (`existed`), else no row at all (then it is created). `rowsAffected` is 1 when written.
+ */
+export const compareAndSetResourceMemory = (
+  id: string,
+  existed: boolean,
+  expected: string | null,
+  workingMemory: string | null,
+  now: number,
+): Statement => ({
+  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
+        ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory, updated_at = excluded.updated_at
+          WHERE ? AND working_memory IS ?`,
+  args: [id, workingMemory, now, now, existed ? 1 : 0, expected],
+});
+
 /** One resource's working memory, nothing else. */
 export const selectResourceMemory = (id: string): Statement => ({
   sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,

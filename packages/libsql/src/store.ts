@@ -44,6 +44,7 @@ import { BATCH_REFUSED, migrate } from './migrations.ts';
 import {
   CHUNK,
   chunks,
+  compareAndSetResourceMemory,
   deleteMessagesByIds,
   deleteThreadStatements,
   includeWindowStatement,
@@ -124,8 +125,9 @@ function total(result: ResultSet): number {
  * engram storage on libSQL / SQLite: an embedded `file:` database (the default for local
  * agents), `:memory:`, or a libSQL server.
  *
- * Read-modify-writes (metadata merges, working-memory updates, message saves) run in write
- * transactions (`BEGIN IMMEDIATE` on embedded databases), so they are atomic across processes.
+ * Read-modify-writes (metadata merges, working-memory updates, message saves) are atomic across
+ * processes: single statements (a compare-and-set of a resource's working memory, a save of one
+ * thread's new messages), or write transactions (`BEGIN IMMEDIATE` on embedded databases).
  */
 export class LibSQLStore extends StoreBase {
   readonly name = ADAPTER;
@@ -465,7 +467,32 @@ export class LibSQLStore extends StoreBase {
     return next;
   }
 
-  protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+  /**
+   * A resource's working memory first optimistically, in two statements and no transaction:
+   * read the value and compute the new one outside any lock, then write it only if the stored
+   * value is still the one read (a compare-and-set in one statement, which takes the write lock
+   * for that statement only). When another writer got there first, and for threads, under the
+   * write lock of a transaction (`BEGIN IMMEDIATE`), which always succeeds: the update runs at
+   * most twice.
+   */
+  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    if (args.scope === 'resource') {
+      const { resourceId, update } = args;
+      const written = await this.connection.use(async (client) => {
+        const row = (await client.execute(selectResourceMemory(resourceId))).rows[0];
+        const current = workingMemoryOf(row);
+        const next = update(current);
+        const statement = compareAndSetResourceMemory(
+          resourceId,
+          row !== undefined,
+          current,
+          next,
+          Date.now(),
+        );
+        return (await client.execute(statement)).rowsAffected === 1 ? { next } : undefined;
+      });
+      if (written) return written.next;
+    }
     return this.connection.write(async (tx) => {
       if (args.scope === 'resource') {
         // Read under this transaction's write lock, then one upsert of the new value.

@@ -302,6 +302,37 @@ describe('libsql: metadata filters', () => {
 });
 
 describe('libsql: locking', () => {
+  it('runs a working-memory update again under the write lock when another writer changed the value after the read', async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    await store.updateResource({ resourceId: 'r1', workingMemory: 'v0' });
+    const other = createClient({ url, timeout: 5_000 });
+    cleanups.push(() => other.close());
+    // Each update starts a write on another connection; it lands between the store's read and its
+    // compare-and-set (the embedded client runs statements in call order), so the first attempt
+    // loses and the update runs again on the value the other writer left.
+    for (const [resourceId, sql] of [
+      ['r1', "UPDATE engram_resources SET working_memory = 'v1' WHERE id = 'r1'"],
+      ['r2', "INSERT INTO engram_resources VALUES ('r2', 'v1', '{}', 1, 1)"],
+    ] as const) {
+      const seen: (string | null)[] = [];
+      let write: Promise<unknown> | undefined;
+      const result = await store.updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId,
+        update: (current) => {
+          seen.push(current);
+          write ??= other.execute(sql);
+          return `${current}+mine`;
+        },
+      });
+      await write;
+      expect(seen).toEqual([resourceId === 'r1' ? 'v0' : null, 'v1']);
+      expect(result).toBe('v1+mine');
+      expect((await store.getResourceById({ resourceId }))?.workingMemory).toBe('v1+mine');
+    }
+  });
+
   it('waits for a write lock held by another process instead of failing', async () => {
     const { url, file } = fileUrl();
     const store = await open(url);
