@@ -195,7 +195,7 @@ export {
   type JsonSchemaValidator,
 } from './working-memory/json-schema.ts';
 export type { WorkingMemoryEdit } from './working-memory/location.ts';
-export { mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
+export { copyJson, mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
 export {
   isStandardSchema,
   type ResolvedSchema,

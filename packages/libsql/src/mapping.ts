@@ -1,4 +1,5 @@
 import {
+  copyJson,
   type JsonObject,
   type JsonValue,
   MemoryError,
@@ -112,17 +113,14 @@ export function batchRow(message: Message): [string, string, string, string, num
   ];
 }
 
-/**
- * The message as stored, from its content's JSON text: a copy that shares no objects with the
- * caller's (and costs one `JSON.parse` instead of a structured clone).
- */
-export function storedMessage(message: Message, content: string): Message {
+/** A copy of a message as stored: shares no objects with the caller's, costs no structured clone. */
+export function storedMessage(message: Message): Message {
   return {
     id: message.id,
     threadId: message.threadId,
     resourceId: message.resourceId,
     role: message.role,
-    content: JSON.parse(content) as JsonValue,
+    content: copyJson(message.content),
     type: message.type,
     createdAt: new Date(message.createdAt.getTime()),
   };
@@ -158,9 +156,4 @@ export function resourceRow(resource: Resource): InValue[] {
     resource.createdAt.getTime(),
     resource.updatedAt.getTime(),
   ];
-}
-
-/** A deep copy of a message, so callers never share objects with what the store returned. */
-export function copyMessage(message: Message): Message {
-  return structuredClone(message);
 }

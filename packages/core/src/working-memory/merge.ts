@@ -98,7 +98,8 @@ function withoutNulls(value: JsonObject): JsonObject {
   return out;
 }
 
-function copyJson(value: JsonValue): JsonValue {
+/** A deep copy of a JSON value (own keys such as `__proto__` stay ordinary own properties). */
+export function copyJson(value: JsonValue): JsonValue {
   if (Array.isArray(value)) return value.map(copyJson);
   if (isPlainObject(value)) {
     const out: JsonObject = {};
