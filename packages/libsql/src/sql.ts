@@ -202,7 +202,8 @@ export const writeResourceMemory = (
 
 /**
  * Writes a resource's working memory only if it is still what was read: `expected` when the row
- * existed (`existed`), else no row at all (then it is created). `rowsAffected` is 1 when written.
+ * existed (`existed`; a plain `UPDATE`, the usual case), else no row at all (then it is created).
+ * `rowsAffected` is 1 when written.
  */
 export const compareAndSetResourceMemory = (
   id: string,
@@ -210,12 +211,16 @@ export const compareAndSetResourceMemory = (
   expected: string | null,
   workingMemory: string | null,
   now: number,
-): Statement => ({
-  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
-        ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory, updated_at = excluded.updated_at
-          WHERE ? AND working_memory IS ?`,
-  args: [id, workingMemory, now, now, existed ? 1 : 0, expected],
-});
+): Statement =>
+  existed
+    ? {
+        sql: `UPDATE ${resources} SET working_memory = ?, updated_at = ? WHERE id = ? AND working_memory IS ?`,
+        args: [workingMemory, now, id, expected],
+      }
+    : {
+        sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?) ON CONFLICT (id) DO NOTHING`,
+        args: [id, workingMemory, now, now],
+      };
 
 /** One resource's working memory, nothing else. */
 export const selectResourceMemory = (id: string): Statement => ({

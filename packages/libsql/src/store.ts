@@ -30,7 +30,6 @@ import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
 import {
   batchRow,
-  copyMessage,
   messageRow,
   resourceRow,
   storedMessage,
@@ -284,7 +283,7 @@ export class LibSQLStore extends StoreBase {
           },
         ),
       );
-      if (saved) return messages.map((message, i) => storedMessage(message, rows[i]![2]));
+      if (saved) return messages.map(storedMessage);
     }
     // Several threads, or a batch the statement refused (a missing or foreign thread, an id
     // stored already): the full save refuses it with the reason, or replaces and moves messages.
@@ -347,7 +346,7 @@ export class LibSQLStore extends StoreBase {
       for (const part of chunks(messages)) await tx.execute(upsertMessages(part.map(messageRow)));
       await counts.apply(tx);
       await this.touch(tx, touched);
-      return messages.map(copyMessage);
+      return messages.map(storedMessage);
     });
   }
 
