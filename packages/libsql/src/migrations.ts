@@ -105,14 +105,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE VIEW ${messageBatches} AS
         SELECT NULL AS thread_id, NULL AS resource_id, NULL AS saved_at, NULL AS messages WHERE 0`,
       // NEW.messages: a JSON array of [id, role, content (JSON text), type, created_at], all
-      // new ids. An id already stored anywhere (a re-save, a move, another resource's message)
-      // inserts nothing, and the batch is left to the store's full save, which refuses or
-      // replaces it. json_extract rather than ->>, so that older SQLite tools still read the
-      // schema.
+      // new ids. The thread's updated_at is set first: no row changed means the thread is
+      // missing or another resource's. An id already stored anywhere (a re-save, a move,
+      // another resource's message) inserts nothing. Either way RAISE(ABORT) undoes the whole
+      // statement and the batch is left to the store's full save, which refuses or replaces it.
+      // json_extract rather than ->>, so that older SQLite tools still read the schema.
       `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
       BEGIN
-        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE NOT EXISTS (
-          SELECT 1 FROM ${threads} WHERE id = NEW.thread_id AND resource_id = NEW.resource_id);
+        UPDATE ${threads} SET updated_at = NEW.saved_at
+          WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
+        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
         INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
           SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
             json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
@@ -122,7 +124,6 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO ${messageCounts} (thread_id, resource_id, n)
           VALUES (NEW.thread_id, NEW.resource_id, json_array_length(NEW.messages))
           ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n;
-        UPDATE ${threads} SET updated_at = NEW.saved_at WHERE id = NEW.thread_id;
       END`,
     ],
   },

@@ -119,12 +119,11 @@ export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
 
 /**
  * Saves new messages of one thread and one resource in one statement (the trigger of
- * `engram_message_batches`, migration 5): checks that the thread exists and belongs to the
- * resource, inserts the messages, adds them to the kept count and sets the thread's
- * `updated_at`. A write statement takes the write lock before it reads, so nothing can slip in
- * between the check and the writes. When the thread is missing or another resource's, or an id
- * is stored already, the trigger raises `BATCH_REFUSED` (migrations.ts) and the statement leaves
- * nothing behind.
+ * `engram_message_batches`, migration 5): sets the thread's `updated_at` if it exists and belongs
+ * to the resource, inserts the messages and adds them to the kept count. A write statement takes
+ * the write lock before it reads, so nothing can slip in between the check and the writes. When
+ * the thread is missing or another resource's, or an id is stored already, the trigger raises
+ * `BATCH_REFUSED` (migrations.ts) and the statement leaves nothing behind.
  */
 export const saveMessageBatch = (
   threadId: string,
