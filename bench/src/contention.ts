@@ -34,6 +34,9 @@ type Report =
 
 const workerPath = fileURLToPath(import.meta.url);
 
+/** Merges per worker in the untimed contended round of each side that `start` runs. */
+const WARM_MERGES = 5;
+
 /**
  * `processes` forked OS processes, each with its own connection to one backend. Start-up and
  * connecting happen before any timing; the same workers then run the engram and the raw round.
@@ -54,11 +57,30 @@ export class ContentionPool {
     const pool = new ContentionPool(target, children);
     try {
       await Promise.all(children.map((child, index) => nextReport(child, index)));
+      // One short contended round of each side, untimed: the first contended round after
+      // start-up runs slower whichever side it is (measured on libSQL: raw first, engram second
+      // turns the order of the two), and the engram round runs first.
+      const warm = `contention-warm-${process.pid}-${Date.now().toString(36)}`;
+      for (const side of ['engram', 'raw'] as const) await pool.run(side, `${warm}-${side}`, WARM_MERGES);
     } catch (error) {
       pool.stop();
       throw error;
     }
     return pool;
+  }
+
+  /** Every worker merges `merges` keys into `resourceId` at once; the workers' reports. */
+  private run(side: Side, resourceId: string, merges: number) {
+    return Promise.all(
+      this.children.map((child, index) => {
+        const report = nextReport(child, index);
+        child.send({ run: side, resourceId, merges } satisfies Command);
+        return report.then((r) => ({
+          ...(r as Extract<Report, { latencies: number[] }>),
+          at: performance.now(),
+        }));
+      }),
+    );
   }
 
   /**
@@ -68,15 +90,7 @@ export class ContentionPool {
    */
   async round(side: Side, resourceId: string, merges: number, check: OpenTarget): Promise<ContentionResult> {
     const start = performance.now();
-    const reports = this.children.map((child, index) => {
-      const report = nextReport(child, index);
-      child.send({ run: side, resourceId, merges } satisfies Command);
-      return report.then((r) => ({
-        ...(r as Extract<Report, { latencies: number[] }>),
-        at: performance.now(),
-      }));
-    });
-    const results = await Promise.all(reports);
+    const results = await this.run(side, resourceId, merges);
     const seconds = (Math.max(...results.map((r) => r.at)) - start) / 1000;
     const latencies = results.flatMap((r) => r.latencies).sort((a, b) => a - b);
     const stored = await check.raw.getWorkingMemory(resourceId);
@@ -159,13 +173,10 @@ async function workerMain(target: string, index: number): Promise<void> {
       });
   }
   // Warm both sides (pools and clients connect lazily, code paths compile on first use) before
-  // anything is timed: merges of both sides into resources of this worker's own.
+  // anything is timed: a few merges each into a resource of this worker's own.
   await storage.getResourceById({ resourceId: `warm-${index}` });
   await opened.raw.getWorkingMemory(`warm-${index}`);
-  // Up to 50 each (at most about a second on slow backends), so that neither side's first timed
-  // round still pays for compiling its code: the engram round runs first.
-  const warmUntil = performance.now() + 1_000;
-  for (let j = 0; j < 50 && (j < 5 || performance.now() < warmUntil); j++) {
+  for (let j = 0; j < 5; j++) {
     await memory.mergeWorkingMemory({ resourceId: `warm-${index}`, workingMemory: { [`e${j}`]: j } });
     await opened.raw.mergeWorkingMemory(`warm-raw-${index}`, { [`r${j}`]: j });
   }
