@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assertJson } from '../src/index.ts';
+import { assertJson, InMemoryStore, type Message } from '../src/index.ts';
 
 function problem(value: unknown): string | undefined {
   try {
@@ -46,5 +46,41 @@ describe('assertJson', () => {
         expect(problem(value)).toBeUndefined();
       }),
     );
+  });
+});
+
+describe('saveMessages validation', () => {
+  it('names the field of the first bad message, whatever is wrong with it', async () => {
+    const store = new InMemoryStore();
+    const good: Message = {
+      id: 'm1',
+      threadId: 't',
+      resourceId: 'r',
+      role: 'user',
+      content: { parts: [{ text: 'hi' }] },
+      type: 'v2',
+      createdAt: new Date(1),
+    };
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ id: '' }, /^messages\[1\]\.id must not be empty/],
+      [{ id: 'x'.repeat(256) }, /^messages\[1\]\.id is 256 characters long/],
+      [{ threadId: 'a\u0000b' }, /^messages\[1\]\.threadId holds a NUL character/],
+      [{ resourceId: 7 }, /^messages\[1\]\.resourceId must be a string id/],
+      [{ role: 'robot' }, /^messages\[1\]\.role must be user, assistant, system or tool/],
+      [{ content: undefined }, /^messages\[1\]\.content is missing/],
+      [{ content: { a: ['\uD800'] } }, /^messages\[1\]\.content\.a\[0\] holds a lone UTF-16 surrogate/],
+      [{ type: 'v\u0000' }, /^messages\[1\]\.type holds a NUL character/],
+      [{ type: 2 }, /^messages\[1\]\.type must be a string/],
+      [{ createdAt: new Date(Number.NaN) }, /^messages\[1\]\.createdAt must be a valid Date/],
+    ];
+    for (const [change, message] of cases) {
+      const bad = { ...good, id: 'm2', ...change } as Message;
+      await expect(store.saveMessages([good, bad])).rejects.toThrow(message);
+    }
+    await expect(
+      store.saveMessages([good, { ...good, id: 'm2', content: 'NUL \u0000 is fine here' }]),
+    ).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 });

@@ -33,6 +33,21 @@ export function assertText(value: string, field: string, plain: boolean): void {
   }
 }
 
+/** True when `assertText(value, …, plain)` accepts `value` (checked without building a message). */
+export function isStorableText(value: string, plain: boolean): boolean {
+  return !LONE_SURROGATE.test(value) && !(plain && value.includes('\u0000'));
+}
+
+/** True when `assertId` accepts `value`. */
+export function isStorableId(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= MAX_ID_LENGTH &&
+    isStorableText(value, true)
+  );
+}
+
 /** Throws `INVALID_ARGUMENT` unless `value` is a non-empty string of at most 255 characters. */
 export function assertId(value: unknown, field: string): asserts value is string {
   if (typeof value !== 'string') {
@@ -82,7 +97,7 @@ export function assertJson(value: unknown, field: string, depth = 0): void {
 }
 
 /** True when `assertJson` accepts `value` (it never accepts what `explainJson` refuses). */
-function isStorableJson(value: unknown, depth: number): boolean {
+export function isStorableJson(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return !LONE_SURROGATE.test(value);
   if (value === null || typeof value === 'boolean') return true;
   if (typeof value === 'number') return Number.isFinite(value);
