@@ -480,7 +480,7 @@ export function assertWorkingMemoryField(metadata: JsonObject): void {
  */
 function isStorableMessage(message: unknown): message is Message {
   if (!isPlainObject(message)) return false;
-  const m = message as Message;
+  const m = message as unknown as Message;
   return (
     isStorableId(m.id) &&
     isStorableId(m.threadId) &&
