@@ -2,8 +2,8 @@
 // docker-compose.yml parse as YAML, and every `pnpm <script>` and `bash <file>` they (and
 // .ci/run) call exists; and that everything wired per adapter agrees with adapters.json (the
 // one list of adapters): each package and its driver peer dependency, the changesets fixed
-// group, CI's adapter matrix and services, docker-compose.yml, the service scripts and the
-// faults targets. Prints one line per check; exits non-zero when any is broken.
+// group, CI's adapter matrix and services, docker-compose.yml, the service scripts, the
+// faults targets and the bench targets. Prints one line per check; exits non-zero when any is broken.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -59,6 +59,7 @@ function checkAdapters() {
   const composeServices = Object.keys(parse(read('docker-compose.yml')).services ?? {});
   const targets = read('faults/src/targets.ts');
   const provision = read('faults/src/services.ts');
+  const bench = read('bench/src/targets.ts');
   check(
     /fromJSON\(needs\.adapters\.outputs\.names\)/.test(String(job.strategy.matrix.adapter)),
     'ci.yml: the adapter matrix is read from adapters.json',
@@ -100,6 +101,10 @@ function checkAdapters() {
         targets.includes(`case '${a.name}':`) &&
         provision.includes(`case '${a.name}':`),
       `faults: ${a.name} is a target (targets.ts openStore, services.ts provision)`,
+    );
+    check(
+      new RegExp(`^\\s*${a.name}: async \\(\\) => \\(await import\\('\\./adapters/`, 'm').test(bench),
+      `bench: ${a.name} is a target (bench/src/targets.ts)`,
     );
   }
 }

@@ -7,14 +7,14 @@ import { TEMPLATE } from './mastra.ts';
 import { compare } from './measure.ts';
 import { type AdapterResult, type BenchRun, scalingChart, toMarkdown } from './report.ts';
 import type { OpenTarget, Peer } from './target.ts';
-import { loadTarget, targetLoaders } from './targets.ts';
+import { ADAPTER_NAMES, loadTarget } from './targets.ts';
 
 // `pnpm <script> -- --flag` hands the `--` on to the script: skip it.
 const argv = process.argv.slice(2);
 const { values } = parseArgs({
   args: argv[0] === '--' ? argv.slice(1) : argv,
   options: {
-    adapters: { type: 'string', default: Object.keys(targetLoaders).join(',') },
+    adapters: { type: 'string', default: ADAPTER_NAMES.join(',') },
     quick: { type: 'boolean', default: false },
     recall: { type: 'boolean', default: false },
     out: { type: 'string', default: new URL('../results/', import.meta.url).pathname },

@@ -64,8 +64,11 @@ export interface OpenOptions {
 /** A backend to benchmark. `open()` is also called inside each contention worker process. */
 export interface BenchTarget {
   name: string;
-  /** `null` when the backend can run here, else why not. */
-  unavailable(): string | null;
+  /**
+   * Why the backend cannot run here although its service variable is set, or `null`. An unset
+   * variable (adapters.json's `envVar`) is reported by `loadTarget` before this is asked.
+   */
+  unavailable?(): string | null;
   open(options?: OpenOptions): Promise<OpenTarget>;
   /**
    * Caps on the large fixtures for a backend too slow for the full ones, and why. The run
@@ -76,6 +79,12 @@ export interface BenchTarget {
   openRecall?(): Promise<RecallTarget>;
   /** Removes what the run wrote (its file, schema, keys or database); called once, at the end. */
   dispose?(): Promise<void>;
+}
+
+/** A target as `loadTarget` returns it: `unavailable()` covers the service variable too. */
+export interface LoadedTarget extends BenchTarget {
+  /** `null` when the backend can run here, else why not. */
+  unavailable(): string | null;
 }
 
 /** The raw driver's own exact scan of the vectors engram stored, scoped to one resource. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { parseOracleUrl } from '@engram/oracle';
 import { Redis } from '@upstash/redis';
 import { MongoClient } from 'mongodb';
 import pg from 'pg';
+import { adapters, serviceHint } from '../../scripts/adapters.mjs';
 import type { AdapterName, Target } from './targets.ts';
 
 /** A namespace of its own on a service (a file, a schema, a key prefix, a database). */
@@ -25,27 +26,11 @@ export interface AdapterService {
   hint?: string;
 }
 
-/** One entry of the repository's adapters.json (the fields faults reads). */
-interface AdapterEntry {
-  name: Exclude<AdapterName, 'memory'>;
-  envVar?: string;
-  serviceScripts?: string[];
-  noServiceScript?: string;
-}
-
 /** Every adapter of the repository's one list (adapters.json), in its order. */
-export const ADAPTERS: readonly AdapterService[] = (
-  JSON.parse(readFileSync(new URL('../../adapters.json', import.meta.url), 'utf8')) as {
-    adapters: AdapterEntry[];
-  }
-).adapters.map((a) => ({
-  name: a.name,
+export const ADAPTERS: readonly AdapterService[] = adapters.map((a) => ({
+  name: a.name as AdapterService['name'],
   envVar: a.envVar,
-  hint:
-    a.noServiceScript ??
-    (a.serviceScripts?.length
-      ? `start the service with \`eval "$(bash scripts/${a.serviceScripts.at(-1)}.sh)"\``
-      : undefined),
+  hint: serviceHint(a),
 }));
 
 /** A random lowercase suffix for names of this run. */
@@ -155,7 +140,14 @@ export async function dropOracleTables(url: string, prefix: string): Promise<voi
   try {
     const connection = await pool.getConnection();
     try {
-      for (const table of ['vectors', 'messages', 'threads', 'resources', 'migrations']) {
+      for (const table of [
+        'message_vectors',
+        'vector_space',
+        'messages',
+        'threads',
+        'resources',
+        'migrations',
+      ]) {
         await connection.execute(`DROP TABLE ${prefix}${table} PURGE`).catch(() => undefined);
       }
     } finally {

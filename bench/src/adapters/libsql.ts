@@ -23,7 +23,6 @@ function url(): string {
 /** libSQL on an embedded `file:` database (WAL), the store and `@libsql/client` side by side. */
 export const libsql: BenchTarget = {
   name: 'libsql',
-  unavailable: () => null,
   async open(options) {
     // Every side at the same durability: Mastra's libSQL store sets synchronous=NORMAL on its
     // connection, so the store and the raw client do too (no disk flush per commit).

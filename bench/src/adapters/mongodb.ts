@@ -2,7 +2,7 @@ import type { JsonObject, Message } from '@engram/core';
 import { collectionNames, MongoDBStore } from '@engram/mongodb';
 import { Binary, type Collection, type Document, MongoClient, ObjectId } from 'mongodb';
 import { deepMerge } from '../deep-merge.ts';
-import { runScoped } from '../env.ts';
+import { runScoped, serviceUrl } from '../env.ts';
 import { SPACE } from '../recall.ts';
 import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
@@ -79,12 +79,8 @@ function mergeFor(resources: Collection<ResourceDoc>, locks: Collection<LockDoc>
 /** MongoDB at `ENGRAM_MONGODB_URL` (FerretDB here): the store and the `mongodb` driver side by side. */
 export const mongodb: BenchTarget = {
   name: 'mongodb',
-  unavailable: () =>
-    process.env.ENGRAM_MONGODB_URL
-      ? null
-      : 'ENGRAM_MONGODB_URL is not set (eval "$(bash scripts/services.sh)")',
   async open() {
-    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const url = serviceUrl('mongodb') as string;
     const storage = new MongoDBStore({ url, dbName: dbName() });
     await storage.init();
     const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
@@ -159,7 +155,7 @@ export const mongodb: BenchTarget = {
     };
   },
   async openRecall(): Promise<RecallTarget> {
-    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const url = serviceUrl('mongodb') as string;
     const storage = new MongoDBStore({ url, dbName: dbName() });
     await storage.init();
     const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
@@ -231,7 +227,7 @@ export const mongodb: BenchTarget = {
     };
   },
   async fixtureCap() {
-    const url = process.env.ENGRAM_MONGODB_URL as string;
+    const url = serviceUrl('mongodb') as string;
     const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
     try {
       const build = await client.db('admin').command({ buildInfo: 1 });
@@ -246,8 +242,9 @@ export const mongodb: BenchTarget = {
     }
   },
   async dispose() {
-    if (given || !process.env.ENGRAM_MONGODB_URL) return;
-    const client = new MongoClient(process.env.ENGRAM_MONGODB_URL, { serverSelectionTimeoutMS: 5_000 });
+    const url = serviceUrl('mongodb');
+    if (given || !url) return;
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
     try {
       await client.db(dbName()).dropDatabase();
     } finally {

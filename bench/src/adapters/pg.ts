@@ -2,7 +2,7 @@ import type { JsonObject, Message } from '@engram/core';
 import { PostgresStore } from '@engram/pg';
 import pg from 'pg';
 import { deepMerge } from '../deep-merge.ts';
-import { runScoped } from '../env.ts';
+import { runScoped, serviceUrl } from '../env.ts';
 import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's schema: `ENGRAM_BENCH_PG_SCHEMA`, or a fresh one dropped at the end. */
@@ -17,10 +17,8 @@ const table = (name: string) => `${quote(schema())}.${quote(`engram_${name}`)}`;
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
 export const postgres: BenchTarget = {
   name: 'pg',
-  unavailable: () =>
-    process.env.ENGRAM_PG_URL ? null : 'ENGRAM_PG_URL is not set (eval "$(bash scripts/services.sh)")',
   async open(options) {
-    const url = process.env.ENGRAM_PG_URL as string;
+    const url = serviceUrl('pg') as string;
     const storage = new PostgresStore({ connectionString: url, schemaName: schema(), maxConnections: 4 });
     await storage.init();
     const pool = new pg.Pool({ connectionString: url, max: 4 });
@@ -30,17 +28,17 @@ export const postgres: BenchTarget = {
     const threads = table('threads');
     const raw: RawBaseline = {
       async getWorkingMemory(resourceId) {
-        const result = await pool.query<{ workingMemory: string | null }>(
-          `SELECT "workingMemory" FROM ${resources} WHERE id = $1`,
+        const result = await pool.query<{ working_memory: string | null }>(
+          `SELECT working_memory FROM ${resources} WHERE id = $1`,
           [resourceId],
         );
-        return result.rows[0]?.workingMemory ?? null;
+        return result.rows[0]?.working_memory ?? null;
       },
       async replaceWorkingMemory(resourceId, document) {
         await pool.query(
-          `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+          `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
            VALUES ($1, $2, '{}', now(), now())
-           ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = now()`,
+           ON CONFLICT (id) DO UPDATE SET working_memory = EXCLUDED.working_memory, updated_at = now()`,
           [resourceId, document],
         );
       },
@@ -48,20 +46,20 @@ export const postgres: BenchTarget = {
         const client = await pool.connect();
         try {
           await client.query('BEGIN');
-          const lock = `SELECT "workingMemory" FROM ${resources} WHERE id = $1 FOR UPDATE`;
-          let locked = await client.query<{ workingMemory: string | null }>(lock, [resourceId]);
+          const lock = `SELECT working_memory FROM ${resources} WHERE id = $1 FOR UPDATE`;
+          let locked = await client.query<{ working_memory: string | null }>(lock, [resourceId]);
           if (locked.rows.length === 0) {
             // First write: create the row (another process may win that race), then lock it.
             await client.query(
-              `INSERT INTO ${resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+              `INSERT INTO ${resources} (id, working_memory, metadata, created_at, updated_at)
                VALUES ($1, NULL, '{}', now(), now()) ON CONFLICT (id) DO NOTHING`,
               [resourceId],
             );
             locked = await client.query(lock, [resourceId]);
           }
-          const next = deepMerge(locked.rows[0]?.workingMemory ?? null, patch);
+          const next = deepMerge(locked.rows[0]?.working_memory ?? null, patch);
           await client.query(
-            `UPDATE ${resources} SET "workingMemory" = $2, "updatedAt" = now() WHERE id = $1`,
+            `UPDATE ${resources} SET working_memory = $2, updated_at = now() WHERE id = $1`,
             [resourceId, next],
           );
           await client.query('COMMIT');
@@ -80,22 +78,22 @@ export const postgres: BenchTarget = {
           return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $${at + 6}, $${at + 7})`;
         });
         await pool.query(
-          `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, "createdAt") VALUES ${rows.join(', ')}`,
+          `INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at) VALUES ${rows.join(', ')}`,
           values,
         );
       },
       async listNewest(threadId, n) {
         const result = await pool.query(
-          `SELECT id, thread_id, resource_id, role, content, type, "createdAt" FROM ${messages}
-           WHERE thread_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          `SELECT id, thread_id, resource_id, role, content, type, created_at FROM ${messages}
+           WHERE thread_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
           [threadId, n],
         );
         return result.rows;
       },
       async listThreads(resourceId, n) {
         const result = await pool.query(
-          `SELECT id, resource_id, title, metadata, "createdAt", "updatedAt" FROM ${threads}
-           WHERE resource_id = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
+          `SELECT id, resource_id, title, metadata, created_at, updated_at FROM ${threads}
+           WHERE resource_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
           [resourceId, n],
         );
         return result.rows;
@@ -125,7 +123,7 @@ export const postgres: BenchTarget = {
     };
   },
   async openRecall(): Promise<RecallTarget> {
-    const url = process.env.ENGRAM_PG_URL as string;
+    const url = serviceUrl('pg') as string;
     const open = async (vectors: ConstructorParameters<typeof PostgresStore>[0]['vectors']) => {
       const store = new PostgresStore({
         connectionString: url,
@@ -195,8 +193,9 @@ export const postgres: BenchTarget = {
     };
   },
   async dispose() {
-    if (given || !process.env.ENGRAM_PG_URL) return;
-    const client = new pg.Client({ connectionString: process.env.ENGRAM_PG_URL });
+    const url = serviceUrl('pg');
+    if (given || !url) return;
+    const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${quote(schema())} CASCADE`);

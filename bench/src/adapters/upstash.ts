@@ -2,7 +2,7 @@ import type { JsonObject, Message } from '@engram/core';
 import { Keys, UpstashStore } from '@engram/upstash';
 import { Redis } from '@upstash/redis';
 import { deepMerge } from '../deep-merge.ts';
-import { runScoped } from '../env.ts';
+import { runScoped, serviceUrl } from '../env.ts';
 import type { BenchTarget, RawBaseline, RecallTarget } from '../target.ts';
 
 /** The run's key prefix: `ENGRAM_BENCH_UPSTASH_PREFIX`, or a fresh one deleted at the end. */
@@ -11,7 +11,7 @@ const prefix = () => runScoped('ENGRAM_BENCH_UPSTASH_PREFIX', () => `engram-benc
 
 function client(): Redis {
   return new Redis({
-    url: process.env.ENGRAM_UPSTASH_URL as string,
+    url: serviceUrl('upstash') as string,
     token: process.env.ENGRAM_UPSTASH_TOKEN ?? '',
     automaticDeserialization: false,
     enableTelemetry: false,
@@ -76,10 +76,6 @@ const RECALL_SCAN_LIMIT = 100_000;
 /** Upstash REST (the local bridge in front of Redis): the store and `@upstash/redis` side by side. */
 export const upstash: BenchTarget = {
   name: 'upstash',
-  unavailable: () =>
-    process.env.ENGRAM_UPSTASH_URL
-      ? null
-      : 'ENGRAM_UPSTASH_URL is not set (eval "$(bash scripts/services.sh)")',
   async open() {
     const storage = new UpstashStore({ client: client(), prefix: prefix() });
     await storage.init();
@@ -192,7 +188,7 @@ export const upstash: BenchTarget = {
     };
   },
   async dispose() {
-    if (given || !process.env.ENGRAM_UPSTASH_URL) return;
+    if (given || !serviceUrl('upstash')) return;
     const redis = client();
     let cursor = '0';
     do {

@@ -92,7 +92,12 @@ export class JsonFileStore extends InMemoryStore {
     return this.locked(async () => {
       if (args.scope === 'resource')
         await this.doUpdateResource({ resourceId: args.resourceId, workingMemory: next });
-      else await this.doUpdateThread({ id: args.threadId, metadata: { workingMemory: next } });
+      else
+        await this.doUpdateThread({
+          id: args.threadId,
+          metadata: { workingMemory: next },
+          workingMemoryVersion: undefined,
+        });
       return next;
     });
   }

@@ -1,3 +1,5 @@
+/** Everything of `@engram/core/adapter` is also exported here, as before that entry existed. */
+export * from './adapter.ts';
 export { readMemoryIds } from './agent/context.ts';
 export {
   dropOrphanToolResults,
@@ -79,13 +81,6 @@ export {
   type VNextUpdateReason,
 } from './agent/vnext.ts';
 export {
-  isMemoryError,
-  MemoryError,
-  type MemoryErrorCode,
-  type MemoryErrorOptions,
-  NETWORK_ERROR_CODES,
-} from './errors.ts';
-export {
   type HistoryArgs,
   Memory,
   type MemoryConfig,
@@ -119,75 +114,8 @@ export {
   type LexicalEmbedderOptions,
 } from './recall/lexical-embedder.ts';
 export { messageText, textHash } from './recall/text.ts';
-export {
-  type NormalizedAtomicUpdate,
-  type NormalizedInclude,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  StoreBase,
-} from './storage/base.ts';
-export {
-  capabilitiesOf,
-  DEFAULT_CAPABILITIES,
-  type ResolvedCapabilities,
-  type StoreCapabilities,
-} from './storage/capabilities.ts';
-export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
-export type * from './storage/contract.ts';
-export { redactDriverError } from './storage/driver-error.ts';
-export {
-  createErrorMapper,
-  driverCode,
-  driverCodes,
-  driverMessage,
-  type ErrorMapper,
-  type ErrorMapperOptions,
-  hasNetworkCode,
-} from './storage/errors.ts';
-export {
-  compareIds,
-  compareMessages,
-  defineKey,
-  inDateRange,
-  jsonEqual,
-  type MessageCountChange,
-  MessageCountChanges,
-  matchesMetadata,
-  mergeMessageLists,
-  pageInfo,
-  pageOffset,
-  RETRY,
-  type RetryOptions,
-  retryOptimistic,
-  shallowMerge,
-  sortMessages,
-} from './storage/helpers.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export { InMemoryVectors } from './storage/in-memory-vectors.ts';
-export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
-export { messageOfAnotherResource, threadExists, threadOfAnotherResource } from './storage/ownership.ts';
-export type * from './storage/records.ts';
-export {
-  assertId,
-  assertIds,
-  assertJson,
-  assertJsonObject,
-  assertText,
-  isPlainObject,
-  MAX_ID_LENGTH,
-  MAX_LISTING_COUNT,
-} from './storage/validate.ts';
-export {
-  assertSpace,
-  assertVector,
-  cosine,
-  MAX_DIMENSIONS,
-  MAX_TOP_K,
-  type VectorRunner,
-  VectorStoreBase,
-} from './storage/vector-base.ts';
-export type * from './storage/vectors.ts';
-export { compareHits } from './storage/vectors.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
   compileJsonSchema,
@@ -195,7 +123,7 @@ export {
   type JsonSchemaValidator,
 } from './working-memory/json-schema.ts';
 export type { WorkingMemoryEdit } from './working-memory/location.ts';
-export { copyJson, mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
+export { mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
 export {
   isStandardSchema,
   type ResolvedSchema,

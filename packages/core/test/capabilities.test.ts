@@ -28,9 +28,9 @@ class Bare extends StoreBase {
   protected doSaveThread = unused;
   protected doUpdateThread = unused;
   protected doDeleteThread = unused;
-  protected doListThreads = unused;
+  protected readThreadPage = unused;
   protected doSaveMessages = unused;
-  protected doListMessages = unused;
+  protected readMessagePage = unused;
   protected doListMessagesById = unused;
   protected doUpdateMessages = unused;
   protected doDeleteMessages = unused;

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import {
   type Client,
   createClient,

@@ -1,4 +1,4 @@
-import { MessageCountChanges } from '@engram/core';
+import { MessageCountChanges } from '@engram/core/adapter';
 import type { Executor } from './connection.ts';
 import { addToMessageCounts, CHUNK, chunks, dropEmptyMessageCounts } from './sql.ts';
 

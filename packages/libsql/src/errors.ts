@@ -1,4 +1,9 @@
-import { createErrorMapper, MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
+import {
+  createErrorMapper,
+  MemoryError,
+  type MemoryErrorCode,
+  NETWORK_ERROR_CODES,
+} from '@engram/core/adapter';
 
 /** The adapter name used in every error this package raises. */
 export const ADAPTER = 'libsql';

@@ -7,7 +7,7 @@ import {
   type MessageRole,
   type Resource,
   type Thread,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { InValue, Row } from '@libsql/client';
 import { ADAPTER } from './errors.ts';
 

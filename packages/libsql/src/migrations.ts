@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import type { Client } from '@libsql/client';
 import { closeQuietly } from './connection.ts';
 import { ADAPTER } from './errors.ts';

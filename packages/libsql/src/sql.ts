@@ -1,4 +1,10 @@
-import type { DateRange, Direction, JsonObject, JsonValue, NormalizedListThreads } from '@engram/core';
+import type {
+  DateRange,
+  Direction,
+  JsonObject,
+  JsonValue,
+  NormalizedListThreads,
+} from '@engram/core/adapter';
 import type { InValue } from '@libsql/client';
 
 /** Table names. Prefixed so engram can share a database with an application's own tables. */

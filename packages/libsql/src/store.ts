@@ -1,29 +1,15 @@
+import type * as core from '@engram/core/adapter';
 import {
   checkClientShape,
-  type JsonObject,
   MemoryError,
-  type Message,
-  type MessagePage,
-  type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  pageInfo,
-  pageOffset,
-  type Resource,
+  pageLimit,
   StoreBase,
   shallowMerge,
   sortMessages,
-  type Thread,
-  type ThreadPage,
   threadExists,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
@@ -202,7 +188,7 @@ export class LibSQLStore extends StoreBase {
     return this.connection.close();
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const result = await this.connection.use((client) => client.execute(selectThread(threadId)));
     const row = result.rows[0];
     if (!row) return null;
@@ -210,26 +196,26 @@ export class LibSQLStore extends StoreBase {
     return resourceId !== undefined && thread.resourceId !== resourceId ? null : thread;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const result = await this.connection.use((client) => client.execute(insertThread(threadRow(thread))));
     if (result.rowsAffected === 0) throw threadExists(ADAPTER, thread.id);
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.connection.use((client) => client.execute(upsertThread(threadRow(thread))));
     return structuredClone(thread);
   }
 
-  protected doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected doUpdateThread(args: core.UpdateThreadArgs): Promise<core.Thread> {
     return this.connection.write((tx) => this.updateThreadIn(tx, args));
   }
 
-  private async updateThreadIn(tx: Executor, args: UpdateThreadArgs): Promise<Thread> {
+  private async updateThreadIn(tx: Executor, args: core.UpdateThreadArgs): Promise<core.Thread> {
     const row = (await tx.execute(selectThread(args.id))).rows[0];
     if (!row) throw notFound(args.id);
     const stored = toThread(row);
-    const next: Thread = {
+    const next: core.Thread = {
       ...stored,
       title: args.title ?? stored.title,
       metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
@@ -245,27 +231,20 @@ export class LibSQLStore extends StoreBase {
     await this.connection.use((client) => client.batch(deleteThreadStatements(threadId), 'write'));
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     if (needsJsFilter(args.metadata)) {
-      // Object and array filter values are compared as JSON in JS (key order ignored); SQL has
+      // Object and array filter values are compared as JSON by core (key order ignored); SQL has
       // already narrowed the rows to the right keys, types and scalar values.
       const { rows } = listThreadsStatements(args);
       const result = await this.connection.use((client) => client.execute(rows));
-      const matching = result.rows.map(toThread).filter((t) => matchesMetadata(t.metadata, args.metadata));
-      const offset = pageOffset(args.page, args.perPage);
-      const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-      return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
+      return { kind: 'candidates', threads: result.rows.map(toThread) };
     }
-    const limit =
-      args.perPage === false
-        ? undefined
-        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
-    const { rows, count } = listThreadsStatements(args, limit);
+    const { rows, count } = listThreadsStatements(args, pageLimit(args.page, args.perPage));
     const [page, counted] = await this.connection.use((client) => client.batch([rows, count], 'read'));
-    return { threads: page!.rows.map(toThread), ...pageInfo(total(counted!), args.page, args.perPage) };
+    return { kind: 'page', threads: page!.rows.map(toThread), total: total(counted!) };
   }
 
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     const first = messages[0]!;
     const oneThread = messages.every(
       (m) => m.threadId === first.threadId && m.resourceId === first.resourceId,
@@ -291,7 +270,7 @@ export class LibSQLStore extends StoreBase {
   }
 
   /** Any batch, in one write transaction: reads owners and stored ids first, then writes. */
-  private saveMessagesChecked(messages: Message[]): Promise<Message[]> {
+  private saveMessagesChecked(messages: core.Message[]): Promise<core.Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
       const ids = messages.map((m) => m.id);
@@ -350,12 +329,8 @@ export class LibSQLStore extends StoreBase {
     });
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
-    const limit =
-      args.perPage === false
-        ? undefined
-        : { limit: args.perPage, offset: pageOffset(args.page, args.perPage) };
-    const { rows, count } = messagePageStatements({ ...args, limit });
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
+    const { rows, count } = messagePageStatements({ ...args, limit: pageLimit(args.page, args.perPage) });
     const windows = args.include.map((w) =>
       includeWindowStatement({
         id: w.id,
@@ -367,29 +342,29 @@ export class LibSQLStore extends StoreBase {
     // One read transaction: the page, its total and the windows come from one snapshot.
     const results = await this.connection.use((client) => client.batch([rows, count, ...windows], 'read'));
     const [page, counted, ...included] = results;
-    const lists = [page!, ...included].map((result) => result.rows.map(toMessage));
     return {
-      messages: mergeMessageLists(lists, args.direction),
-      ...pageInfo(total(counted!), args.page, args.perPage),
+      page: page!.rows.map(toMessage),
+      total: total(counted!),
+      windows: included.flatMap((result) => result.rows.map(toMessage)),
     };
   }
 
-  protected doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected doListMessagesById(ids: string[]): Promise<core.Message[]> {
     return this.connection.use((client) => this.messagesByIds(client, ids));
   }
 
-  private async messagesByIds(db: Executor, ids: string[]): Promise<Message[]> {
-    const found: Message[] = [];
+  private async messagesByIds(db: Executor, ids: string[]): Promise<core.Message[]> {
+    const found: core.Message[] = [];
     for (const part of chunks(ids))
       found.push(...(await db.execute(selectMessagesByIds(part))).rows.map(toMessage));
     return ids.length > CHUNK ? sortMessages(found) : found;
   }
 
-  protected doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     return this.connection.write(async (tx) => {
       const ids = [...new Set(patches.map((p) => p.id))];
       const stored = new Map((await this.messagesByIds(tx, ids)).map((m) => [m.id, m]));
-      const changed = new Map<string, Message>();
+      const changed = new Map<string, core.Message>();
       for (const patch of patches) {
         const current = changed.get(patch.id) ?? stored.get(patch.id);
         if (!current) continue;
@@ -424,13 +399,13 @@ export class LibSQLStore extends StoreBase {
     });
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     const result = await this.connection.use((client) => client.execute(selectResource(resourceId)));
     const row = result.rows[0];
     return row ? toResource(row) : null;
   }
 
-  protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     if (args.metadata === undefined) {
       // Nothing to merge: one upsert, atomic on its own, no transaction and no read.
       return this.connection.use(async (client) => {
@@ -450,13 +425,13 @@ export class LibSQLStore extends StoreBase {
   }
 
   /** Reads the resource and writes it back with the metadata merged, in the caller's transaction. */
-  private async updateResourceIn(tx: Executor, args: UpdateResourceArgs): Promise<Resource> {
+  private async updateResourceIn(tx: Executor, args: core.UpdateResourceArgs): Promise<core.Resource> {
     const now = new Date();
     const row = (await tx.execute(selectResource(args.resourceId))).rows[0];
-    const stored: Resource = row
+    const stored: core.Resource = row
       ? toResource(row)
       : { id: args.resourceId, workingMemory: null, metadata: {}, createdAt: now, updatedAt: now };
-    const next: Resource = {
+    const next: core.Resource = {
       ...stored,
       workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
       metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
@@ -467,48 +442,51 @@ export class LibSQLStore extends StoreBase {
   }
 
   /**
-   * A resource's working memory first optimistically, in two statements and no transaction:
-   * read the value and compute the new one outside any lock, then write it only if the stored
-   * value is still the one read (a compare-and-set in one statement, which takes the write lock
-   * for that statement only). When another writer got there first, and for threads, under the
-   * write lock of a transaction (`BEGIN IMMEDIATE`), which always succeeds: the update runs at
-   * most twice.
+   * Under the write lock of a transaction (`BEGIN IMMEDIATE` on embedded databases), except that
+   * a resource's working memory is first tried optimistically, in two statements and no
+   * transaction: read the value and compute the new one outside any lock, then write it only if
+   * the stored value is still the one read (a compare-and-set in one statement, which holds the
+   * write lock for that statement only). Only when another writer got there first does it read
+   * and write again in the transaction, so `apply` runs at most twice and the value of its last
+   * call is the one stored.
    */
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    if (args.scope === 'resource') {
-      const { resourceId, update } = args;
-      const written = await this.connection.use(async (client) => {
-        const row = (await client.execute(selectResourceMemory(resourceId))).rows[0];
-        const current = workingMemoryOf(row);
-        const next = update(current);
-        const statement = compareAndSetResourceMemory(
-          resourceId,
-          row !== undefined,
-          current,
-          next,
-          Date.now(),
-        );
-        return (await client.execute(statement)).rowsAffected === 1 ? { next } : undefined;
-      });
-      if (written) return written.next;
-    }
-    return this.connection.write(async (tx) => {
-      if (args.scope === 'resource') {
-        // Read under this transaction's write lock, then one upsert of the new value.
-        const row = (await tx.execute(selectResourceMemory(args.resourceId))).rows[0];
-        const next = args.update(workingMemoryOf(row));
-        await tx.execute(writeResourceMemory(args.resourceId, next, true, Date.now(), false));
-        return next;
+  protected readonly workingMemoryStrategy: core.LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      if (cell.scope === 'resource') {
+        const { resourceId } = cell;
+        const written = await this.connection.use(async (client) => {
+          const row = (await client.execute(selectResourceMemory(resourceId))).rows[0];
+          const current = workingMemoryOf(row);
+          const next = apply(current);
+          const statement = compareAndSetResourceMemory(
+            resourceId,
+            row !== undefined,
+            current,
+            next,
+            Date.now(),
+          );
+          return (await client.execute(statement)).rowsAffected === 1;
+        });
+        if (written) return true;
       }
-      const row = (await tx.execute(selectThread(args.threadId))).rows[0];
-      if (!row) throw notFound(args.threadId);
-      const stored = toThread(row).metadata.workingMemory;
-      const next = args.update(typeof stored === 'string' ? stored : null);
-      const patch: JsonObject = { workingMemory: next };
-      await this.updateThreadIn(tx, { id: args.threadId, metadata: patch });
-      return next;
-    });
-  }
+      return this.connection.write(async (tx) => {
+        if (cell.scope === 'resource') {
+          // Read under this transaction's write lock, then one upsert of the new value.
+          const row = (await tx.execute(selectResourceMemory(cell.resourceId))).rows[0];
+          const next = apply(workingMemoryOf(row));
+          await tx.execute(writeResourceMemory(cell.resourceId, next, true, Date.now(), false));
+          return true;
+        }
+        const row = (await tx.execute(selectThread(cell.threadId))).rows[0];
+        if (!row) return false;
+        const stored = toThread(row).metadata.workingMemory;
+        const next = apply(typeof stored === 'string' ? stored : null);
+        await this.updateThreadIn(tx, { id: cell.threadId, metadata: { workingMemory: next } });
+        return true;
+      });
+    },
+  };
 
   private async touch(tx: Executor, threadIds: Set<string>): Promise<void> {
     const now = Date.now();

@@ -1,12 +1,5 @@
-import {
-  type EmbeddingSpace,
-  type MessageVector,
-  type StoredVector,
-  type VectorHit,
-  type VectorRunner,
-  type VectorSearch,
-  VectorStoreBase,
-} from '@engram/core';
+import type * as core from '@engram/core/adapter';
+import { VectorStoreBase } from '@engram/core/adapter';
 import type { Connection } from './connection.ts';
 import { ADAPTER } from './errors.ts';
 import { chunks, placeholders, TABLES } from './sql.ts';
@@ -33,12 +26,12 @@ export class LibSQLVectors extends VectorStoreBase {
 
   constructor(
     private readonly connection: Connection,
-    run: VectorRunner,
+    run: core.VectorRunner,
   ) {
     super(ADAPTER, run);
   }
 
-  protected async doGetSpace(): Promise<EmbeddingSpace | null> {
+  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
     const result = await this.connection.use((c) =>
       c.execute(`SELECT embedder, dimensions FROM ${vectorSpace} WHERE id = 1`),
     );
@@ -46,17 +39,17 @@ export class LibSQLVectors extends VectorStoreBase {
     return row ? { id: String(row.embedder), dimensions: Number(row.dimensions) } : null;
   }
 
-  protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     await this.connection.use((c) =>
       c.execute({
         sql: `INSERT INTO ${vectorSpace} (id, embedder, dimensions) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`,
         args: [space.id, space.dimensions],
       }),
     );
-    return (await this.doGetSpace()) as EmbeddingSpace;
+    return (await this.doGetSpace()) as core.EmbeddingSpace;
   }
 
-  protected async doUpsertVectors(space: EmbeddingSpace, rows: MessageVector[]): Promise<void> {
+  protected async doUpsertVectors(space: core.EmbeddingSpace, rows: core.MessageVector[]): Promise<void> {
     // One write transaction; rows of messages that do not exist (any more) select nothing.
     await this.connection.write(async (tx) => {
       await tx.batch(
@@ -70,8 +63,8 @@ export class LibSQLVectors extends VectorStoreBase {
     });
   }
 
-  protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
-    const out: StoredVector[] = [];
+  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
+    const out: core.StoredVector[] = [];
     for (const part of chunks(ids)) {
       const result = await this.connection.use((c) =>
         c.execute({
@@ -84,7 +77,7 @@ export class LibSQLVectors extends VectorStoreBase {
     return out;
   }
 
-  protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
+  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     await this.connection.write(async (tx) => {
       for (const part of chunks(ids)) {
         await tx.execute({
@@ -95,7 +88,7 @@ export class LibSQLVectors extends VectorStoreBase {
     });
   }
 
-  protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
+  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     const exclude = args.excludeIds ?? [];
     const scope = args.threadId === undefined ? '' : 'AND m.thread_id = ?';
     // One JSON array parameter, however long the list (SQLite caps the number of parameters).

@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import type { Binary, Collection, Db, IndexDescription, ObjectId } from 'mongodb';
 import type { LockDocument } from './locks.ts';
 
@@ -13,8 +13,11 @@ export interface ThreadDocument {
   metadataHash: Record<string, string>;
   createdAt: Date;
   updatedAt: Date;
-  /** Replaced on every write that can change working memory; the compare-and-set token. */
-  version: ObjectId;
+  /**
+   * Replaced on every write that can change working memory; the compare-and-set token (an
+   * `ObjectId` from the store's own writes, a string from core's working-memory bookkeeping).
+   */
+  version: ObjectId | string;
 }
 
 /** A message as stored: `_id` is the message id. */
@@ -37,8 +40,8 @@ export interface ResourceDocument {
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
-  /** Replaced on every write of `workingMemory`; the compare-and-set token. */
-  version: ObjectId;
+  /** Replaced on every write of `workingMemory`; the compare-and-set token (as on threads). */
+  version: ObjectId | string;
 }
 
 /** A message's vector: `_id` is the message id (one space per database, see `VectorSpaceDocument`). */

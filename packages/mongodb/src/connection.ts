@@ -1,4 +1,4 @@
-import { RETRY, type RetryOptions, retryOptimistic } from '@engram/core';
+import { RETRY, type RetryOptions, retryOptimistic } from '@engram/core/adapter';
 import type { ClientSession, MongoClient } from 'mongodb';
 import { type Collections, collections } from './collections.ts';
 import { assertStorableString, type Codec } from './encoding.ts';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram/core';
+import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram/core/adapter';
 
 /**
  * How JSON values (message content, metadata) become BSON documents and back.

@@ -1,4 +1,4 @@
-import { createErrorMapper, MemoryError, type MemoryErrorCode } from '@engram/core';
+import { createErrorMapper, MemoryError, type MemoryErrorCode } from '@engram/core/adapter';
 
 const ADAPTER = 'mongodb';
 

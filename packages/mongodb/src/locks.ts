@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import type { Collection } from 'mongodb';
 import { isDuplicateKey } from './errors.ts';
 

@@ -6,7 +6,7 @@ import {
   type MessageRole,
   type Resource,
   type Thread,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { BSON, ObjectId } from 'mongodb';
 import type { MessageDocument, ResourceDocument, ThreadDocument } from './collections.ts';
 import {
@@ -123,15 +123,17 @@ export function toMessageDocument(message: Message, field: string, codec: Codec)
   return doc;
 }
 
+/** A stored message: `_id` as `id`, content decoded (nothing else the document may hold). */
 export function toMessage(doc: MessageDocument): Message {
+  const { _id: id, threadId, resourceId, role, content, type, createdAt } = doc;
   return {
-    id: doc._id,
-    threadId: doc.threadId,
-    resourceId: doc.resourceId,
-    role: doc.role as MessageRole,
-    content: decodeValue(doc.content),
-    type: doc.type,
-    createdAt: doc.createdAt,
+    id,
+    threadId,
+    resourceId,
+    role: role as MessageRole,
+    content: decodeValue(content),
+    type,
+    createdAt,
   };
 }
 

@@ -1,17 +1,15 @@
 import {
   type Message,
-  type MessagePage,
   type MessagePatch,
-  mergeMessageLists,
+  type MessageRead,
   messageOfAnotherResource,
   type NormalizedInclude,
   type NormalizedListMessages,
-  pageInfo,
   pageOffset,
   type RetryOptions,
   sortMessages,
   threadOfAnotherResource,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { ClientSession } from 'mongodb';
 import type { Collections, MessageDocument } from './collections.ts';
 import {
@@ -128,7 +126,8 @@ async function backOutDeletedThreads(
 }
 
 /** The page (count + one bounded `find`) and the include windows, in parallel. */
-export async function listMessages(c: Collections, args: NormalizedListMessages): Promise<MessagePage> {
+/** The page, its total and the include windows, read in parallel. */
+export async function readMessagePage(c: Collections, args: NormalizedListMessages): Promise<MessageRead> {
   storableIds({ threadId: args.threadId, resourceId: args.resourceId });
   storableIdList(
     args.include.map((w) => w.id),
@@ -147,10 +146,7 @@ export async function listMessages(c: Collections, args: NormalizedListMessages)
           .toArray(),
     includeWindows(c, args.include, args.resourceId),
   ]);
-  return {
-    messages: mergeMessageLists([page.map(toMessage), ...windows], args.direction),
-    ...pageInfo(total, args.page, args.perPage),
-  };
+  return { page: page.map(toMessage), total, windows: windows.flat() };
 }
 
 /** Each target with its neighbours in its own thread: one query for the targets, two per window. */

@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import { type Collections, MESSAGE_INDEXES, THREAD_INDEXES } from './collections.ts';
 import { isDuplicateKey } from './errors.ts';
 import { WriteLocks } from './locks.ts';

@@ -1,4 +1,4 @@
-import type { DateRange, Direction, JsonObject, NormalizedListThreads } from '@engram/core';
+import type { DateRange, Direction, JsonObject, NormalizedListThreads } from '@engram/core/adapter';
 import type { Filter, Sort } from 'mongodb';
 import type { MessageDocument, ThreadDocument } from './collections.ts';
 import { assertStorableString, encodeKey, valueHash } from './encoding.ts';

@@ -1,24 +1,5 @@
-import {
-  checkClientShape,
-  MemoryError,
-  type Message,
-  type MessagePage,
-  type MessagePatch,
-  type NormalizedAtomicUpdate,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  pageInfo,
-  pageOffset,
-  type Resource,
-  type RetryOptions,
-  StoreBase,
-  type StoreCapabilities,
-  type Thread,
-  type ThreadPage,
-  threadExists,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
-} from '@engram/core';
+import type * as core from '@engram/core/adapter';
+import { checkClientShape, MemoryError, pageOffset, StoreBase, threadExists } from '@engram/core/adapter';
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { checkNames } from './collections.ts';
 import {
@@ -43,7 +24,7 @@ import {
 import * as messages from './messages.ts';
 import { scope, threadFilter, threadSort } from './queries.ts';
 import { MongoDBVectors } from './vectors.ts';
-import { updateResourceWorkingMemory, updateThreadWorkingMemory } from './working-memory.ts';
+import { workingMemoryStrategy } from './working-memory.ts';
 import { assertReplaced, updateFields } from './writes.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
@@ -144,7 +125,7 @@ export class MongoDBStore extends StoreBase {
    * standalone server, FerretDB or with `transactions: 'never'` — and `false` until connected
    * (call `init()` first to read it).
    */
-  override get capabilities(): StoreCapabilities {
+  override get capabilities(): core.StoreCapabilities {
     return {
       atomicWorkingMemory: true,
       transactionalBatches: this.transactions,
@@ -161,7 +142,9 @@ export class MongoDBStore extends StoreBase {
   readonly collectionPrefix: string;
 
   private readonly ownsClient: boolean;
-  private readonly retry: RetryOptions;
+  private readonly retry: core.RetryOptions;
+  /** Compare-and-set on the document's `version` token (see `working-memory.ts`). */
+  protected readonly workingMemoryStrategy: core.WorkingMemoryStrategy;
   private ready: Promise<Connection> | undefined;
   private closed = false;
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
@@ -177,6 +160,7 @@ export class MongoDBStore extends StoreBase {
     this.dbName = options.dbName;
     this.collectionPrefix = prefix;
     this.retry = { adapter: ADAPTER, ...options.retry };
+    this.workingMemoryStrategy = workingMemoryStrategy(() => this.connect(), this.retry);
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
   }
@@ -220,14 +204,14 @@ export class MongoDBStore extends StoreBase {
     if (this.ownsClient) await this.client.close();
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     storableIds({ threadId, resourceId });
     const { collections: c } = await this.connect();
     const doc = await c.threads.findOne({ _id: threadId, ...scope(resourceId) });
     return doc ? toThread(doc) : null;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const { collections: c, codec } = await this.connect();
     // An insert: the unique `_id` makes it atomic, on MongoDB and on FerretDB alike.
     try {
@@ -239,7 +223,7 @@ export class MongoDBStore extends StoreBase {
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     const { collections: c, codec, locks } = await this.connect();
     // A whole replacement with a fresh version: no CAS writer can miss it, and every server compares
     // a replacement with its keys (a `$set` of the fields can be skipped, see `writes.ts`).
@@ -251,7 +235,7 @@ export class MongoDBStore extends StoreBase {
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: core.NormalizedUpdateThread): Promise<core.Thread> {
     storableIds({ id: args.id });
     const { collections: c, codec, locks, replaceUpdates } = await this.connect();
     const set: Record<string, unknown> = { updatedAt: new Date() };
@@ -262,7 +246,7 @@ export class MongoDBStore extends StoreBase {
     if (args.metadata) {
       Object.assign(set, metadataSetPaths(args.metadata, 'metadata', codec, true));
       // Working memory changes: concurrent compare-and-set writers must see a new version.
-      if (Object.hasOwn(args.metadata, 'workingMemory')) set.version = newVersion();
+      if (args.workingMemoryVersion !== undefined) set.version = args.workingMemoryVersion;
     }
     assertDocumentSize(set, 'the thread update');
     const doc = await locks.hold([threadLock(args.id)], () =>
@@ -284,7 +268,7 @@ export class MongoDBStore extends StoreBase {
     });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     storableIds({ resourceId: args.resourceId });
     const filter = threadFilter(args);
     const { collections: c } = await this.connect();
@@ -299,22 +283,22 @@ export class MongoDBStore extends StoreBase {
             .limit(args.perPage === false ? 0 : args.perPage)
             .toArray(),
     ]);
-    return { threads: docs.map(toThread), ...pageInfo(total, args.page, args.perPage) };
+    return { kind: 'page', threads: docs.map(toThread), total };
   }
 
-  protected async doSaveMessages(batch: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(batch: core.Message[]): Promise<core.Message[]> {
     return messages.saveMessages(await this.connect(), batch, this.retry);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
-    return messages.listMessages((await this.connect()).collections, args);
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
+    return messages.readMessagePage((await this.connect()).collections, args);
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     return messages.listMessagesById((await this.connect()).collections, ids);
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     return messages.updateMessages(await this.connect(), patches);
   }
 
@@ -322,14 +306,14 @@ export class MongoDBStore extends StoreBase {
     return messages.deleteMessages(await this.connect(), ids);
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     storableIds({ resourceId });
     const { collections: c } = await this.connect();
     const doc = await c.resources.findOne({ _id: resourceId });
     return doc ? toResource(doc) : null;
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     storableIds({ resourceId: args.resourceId });
     const { collections: c, codec, locks, replaceUpdates } = await this.connect();
     const now = new Date();
@@ -365,21 +349,5 @@ export class MongoDBStore extends StoreBase {
     if (!doc)
       throw new MemoryError('STORAGE', 'mongodb: the upsert returned no document', { adapter: ADAPTER });
     return toResource(doc);
-  }
-
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const { collections: c, locks } = await this.connect();
-    if (args.scope === 'resource') {
-      const { resourceId, update } = args;
-      storableIds({ resourceId });
-      return locks.hold([resourceLock(resourceId)], () =>
-        updateResourceWorkingMemory(c, resourceId, update, this.retry),
-      );
-    }
-    const { threadId, update } = args;
-    storableIds({ threadId });
-    return locks.hold([threadLock(threadId)], () =>
-      updateThreadWorkingMemory(c, threadId, update, this.retry),
-    );
   }
 }

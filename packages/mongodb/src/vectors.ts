@@ -1,14 +1,5 @@
-import {
-  compareHits,
-  cosine,
-  type EmbeddingSpace,
-  type MessageVector,
-  type StoredVector,
-  type VectorHit,
-  type VectorRunner,
-  type VectorSearch,
-  VectorStoreBase,
-} from '@engram/core';
+import type * as core from '@engram/core/adapter';
+import { compareHits, cosine, VectorStoreBase } from '@engram/core/adapter';
 import { Binary } from 'mongodb';
 import type { Connection } from './connection.ts';
 import { isDuplicateKey } from './errors.ts';
@@ -49,28 +40,28 @@ export class MongoDBVectors extends VectorStoreBase {
 
   constructor(
     private readonly connect: () => Promise<Connection>,
-    run: VectorRunner,
+    run: core.VectorRunner,
   ) {
     super('mongodb', run);
   }
 
-  protected async doGetSpace(): Promise<EmbeddingSpace | null> {
+  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
     const { collections: c } = await this.connect();
     const doc = await c.vectorSpace.findOne({ _id: 1 });
     return doc ? { id: doc.embedder, dimensions: doc.dimensions } : null;
   }
 
-  protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     const { collections: c } = await this.connect();
     try {
       await c.vectorSpace.insertOne({ _id: 1, embedder: space.id, dimensions: space.dimensions });
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
-    return (await this.doGetSpace()) as EmbeddingSpace;
+    return (await this.doGetSpace()) as core.EmbeddingSpace;
   }
 
-  protected async doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
+  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
     const { collections: c } = await this.connect();
     const existing = new Set(
       (
@@ -91,7 +82,7 @@ export class MongoDBVectors extends VectorStoreBase {
     if (writes.length > 0) await c.vectors.bulkWrite(writes, { ordered: false });
   }
 
-  protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
+  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
     const { collections: c } = await this.connect();
     const docs = await c.vectors
       .find({ _id: { $in: ids }, space: space.id }, { projection: { hash: 1 } })
@@ -99,12 +90,12 @@ export class MongoDBVectors extends VectorStoreBase {
     return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
   }
 
-  protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
+  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     const { collections: c } = await this.connect();
     await c.vectors.deleteMany({ _id: { $in: ids }, space: space.id });
   }
 
-  protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
+  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     const { collections: c } = await this.connect();
     const filter = {
       resourceId: args.resourceId,
@@ -113,7 +104,7 @@ export class MongoDBVectors extends VectorStoreBase {
     };
     const inScope = await c.messages.find(filter, { projection: { threadId: 1, createdAt: 1 } }).toArray();
     const byId = new Map(inScope.map((m) => [m._id, m]));
-    const hits: VectorHit[] = [];
+    const hits: core.VectorHit[] = [];
     for (let at = 0; at < inScope.length; at += IDS_PER_QUERY) {
       const ids = inScope.slice(at, at + IDS_PER_QUERY).map((m) => m._id);
       const docs = await c.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();

@@ -1,4 +1,4 @@
-import { MemoryError, RETRY, retryOptimistic } from '@engram/core';
+import { MemoryError, RETRY, retryOptimistic } from '@engram/core/adapter';
 import { type Collection, ObjectId } from 'mongodb';
 import { isDuplicateKey } from './errors.ts';
 

@@ -1,4 +1,9 @@
-import { createErrorMapper, driverCode, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core';
+import {
+  createErrorMapper,
+  driverCode,
+  type MemoryErrorCode,
+  NETWORK_ERROR_CODES,
+} from '@engram/core/adapter';
 
 const ADAPTER = 'oracle';
 

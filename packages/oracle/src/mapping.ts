@@ -5,7 +5,7 @@ import {
   type Message,
   type Resource,
   type Thread,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type { OracleBindValue, OracleDbType } from './driver.ts';
 
 /**

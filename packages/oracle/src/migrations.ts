@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import { errorCode } from './errors.ts';
 import { TIMESTAMP_FORMAT } from './mapping.ts';
 import type { Session } from './session.ts';

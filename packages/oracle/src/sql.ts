@@ -1,4 +1,4 @@
-import { type DateRange, type Direction, MemoryError, type Message, type Thread } from '@engram/core';
+import { type DateRange, type Direction, MemoryError, type Message, type Thread } from '@engram/core/adapter';
 import type { OracleBinds, OracleDbType } from './driver.ts';
 import {
   encodeJson,

@@ -1,29 +1,4 @@
-import {
-  checkClientShape,
-  type JsonObject,
-  MemoryError,
-  type Message,
-  type MessagePage,
-  type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
-  messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  pageInfo,
-  pageOffset,
-  type Resource,
-  StoreBase,
-  shallowMerge,
-  sortMessages,
-  type Thread,
-  type ThreadPage,
-  threadExists,
-  threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
-} from '@engram/core';
+import * as core from '@engram/core/adapter';
 import { loadDriver, type OracleConnection, type OracleDriver, type OraclePool } from './driver.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {
@@ -108,14 +83,10 @@ const WINDOWS_PER_STATEMENT = 50;
  * `SELECT … FOR UPDATE`, compute the new value in JS (`shallowMerge` for metadata) and write it
  * back before committing, so no other session can interleave, in any process.
  */
-export class OracleStore extends StoreBase {
+export class OracleStore extends core.StoreBase {
   readonly name = 'oracle';
   /** Working-memory updates hold the row lock (`SELECT … FOR UPDATE`); batches and deletes are transactions. */
-  readonly capabilities = {
-    atomicWorkingMemory: true,
-    transactionalBatches: true,
-    processLocal: false,
-  } as const;
+  readonly capabilities = core.SERVER_CAPABILITIES;
 
   private readonly options: OracleStoreOptions;
   private readonly names: sql.TableNames;
@@ -130,13 +101,13 @@ export class OracleStore extends StoreBase {
   constructor(options: OracleStoreOptions) {
     super();
     if (typeof options !== 'object' || options === null) {
-      throw new MemoryError('INVALID_ARGUMENT', 'oracle: OracleStore expects an options object', {
+      throw new core.MemoryError('INVALID_ARGUMENT', 'oracle: OracleStore expects an options object', {
         adapter: 'oracle',
       });
     }
     const jsonType = options.jsonType ?? 'auto';
     if (jsonType !== 'json' && jsonType !== 'clob' && jsonType !== 'auto') {
-      throw new MemoryError('INVALID_ARGUMENT', `oracle: jsonType must be 'json', 'clob' or 'auto'`, {
+      throw new core.MemoryError('INVALID_ARGUMENT', `oracle: jsonType must be 'json', 'clob' or 'auto'`, {
         adapter: 'oracle',
       });
     }
@@ -144,7 +115,7 @@ export class OracleStore extends StoreBase {
       !('pool' in options) &&
       !(options.user && options.connectString && typeof options.password === 'string')
     ) {
-      throw new MemoryError(
+      throw new core.MemoryError(
         'INVALID_ARGUMENT',
         'oracle: OracleStore needs { user, password, connectString } or { pool }',
         { adapter: 'oracle' },
@@ -152,7 +123,7 @@ export class OracleStore extends StoreBase {
     }
     if ('pool' in options) {
       // By shape, not instanceof: a pool from another copy of `oracledb` works the same.
-      checkClientShape<OraclePool>(options.pool, {
+      core.checkClientShape<OraclePool>(options.pool, {
         adapter: 'oracle',
         option: 'pool',
         expected: 'an oracledb pool (oracledb.createPool())',
@@ -182,7 +153,7 @@ export class OracleStore extends StoreBase {
     return this.vectorless ? undefined : this.vectorStore;
   }
 
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
+  protected toMemoryError(error: unknown, operation: string): core.MemoryError {
     return toMemoryError(error, operation);
   }
 
@@ -192,7 +163,7 @@ export class OracleStore extends StoreBase {
   private getPool(): Promise<OraclePool> {
     if (this.closed) {
       return Promise.reject(
-        new MemoryError('CONNECTION', 'oracle: the store is closed', { adapter: 'oracle' }),
+        new core.MemoryError('CONNECTION', 'oracle: the store is closed', { adapter: 'oracle' }),
       );
     }
     if (!this.pool) {
@@ -295,7 +266,7 @@ export class OracleStore extends StoreBase {
   // ------------------------------------------------------------------------------------------
   // Threads
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const d = await this.dialect();
     const rows = await this.withSession((s) => s.rows<ThreadRow>(sql.selectThread(d, threadId, resourceId)));
     return rows[0] ? rowToThread(rows[0]) : null;
@@ -305,32 +276,32 @@ export class OracleStore extends StoreBase {
     assertStorableDates(dates);
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const d = await this.dialect();
     try {
       await this.transaction((s) => s.run(sql.insertThread(d, thread)));
     } catch (error) {
-      if (errorCode(error) === 'ORA-00001') throw threadExists(this.name, thread.id);
+      if (errorCode(error) === 'ORA-00001') throw core.threadExists(this.name, thread.id);
       throw error;
     }
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     const d = await this.dialect();
     const statement = sql.upsertThread(d, thread);
     await this.transaction((s) => s.upsert(statement));
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: core.UpdateThreadArgs): Promise<core.Thread> {
     const d = await this.dialect();
     return this.transaction(async (s) => {
       const stored = await this.lockThread(d, s, args.id);
-      const next: Thread = {
+      const next: core.Thread = {
         ...stored,
         title: args.title ?? stored.title,
-        metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+        metadata: args.metadata ? core.shallowMerge(stored.metadata, args.metadata) : stored.metadata,
         updatedAt: new Date(),
       };
       await s.run(sql.updateThreadRow(d, next));
@@ -346,37 +317,30 @@ export class OracleStore extends StoreBase {
     });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const d = await this.dialect();
     const filter = { resourceId: args.resourceId };
     const order = { orderBy: args.orderBy, direction: args.direction };
     return this.withSession(async (s) => {
       if (args.metadata && Object.keys(args.metadata).length > 0) {
-        // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: match in JS.
-        const metadata = args.metadata;
+        // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: core matches them.
         const rows = await s.rows<ThreadRow>(sql.listThreads(d, filter, order, { offset: 0 }));
-        const matching = rows.map(rowToThread).filter((t) => matchesMetadata(t.metadata, metadata));
-        const offset = pageOffset(args.page, args.perPage);
-        const threads = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-        return { threads, ...pageInfo(matching.length, args.page, args.perPage) };
+        return { kind: 'candidates', threads: rows.map(rowToThread) };
       }
       const total = await this.count(s, sql.countThreads(d, filter));
-      let threads: Thread[] = [];
+      let threads: core.Thread[] = [];
       if (args.perPage !== 0) {
-        const paging: sql.Paging =
-          args.perPage === false
-            ? { offset: 0 }
-            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        const paging = core.pageLimit(args.page, args.perPage) ?? { offset: 0 };
         threads = (await s.rows<ThreadRow>(sql.listThreads(d, filter, order, paging))).map(rowToThread);
       }
-      return { threads, ...pageInfo(total, args.page, args.perPage) };
+      return { kind: 'page', threads, total };
     });
   }
 
   // ------------------------------------------------------------------------------------------
   // Messages
 
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     const d = await this.dialect();
     const upserts = messages.map((message) => sql.upsertMessage(d, message));
     const threadIds = [...new Set(messages.map((m) => m.threadId))];
@@ -389,12 +353,16 @@ export class OracleStore extends StoreBase {
       for (const message of messages) {
         const owner = owners.get(message.threadId);
         if (owner === undefined) {
-          throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`, {
-            adapter: this.name,
-          });
+          throw new core.MemoryError(
+            'NOT_FOUND',
+            `thread ${JSON.stringify(message.threadId)} does not exist`,
+            {
+              adapter: this.name,
+            },
+          );
         }
         if (owner !== message.resourceId) {
-          throw threadOfAnotherResource(this.name, message.id, message.resourceId);
+          throw core.threadOfAnotherResource(this.name, message.id, message.resourceId);
         }
       }
       const touched = new Set(threadIds);
@@ -407,21 +375,21 @@ export class OracleStore extends StoreBase {
       for (const message of messages) {
         const owner = messageOwners.get(message.id);
         if (owner !== undefined && owner !== message.resourceId) {
-          throw messageOfAnotherResource(this.name, message.id);
+          throw core.messageOfAnotherResource(this.name, message.id);
         }
       }
       for (const previous of locked) touched.add(previous.THREAD_ID);
       // A message of another resource inserted after the lock is left alone by the MERGE (0
       // rows): refused the same way, and the transaction rolls back the whole batch.
       for (const [i, upsert] of upserts.entries()) {
-        if ((await s.upsert(upsert)) === 0) throw messageOfAnotherResource(this.name, messages[i]!.id);
+        if ((await s.upsert(upsert)) === 0) throw core.messageOfAnotherResource(this.name, messages[i]!.id);
       }
       await this.touch(d, s, touched, new Date());
     });
     return messages.map((message) => structuredClone(message));
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
     const d = await this.dialect();
     const filter: sql.MessageFilter = {
       threadId: args.threadId,
@@ -430,28 +398,25 @@ export class OracleStore extends StoreBase {
     };
     return this.withSession(async (s) => {
       const total = await this.count(s, sql.countMessages(d, filter));
-      let page: Message[] = [];
+      let page: core.Message[] = [];
       if (args.perPage !== 0) {
-        const paging: sql.Paging =
-          args.perPage === false
-            ? { offset: 0 }
-            : { offset: pageOffset(args.page, args.perPage), limit: args.perPage };
+        const paging = core.pageLimit(args.page, args.perPage) ?? { offset: 0 };
         page = (await s.rows<MessageRow>(sql.listMessages(d, filter, args.direction, paging))).map(
           rowToMessage,
         );
       }
-      const windows = await this.windows(d, s, args);
-      return {
-        messages: mergeMessageLists([page, windows], args.direction),
-        ...pageInfo(total, args.page, args.perPage),
-      };
+      return { page, total, windows: await this.windows(d, s, args) };
     });
   }
 
   /** The include windows: each target (in scope) plus its neighbours in its own thread. */
-  private async windows(d: sql.Dialect, s: Session, args: NormalizedListMessages): Promise<Message[]> {
+  private async windows(
+    d: sql.Dialect,
+    s: Session,
+    args: core.NormalizedListMessages,
+  ): Promise<core.Message[]> {
     if (args.include.length === 0) return [];
-    const targets = new Map<string, Message>();
+    const targets = new Map<string, core.Message>();
     for (const chunk of sql.chunks([...new Set(args.include.map((w) => w.id))])) {
       const rows = await s.rows<MessageRow>(sql.selectMessagesByIds(d, chunk, args.resourceId));
       for (const row of rows) targets.set(row.ID, rowToMessage(row));
@@ -462,7 +427,7 @@ export class OracleStore extends StoreBase {
       if (target)
         requests.push({ target, before: window.withPreviousMessages, after: window.withNextMessages });
     }
-    const found: Message[] = [...targets.values()];
+    const found: core.Message[] = [...targets.values()];
     for (const chunk of sql.chunks(requests, WINDOWS_PER_STATEMENT)) {
       const statement = sql.selectWindows(d, chunk, args.resourceId);
       if (statement) found.push(...(await s.rows<MessageRow>(statement)).map(rowToMessage));
@@ -470,12 +435,12 @@ export class OracleStore extends StoreBase {
     return found;
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     const d = await this.dialect();
     return this.withSession((s) => this.readMessages(d, s, ids));
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     const d = await this.dialect();
     const updates = patches.map((patch) => ({ id: patch.id, statement: sql.updateMessageRow(d, patch) }));
     const ids = [...new Set(patches.map((p) => p.id))];
@@ -490,7 +455,7 @@ export class OracleStore extends StoreBase {
       }
       await this.touch(d, s, touched, new Date());
       const byId = new Map((await this.readMessages(d, s, ids)).map((m) => [m.id, m]));
-      return sortMessages(patches.flatMap((p) => byId.get(p.id) ?? []));
+      return core.sortMessages(patches.flatMap((p) => byId.get(p.id) ?? []));
     });
   }
 
@@ -507,21 +472,21 @@ export class OracleStore extends StoreBase {
   // ------------------------------------------------------------------------------------------
   // Resources and working memory
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     const d = await this.dialect();
     const rows = await this.withSession((s) => s.rows<ResourceRow>(sql.selectResource(d, resourceId)));
     return rows[0] ? rowToResource(rows[0]) : null;
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     const d = await this.dialect();
     return this.transaction(async (s) => {
       const now = new Date();
       const stored = await this.lockResource(d, s, args.resourceId, now);
-      const next: Resource = {
+      const next: core.Resource = {
         ...stored,
         workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
-        metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+        metadata: args.metadata ? core.shallowMerge(stored.metadata, args.metadata) : stored.metadata,
         updatedAt: now,
       };
       await s.run(sql.updateResourceRow(d, next));
@@ -529,24 +494,30 @@ export class OracleStore extends StoreBase {
     });
   }
 
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const d = await this.dialect();
-    return this.transaction(async (s) => {
-      const now = new Date();
-      if (args.scope === 'resource') {
-        const stored = await this.lockResource(d, s, args.resourceId, now);
-        const next = args.update(stored.workingMemory);
-        await s.run(sql.updateResourceRow(d, { ...stored, workingMemory: next, updatedAt: now }));
-        return next;
-      }
-      const thread = await this.lockThread(d, s, args.threadId);
-      const current = thread.metadata.workingMemory;
-      const next = args.update(typeof current === 'string' ? current : null);
-      const metadata: JsonObject = shallowMerge(thread.metadata, { workingMemory: next });
-      await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
-      return next;
-    });
-  }
+  /** Read and write under a row lock (`SELECT … FOR UPDATE`) in one transaction. */
+  protected readonly workingMemoryStrategy: core.LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      const d = await this.dialect();
+      return this.transaction(async (s) => {
+        const now = new Date();
+        if (cell.scope === 'resource') {
+          const stored = await this.lockResource(d, s, cell.resourceId, now);
+          const next = apply(stored.workingMemory);
+          await s.run(sql.updateResourceRow(d, { ...stored, workingMemory: next, updatedAt: now }));
+          return true;
+        }
+        const rows = await s.rows<ThreadRow>(sql.selectThreadForUpdate(d, cell.threadId));
+        if (!rows[0]) return false;
+        const thread = rowToThread(rows[0]);
+        const current = thread.metadata.workingMemory;
+        const next = apply(typeof current === 'string' ? current : null);
+        const metadata: core.JsonObject = core.shallowMerge(thread.metadata, { workingMemory: next });
+        await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
+        return true;
+      });
+    },
+  };
 
   // ------------------------------------------------------------------------------------------
   // Shared steps
@@ -557,13 +528,9 @@ export class OracleStore extends StoreBase {
   }
 
   /** Reads and row-locks a thread, or throws `NOT_FOUND`. */
-  private async lockThread(d: sql.Dialect, s: Session, threadId: string): Promise<Thread> {
+  private async lockThread(d: sql.Dialect, s: Session, threadId: string): Promise<core.Thread> {
     const rows = await s.rows<ThreadRow>(sql.selectThreadForUpdate(d, threadId));
-    if (!rows[0]) {
-      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
-        adapter: this.name,
-      });
-    }
+    if (!rows[0]) throw core.threadNotFound(this.name, threadId);
     return rowToThread(rows[0]);
   }
 
@@ -572,7 +539,12 @@ export class OracleStore extends StoreBase {
    * concurrent creator makes the insert fail with ORA-00001 once it commits: the row exists
    * then, and the locked read below waits for and sees it.
    */
-  private async lockResource(d: sql.Dialect, s: Session, resourceId: string, now: Date): Promise<Resource> {
+  private async lockResource(
+    d: sql.Dialect,
+    s: Session,
+    resourceId: string,
+    now: Date,
+  ): Promise<core.Resource> {
     try {
       await s.run(sql.insertMissingResource(d, resourceId, now));
     } catch (error) {
@@ -592,12 +564,12 @@ export class OracleStore extends StoreBase {
     return found;
   }
 
-  private async readMessages(d: sql.Dialect, s: Session, ids: readonly string[]): Promise<Message[]> {
-    const found: Message[] = [];
+  private async readMessages(d: sql.Dialect, s: Session, ids: readonly string[]): Promise<core.Message[]> {
+    const found: core.Message[] = [];
     for (const chunk of sql.chunks(ids)) {
       found.push(...(await s.rows<MessageRow>(sql.selectMessagesByIds(d, chunk))).map(rowToMessage));
     }
-    return sortMessages(found);
+    return core.sortMessages(found);
   }
 
   private async touch(d: sql.Dialect, s: Session, threadIds: Set<string>, now: Date): Promise<void> {

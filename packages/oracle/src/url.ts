@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 
 /** Credentials and Easy Connect string taken from an `oracle://` URL. */
 export interface OracleConnectionConfig {

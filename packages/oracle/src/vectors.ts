@@ -1,13 +1,4 @@
-import {
-  type EmbeddingSpace,
-  MemoryError,
-  type MessageVector,
-  type StoredVector,
-  type VectorHit,
-  type VectorRunner,
-  type VectorSearch,
-  VectorStoreBase,
-} from '@engram/core';
+import * as core from '@engram/core/adapter';
 import { errorCode } from './errors.ts';
 import { fromTimestampText } from './mapping.ts';
 import type { Session } from './session.ts';
@@ -30,12 +21,12 @@ export interface OracleVectorAccess {
  * `VECTOR_DISTANCE(…, COSINE)` with `FETCH FIRST :top_k ROWS ONLY`, so a scoped query returns
  * `topK` hits whenever that many exist. Needs Oracle 23ai; older servers get `UNSUPPORTED`.
  */
-export class OracleVectors extends VectorStoreBase {
+export class OracleVectors extends core.VectorStoreBase {
   readonly search = 'exact' as const;
 
   constructor(
     private readonly access: OracleVectorAccess,
-    run: VectorRunner,
+    run: core.VectorRunner,
   ) {
     super('oracle', run);
   }
@@ -44,7 +35,7 @@ export class OracleVectors extends VectorStoreBase {
   private async dialect(): Promise<Dialect> {
     const d = await this.access.dialect();
     if (!d.vectors) {
-      throw new MemoryError(
+      throw new core.MemoryError(
         'UNSUPPORTED',
         'oracle: semantic recall needs Oracle Database 23ai or later (the VECTOR type); this server is older',
         { adapter: 'oracle' },
@@ -53,7 +44,7 @@ export class OracleVectors extends VectorStoreBase {
     return d;
   }
 
-  protected async doGetSpace(): Promise<EmbeddingSpace | null> {
+  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
     const d = await this.dialect();
     const rows = await this.access.read((s) =>
       s.rows<{ EMBEDDER: string; DIMENSIONS: number }>(vsql.selectVectorSpace(d)),
@@ -62,13 +53,13 @@ export class OracleVectors extends VectorStoreBase {
     return row ? { id: row.EMBEDDER, dimensions: Number(row.DIMENSIONS) } : null;
   }
 
-  protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     const d = await this.dialect();
     await this.access.write((s) => s.upsert(vsql.claimVectorSpace(d, space.id, space.dimensions)));
-    return (await this.doGetSpace()) as EmbeddingSpace;
+    return (await this.doGetSpace()) as core.EmbeddingSpace;
   }
 
-  protected async doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
+  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
     const d = await this.dialect();
     await this.access.write(async (s) => {
       for (const v of vectors) {
@@ -83,10 +74,10 @@ export class OracleVectors extends VectorStoreBase {
     });
   }
 
-  protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
+  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
     const d = await this.dialect();
     return this.access.read(async (s) => {
-      const out: StoredVector[] = [];
+      const out: core.StoredVector[] = [];
       for (const part of chunks(ids)) {
         const rows = await s.rows<{ MESSAGE_ID: string; HASH: string }>(
           vsql.selectVectors(d, space.id, part),
@@ -97,14 +88,14 @@ export class OracleVectors extends VectorStoreBase {
     });
   }
 
-  protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
+  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     const d = await this.dialect();
     await this.access.write(async (s) => {
       for (const part of chunks(ids)) await s.run(vsql.deleteVectors(d, space.id, part));
     });
   }
 
-  protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
+  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     const d = await this.dialect();
     const statement = vsql.searchVectors(d, {
       space: args.space.id,

@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core';
+import { MemoryError } from '@engram/core/adapter';
 import pg from 'pg';
 import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
 import { LATEST_VERSION, migrate } from './migrations.ts';

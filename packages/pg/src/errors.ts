@@ -4,7 +4,7 @@ import {
   driverMessage,
   type MemoryErrorCode,
   NETWORK_ERROR_CODES,
-} from '@engram/core';
+} from '@engram/core/adapter';
 
 const ADAPTER = 'pg';
 

@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '@engram/core';
+import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '@engram/core/adapter';
 
 /** A `threads` row as `pg` returns it (jsonb parsed, timestamptz as `Date`). */
 export interface ThreadRow {
@@ -6,8 +6,8 @@ export interface ThreadRow {
   resource_id: string;
   title: string;
   metadata: JsonObject;
-  createdAt: Date;
-  updatedAt: Date;
+  created_at: Date;
+  updated_at: Date;
 }
 
 /** A `messages` row as `pg` returns it. */
@@ -18,16 +18,16 @@ export interface MessageRow {
   role: string;
   content: JsonValue;
   type: string;
-  createdAt: Date;
+  created_at: Date;
 }
 
 /** A `resources` row as `pg` returns it. */
 export interface ResourceRow {
   id: string;
-  workingMemory: string | null;
+  working_memory: string | null;
   metadata: JsonObject;
-  createdAt: Date;
-  updatedAt: Date;
+  created_at: Date;
+  updated_at: Date;
 }
 
 export function toThread(row: ThreadRow): Thread {
@@ -36,8 +36,8 @@ export function toThread(row: ThreadRow): Thread {
     resourceId: row.resource_id,
     title: row.title,
     metadata: row.metadata,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -49,17 +49,17 @@ export function toMessage(row: MessageRow): Message {
     role: row.role as MessageRole,
     content: row.content,
     type: row.type,
-    createdAt: row.createdAt,
+    createdAt: row.created_at,
   };
 }
 
 export function toResource(row: ResourceRow): Resource {
   return {
     id: row.id,
-    workingMemory: row.workingMemory,
+    workingMemory: row.working_memory,
     metadata: row.metadata,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

@@ -85,10 +85,25 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ${quoteIdent(`${n.prefix}messages_resource_idx`)} ON ${n.messages} (resource_id)`,
     ],
   },
+  {
+    description: 'every column in snake_case: "createdAt", "updatedAt" and "workingMemory" renamed',
+    statements: (n) => [
+      `ALTER TABLE ${n.threads} RENAME COLUMN "createdAt" TO created_at`,
+      `ALTER TABLE ${n.threads} RENAME COLUMN "updatedAt" TO updated_at`,
+      `ALTER TABLE ${n.messages} RENAME COLUMN "createdAt" TO created_at`,
+      `ALTER TABLE ${n.resources} RENAME COLUMN "workingMemory" TO working_memory`,
+      `ALTER TABLE ${n.resources} RENAME COLUMN "createdAt" TO created_at`,
+      `ALTER TABLE ${n.resources} RENAME COLUMN "updatedAt" TO updated_at`,
+      `ALTER TABLE ${n.version} RENAME COLUMN "updatedAt" TO updated_at`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */
 export const LATEST_VERSION = MIGRATIONS.length;
+
+/** The first version whose columns are all snake_case (the version table's included). */
+const SNAKE_CASE_VERSION = 5;
 
 /** The schema's recorded version, or 0 when nothing was ever created. One round trip per check. */
 export async function currentVersion(client: ClientBase, n: Names): Promise<number> {
@@ -115,6 +130,7 @@ export async function migrate(client: ClientBase, n: Names, target = LATEST_VERS
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:${n.schemaName}`]);
     const schema = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
     if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${n.schema}`);
+    // Created as it was before any migration; migration 5 renames its "updatedAt".
     await client.query(`CREATE TABLE IF NOT EXISTS ${n.version} (
       id smallint PRIMARY KEY CHECK (id = 1),
       version integer NOT NULL,
@@ -130,9 +146,10 @@ export async function migrate(client: ClientBase, n: Names, target = LATEST_VERS
       for (const statement of migration.statements(n)) await client.query(statement);
     }
     if (target > from) {
+      const stamp = target >= SNAKE_CASE_VERSION ? 'updated_at' : '"updatedAt"';
       await client.query(
         `INSERT INTO ${n.version} (id, version) VALUES (1, $1)
-          ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, "updatedAt" = now()`,
+          ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, ${stamp} = now()`,
         [target],
       );
     }

@@ -1,4 +1,4 @@
-import { checkClientShape, MemoryError } from '@engram/core';
+import { checkClientShape, MemoryError } from '@engram/core/adapter';
 import type pg from 'pg';
 import type { PostgresVectorOptions } from './vectors.ts';
 

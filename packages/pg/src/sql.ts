@@ -1,4 +1,9 @@
-import type { DateRange, Direction, NormalizedListMessages, NormalizedListThreads } from '@engram/core';
+import type {
+  DateRange,
+  Direction,
+  NormalizedListMessages,
+  NormalizedListThreads,
+} from '@engram/core/adapter';
 import { boundTimestamp } from './mapping.ts';
 
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
@@ -60,13 +65,13 @@ export interface Statement {
   values: unknown[];
 }
 
-export const THREAD_COLUMNS = 'id, resource_id, title, metadata, "createdAt", "updatedAt"';
-export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, "createdAt"';
-export const RESOURCE_COLUMNS = 'id, "workingMemory", metadata, "createdAt", "updatedAt"';
+export const THREAD_COLUMNS = 'id, resource_id, title, metadata, created_at, updated_at';
+export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, created_at';
+export const RESOURCE_COLUMNS = 'id, working_memory, metadata, created_at, updated_at';
 
-/** `ORDER BY` for messages in `direction`, matching the `(thread_id, "createdAt", id)` index. */
+/** `ORDER BY` for messages in `direction`, matching the `(thread_id, created_at, id)` index. */
 function messageOrder(direction: Direction, alias = ''): string {
-  return `${alias}"createdAt" ${direction}, ${alias}id ${direction}`;
+  return `${alias}created_at ${direction}, ${alias}id ${direction}`;
 }
 
 export function getThread(n: Names, threadId: string, resourceId?: string): Statement {
@@ -79,7 +84,7 @@ export function getThread(n: Names, threadId: string, resourceId?: string): Stat
 export function upsertThread(n: Names): string {
   return `INSERT INTO ${n.threads} (${THREAD_COLUMNS}) VALUES ($1, $2, $3, $4::jsonb, $5, $6)
     ON CONFLICT (id) DO UPDATE SET resource_id = EXCLUDED.resource_id, title = EXCLUDED.title,
-      metadata = EXCLUDED.metadata, "createdAt" = EXCLUDED."createdAt", "updatedAt" = EXCLUDED."updatedAt"`;
+      metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at`;
 }
 
 /** Inserts a thread unless its id exists; returns no row when the id was taken. */
@@ -91,7 +96,7 @@ export function insertThread(n: Names): string {
 /** Title kept when `$2` is NULL; metadata merged with one `||`; `$4` is the new `updatedAt`. */
 export function updateThread(n: Names): string {
   return `UPDATE ${n.threads} SET title = COALESCE($2, title), metadata = metadata || $3::jsonb,
-      "updatedAt" = $4 WHERE id = $1 RETURNING ${THREAD_COLUMNS}`;
+      updated_at = $4 WHERE id = $1 RETURNING ${THREAD_COLUMNS}`;
 }
 
 /** Locks the thread row, then its messages go with it through `ON DELETE CASCADE`. */
@@ -111,7 +116,7 @@ function threadFilter(n: Names, args: NormalizedListThreads, p: Params): string 
 
 export function listThreads(n: Names, args: NormalizedListThreads): Statement {
   const p = new Params();
-  const column = args.orderBy === 'createdAt' ? '"createdAt"' : '"updatedAt"';
+  const column = args.orderBy === 'createdAt' ? 'created_at' : 'updated_at';
   let text = `SELECT ${THREAD_COLUMNS} ${threadFilter(n, args, p)}
     ORDER BY ${column} ${args.direction}, id ${args.direction}`;
   if (args.perPage !== false) {
@@ -137,19 +142,19 @@ function dateBounds(range: DateRange | undefined, p: Params): string[] {
   const out: string[] = [];
   if (range?.start) {
     out.push(
-      `"createdAt" ${range.startExclusive ? '>' : '>='} ${p.add(boundTimestamp(range.start))}::timestamptz`,
+      `created_at ${range.startExclusive ? '>' : '>='} ${p.add(boundTimestamp(range.start))}::timestamptz`,
     );
   }
   if (range?.end) {
     out.push(
-      `"createdAt" ${range.endExclusive ? '<' : '<='} ${p.add(boundTimestamp(range.end))}::timestamptz`,
+      `created_at ${range.endExclusive ? '<' : '<='} ${p.add(boundTimestamp(range.end))}::timestamptz`,
     );
   }
   return out;
 }
 
 /**
- * One page of a thread's messages, served by the `(thread_id, "createdAt", id)` index: the
+ * One page of a thread's messages, served by the `(thread_id, created_at, id)` index: the
  * newest N is an index scan backwards that stops after N rows.
  */
 export function pageMessages(
@@ -198,7 +203,7 @@ export function includeWindows(
     .map((c) => `m.${c}`)
     .join(', ');
   const text = `WITH targets AS (
-      SELECT t.thread_id, t."createdAt", t.id, w.before, w.after
+      SELECT t.thread_id, t.created_at, t.id, w.before, w.after
       FROM unnest(${ids}::text[], ${before}::int[], ${after}::int[]) AS w(id, before, after)
       JOIN ${n.messages} t ON t.id = w.id${inScope('t')}
     )
@@ -208,12 +213,12 @@ export function includeWindows(
       UNION ALL
       (SELECT ${cols} FROM ${n.messages} m
         WHERE m.thread_id = targets.thread_id${inScope('m')}
-          AND (m."createdAt", m.id) < (targets."createdAt", targets.id)
+          AND (m.created_at, m.id) < (targets.created_at, targets.id)
         ORDER BY ${messageOrder('DESC', 'm.')} LIMIT targets.before)
       UNION ALL
       (SELECT ${cols} FROM ${n.messages} m
         WHERE m.thread_id = targets.thread_id${inScope('m')}
-          AND (m."createdAt", m.id) > (targets."createdAt", targets.id)
+          AND (m.created_at, m.id) > (targets.created_at, targets.id)
         ORDER BY ${messageOrder('ASC', 'm.')} LIMIT targets.after)
     ) AS x`;
   return { text, values: p.values };
@@ -261,7 +266,7 @@ function keepCountsAndTouch(n: Names): string {
       SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
     ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $9
+      UPDATE ${n.threads} SET updated_at = $9
       WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
     )`;
 }
@@ -304,16 +309,16 @@ export function saveMessagesAtOnce(n: Names): string {
       ) AS ok
     ), upserted AS (
       INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
-      SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
+      SELECT id, thread_id, resource_id, role, content::jsonb, type, created_at
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-        AS m(id, thread_id, resource_id, role, content, type, "createdAt")
+        AS m(id, thread_id, resource_id, role, content, type, created_at)
       WHERE (SELECT ok FROM gate)
       ON CONFLICT (id) DO UPDATE SET
         thread_id = CASE WHEN o.thread_id IN (SELECT id FROM locked)
             AND (o.thread_id, o.resource_id) = (SELECT old.thread_id, old.resource_id FROM old WHERE old.id = o.id)
           THEN EXCLUDED.thread_id END,
         resource_id = EXCLUDED.resource_id, role = EXCLUDED.role, content = EXCLUDED.content,
-        type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
+        type = EXCLUDED.type, created_at = EXCLUDED.created_at
       RETURNING id, thread_id, resource_id, xmax = 0 AS inserted
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
@@ -341,11 +346,11 @@ export function saveMessages(n: Names): string {
       WHERE id = ANY($1::text[]) AND thread_id = ANY($8::text[])
     ), upserted AS (
       INSERT INTO ${n.messages} AS o (${MESSAGE_COLUMNS})
-      SELECT id, thread_id, resource_id, role, content::jsonb, type, "createdAt"
+      SELECT id, thread_id, resource_id, role, content::jsonb, type, created_at
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-        AS m(id, thread_id, resource_id, role, content, type, "createdAt")
+        AS m(id, thread_id, resource_id, role, content, type, created_at)
       ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
-        role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, "createdAt" = EXCLUDED."createdAt"
+        role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, created_at = EXCLUDED.created_at
       WHERE o.thread_id = ANY($8::text[])
       RETURNING id, thread_id, resource_id
     ), replaced AS (
@@ -365,15 +370,15 @@ export function saveMessages(n: Names): string {
 export function updateMessages(n: Names): string {
   return `WITH patched AS (
       UPDATE ${n.messages} m SET role = COALESCE(p.role, m.role), content = COALESCE(p.content::jsonb, m.content),
-        type = COALESCE(p.type, m.type), "createdAt" = COALESCE(p."createdAt", m."createdAt")
+        type = COALESCE(p.type, m.type), created_at = COALESCE(p.created_at, m.created_at)
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
-        AS p(id, role, content, type, "createdAt")
+        AS p(id, role, content, type, created_at)
       WHERE m.id = p.id AND m.id = ANY($7::text[])
       RETURNING ${MESSAGE_COLUMNS.split(', ')
         .map((c) => `m.${c}`)
         .join(', ')}
     ), touched AS (
-      UPDATE ${n.threads} SET "updatedAt" = $6 WHERE id IN (SELECT thread_id FROM patched)
+      UPDATE ${n.threads} SET updated_at = $6 WHERE id IN (SELECT thread_id FROM patched)
     )
     SELECT ${MESSAGE_COLUMNS} FROM patched ORDER BY ${messageOrder('ASC')}`;
 }
@@ -390,7 +395,7 @@ export function deleteMessages(n: Names): string {
       FROM (SELECT thread_id, resource_id, count(*)::int AS k FROM gone GROUP BY thread_id, resource_id) g
       WHERE c.thread_id = g.thread_id AND c.resource_id = g.resource_id
     )
-    UPDATE ${n.threads} SET "updatedAt" = $2 WHERE id IN (SELECT thread_id FROM gone)`;
+    UPDATE ${n.threads} SET updated_at = $2 WHERE id IN (SELECT thread_id FROM gone)`;
 }
 
 export function getResource(n: Names): string {
@@ -404,8 +409,8 @@ export function getResource(n: Names): string {
 export function upsertResource(n: Names): string {
   return `INSERT INTO ${n.resources} AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, $3::jsonb, $4, $4)
     ON CONFLICT (id) DO UPDATE SET
-      "workingMemory" = CASE WHEN $5::boolean THEN EXCLUDED."workingMemory" ELSE r."workingMemory" END,
-      metadata = r.metadata || EXCLUDED.metadata, "updatedAt" = EXCLUDED."updatedAt"
+      working_memory = CASE WHEN $5::boolean THEN EXCLUDED.working_memory ELSE r.working_memory END,
+      metadata = r.metadata || EXCLUDED.metadata, updated_at = EXCLUDED.updated_at
     RETURNING ${RESOURCE_COLUMNS}`;
 }
 
@@ -417,11 +422,11 @@ export function ensureResource(n: Names): string {
 
 /** One resource's working memory; `FOR UPDATE` when `lock`. */
 export function readResourceMemory(n: Names, lock: boolean): string {
-  return `SELECT "workingMemory" FROM ${n.resources} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
+  return `SELECT working_memory FROM ${n.resources} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`;
 }
 
 export function writeResourceMemory(n: Names): string {
-  return `UPDATE ${n.resources} SET "workingMemory" = $2, "updatedAt" = $3 WHERE id = $1`;
+  return `UPDATE ${n.resources} SET working_memory = $2, updated_at = $3 WHERE id = $1`;
 }
 
 /**
@@ -430,8 +435,8 @@ export function writeResourceMemory(n: Names): string {
  */
 export function compareAndSetResourceMemory(n: Names): string {
   return `INSERT INTO ${n.resources} AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, '{}'::jsonb, $3, $3)
-    ON CONFLICT (id) DO UPDATE SET "workingMemory" = EXCLUDED."workingMemory", "updatedAt" = EXCLUDED."updatedAt"
-      WHERE $5::boolean AND r."workingMemory" IS NOT DISTINCT FROM $4::text
+    ON CONFLICT (id) DO UPDATE SET working_memory = EXCLUDED.working_memory, updated_at = EXCLUDED.updated_at
+      WHERE $5::boolean AND r.working_memory IS NOT DISTINCT FROM $4::text
     RETURNING 1`;
 }
 
@@ -442,12 +447,12 @@ export function readThreadMemory(n: Names, lock: boolean): string {
 
 export function writeThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
-      "updatedAt" = $3 WHERE id = $1`;
+      updated_at = $3 WHERE id = $1`;
 }
 
 /** Writes a thread's working memory only if it is still `$4` (JSON; NULL for none). */
 export function compareAndSetThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
-      "updatedAt" = $3 WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $4::jsonb
+      updated_at = $3 WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $4::jsonb
     RETURNING 1`;
 }

@@ -1,25 +1,14 @@
+import type * as core from '@engram/core/adapter';
 import {
   compareIds,
-  MemoryError,
-  type Message,
-  type MessagePage,
-  type MessagePatch,
-  mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  pageInfo,
   pageOffset,
-  type Resource,
+  SERVER_CAPABILITIES,
   StoreBase,
-  type Thread,
-  type ThreadPage,
   threadExists,
+  threadNotFound,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
 import { errorCode, toMemoryError } from './errors.ts';
@@ -51,16 +40,10 @@ import { PostgresVectors } from './vectors.ts';
 export class PostgresStore extends StoreBase {
   readonly name = 'pg';
   /** Working-memory updates are compare-and-set, then row-locked; batches and deletes are transactions. */
-  readonly capabilities = {
-    atomicWorkingMemory: true,
-    transactionalBatches: true,
-    processLocal: false,
-  } as const;
+  readonly capabilities = SERVER_CAPABILITIES;
 
   private readonly names: sql.Names;
   private readonly connection: Connection;
-  /** When a compare-and-set of a working memory last lost a race, by `scope:id`. */
-  private readonly contended = new Map<string, number>();
   /** Semantic recall vectors (pgvector or exact `real[]`; see `PostgresVectors`). */
   readonly vectors: PostgresVectors;
 
@@ -89,7 +72,7 @@ export class PostgresStore extends StoreBase {
     return this.names.prefix;
   }
 
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
+  protected toMemoryError(error: unknown, operation: string): core.MemoryError {
     return toMemoryError(error, operation);
   }
 
@@ -109,31 +92,31 @@ export class PostgresStore extends StoreBase {
     return this.connection.transaction(fn);
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const statement = sql.getThread(this.names, threadId, resourceId);
     const [row] = await this.query<ThreadRow>(statement.text, statement.values);
     return row ? toThread(row) : null;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const inserted = await this.query(sql.insertThread(this.names), threadParams(thread));
     if (inserted.length === 0) throw threadExists('pg', thread.id);
     return copy(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.query(sql.upsertThread(this.names), threadParams(thread));
     return copy(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: core.UpdateThreadArgs): Promise<core.Thread> {
     const [row] = await this.query<ThreadRow>(sql.updateThread(this.names), [
       args.id,
       args.title ?? null,
       JSON.stringify(args.metadata ?? {}),
       timestamp(new Date()),
     ]);
-    if (!row) throw notFound(args.id);
+    if (!row) throw threadNotFound('pg', args.id);
     return toThread(row);
   }
 
@@ -141,34 +124,18 @@ export class PostgresStore extends StoreBase {
     await this.query(sql.deleteThread(this.names), [threadId]);
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const list = sql.listThreads(this.names, args);
     const rows = await this.query<ThreadRow>(list.text, list.values);
-    const total = await this.total(rows.length, args.page, args.perPage, () =>
-      sql.countThreads(this.names, args),
-    );
-    return { threads: rows.map(toThread), ...pageInfo(total, args.page, args.perPage) };
+    return {
+      kind: 'page',
+      threads: rows.map(toThread),
+      total: () => this.count(sql.countThreads(this.names, args)),
+    };
   }
 
-  /**
-   * The row count behind a page: known from the page itself when it is partly filled (or the
-   * first page), otherwise counted.
-   */
-  private async total(
-    rowsOnPage: number,
-    page: number,
-    perPage: number | false,
-    count: () => sql.Statement,
-  ): Promise<number> {
-    const offset = pageOffset(page, perPage);
-    if (
-      perPage === false ||
-      (rowsOnPage < perPage && rowsOnPage > 0) ||
-      (rowsOnPage === 0 && offset === 0 && perPage > 0)
-    ) {
-      return offset + rowsOnPage;
-    }
-    const statement = count();
+  /** Runs a count statement. */
+  private async count(statement: sql.Statement): Promise<number> {
     const [row] = await this.query<{ total: number }>(statement.text, statement.values);
     return row?.total ?? 0;
   }
@@ -178,7 +145,7 @@ export class PostgresStore extends StoreBase {
    * changed one of the messages while the statement waited for a thread lock, the statement
    * writes nothing and the save runs again as a transaction that locks first and writes after.
    */
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     // Rows are written in id order: the insert is the one ordered pass over the message locks.
     const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
     const targets = [...new Set(messages.map((m) => m.threadId))];
@@ -200,10 +167,10 @@ export class PostgresStore extends StoreBase {
 
   /** The save as a transaction: threads locked by one statement, then one write statement. */
   private async saveMessagesLocked(
-    messages: Message[],
-    sorted: Message[],
+    messages: core.Message[],
+    sorted: core.Message[],
     targets: string[],
-  ): Promise<Message[]> {
+  ): Promise<core.Message[]> {
     const ids = messages.map((m) => m.id);
     const hints = new Set<string>();
     await this.transaction(async (client) => {
@@ -234,36 +201,30 @@ export class PostgresStore extends StoreBase {
     return messages.map(copy);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
-    let page: Message[] = [];
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
+    let page: core.Message[] = [];
     if (args.perPage !== 0) {
       const limit = args.perPage === false ? null : args.perPage;
       const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
       page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
-    const total = await this.total(page.length, args.page, args.perPage, () =>
-      sql.countMessages(this.names, args),
-    );
-    let windows: Message[] = [];
+    let windows: core.Message[] = [];
     if (args.include.length > 0) {
       const statement = sql.includeWindows(this.names, args.include, args.resourceId);
       windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
-    return {
-      messages: mergeMessageLists([page, windows], args.direction),
-      ...pageInfo(total, args.page, args.perPage),
-    };
+    return { page, total: () => this.count(sql.countMessages(this.names, args)), windows };
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     return (await this.query<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     // Several patches of one id apply in order: fold them into one before the single UPDATE.
-    const byId = new Map<string, MessagePatch>();
+    const byId = new Map<string, core.MessagePatch>();
     for (const patch of patches) {
-      const merged: MessagePatch = { ...byId.get(patch.id), id: patch.id };
+      const merged: core.MessagePatch = { ...byId.get(patch.id), id: patch.id };
       for (const [key, value] of Object.entries(patch)) {
         if (value !== undefined) Object.assign(merged, { [key]: value });
       }
@@ -343,12 +304,12 @@ export class PostgresStore extends StoreBase {
     return { owners, touched, locked };
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     const [row] = await this.query<ResourceRow>(sql.getResource(this.names), [resourceId]);
     return row ? toResource(row) : null;
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     const [row] = await this.query<ResourceRow>(sql.upsertResource(this.names), [
       args.resourceId,
       args.workingMemory ?? null,
@@ -363,90 +324,76 @@ export class PostgresStore extends StoreBase {
   /**
    * First optimistically, in two statements and no transaction: read the value, then write the
    * new one only if the stored value is still the one read (a compare-and-set on the value, which
-   * is all the update depends on). When another writer got there first, once more under a row
-   * lock (`SELECT … FOR UPDATE` in a transaction), which always succeeds; so the update runs at
-   * most twice. A record that lost a race in the last `CONTENDED_MS` goes straight to the lock,
-   * so a busy record does not pay for a losing attempt on every call.
+   * is all the update depends on, so the "version" is the stored value itself). When another
+   * writer got there first, once more under a row lock (`SELECT … FOR UPDATE` in a transaction),
+   * which always succeeds; so the update runs at most twice. Core sends a record that lost a race
+   * in the last second straight to the lock.
    */
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const key = args.scope === 'resource' ? `r:${args.resourceId}` : `t:${args.threadId}`;
-    const lostAt = this.contended.get(key);
-    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
-      const written = await this.compareAndSetMemory(args);
-      if (written.ok) {
-        if (lostAt !== undefined) this.contended.delete(key);
-        return written.value;
+  protected readonly workingMemoryStrategy: core.CompareAndSetWorkingMemory<string | null> = {
+    kind: 'compareAndSet',
+    read: async (cell) => {
+      if (cell.scope === 'resource') {
+        const [row] = await this.query<{ working_memory: string | null }>(
+          sql.readResourceMemory(this.names, false),
+          [cell.resourceId],
+        );
+        return row ? { value: row.working_memory, version: row.working_memory } : null;
       }
-      if (this.contended.size >= 1_000) this.contended.clear();
-      this.contended.set(key, Date.now());
-    }
-    return this.lockedMemoryUpdate(args);
-  }
-
-  /** Read, update, write if unchanged: `ok` false when another writer changed it in between. */
-  private async compareAndSetMemory(
-    args: NormalizedAtomicUpdate,
-  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
-    const now = timestamp(new Date());
-    if (args.scope === 'resource') {
-      const [row] = await this.query<{ workingMemory: string | null }>(
-        sql.readResourceMemory(this.names, false),
-        [args.resourceId],
-      );
-      const current = row?.workingMemory ?? null;
-      const value = args.update(current);
-      const written = await this.query(sql.compareAndSetResourceMemory(this.names), [
-        args.resourceId,
-        value,
-        now,
-        current,
-        row !== undefined,
+      const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
+        cell.threadId,
       ]);
-      return written.length === 1 ? { ok: true, value } : { ok: false };
-    }
-    const [row] = await this.query<{ memory: unknown }>(sql.readThreadMemory(this.names, false), [
-      args.threadId,
-    ]);
-    if (!row) throw notFound(args.threadId);
-    const value = args.update(typeof row.memory === 'string' ? row.memory : null);
-    const written = await this.query(sql.compareAndSetThreadMemory(this.names), [
-      args.threadId,
-      value,
-      now,
-      row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory),
-    ]);
-    return written.length === 1 ? { ok: true, value } : { ok: false };
-  }
-
-  /** The update under the row lock, in a transaction; creates a missing resource first. */
-  private lockedMemoryUpdate(args: NormalizedAtomicUpdate): Promise<string | null> {
-    return this.transaction(async (client) => {
+      if (!row) return null;
+      const stored = row.memory === null || row.memory === undefined ? null : JSON.stringify(row.memory);
+      return { value: typeof row.memory === 'string' ? row.memory : null, version: stored };
+    },
+    write: async (cell, expected, value) => {
       const now = timestamp(new Date());
-      if (args.scope === 'resource') {
-        const read = sql.readResourceMemory(this.names, true);
-        let locked = await client.query<{ workingMemory: string | null }>(read, [args.resourceId]);
-        if (locked.rows.length === 0) {
-          await client.query(sql.ensureResource(this.names), [args.resourceId, now]);
-          locked = await client.query(read, [args.resourceId]);
-        }
-        const value = args.update(locked.rows[0]?.workingMemory ?? null);
-        await client.query(sql.writeResourceMemory(this.names), [args.resourceId, value, now]);
-        return value;
-      }
-      const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
-        args.threadId,
-      ]);
-      const found = locked.rows[0];
-      if (!found) throw notFound(args.threadId);
-      const value = args.update(typeof found.memory === 'string' ? found.memory : null);
-      await client.query(sql.writeThreadMemory(this.names), [args.threadId, value, now]);
-      return value;
-    });
-  }
+      const written =
+        cell.scope === 'resource'
+          ? await this.query(sql.compareAndSetResourceMemory(this.names), [
+              cell.resourceId,
+              value,
+              now,
+              expected?.version ?? null,
+              expected !== null,
+            ])
+          : await this.query(sql.compareAndSetThreadMemory(this.names), [
+              cell.threadId,
+              value,
+              now,
+              expected?.version ?? null,
+            ]);
+      return written.length === 1;
+    },
+    afterLostRace: {
+      kind: 'locked',
+      // The update under the row lock, in a transaction; creates a missing resource first.
+      update: (cell, apply) =>
+        this.transaction(async (client) => {
+          const now = timestamp(new Date());
+          if (cell.scope === 'resource') {
+            const read = sql.readResourceMemory(this.names, true);
+            let locked = await client.query<{ working_memory: string | null }>(read, [cell.resourceId]);
+            if (locked.rows.length === 0) {
+              await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
+              locked = await client.query(read, [cell.resourceId]);
+            }
+            const value = apply(locked.rows[0]?.working_memory ?? null);
+            await client.query(sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+            return true;
+          }
+          const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
+            cell.threadId,
+          ]);
+          const found = locked.rows[0];
+          if (!found) return false;
+          const value = apply(typeof found.memory === 'string' ? found.memory : null);
+          await client.query(sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
+          return true;
+        }),
+    },
+  };
 }
-
-/** How long a record that lost a compare-and-set skips straight to the row lock. */
-const CONTENDED_MS = 1_000;
 
 /** What a message write learnt in an attempt that started over, for the next attempt. */
 interface RetryHints {
@@ -460,10 +407,10 @@ interface RetryHints {
  * Throws `NOT_FOUND` for a message whose thread is not among `owners` (thread → resource), and
  * `INVALID_ARGUMENT` for one naming another resource than its thread's.
  */
-function checkOwners(messages: Message[], owners: Map<string, string>): void {
+function checkOwners(messages: core.Message[], owners: Map<string, string>): void {
   for (const message of messages) {
     const owner = owners.get(message.threadId);
-    if (owner === undefined) throw notFound(message.threadId);
+    if (owner === undefined) throw threadNotFound('pg', message.threadId);
     if (owner !== message.resourceId) {
       throw threadOfAnotherResource('pg', message.id, message.resourceId);
     }
@@ -473,10 +420,4 @@ function checkOwners(messages: Message[], owners: Map<string, string>): void {
 /** The single-statement save found a message changed under it (see `sql.saveMessagesAtOnce`). */
 function isStaleMessage(error: unknown): boolean {
   return errorCode(error) === '23502' && (error as { column?: unknown }).column === 'thread_id';
-}
-
-function notFound(threadId: string): MemoryError {
-  return new MemoryError('NOT_FOUND', `pg: thread ${JSON.stringify(threadId)} does not exist`, {
-    adapter: 'pg',
-  });
 }

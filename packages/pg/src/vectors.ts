@@ -1,14 +1,5 @@
-import {
-  compareIds,
-  type EmbeddingSpace,
-  MemoryError,
-  type MessageVector,
-  type StoredVector,
-  type VectorHit,
-  type VectorRunner,
-  type VectorSearch,
-  VectorStoreBase,
-} from '@engram/core';
+import type * as core from '@engram/core/adapter';
+import { compareIds, MemoryError, VectorStoreBase } from '@engram/core/adapter';
 import type pg from 'pg';
 import type { Connection } from './connection.ts';
 import { type Names, quoteIdent } from './sql.ts';
@@ -72,7 +63,7 @@ export class PostgresVectors extends VectorStoreBase {
   constructor(
     private readonly connection: Connection,
     private readonly n: Names,
-    run: VectorRunner,
+    run: core.VectorRunner,
     options: PostgresVectorOptions = {},
   ) {
     super('pg', run);
@@ -123,14 +114,14 @@ export class PostgresVectors extends VectorStoreBase {
     return row ? quoteIdent(row.nspname) : undefined;
   }
 
-  protected async doGetSpace(): Promise<EmbeddingSpace | null> {
+  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
     const [row] = await this.connection.query<{ embedder: string; dimensions: number }>(
       `SELECT embedder, dimensions FROM ${this.n.vectorSpace} WHERE id = 1`,
     );
     return row ? { id: row.embedder, dimensions: row.dimensions } : null;
   }
 
-  protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     await this.connection.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
         `engram-vectors:${this.table}`,
@@ -156,7 +147,7 @@ export class PostgresVectors extends VectorStoreBase {
       );
     }
     if (backend === 'pgvector' && this.hnsw) await this.createIndex();
-    return (await this.doGetSpace()) as EmbeddingSpace;
+    return (await this.doGetSpace()) as core.EmbeddingSpace;
   }
 
   /**
@@ -184,7 +175,7 @@ export class PostgresVectors extends VectorStoreBase {
     );
   }
 
-  protected async doUpsertVectors(space: EmbeddingSpace, rows: MessageVector[]): Promise<void> {
+  protected async doUpsertVectors(space: core.EmbeddingSpace, rows: core.MessageVector[]): Promise<void> {
     // In id order, so concurrent writers lock rows in the same order; absent messages join nothing.
     const sorted = [...rows].sort((a, b) => compareIds(a.messageId, b.messageId));
     const values: unknown[] = [space.id];
@@ -203,7 +194,7 @@ export class PostgresVectors extends VectorStoreBase {
     );
   }
 
-  protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
+  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
     const rows = await this.connection.query<{ message_id: string; hash: string }>(
       `SELECT message_id, hash FROM ${this.table} WHERE space = $1 AND message_id = ANY($2::text[])`,
       [space.id, ids],
@@ -211,14 +202,14 @@ export class PostgresVectors extends VectorStoreBase {
     return rows.map((r) => ({ messageId: r.message_id, hash: r.hash }));
   }
 
-  protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
+  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     await this.connection.query(
       `DELETE FROM ${this.table} WHERE space = $1 AND message_id = ANY($2::text[])`,
       [space.id, ids],
     );
   }
 
-  protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
+  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     // The base class checked that a space is recorded: the column type is settled.
     const pgvector = (await this.backend(true)) === 'pgvector';
     const distance = `v.embedding OPERATOR(${this.ext}.<=>) $1::real[]::${this.ext}.vector`;
@@ -236,19 +227,19 @@ export class PostgresVectors extends VectorStoreBase {
            FROM unnest(v.embedding, $1::real[]) AS t(a, b))`;
     const from = `FROM ${this.n.messages} m JOIN ${this.table} v ON v.message_id = m.id AND v.space = $2
       WHERE m.resource_id = $3 AND NOT (m.id = ANY($4::text[])) ${thread}`;
-    const ties = 'm."createdAt" DESC, m.id';
+    const ties = 'm.created_at DESC, m.id';
     // With the index, the inner ORDER BY must be the distance alone for pgvector to use it;
     // the outer query applies the tie rule to the hits it returned.
     const text = !pgvector
-      ? `SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+      ? `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
           ORDER BY score DESC, ${ties} LIMIT ${limit}`
       : this.hnsw
-        ? `SELECT * FROM (SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+        ? `SELECT * FROM (SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
             ORDER BY ${distance} LIMIT ${limit}) m
           ORDER BY score DESC, ${ties}`
-        : `SELECT m.id, m.thread_id, m."createdAt", v.hash, ${score} AS score ${from}
+        : `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
           ORDER BY ${distance}, ${ties} LIMIT ${limit}`;
-    type Row = { id: string; thread_id: string; createdAt: Date; hash: string; score: number };
+    type Row = { id: string; thread_id: string; created_at: Date; hash: string; score: number };
     const rows =
       pgvector && this.hnsw
         ? await this.connection.transaction(async (client) => {
@@ -262,7 +253,7 @@ export class PostgresVectors extends VectorStoreBase {
       threadId: r.thread_id,
       hash: r.hash,
       score: Number(r.score),
-      createdAt: new Date(r.createdAt),
+      createdAt: new Date(r.created_at),
     }));
   }
 }

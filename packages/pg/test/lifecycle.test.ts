@@ -189,6 +189,97 @@ describePg('lifecycle: migrations and init', (url) => {
     }
   });
 
+  it('init() upgrades a schema at migration 4 to snake_case columns, keeping rows and timestamps', async () => {
+    const schema = randomName('snake');
+    const names = sql.names(schema, 'engram_');
+    const columnsOf = async () =>
+      db.query<{ table_name: string; column_name: string }>(
+        `SELECT table_name, column_name FROM information_schema.columns
+          WHERE table_schema = $1 AND column_name ~ '[A-Z_]' ORDER BY table_name, column_name`,
+        [schema],
+      );
+    const at = (s: number) => new Date(Date.UTC(2023, 2, 3, 3, 3, s, 333));
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      expect(await migrate(client, names, 4)).toBe(4);
+      // Columns named as migration 4 left them.
+      await client.query(
+        `INSERT INTO ${names.threads} (id, resource_id, title, metadata, "createdAt", "updatedAt")
+          VALUES ('t1', 'r1', 'older', '{"workingMemory":"thread note"}', $1, $2),
+                 ('t2', 'r1', 'newer', '{}', $2, $3)`,
+        [at(1), at(2), at(3)],
+      );
+      await client.query(
+        `INSERT INTO ${names.messages} (id, thread_id, resource_id, role, content, type, "createdAt")
+          VALUES ('m1', 't1', 'r1', 'user', '"first"', 'text', $1), ('m2', 't1', 'r1', 'assistant', '"second"', 'text', $2)`,
+        [at(10), at(20)],
+      );
+      await client.query(`INSERT INTO ${names.counts} VALUES ('t1', 'r1', 2)`);
+      await client.query(
+        `INSERT INTO ${names.resources} (id, "workingMemory", metadata, "createdAt", "updatedAt")
+          VALUES ('r1', 'remember', '{"k":1}', $1, $2)`,
+        [at(4), at(5)],
+      );
+    } finally {
+      await client.end();
+    }
+    expect(await columnsOf()).toContainEqual({
+      table_name: 'engram_resources',
+      column_name: 'workingMemory',
+    });
+
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await store.init();
+      expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+      // No camelCase column is left, the version table's included.
+      expect((await columnsOf()).filter((c) => /[A-Z]/.test(c.column_name))).toEqual([]);
+      expect(await columnsOf()).toContainEqual({
+        table_name: 'engram_schema_version',
+        column_name: 'updated_at',
+      });
+      expect(await store.getThreadById({ threadId: 't1' })).toEqual({
+        id: 't1',
+        resourceId: 'r1',
+        title: 'older',
+        metadata: { workingMemory: 'thread note' },
+        createdAt: at(1),
+        updatedAt: at(2),
+      });
+      const byUpdate = await store.listThreads({ resourceId: 'r1', orderBy: 'updatedAt', direction: 'ASC' });
+      expect(byUpdate.threads.map((t) => t.id)).toEqual(['t1', 't2']);
+      const page = await store.listMessages({ threadId: 't1', dateRange: { start: at(15) } });
+      expect(page.messages).toEqual([
+        {
+          id: 'm2',
+          threadId: 't1',
+          resourceId: 'r1',
+          role: 'assistant',
+          content: 'second',
+          type: 'text',
+          createdAt: at(20),
+        },
+      ]);
+      expect((await store.listMessages({ threadId: 't1' })).total).toBe(2);
+      expect(await store.getResourceById({ resourceId: 'r1' })).toEqual({
+        id: 'r1',
+        workingMemory: 'remember',
+        metadata: { k: 1 },
+        createdAt: at(4),
+        updatedAt: at(5),
+      });
+      // Writes after the upgrade land in the renamed columns.
+      await store.updateResource({ resourceId: 'r1', workingMemory: 'changed' });
+      const [row] = await db.query<{ working_memory: string }>(
+        `SELECT working_memory FROM ${names.resources} WHERE id = 'r1'`,
+      );
+      expect(row?.working_memory).toBe('changed');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a schemaName store creates nothing in public', async () => {
     const fresh = await createDatabase(url);
     try {

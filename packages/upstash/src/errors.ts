@@ -1,10 +1,11 @@
 import {
   createErrorMapper,
   hasNetworkCode,
-  MemoryError,
+  type MemoryError,
   type MemoryErrorCode,
+  threadNotFound as missingThread,
   NETWORK_ERROR_CODES,
-} from '@engram/core';
+} from '@engram/core/adapter';
 
 /** The adapter name used in errors. */
 export const ADAPTER = 'upstash';
@@ -50,9 +51,7 @@ function classify(error: unknown): MemoryErrorCode {
  */
 export const toMemoryError = createErrorMapper({ adapter: ADAPTER, classify, redact: redactMessage });
 
-/** A `NOT_FOUND` for a missing thread. */
+/** A `NOT_FOUND` for a missing thread (core's wording). */
 export function threadNotFound(threadId: string): MemoryError {
-  return new MemoryError('NOT_FOUND', `${ADAPTER}: thread ${JSON.stringify(threadId)} does not exist`, {
-    adapter: ADAPTER,
-  });
+  return missingThread(ADAPTER, threadId);
 }

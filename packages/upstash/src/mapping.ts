@@ -6,7 +6,7 @@ import {
   type MessageRole,
   type Resource,
   type Thread,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { META } from './keys.ts';
 import type { MessageRecord } from './scripts.ts';
 

@@ -1,27 +1,15 @@
+import type * as core from '@engram/core/adapter';
 import {
   checkClientShape,
   MemoryError,
-  type Message,
-  type MessagePage,
-  type MessagePatch,
-  matchesMetadata,
-  mergeMessageLists,
   messageOfAnotherResource,
-  type NormalizedAtomicUpdate,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  pageInfo,
   pageOffset,
-  type Resource,
+  SERVER_CAPABILITIES,
   StoreBase,
   sortMessages,
-  type Thread,
-  type ThreadPage,
   threadExists,
   threadOfAnotherResource,
-  type UpdateResourceArgs,
-  type UpdateThreadArgs,
-} from '@engram/core';
+} from '@engram/core/adapter';
 import { Redis } from '@upstash/redis';
 import { ADAPTER, threadNotFound, toMemoryError } from './errors.ts';
 import { META } from './keys.ts';
@@ -103,18 +91,12 @@ type ScriptHandle = ReturnType<Redis['createScript']>;
 export class UpstashStore extends StoreBase {
   readonly name = ADAPTER;
   /** Working-memory updates are compare-and-set on a version; each batch and delete is one Lua script. */
-  readonly capabilities = {
-    atomicWorkingMemory: true,
-    transactionalBatches: true,
-    processLocal: false,
-  } as const;
+  readonly capabilities = SERVER_CAPABILITIES;
 
   private readonly client: Redis;
   private readonly prefix: string;
   private readonly casAttempts: number;
   private readonly scripts = new Map<ScriptName, ScriptHandle>();
-  /** When a compare-and-set of a working memory last lost a race, by `kind:id`. */
-  private readonly contended = new Map<string, number>();
   /** Semantic recall vectors: exact, one bounded Lua scan per query (see `UpstashVectors`). */
   readonly vectors: UpstashVectors;
 
@@ -190,30 +172,29 @@ export class UpstashStore extends StoreBase {
     // REST is stateless: there is no connection to release.
   }
 
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
+  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<core.Thread | null> {
     const thread = toThread(await this.call('getThread', { id: threadId }));
     if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
     return thread;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
+  protected async doCreateThread(thread: core.Thread): Promise<core.Thread> {
     const reply = await this.call('createThread', threadRecord(thread));
     if (text(reply) === 'exists') throw threadExists(ADAPTER, thread.id);
     return structuredClone(thread);
   }
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
+  protected async doSaveThread(thread: core.Thread): Promise<core.Thread> {
     await this.call('saveThread', threadRecord(thread));
     return structuredClone(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
-    const touchesMemory = args.metadata !== undefined && Object.hasOwn(args.metadata, 'workingMemory');
+  protected async doUpdateThread(args: core.NormalizedUpdateThread): Promise<core.Thread> {
     const reply = await this.call('updateThread', {
       id: args.id,
       now: ms(new Date()),
       title: args.title,
-      version: touchesMemory ? newVersion() : undefined,
+      version: args.workingMemoryVersion,
       metadata: metadataFields(args.metadata),
     });
     const thread = reply === null ? null : toThread(reply);
@@ -225,34 +206,31 @@ export class UpstashStore extends StoreBase {
     await this.call('deleteThread', { id: threadId });
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+  protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const filters = Object.entries(args.metadata ?? {}).map(([key, value]) => ({
       field: `${META}${key}`,
       op: value === null || typeof value !== 'object' ? ('eq' as const) : ('has' as const),
       value: JSON.stringify(value),
     }));
-    const offset = pageOffset(args.page, args.perPage);
     const reply = list(
       await this.call('listThreads', {
         resourceId: args.resourceId,
         orderBy: args.orderBy,
         direction: args.direction,
-        offset,
+        offset: pageOffset(args.page, args.perPage),
         limit: args.perPage === false ? undefined : args.perPage,
         filters,
       }),
     );
     if (text(reply[0]) === 'page') {
       const threads = list(reply[2] ?? []).flatMap((frame) => toThread(frame) ?? []);
-      return { threads, ...pageInfo(Number(text(reply[1])), args.page, args.perPage) };
+      return { kind: 'page', threads, total: Number(text(reply[1])) };
     }
-    const threads = list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []);
-    const matching = threads.filter((t) => matchesMetadata(t.metadata, args.metadata));
-    const page = args.perPage === false ? matching : matching.slice(offset, offset + args.perPage);
-    return { threads: page, ...pageInfo(matching.length, args.page, args.perPage) };
+    // Object and array filter values: the script narrowed the candidates, core compares them as JSON.
+    return { kind: 'candidates', threads: list(reply[1] ?? []).flatMap((frame) => toThread(frame) ?? []) };
   }
 
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     const reply = list(
       await this.call('saveMessages', { now: ms(new Date()), messages: messages.map(messageRecord) }),
     );
@@ -265,7 +243,7 @@ export class UpstashStore extends StoreBase {
     return messages.map((m) => structuredClone(m));
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
     const range = args.dateRange;
     const min = range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf';
     const max = range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf';
@@ -285,19 +263,17 @@ export class UpstashStore extends StoreBase {
         })),
       }),
     );
+    // One script answers the page and the windows together, in one list; core merges them.
     const messages = reply.slice(1).flatMap((frame) => toMessage(frame) ?? []);
-    return {
-      messages: mergeMessageLists([messages], args.direction),
-      ...pageInfo(Number(text(reply[0])), args.page, args.perPage),
-    };
+    return { page: messages, total: Number(text(reply[0])), windows: [] };
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
+  protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
     const reply = list(await this.call('getMessages', { ids }));
     return sortMessages(reply.flatMap((frame) => toMessage(frame) ?? []));
   }
 
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
+  protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     const reply = list(
       await this.call('updateMessages', {
         now: ms(new Date()),
@@ -318,11 +294,11 @@ export class UpstashStore extends StoreBase {
     await this.call('deleteMessages', { now: ms(new Date()), ids });
   }
 
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
+  protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
     return toResource(await this.call('getResource', { id: resourceId }));
   }
 
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
+  protected async doUpdateResource(args: core.UpdateResourceArgs): Promise<core.Resource> {
     const wm = args.workingMemory;
     const reply = await this.call('updateResource', {
       id: args.resourceId,
@@ -336,59 +312,67 @@ export class UpstashStore extends StoreBase {
   }
 
   /**
-   * One optimistic compare-and-set (a read, then a write that succeeds only if the version is
-   * unchanged). A writer that loses takes a lease on the record instead of retrying: a key with
-   * its token and a time to live, which holds off every other write of that working memory until
-   * the holder writes (or the lease expires), so its update runs once more and then cannot lose.
-   * For a second after a lost race, updates of that record take the lease straight away.
-   * Waiting for a lease held by another writer calls no `update`.
+   * One optimistic compare-and-set on the record's working-memory version (a read, then a write
+   * that succeeds only if the version is unchanged). A writer that loses takes a lease on the
+   * record instead of retrying (`afterLostRace`): a key with its token and a time to live, which
+   * holds off every other write of that working memory until the holder writes (or the lease
+   * expires), so its update runs once more and then cannot lose. Core sends a record that lost
+   * a race in the last second straight to the lease. Waiting for a lease held by another writer
+   * calls no `apply`.
    */
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    const target: Target =
-      args.scope === 'resource'
-        ? { kind: 'resource', id: args.resourceId }
-        : { kind: 'thread', id: args.threadId };
-    const key = `${target.kind}:${target.id}`;
-    const lostAt = this.contended.get(key);
-    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
-      const read =
-        target.kind === 'resource'
-          ? list(await this.call('readResourceWorkingMemory', { id: target.id }))
-          : threadRead(target.id, list(await this.call('readThreadWorkingMemory', { id: target.id })));
-      const first = await this.writeMemory(target, args.update, read[0], read[1], undefined);
-      if (first.ok) {
-        if (lostAt !== undefined) this.contended.delete(key);
-        return first.value;
+  protected readonly workingMemoryStrategy: core.CompareAndSetWorkingMemory<string | undefined> = {
+    kind: 'compareAndSet',
+    read: async (cell) => {
+      if (cell.scope === 'resource') {
+        const [value, version] = list(await this.call('readResourceWorkingMemory', { id: cell.resourceId }));
+        return { value: typeof value === 'string' ? value : null, version: versionOf(version) };
       }
-      if (this.contended.size >= 1_000) this.contended.clear();
-      this.contended.set(key, Date.now());
-    }
-    // Wait for a busy lease at most until a dead holder's lease would have expired twice over;
-    // give up after `casAttempts` lost writes under a lease of our own (an expired lease).
+      const [exists, value, version] = list(
+        await this.call('readThreadWorkingMemory', { id: cell.threadId }),
+      );
+      if (typeof exists !== 'string') return null;
+      return { value: threadMemory(value), version: versionOf(version) };
+    },
+    write: async (cell, expected, value, version) =>
+      (await this.casWrite(cell, expected?.version, value, version, undefined)) === 'ok',
+    afterLostRace: { kind: 'locked', update: (cell, apply) => this.leasedUpdate(cell, apply) },
+  };
+
+  /**
+   * The update under a lease of the record. Waits for a busy lease at most until a dead
+   * holder's lease would have expired twice over; gives up after `casAttempts` lost writes under
+   * a lease of its own (an expired lease).
+   */
+  private async leasedUpdate(cell: core.WorkingMemoryCell, apply: core.WorkingMemoryApply): Promise<boolean> {
+    const [record, id] =
+      cell.scope === 'resource'
+        ? (['resource', cell.resourceId] as const)
+        : (['thread', cell.threadId] as const);
     const deadline = Date.now() + 2 * LEASE_MS;
     let lost = 0;
     for (let n = 0; ; n++) {
       const token = newVersion();
       const lease =
-        target.kind === 'resource'
-          ? list(await this.call('leaseResourceWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }))
-          : list(await this.call('leaseThreadWorkingMemory', { id: target.id, token, ttlMs: LEASE_MS }));
+        record === 'resource'
+          ? list(await this.call('leaseResourceWorkingMemory', { id, token, ttlMs: LEASE_MS }))
+          : list(await this.call('leaseThreadWorkingMemory', { id, token, ttlMs: LEASE_MS }));
       const outcome = text(lease[0]);
-      if (outcome === 'not_found') throw threadNotFound(target.id);
+      if (outcome === 'not_found') return false;
       if (outcome === 'busy') {
         if (Date.now() > deadline)
           throw conflict(`another writer held the lease for over ${2 * LEASE_MS} ms`);
       } else {
-        const [stored, version] = target.kind === 'resource' ? [lease[1], lease[2]] : [lease[2], lease[3]];
-        const written = await this.writeMemory(target, args.update, stored, version, token).catch(
-          async (error: unknown) => {
-            await this.call('unlockWorkingMemory', { record: target.kind, id: target.id, token }).catch(
-              () => undefined,
-            );
-            throw error;
-          },
-        );
-        if (written.ok) return written.value;
+        const [stored, version] = record === 'resource' ? [lease[1], lease[2]] : [lease[2], lease[3]];
+        const written = await (async () => {
+          const current =
+            record === 'resource' ? (typeof stored === 'string' ? stored : null) : threadMemory(stored);
+          return this.casWrite(cell, versionOf(version), apply(current), newVersion(), token);
+        })().catch(async (error: unknown) => {
+          await this.call('unlockWorkingMemory', { record, id, token }).catch(() => undefined);
+          throw error;
+        });
+        if (written === 'ok') return true;
+        if (written === 'not_found') return false;
         if (++lost >= this.casAttempts) throw conflict(`gave up after ${lost} writes under an expired lease`);
       }
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, 1 + n * 2)));
@@ -396,57 +380,47 @@ export class UpstashStore extends StoreBase {
   }
 
   /**
-   * Calls `update` on the stored value and writes the result if the version is still `version`
-   * and no other writer holds the lease (`token` is this writer's, or '').
+   * Writes `value` with `version` if the stored version is still `expectedVersion` (absent: none
+   * stored yet) and no other writer holds the lease (`token` is this writer's, or absent).
    */
-  private async writeMemory(
-    target: Target,
-    update: Update,
-    stored: unknown,
-    version: unknown,
-    token: string | undefined,
-  ): Promise<{ ok: true; value: string | null } | { ok: false }> {
-    const expectedVersion = typeof version === 'string' ? version : undefined;
-    let reply: Frame[];
-    let next: string | null;
-    if (target.kind === 'resource') {
-      next = update(typeof stored === 'string' ? stored : null);
-      reply = list(
-        await this.call('casResourceWorkingMemory', {
-          id: target.id,
-          now: ms(new Date()),
-          expectedVersion,
-          write: memoryWrite(next),
-          leaseToken: token,
-        }),
-      );
-    } else {
-      const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
-      next = update(typeof value === 'string' ? value : null);
-      reply = list(
-        await this.call('casThreadWorkingMemory', {
-          id: target.id,
-          now: ms(new Date()),
-          expectedVersion,
-          value: JSON.stringify(next),
-          version: newVersion(),
-          leaseToken: token,
-        }),
-      );
-    }
-    const outcome = text(reply[0]);
-    if (outcome === 'not_found') throw threadNotFound(target.id);
-    return outcome === 'ok' ? { ok: true, value: next } : { ok: false };
+  private async casWrite(
+    cell: core.WorkingMemoryCell,
+    expectedVersion: string | undefined,
+    value: string | null,
+    version: string,
+    leaseToken: string | undefined,
+  ): Promise<string> {
+    const now = ms(new Date());
+    const reply =
+      cell.scope === 'resource'
+        ? await this.call('casResourceWorkingMemory', {
+            id: cell.resourceId,
+            now,
+            expectedVersion,
+            write: memoryWrite(value, version),
+            leaseToken,
+          })
+        : await this.call('casThreadWorkingMemory', {
+            id: cell.threadId,
+            now,
+            expectedVersion,
+            value: JSON.stringify(value),
+            version,
+            leaseToken,
+          });
+    return text(list(reply)[0]);
   }
 }
 
-/** The working memory an update addresses: a resource's or a thread's. */
-type Target = { kind: 'resource' | 'thread'; id: string };
+/** A stored version, or `undefined` when none is stored yet. */
+function versionOf(version: unknown): string | undefined {
+  return typeof version === 'string' ? version : undefined;
+}
 
-/** A thread read as `[JSON value, version]`; `NOT_FOUND` when the thread is missing. */
-function threadRead(id: string, row: unknown[]): [unknown, unknown] {
-  if (typeof row[0] !== 'string') throw threadNotFound(id);
-  return [row[1], row[2]];
+/** A thread's working memory from its stored JSON text. */
+function threadMemory(stored: unknown): string | null {
+  const value: unknown = typeof stored === 'string' ? JSON.parse(stored) : null;
+  return typeof value === 'string' ? value : null;
 }
 
 /** How long a lease on a working memory lives when its holder never writes. */
@@ -456,13 +430,8 @@ function conflict(reason: string): MemoryError {
   return new MemoryError('CONFLICT', `${ADAPTER}: working-memory update: ${reason}`, { adapter: ADAPTER });
 }
 
-/** How long a record that lost a compare-and-set goes straight to the lease. */
-const CONTENDED_MS = 1_000;
-
-type Update = (current: string | null) => string | null;
-
 /** A thread as the `createThread` and `saveThread` scripts take it. */
-function threadRecord(thread: Thread): ThreadRecord {
+function threadRecord(thread: core.Thread): ThreadRecord {
   return {
     id: thread.id,
     resourceId: thread.resourceId,
@@ -474,11 +443,9 @@ function threadRecord(thread: Thread): ThreadRecord {
   };
 }
 
-/** A resource's new working memory (`null` clears it), with a fresh version. */
-function memoryWrite(value: string | null): WorkingMemoryWrite {
-  return value === null
-    ? { action: 'clear', version: newVersion() }
-    : { action: 'set', value, version: newVersion() };
+/** A resource's new working memory (`null` clears it), with its new version. */
+function memoryWrite(value: string | null, version = newVersion()): WorkingMemoryWrite {
+  return value === null ? { action: 'clear', version } : { action: 'set', value, version };
 }
 
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */

@@ -1,14 +1,5 @@
-import {
-  compareHits,
-  type EmbeddingSpace,
-  MemoryError,
-  type MessageVector,
-  type StoredVector,
-  type VectorHit,
-  type VectorRunner,
-  type VectorSearch,
-  VectorStoreBase,
-} from '@engram/core';
+import type * as core from '@engram/core/adapter';
+import { compareHits, MemoryError, VectorStoreBase } from '@engram/core/adapter';
 import type { Redis } from '@upstash/redis';
 import { ADAPTER } from './errors.ts';
 import { type Frame, list, text, unframe } from './mapping.ts';
@@ -41,7 +32,7 @@ export class UpstashVectors extends VectorStoreBase {
     private readonly client: () => Redis,
     private readonly prefix: string,
     readonly scanLimit: number,
-    run: VectorRunner,
+    run: core.VectorRunner,
   ) {
     super(ADAPTER, run);
     if (!Number.isInteger(scanLimit) || scanLimit < 1) {
@@ -60,16 +51,16 @@ export class UpstashVectors extends VectorStoreBase {
     return unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
-  protected async doGetSpace(): Promise<EmbeddingSpace | null> {
+  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
     const reply = await this.call('getSpace', {});
     return reply === null ? null : toSpace(reply);
   }
 
-  protected async doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     return toSpace(await this.call('claimSpace', { space: space.id, dimensions: space.dimensions }));
   }
 
-  protected async doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void> {
+  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
     await this.call('upsert', {
       space: space.id,
       dimensions: space.dimensions,
@@ -77,18 +68,18 @@ export class UpstashVectors extends VectorStoreBase {
     });
   }
 
-  protected async doGetVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {
+  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
     return list(await this.call('get', { space: space.id, ids })).map((pair) => {
       const [messageId, hash] = list(pair);
       return { messageId: text(messageId), hash: text(hash) };
     });
   }
 
-  protected async doDeleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
+  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     await this.call('delete', { space: space.id, ids });
   }
 
-  protected async doSearchVectors(args: VectorSearch): Promise<VectorHit[]> {
+  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     const exclude = args.excludeIds ?? [];
     const reply = list(
       await this.call('search', {
@@ -117,7 +108,7 @@ export class UpstashVectors extends VectorStoreBase {
   }
 }
 
-function toSpace(frame: Frame): EmbeddingSpace {
+function toSpace(frame: Frame): core.EmbeddingSpace {
   const [id, dimensions] = list(frame).map(text);
   return { id: id as string, dimensions: Number(dimensions) };
 }

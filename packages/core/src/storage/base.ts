@@ -13,6 +13,7 @@ import type {
   UpdateThreadArgs,
 } from './contract.ts';
 import { StoreLifecycle, storeClosedError } from './lifecycle.ts';
+import { type MessageRead, messagePage, type ThreadRead, threadPage } from './listing.ts';
 import type { Direction, JsonObject, Message, Resource, Thread } from './records.ts';
 import {
   assertCount,
@@ -30,6 +31,12 @@ import {
   isStorableText,
   MAX_LISTING_COUNT,
 } from './validate.ts';
+import {
+  newVersion,
+  type WorkingMemoryCell,
+  WorkingMemoryRunner,
+  type WorkingMemoryStrategy,
+} from './working-memory-strategy.ts';
 
 const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
 
@@ -66,6 +73,16 @@ export type NormalizedAtomicUpdate =
   | { scope: 'resource'; resourceId: string; update: (current: string | null) => string | null }
   | { scope: 'thread'; threadId: string; update: (current: string | null) => string | null };
 
+/**
+ * `updateThread` arguments as `doUpdateThread` gets them. `workingMemoryVersion` is a fresh
+ * version whenever `metadata` writes `workingMemory` (else `undefined`): a store with a
+ * compare-and-set working-memory strategy stores it with the update, so a concurrent
+ * compare-and-set notices the change; other stores ignore it.
+ */
+export interface NormalizedUpdateThread extends UpdateThreadArgs {
+  workingMemoryVersion: string | undefined;
+}
+
 /** Marks an error thrown by the caller's `update` function so it propagates unchanged. */
 class UpdateFunctionError {
   constructor(readonly error: unknown) {}
@@ -94,9 +111,11 @@ export interface StoreBase {
 /**
  * The base class of engram's adapters. Public methods validate and normalise their arguments
  * once, call the adapter's protected `do*` method, and turn anything the driver throws into a
- * `MemoryError` through the adapter's `toMemoryError`. Adapters implement only the `do*` methods;
- * `doUpdateWorkingMemoryAtomically` only when they declare `capabilities.atomicWorkingMemory`
- * (otherwise `updateWorkingMemoryAtomically` rejects with `UNSUPPORTED`, after validation).
+ * `MemoryError` through the adapter's `toMemoryError`. Core composes `listMessages`,
+ * `listThreads` and `updateWorkingMemoryAtomically` from primitives the adapter supplies
+ * (`readMessagePage`, `readThreadPage`, and a `workingMemoryStrategy` only when it declares
+ * `capabilities.atomicWorkingMemory`; otherwise `updateWorkingMemoryAtomically` rejects with
+ * `UNSUPPORTED`, after validation); adapters implement the other `do*` methods.
  *
  * It also owns the lifecycle (see `StoreLifecycle`): every operation first awaits one memoised
  * `doInit()` (so `init()` is optional), and after `close()` every call rejects with `CONNECTION`.
@@ -121,18 +140,56 @@ export abstract class StoreBase implements MemoryStorage {
   /** Insert-only: throws `threadExists(…)` (`CONFLICT`) when the id is taken, atomically. */
   protected abstract doCreateThread(thread: Thread): Promise<Thread>;
   protected abstract doSaveThread(thread: Thread): Promise<Thread>;
-  protected abstract doUpdateThread(args: UpdateThreadArgs): Promise<Thread>;
+  protected abstract doUpdateThread(args: NormalizedUpdateThread): Promise<Thread>;
   protected abstract doDeleteThread(threadId: string): Promise<void>;
-  protected abstract doListThreads(args: NormalizedListThreads): Promise<ThreadPage>;
+  /**
+   * The threads of one `listThreads` call: the page and a count, or, where the query cannot
+   * compare metadata values exactly, every candidate in order (core filters and pages them).
+   */
+  protected abstract readThreadPage(query: NormalizedListThreads): Promise<ThreadRead>;
+  /** Default: `readThreadPage`, composed into a page by core. */
+  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
+    return threadPage(await this.readThreadPage(args), args);
+  }
   protected abstract doSaveMessages(messages: Message[]): Promise<Message[]>;
-  protected abstract doListMessages(args: NormalizedListMessages): Promise<MessagePage>;
+  /**
+   * The reads behind one `listMessages` call: the page, the total and the include windows (in
+   * one snapshot where the database allows it). Core merges, orders and pages them.
+   */
+  protected abstract readMessagePage(query: NormalizedListMessages): Promise<MessageRead>;
+  /** Default: `readMessagePage`, composed into a page by core. */
+  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+    return messagePage(await this.readMessagePage(args), args);
+  }
   protected abstract doListMessagesById(ids: string[]): Promise<Message[]>;
   protected abstract doUpdateMessages(patches: MessagePatch[]): Promise<Message[]>;
   protected abstract doDeleteMessages(ids: string[]): Promise<void>;
   protected abstract doGetResourceById(resourceId: string): Promise<Resource | null>;
   protected abstract doUpdateResource(args: UpdateResourceArgs): Promise<Resource>;
-  /** Required when the store declares `capabilities.atomicWorkingMemory`; called only then. */
-  protected doUpdateWorkingMemoryAtomically?(args: NormalizedAtomicUpdate): Promise<string | null>;
+  /**
+   * How this store makes working-memory updates atomic (see `WorkingMemoryStrategy`): core runs
+   * it for `updateWorkingMemoryAtomically` when the store declares
+   * `capabilities.atomicWorkingMemory`. A store may instead override the whole operation,
+   * `doUpdateWorkingMemoryAtomically`, where its database does it faster (say, a server-side
+   * merge), with the reason next to the override.
+   */
+  protected readonly workingMemoryStrategy?: WorkingMemoryStrategy;
+  private workingMemoryRunner: WorkingMemoryRunner | undefined;
+
+  /**
+   * The atomic update; called only when the store declares `capabilities.atomicWorkingMemory`.
+   * Default: runs `workingMemoryStrategy`.
+   */
+  protected doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
+    const strategy = this.workingMemoryStrategy;
+    if (!strategy) throw unsupportedAtomic(this, false);
+    const cell: WorkingMemoryCell =
+      args.scope === 'resource'
+        ? { scope: 'resource', resourceId: args.resourceId }
+        : { scope: 'thread', threadId: args.threadId };
+    this.workingMemoryRunner ??= new WorkingMemoryRunner(() => this.name);
+    return this.workingMemoryRunner.run(strategy, cell, args.update);
+  }
 
   /**
    * Refuses dates this backend cannot store (e.g. Oracle's years 1–9999) with `INVALID_ARGUMENT`.
@@ -206,7 +263,12 @@ export abstract class StoreBase implements MemoryStorage {
     }
     if (args.title !== undefined) assertText(args.title, 'title', true);
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
-    return this.run('updateThread', () => this.doUpdateThread(args));
+    const touchesMemory = args.metadata !== undefined && Object.hasOwn(args.metadata, 'workingMemory');
+    const normalized: NormalizedUpdateThread = {
+      ...args,
+      workingMemoryVersion: touchesMemory ? newVersion() : undefined,
+    };
+    return this.run('updateThread', () => this.doUpdateThread(normalized));
   }
 
   async deleteThread(args: { threadId: string }): Promise<void> {
@@ -352,15 +414,11 @@ export abstract class StoreBase implements MemoryStorage {
     } else {
       throw invalid(`scope must be 'resource' or 'thread', got ${describe(args.scope)}`);
     }
-    const atomic = this.doUpdateWorkingMemoryAtomically?.bind(this);
-    if (!this.capabilities.atomicWorkingMemory || !atomic) {
-      throw new MemoryError(
-        'UNSUPPORTED',
-        `${this.name}: updateWorkingMemoryAtomically is not supported: the store declares capabilities.atomicWorkingMemory: ${this.capabilities.atomicWorkingMemory}${atomic ? '' : ' and implements no doUpdateWorkingMemoryAtomically'}`,
-        { adapter: this.name, details: { operation: 'updateWorkingMemoryAtomically' } },
-      );
-    }
-    return this.run('updateWorkingMemoryAtomically', () => atomic(normalized));
+    const implemented =
+      this.workingMemoryStrategy !== undefined ||
+      this.doUpdateWorkingMemoryAtomically !== StoreBase.prototype.doUpdateWorkingMemoryAtomically;
+    if (!this.capabilities.atomicWorkingMemory || !implemented) throw unsupportedAtomic(this, implemented);
+    return this.run('updateWorkingMemoryAtomically', () => this.doUpdateWorkingMemoryAtomically(normalized));
   }
 }
 
@@ -407,6 +465,15 @@ Object.defineProperties(StoreBase.prototype, {
   ),
   processLocal: overridable('processLocal', (store) => store.capabilities.processLocal),
 });
+
+/** The `UNSUPPORTED` of `updateWorkingMemoryAtomically`, naming what the store lacks. */
+function unsupportedAtomic(store: StoreBase, implemented: boolean): MemoryError {
+  return new MemoryError(
+    'UNSUPPORTED',
+    `${store.name}: updateWorkingMemoryAtomically is not supported: the store declares capabilities.atomicWorkingMemory: ${store.capabilities.atomicWorkingMemory}${implemented ? '' : ' and implements no doUpdateWorkingMemoryAtomically (nor a workingMemoryStrategy)'}`,
+    { adapter: store.name, details: { operation: 'updateWorkingMemoryAtomically' } },
+  );
+}
 
 function invalid(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message);

@@ -35,6 +35,16 @@ export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
   processLocal: false,
 });
 
+/**
+ * The capabilities of a store on a database server: working-memory updates atomic across
+ * processes, batches and deletes all-or-nothing, data shared by every process that connects.
+ */
+export const SERVER_CAPABILITIES = Object.freeze({
+  atomicWorkingMemory: true,
+  transactionalBatches: true,
+  processLocal: false,
+} as const);
+
 /** Every capability of a store, resolved; `vectors` is the presence of `store.vectors`. */
 export interface ResolvedCapabilities extends StoreCapabilities {
   /** `store.vectors` is present: semantic recall works on this store (see `vectors.ts`). */

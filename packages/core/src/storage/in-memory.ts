@@ -1,32 +1,24 @@
 import { MemoryError } from '../errors.ts';
 import {
-  type NormalizedAtomicUpdate,
   type NormalizedListMessages,
   type NormalizedListThreads,
+  type NormalizedUpdateThread,
   StoreBase,
 } from './base.ts';
 import type { StoreCapabilities } from './capabilities.ts';
-import type {
-  MessagePage,
-  MessagePatch,
-  ThreadPage,
-  UpdateResourceArgs,
-  UpdateThreadArgs,
-} from './contract.ts';
-import {
-  compareIds,
-  inDateRange,
-  matchesMetadata,
-  mergeMessageLists,
-  pageInfo,
-  pageOffset,
-  shallowMerge,
-  sortMessages,
-} from './helpers.ts';
+import type { MessagePatch, UpdateResourceArgs } from './contract.ts';
+import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
 import { InMemoryVectors } from './in-memory-vectors.ts';
-import { messageOfAnotherResource, threadExists, threadOfAnotherResource } from './ownership.ts';
+import { type MessageRead, slicePage, type ThreadRead } from './listing.ts';
+import {
+  messageOfAnotherResource,
+  threadExists,
+  threadNotFound,
+  threadOfAnotherResource,
+} from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import type { VectorStore } from './vectors.ts';
+import type { LockedWorkingMemory } from './working-memory-strategy.ts';
 
 /**
  * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
@@ -93,7 +85,7 @@ export class InMemoryStore extends StoreBase {
     return copy(thread);
   }
 
-  protected async doUpdateThread(args: UpdateThreadArgs): Promise<Thread> {
+  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
     const stored = this.requireThread(args.id);
     const next: Thread = {
       ...stored,
@@ -114,27 +106,22 @@ export class InMemoryStore extends StoreBase {
     }
   }
 
-  protected async doListThreads(args: NormalizedListThreads): Promise<ThreadPage> {
-    const matching = [...this.threads.values()].filter(
-      (t) =>
-        (args.resourceId === undefined || t.resourceId === args.resourceId) &&
-        matchesMetadata(t.metadata, args.metadata),
+  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
+    const ofResource = [...this.threads.values()].filter(
+      (t) => args.resourceId === undefined || t.resourceId === args.resourceId,
     );
-    matching.sort((a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id));
-    if (args.direction === 'DESC') matching.reverse();
-    return {
-      threads: slicePage(matching, args.page, args.perPage).map(copy),
-      ...pageInfo(matching.length, args.page, args.perPage),
-    };
+    ofResource.sort(
+      (a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id),
+    );
+    if (args.direction === 'DESC') ofResource.reverse();
+    return { kind: 'candidates', threads: ofResource.map(copy) };
   }
 
   protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
     for (const message of messages) {
       const thread = this.threads.get(message.threadId);
       if (!thread) {
-        throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`, {
-          adapter: this.name,
-        });
+        throw threadNotFound(this.name, message.threadId);
       }
       if (thread.resourceId !== message.resourceId) {
         throw threadOfAnotherResource(this.name, message.id, message.resourceId);
@@ -159,7 +146,7 @@ export class InMemoryStore extends StoreBase {
     return messages.map(copy);
   }
 
-  protected async doListMessages(args: NormalizedListMessages): Promise<MessagePage> {
+  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
     const ofThread = (threadId: string) =>
       sortMessages([...this.messages.values()].filter((m) => m.threadId === threadId));
     const inScope = (m: Message) => args.resourceId === undefined || m.resourceId === args.resourceId;
@@ -168,9 +155,7 @@ export class InMemoryStore extends StoreBase {
       (m) => inScope(m) && inDateRange(m.createdAt, args.dateRange),
     );
     const ordered = args.direction === 'ASC' ? filtered : [...filtered].reverse();
-    const page = slicePage(ordered, args.page, args.perPage);
-
-    const windows = args.include.map((window) => {
+    const windows = args.include.flatMap((window) => {
       const target = this.messages.get(window.id);
       if (!target || !inScope(target)) return [];
       const thread = ofThread(target.threadId).filter(inScope);
@@ -178,8 +163,9 @@ export class InMemoryStore extends StoreBase {
       return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
     });
     return {
-      messages: mergeMessageLists([page, ...windows], args.direction).map(copy),
-      ...pageInfo(filtered.length, args.page, args.perPage),
+      page: slicePage(ordered, args.page, args.perPage).map(copy),
+      total: filtered.length,
+      windows: windows.map(copy),
     };
   }
 
@@ -244,26 +230,32 @@ export class InMemoryStore extends StoreBase {
     return copy(next);
   }
 
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    if (args.scope === 'resource') {
-      const current = this.resources.get(args.resourceId)?.workingMemory ?? null;
-      const next = args.update(current);
-      await this.doUpdateResource({ resourceId: args.resourceId, workingMemory: next });
-      return next;
-    }
-    const thread = this.requireThread(args.threadId);
-    const stored = thread.metadata.workingMemory;
-    const next = args.update(typeof stored === 'string' ? stored : null);
-    await this.doUpdateThread({ id: thread.id, metadata: { workingMemory: next } });
-    return next;
-  }
+  /** Locked by construction: the read and the write run without awaiting in between. */
+  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      if (cell.scope === 'resource') {
+        const current = this.resources.get(cell.resourceId)?.workingMemory ?? null;
+        await this.doUpdateResource({ resourceId: cell.resourceId, workingMemory: apply(current) });
+        return true;
+      }
+      const thread = this.threads.get(cell.threadId);
+      if (!thread) return false;
+      const stored = thread.metadata.workingMemory;
+      const next = apply(typeof stored === 'string' ? stored : null);
+      await this.doUpdateThread({
+        id: thread.id,
+        metadata: { workingMemory: next },
+        workingMemoryVersion: undefined,
+      });
+      return true;
+    },
+  };
 
   private requireThread(threadId: string): Thread {
     const thread = this.threads.get(threadId);
     if (!thread) {
-      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`, {
-        adapter: this.name,
-      });
+      throw threadNotFound(this.name, threadId);
     }
     return thread;
   }
@@ -274,12 +266,6 @@ export class InMemoryStore extends StoreBase {
       if (thread) this.threads.set(id, { ...thread, updatedAt: now });
     }
   }
-}
-
-function slicePage<T>(rows: T[], page: number, perPage: number | false): T[] {
-  if (perPage === false) return rows;
-  const offset = pageOffset(page, perPage);
-  return rows.slice(offset, offset + perPage);
 }
 
 function copy<T>(value: T): T {

@@ -36,3 +36,13 @@ export function threadOfAnotherResource(adapter: string, messageId: string, reso
     { adapter, details: { operation: 'saveMessages', messageId } },
   );
 }
+
+/**
+ * The `NOT_FOUND` of an operation on a thread that does not exist. Shared by every adapter so
+ * the refusal reads the same everywhere.
+ */
+export function threadNotFound(adapter: string, threadId: string): MemoryError {
+  return new MemoryError('NOT_FOUND', `${adapter}: thread ${JSON.stringify(threadId)} does not exist`, {
+    adapter,
+  });
+}
