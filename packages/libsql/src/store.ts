@@ -55,6 +55,15 @@ import {
 } from './sql.ts';
 import { LibSQLVectors } from './vectors.ts';
 
+/**
+ * Compare-and-sets a resource's working-memory update tries before it takes the write lock. A
+ * lost race costs a read and a recomputation, no wait; the transaction holds the lock while the
+ * new value is computed, so every other writer's statement waits on it (SQLite's busy handler
+ * sleeps a millisecond or more). Eight processes merging into one resource ran about 1.2× the
+ * raw serialised merge's throughput with one attempt and about 1.4× with three to six.
+ */
+const OPTIMISTIC_ATTEMPTS = 5;
+
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
@@ -446,14 +455,14 @@ export class LibSQLStore extends StoreBase {
    * a resource's working memory is first tried optimistically, in two statements and no
    * transaction: read the value and compute the new one outside any lock, then write it only if
    * the stored value is still the one read (a compare-and-set in one statement, which holds the
-   * write lock for that statement only). Only when another writer got there first does it read
-   * and write again in the transaction, so `apply` runs at most twice and the value of its last
-   * call is the one stored.
+   * write lock for that statement only). Only after `OPTIMISTIC_ATTEMPTS` lost races does it read
+   * and write in the transaction, so `apply` runs at most `OPTIMISTIC_ATTEMPTS + 1` times and the
+   * value of its last call is the one stored.
    */
   protected readonly workingMemoryStrategy: core.LockedWorkingMemory = {
     kind: 'locked',
     update: async (cell, apply) => {
-      if (cell.scope === 'resource') {
+      for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS && cell.scope === 'resource'; attempt++) {
         const { resourceId } = cell;
         const written = await this.connection.use(async (client) => {
           const row = (await client.execute(selectResourceMemory(resourceId))).rows[0];

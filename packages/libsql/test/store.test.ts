@@ -302,35 +302,50 @@ describe('libsql: metadata filters', () => {
 });
 
 describe('libsql: locking', () => {
-  it('runs a working-memory update again under the write lock when another writer changed the value after the read', async () => {
+  it('runs a working-memory update again on the value another writer left, each time it loses a race', async () => {
     const { url } = fileUrl();
     const store = await open(url);
     await store.updateResource({ resourceId: 'r1', workingMemory: 'v0' });
     const other = createClient({ url, timeout: 5_000 });
     cleanups.push(() => other.close());
-    // Each update starts a write on another connection; it lands between the store's read and its
-    // compare-and-set (the embedded client runs statements in call order), so the first attempt
+    // An update that starts a write on another connection: it lands between the store's read and
+    // its compare-and-set (the embedded client runs statements in call order), so that attempt
     // loses and the update runs again on the value the other writer left.
-    for (const [resourceId, sql] of [
-      ['r1', "UPDATE engram_resources SET working_memory = 'v1' WHERE id = 'r1'"],
-      ['r2', "INSERT INTO engram_resources VALUES ('r2', 'v1', '{}', 1, 1)"],
-    ] as const) {
+    const race = async (resourceId: string, writes: string[]) => {
       const seen: (string | null)[] = [];
-      let write: Promise<unknown> | undefined;
+      const pending: Promise<unknown>[] = [];
       const result = await store.updateWorkingMemoryAtomically({
         scope: 'resource',
         resourceId,
         update: (current) => {
           seen.push(current);
-          write ??= other.execute(sql);
+          const sql = writes[seen.length - 1];
+          if (sql) pending.push(other.execute(sql));
           return `${current}+mine`;
         },
       });
-      await write;
-      expect(seen).toEqual([resourceId === 'r1' ? 'v0' : null, 'v1']);
-      expect(result).toBe('v1+mine');
-      expect((await store.getResourceById({ resourceId }))?.workingMemory).toBe('v1+mine');
-    }
+      await Promise.all(pending);
+      return { seen, result, stored: (await store.getResourceById({ resourceId }))?.workingMemory };
+    };
+    const set = (id: string, value: string) =>
+      `UPDATE engram_resources SET working_memory = '${value}' WHERE id = '${id}'`;
+    expect(await race('r1', [set('r1', 'v1')])).toEqual({
+      seen: ['v0', 'v1'],
+      result: 'v1+mine',
+      stored: 'v1+mine',
+    });
+    expect(await race('r2', ["INSERT INTO engram_resources VALUES ('r2', 'v1', '{}', 1, 1)"])).toEqual({
+      seen: [null, 'v1'],
+      result: 'v1+mine',
+      stored: 'v1+mine',
+    });
+    // Five lost races in a row (the sixth run is the one under the write lock).
+    const five = ['a', 'b', 'c', 'd', 'e'].map((v) => set('r1', v));
+    expect(await race('r1', five)).toEqual({
+      seen: ['v1+mine', 'a', 'b', 'c', 'd', 'e'],
+      result: 'e+mine',
+      stored: 'e+mine',
+    });
   });
 
   it('waits for a write lock held by another process instead of failing', async () => {
