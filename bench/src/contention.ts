@@ -34,9 +34,47 @@ type Report =
 
 const workerPath = fileURLToPath(import.meta.url);
 
+/** What one timed round of one side measured, before it is summarised. */
+interface TimedRound {
+  processes: number;
+  merges: number;
+  seconds: number;
+  latencies: number[];
+  updateCalls: number;
+  expected: number;
+  survived: number;
+  failed: number;
+  firstError?: string;
+}
+
+/** One side's figures over its rounds: merges per second of all of them, percentiles of all. */
+function summarise(side: Side, rounds: TimedRound[]): ContentionResult {
+  const sum = (pick: (r: TimedRound) => number) => rounds.reduce((total, r) => total + pick(r), 0);
+  const latencies = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const expected = sum((r) => r.expected);
+  const seconds = sum((r) => r.seconds);
+  const firstError = rounds.find((r) => r.firstError)?.firstError;
+  return {
+    processes: rounds[0]!.processes,
+    mergesPerProcess: rounds[0]!.merges,
+    seconds,
+    throughput: expected / seconds,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    retries: side === 'engram' ? Math.max(0, sum((r) => r.updateCalls) - expected) : 0,
+    keysExpected: expected,
+    keysSurvived: sum((r) => r.survived),
+    failed: sum((r) => r.failed),
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+/** Merges per worker in the untimed contended round of each side that `start` runs. */
+const WARM_MERGES = 5;
+
 /**
  * `processes` forked OS processes, each with its own connection to one backend. Start-up and
- * connecting happen before any timing; the same workers then run the engram and the raw round.
+ * connecting happen before any timing; the same workers then run the engram and the raw rounds.
  */
 export class ContentionPool {
   private constructor(
@@ -54,6 +92,11 @@ export class ContentionPool {
     const pool = new ContentionPool(target, children);
     try {
       await Promise.all(children.map((child, index) => nextReport(child, index)));
+      // One short contended round of each side, untimed: the first contended round after
+      // start-up runs slower whichever side it is (measured on libSQL: raw first, engram second
+      // turned the order of the two).
+      const warm = `contention-warm-${process.pid}-${Date.now().toString(36)}`;
+      for (const side of ['engram', 'raw'] as const) await pool.run(side, `${warm}-${side}`, WARM_MERGES);
     } catch (error) {
       pool.stop();
       throw error;
@@ -61,24 +104,52 @@ export class ContentionPool {
     return pool;
   }
 
+  /** Every worker merges `merges` keys into `resourceId` at once; the workers' reports. */
+  private run(side: Side, resourceId: string, merges: number) {
+    return Promise.all(
+      this.children.map((child, index) => {
+        const report = nextReport(child, index);
+        child.send({ run: side, resourceId, merges } satisfies Command);
+        return report.then((r) => ({
+          ...(r as Extract<Report, { latencies: number[] }>),
+          at: performance.now(),
+        }));
+      }),
+    );
+  }
+
+  /**
+   * Both sides twice, in the order engram, raw, raw, engram, each into a fresh resource: each
+   * side runs once before and once after the other, so drift on the machine during the four
+   * rounds hits both alike. Each side's figures cover its two rounds together.
+   */
+  async alternated(
+    resourceId: string,
+    merges: number,
+    check: OpenTarget,
+  ): Promise<{ engram: ContentionResult; raw: ContentionResult }> {
+    const rounds: Record<Side, TimedRound[]> = { engram: [], raw: [] };
+    for (const [n, side] of (['engram', 'raw', 'raw', 'engram'] as const).entries()) {
+      rounds[side].push(await this.timedRound(side, `${resourceId}-${side}-${n}`, merges, check));
+    }
+    return { engram: summarise('engram', rounds.engram), raw: summarise('raw', rounds.raw) };
+  }
+
   /**
    * Every worker merges `merges` disjoint keys (`w<worker>_<n>`) into one resource's working
    * memory, all at once, through engram or the raw driver; then the surviving keys are counted
    * through `check`.
    */
-  async round(side: Side, resourceId: string, merges: number, check: OpenTarget): Promise<ContentionResult> {
+  private async timedRound(
+    side: Side,
+    resourceId: string,
+    merges: number,
+    check: OpenTarget,
+  ): Promise<TimedRound> {
     const start = performance.now();
-    const reports = this.children.map((child, index) => {
-      const report = nextReport(child, index);
-      child.send({ run: side, resourceId, merges } satisfies Command);
-      return report.then((r) => ({
-        ...(r as Extract<Report, { latencies: number[] }>),
-        at: performance.now(),
-      }));
-    });
-    const results = await Promise.all(reports);
+    const results = await this.run(side, resourceId, merges);
     const seconds = (Math.max(...results.map((r) => r.at)) - start) / 1000;
-    const latencies = results.flatMap((r) => r.latencies).sort((a, b) => a - b);
+    const latencies = results.flatMap((r) => r.latencies);
     const stored = await check.raw.getWorkingMemory(resourceId);
     const doc = stored ? (JSON.parse(stored) as Record<string, unknown>) : {};
     const processes = this.children.length;
@@ -88,19 +159,7 @@ export class ContentionPool {
     const updateCalls = results.reduce((sum, r) => sum + r.updateCalls, 0);
     const failed = results.reduce((sum, r) => sum + r.failed, 0);
     const firstError = results.find((r) => r.firstError)?.firstError;
-    return {
-      processes,
-      mergesPerProcess: merges,
-      seconds,
-      throughput: expected / seconds,
-      p50: percentile(latencies, 0.5),
-      p99: percentile(latencies, 0.99),
-      retries: side === 'engram' ? Math.max(0, updateCalls - expected) : 0,
-      keysExpected: expected,
-      keysSurvived: survived,
-      failed,
-      ...(firstError ? { firstError } : {}),
-    };
+    return { processes, merges, seconds, latencies, updateCalls, expected, survived, failed, firstError };
   }
 
   /** Tells every worker to close its connection and exit, and waits for them. */

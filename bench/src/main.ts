@@ -231,12 +231,9 @@ async function benchAdapter(
     let engram: ContentionResult;
     let rawContention: ContentionResult;
     try {
-      engram = await phase(adapter, 'contended merges, engram', () =>
-        pool.round('engram', `${tag}-contended`, fx.merges, opened),
-      );
-      rawContention = await phase(adapter, 'contended merges, raw', () =>
-        pool.round('raw', `${tag}-contended-raw`, fx.merges, opened),
-      );
+      ({ engram, raw: rawContention } = await phase(adapter, 'contended merges, engram/raw/raw/engram', () =>
+        pool.alternated(`${tag}-contended`, fx.merges, opened),
+      ));
     } finally {
       await pool.close();
     }

@@ -104,3 +104,5 @@ export type {
   WorkingMemoryCell,
   WorkingMemoryStrategy,
 } from './storage/working-memory-strategy.ts';
+/** A deep copy of a JSON value, cheaper than `structuredClone` for records a store returns. */
+export { copyJson } from './working-memory/merge.ts';

@@ -1,4 +1,5 @@
 import {
+  copyJson,
   type JsonObject,
   type JsonValue,
   MemoryError,
@@ -101,7 +102,30 @@ export function messageRow(message: Message): InValue[] {
   ];
 }
 
-/** Resource row → `Resource`. */
+/** `Message` → one entry of a `saveMessageBatch` (the thread and resource are the batch's). */
+export function batchRow(message: Message): [string, string, string, string, number] {
+  return [
+    message.id,
+    message.role,
+    JSON.stringify(message.content),
+    message.type,
+    message.createdAt.getTime(),
+  ];
+}
+
+/** A copy of a message as stored: shares no objects with the caller's, costs no structured clone. */
+export function storedMessage(message: Message): Message {
+  return {
+    id: message.id,
+    threadId: message.threadId,
+    resourceId: message.resourceId,
+    role: message.role,
+    content: copyJson(message.content),
+    type: message.type,
+    createdAt: new Date(message.createdAt.getTime()),
+  };
+}
+
 /** The `working_memory` column of a resource row, or `null` when there is no row. */
 export function workingMemoryOf(row: Row | undefined): string | null {
   const value = row?.working_memory ?? null;
@@ -109,6 +133,7 @@ export function workingMemoryOf(row: Row | undefined): string | null {
   return value;
 }
 
+/** Resource row → `Resource`. */
 export function toResource(row: Row): Resource {
   const workingMemory = row.working_memory;
   if (workingMemory !== null && typeof workingMemory !== 'string')
@@ -131,9 +156,4 @@ export function resourceRow(resource: Resource): InValue[] {
     resource.createdAt.getTime(),
     resource.updatedAt.getTime(),
   ];
-}
-
-/** A deep copy of a message, so callers never share objects with what the store returned. */
-export function copyMessage(message: Message): Message {
-  return structuredClone(message);
 }

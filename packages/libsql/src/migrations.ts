@@ -11,7 +11,14 @@ export interface Migration {
   readonly statements: readonly string[];
 }
 
-const { threads, messages, resources, messageCounts, migrations, vectors, vectorSpace } = TABLES;
+const { threads, messages, resources, messageCounts, migrations, vectors, vectorSpace, messageBatches } =
+  TABLES;
+
+/**
+ * What the trigger of `engram_message_batches` (migration 5) raises when a batch needs the
+ * store's full save. Part of stored schemas: never change it.
+ */
+export const BATCH_REFUSED = 'engram: batch needs the full save';
 
 /**
  * The schema, as an append-only list: never edit or reorder an entry, only add new ones. A
@@ -89,6 +96,35 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE TRIGGER ${vectors}_on_message_delete AFTER DELETE ON ${messages}
         BEGIN DELETE FROM ${vectors} WHERE message_id = OLD.id; END`,
       `CREATE INDEX ${messages}_resource ON ${messages} (resource_id)`,
+    ],
+  },
+  {
+    name: 'one-statement message saves',
+    statements: [
+      // Never holds rows: an insert runs the trigger below instead.
+      `CREATE VIEW ${messageBatches} AS
+        SELECT NULL AS thread_id, NULL AS resource_id, NULL AS saved_at, NULL AS messages WHERE 0`,
+      // NEW.messages: a JSON array of [id, role, content (JSON text), type, created_at], all
+      // new ids. The thread's updated_at is set first: no row changed means the thread is
+      // missing or another resource's. An id already stored anywhere (a re-save, a move,
+      // another resource's message) inserts nothing. Either way RAISE(ABORT) undoes the whole
+      // statement and the batch is left to the store's full save, which refuses or replaces it.
+      // json_extract rather than ->>, so that older SQLite tools still read the schema.
+      `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
+      BEGIN
+        UPDATE ${threads} SET updated_at = NEW.saved_at
+          WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
+        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
+        INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
+          SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
+            json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
+          FROM json_each(NEW.messages) WHERE true
+          ON CONFLICT (id) DO NOTHING;
+        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() < json_array_length(NEW.messages);
+        INSERT INTO ${messageCounts} (thread_id, resource_id, n)
+          VALUES (NEW.thread_id, NEW.resource_id, json_array_length(NEW.messages))
+          ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n;
+      END`,
     ],
   },
 ];

@@ -19,6 +19,11 @@ export const TABLES = {
   vectors: 'engram_message_vectors',
   /** The one embedding space this database's vectors are in (a single row). */
   vectorSpace: 'engram_vector_space',
+  /**
+   * A view that is never read: inserting one row (a thread, its resource, a time and the
+   * thread's messages as JSON) saves the batch in one statement, through its trigger.
+   */
+  messageBatches: 'engram_message_batches',
 } as const;
 
 const { threads, messages, resources, messageCounts } = TABLES;
@@ -118,6 +123,24 @@ export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
   args: threadIds,
 });
 
+/**
+ * Saves new messages of one thread and one resource in one statement (the trigger of
+ * `engram_message_batches`, migration 5): sets the thread's `updated_at` if it exists and belongs
+ * to the resource, inserts the messages and adds them to the kept count. A write statement takes
+ * the write lock before it reads, so nothing can slip in between the check and the writes. When
+ * the thread is missing or another resource's, or an id is stored already, the trigger raises
+ * `BATCH_REFUSED` (migrations.ts) and the statement leaves nothing behind.
+ */
+export const saveMessageBatch = (
+  threadId: string,
+  resourceId: string,
+  savedAt: number,
+  messages: [id: string, role: string, content: string, type: string, createdAt: number][],
+): Statement => ({
+  sql: `INSERT INTO ${TABLES.messageBatches} (thread_id, resource_id, saved_at, messages) VALUES (?, ?, ?, ?)`,
+  args: [threadId, resourceId, savedAt, JSON.stringify(messages)],
+});
+
 export const selectMessagesByIds = (ids: string[]): Statement => ({
   sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} WHERE id IN (${placeholders(ids.length)})
         ORDER BY created_at, id`,
@@ -181,6 +204,28 @@ export const writeResourceMemory = (
           updated_at = excluded.updated_at${returning ? `\n        RETURNING ${RESOURCE_COLUMNS}` : ''}`,
   args: [id, workingMemory, now, now, replace ? 1 : 0],
 });
+
+/**
+ * Writes a resource's working memory only if it is still what was read: `expected` when the row
+ * existed (`existed`; a plain `UPDATE`, the usual case), else no row at all (then it is created).
+ * `rowsAffected` is 1 when written.
+ */
+export const compareAndSetResourceMemory = (
+  id: string,
+  existed: boolean,
+  expected: string | null,
+  workingMemory: string | null,
+  now: number,
+): Statement =>
+  existed
+    ? {
+        sql: `UPDATE ${resources} SET working_memory = ?, updated_at = ? WHERE id = ? AND working_memory IS ?`,
+        args: [workingMemory, now, id, expected],
+      }
+    : {
+        sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?) ON CONFLICT (id) DO NOTHING`,
+        args: [id, workingMemory, now, now],
+      };
 
 /** One resource's working memory, nothing else. */
 export const selectResourceMemory = (id: string): Statement => ({

@@ -15,19 +15,21 @@ import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
 import { ADAPTER, toMemoryError } from './errors.ts';
 import {
-  copyMessage,
+  batchRow,
   messageRow,
   resourceRow,
+  storedMessage,
   threadRow,
   toMessage,
   toResource,
   toThread,
   workingMemoryOf,
 } from './mapping.ts';
-import { migrate } from './migrations.ts';
+import { BATCH_REFUSED, migrate } from './migrations.ts';
 import {
   CHUNK,
   chunks,
+  compareAndSetResourceMemory,
   deleteMessagesByIds,
   deleteThreadStatements,
   includeWindowStatement,
@@ -35,6 +37,7 @@ import {
   listThreadsStatements,
   messagePageStatements,
   needsJsFilter,
+  saveMessageBatch,
   selectMessagesByIds,
   selectMessageThreads,
   selectOwnersAndMessages,
@@ -51,6 +54,15 @@ import {
   writeResourceMemory,
 } from './sql.ts';
 import { type LibSQLVectorOptions, LibSQLVectors } from './vectors.ts';
+
+/**
+ * Compare-and-sets a resource's working-memory update tries before it takes the write lock. A
+ * lost race costs a read and a recomputation, no wait; the transaction holds the lock while the
+ * new value is computed, so every other writer's statement waits on it (SQLite's busy handler
+ * sleeps a millisecond or more). Eight processes merging into one resource ran about 1.2× the
+ * raw serialised merge's throughput with one attempt and about 1.4× with three to six.
+ */
+const OPTIMISTIC_ATTEMPTS = 5;
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -98,6 +110,11 @@ function notFound(threadId: string): MemoryError {
   });
 }
 
+/** True when the one-statement save refused a batch (it wrote nothing). */
+function isBatchRefused(error: unknown): boolean {
+  return error instanceof Error && error.message.includes(BATCH_REFUSED);
+}
+
 function total(result: ResultSet): number {
   return Number(result.rows[0]?.total ?? 0);
 }
@@ -106,8 +123,9 @@ function total(result: ResultSet): number {
  * engram storage on libSQL / SQLite: an embedded `file:` database (the default for local
  * agents), `:memory:`, or a libSQL server.
  *
- * Read-modify-writes (metadata merges, working-memory updates, message saves) run in write
- * transactions (`BEGIN IMMEDIATE` on embedded databases), so they are atomic across processes.
+ * Read-modify-writes (metadata merges, working-memory updates, message saves) are atomic across
+ * processes: single statements (a compare-and-set of a resource's working memory, a save of one
+ * thread's new messages), or write transactions (`BEGIN IMMEDIATE` on embedded databases).
  */
 export class LibSQLStore extends StoreBase {
   readonly name = ADAPTER;
@@ -243,7 +261,33 @@ export class LibSQLStore extends StoreBase {
     return { kind: 'page', threads: page!.rows.map(toThread), total: total(counted!) };
   }
 
-  protected doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
+  protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
+    const first = messages[0]!;
+    const oneThread = messages.every(
+      (m) => m.threadId === first.threadId && m.resourceId === first.resourceId,
+    );
+    if (oneThread) {
+      // The usual save, new messages of one thread: one statement (see `saveMessageBatch`).
+      const rows = messages.map(batchRow);
+      const statement = saveMessageBatch(first.threadId, first.resourceId, Date.now(), rows);
+      const saved = await this.connection.use((client) =>
+        client.execute(statement).then(
+          () => true,
+          (error: unknown) => {
+            if (isBatchRefused(error)) return false;
+            throw error;
+          },
+        ),
+      );
+      if (saved) return messages.map(storedMessage);
+    }
+    // Several threads, or a batch the statement refused (a missing or foreign thread, an id
+    // stored already): the full save refuses it with the reason, or replaces and moves messages.
+    return this.saveMessagesChecked(messages);
+  }
+
+  /** Any batch, in one write transaction: reads owners and stored ids first, then writes. */
+  private saveMessagesChecked(messages: core.Message[]): Promise<core.Message[]> {
     return this.connection.write(async (tx) => {
       const threadIds = [...new Set(messages.map((m) => m.threadId))];
       const ids = messages.map((m) => m.id);
@@ -298,7 +342,7 @@ export class LibSQLStore extends StoreBase {
       for (const part of chunks(messages)) await tx.execute(upsertMessages(part.map(messageRow)));
       await counts.apply(tx);
       await this.touch(tx, touched);
-      return messages.map(copyMessage);
+      return messages.map(storedMessage);
     });
   }
 
@@ -414,11 +458,36 @@ export class LibSQLStore extends StoreBase {
     return next;
   }
 
-  /** Read and write in one write transaction (`BEGIN IMMEDIATE` on embedded databases). */
+  /**
+   * Under the write lock of a transaction (`BEGIN IMMEDIATE` on embedded databases), except that
+   * a resource's working memory is first tried optimistically, in two statements and no
+   * transaction: read the value and compute the new one outside any lock, then write it only if
+   * the stored value is still the one read (a compare-and-set in one statement, which holds the
+   * write lock for that statement only). Only after `OPTIMISTIC_ATTEMPTS` lost races does it read
+   * and write in the transaction, so `apply` runs at most `OPTIMISTIC_ATTEMPTS + 1` times and the
+   * value of its last call is the one stored.
+   */
   protected readonly workingMemoryStrategy: core.LockedWorkingMemory = {
     kind: 'locked',
-    update: (cell, apply) =>
-      this.connection.write(async (tx) => {
+    update: async (cell, apply) => {
+      for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS && cell.scope === 'resource'; attempt++) {
+        const { resourceId } = cell;
+        const written = await this.connection.use(async (client) => {
+          const row = (await client.execute(selectResourceMemory(resourceId))).rows[0];
+          const current = workingMemoryOf(row);
+          const next = apply(current);
+          const statement = compareAndSetResourceMemory(
+            resourceId,
+            row !== undefined,
+            current,
+            next,
+            Date.now(),
+          );
+          return (await client.execute(statement)).rowsAffected === 1;
+        });
+        if (written) return true;
+      }
+      return this.connection.write(async (tx) => {
         if (cell.scope === 'resource') {
           // Read under this transaction's write lock, then one upsert of the new value.
           const row = (await tx.execute(selectResourceMemory(cell.resourceId))).rows[0];
@@ -432,7 +501,8 @@ export class LibSQLStore extends StoreBase {
         const next = apply(typeof stored === 'string' ? stored : null);
         await this.updateThreadIn(tx, { id: cell.threadId, metadata: { workingMemory: next } });
         return true;
-      }),
+      });
+    },
   };
 
   private async touch(tx: Executor, threadIds: Set<string>): Promise<void> {

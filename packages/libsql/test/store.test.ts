@@ -1,4 +1,4 @@
-import { isMemoryError, type Thread } from '@engram/core';
+import { isMemoryError, type JsonValue, type Thread } from '@engram/core';
 import { LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -203,6 +203,70 @@ describe('libsql: storage layout', () => {
     expect((await store.listMessages({ threadId: 't1', dateRange: { start: new Date(11) } })).total).toBe(0);
   });
 
+  it("saves one thread's new messages in one statement and leaves stored ids to the full save", async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    await store.saveThread(thread('t1', 'r1', 1));
+    await store.saveThread(thread('t2', 'r1', 1));
+    await store.saveThread(thread('t3', 'r2', 1));
+    const msg = (id: string, threadId: string, resourceId: string, content: JsonValue = id) => ({
+      id,
+      threadId,
+      resourceId,
+      role: 'user' as const,
+      content,
+      type: 'text',
+      createdAt: new Date(10),
+    });
+    const tricky = {
+      q: 'a "quoted" \\ back\nslash',
+      nul: 'x\u0000y',
+      ls: '\u2028\u2029',
+      e: '🦉',
+      n: [1.5, -2, null, true],
+    };
+    const before = Date.now();
+    const saved = await store.saveMessages([msg('a', 't1', 'r1'), msg('b', 't1', 'r1', tricky)]);
+    expect(saved[1]).toEqual(msg('b', 't1', 'r1', tricky));
+    expect((await store.getThreadById({ threadId: 't1' }))!.updatedAt.getTime()).toBeGreaterThanOrEqual(
+      before,
+    );
+    // A re-save and a new message: the statement refuses it (a is stored), the full save writes both.
+    await store.saveMessages([msg('a', 't1', 'r1', 'changed'), msg('c', 't1', 'r1')]);
+    await store.saveMessages([msg('b', 't2', 'r1', tricky)]); // moves b to t2
+    // Another resource's message or thread, a missing thread: refused, nothing written.
+    await expect(store.saveMessages([msg('x', 't3', 'r2'), msg('c', 't3', 'r2')])).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    await expect(store.saveMessages([msg('y', 't3', 'r1')])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(store.saveMessages([msg('z', 'missing', 'r1')])).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(await store.listMessagesById({ ids: ['x', 'y', 'z'] })).toEqual([]);
+    expect((await store.listMessagesById({ ids: ['a', 'b'] })).map((m) => [m.threadId, m.content])).toEqual([
+      ['t1', 'changed'],
+      ['t2', tricky],
+    ]);
+    const raw = createClient({ url });
+    try {
+      const stored = await raw.execute("SELECT content FROM engram_messages WHERE id = 'b'");
+      expect(stored.rows[0]?.content).toBe(JSON.stringify(tricky));
+      const kept = await raw.execute(
+        'SELECT thread_id, resource_id, n FROM engram_message_counts ORDER BY 1, 2',
+      );
+      expect(kept.rows.map((r) => [r.thread_id, r.resource_id, r.n])).toEqual([
+        ['t1', 'r1', 2],
+        ['t2', 'r1', 1],
+      ]);
+      const view = await raw.execute('SELECT COUNT(*) AS n FROM engram_message_batches');
+      expect(view.rows[0]?.n).toBe(0);
+    } finally {
+      raw.close();
+    }
+  });
+
   it('orders ids by their bytes (BINARY), like compareIds', async () => {
     const store = await open(':memory:');
     const ids = ['b', 'B', 'a', '_', 'é', 'Z', '10', '9', 'a:b'];
@@ -238,6 +302,52 @@ describe('libsql: metadata filters', () => {
 });
 
 describe('libsql: locking', () => {
+  it('runs a working-memory update again on the value another writer left, each time it loses a race', async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    await store.updateResource({ resourceId: 'r1', workingMemory: 'v0' });
+    const other = createClient({ url, timeout: 5_000 });
+    cleanups.push(() => other.close());
+    // An update that starts a write on another connection: it lands between the store's read and
+    // its compare-and-set (the embedded client runs statements in call order), so that attempt
+    // loses and the update runs again on the value the other writer left.
+    const race = async (resourceId: string, writes: string[]) => {
+      const seen: (string | null)[] = [];
+      const pending: Promise<unknown>[] = [];
+      const result = await store.updateWorkingMemoryAtomically({
+        scope: 'resource',
+        resourceId,
+        update: (current) => {
+          seen.push(current);
+          const sql = writes[seen.length - 1];
+          if (sql) pending.push(other.execute(sql));
+          return `${current}+mine`;
+        },
+      });
+      await Promise.all(pending);
+      return { seen, result, stored: (await store.getResourceById({ resourceId }))?.workingMemory };
+    };
+    const set = (id: string, value: string) =>
+      `UPDATE engram_resources SET working_memory = '${value}' WHERE id = '${id}'`;
+    expect(await race('r1', [set('r1', 'v1')])).toEqual({
+      seen: ['v0', 'v1'],
+      result: 'v1+mine',
+      stored: 'v1+mine',
+    });
+    expect(await race('r2', ["INSERT INTO engram_resources VALUES ('r2', 'v1', '{}', 1, 1)"])).toEqual({
+      seen: [null, 'v1'],
+      result: 'v1+mine',
+      stored: 'v1+mine',
+    });
+    // Five lost races in a row (the sixth run is the one under the write lock).
+    const five = ['a', 'b', 'c', 'd', 'e'].map((v) => set('r1', v));
+    expect(await race('r1', five)).toEqual({
+      seen: ['v1+mine', 'a', 'b', 'c', 'd', 'e'],
+      result: 'e+mine',
+      stored: 'e+mine',
+    });
+  });
+
   it('waits for a write lock held by another process instead of failing', async () => {
     const { url, file } = fileUrl();
     const store = await open(url);

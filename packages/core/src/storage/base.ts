@@ -26,6 +26,9 @@ import {
   assertText,
   describe,
   isPlainObject,
+  isStorableId,
+  isStorableJson,
+  isStorableText,
   MAX_LISTING_COUNT,
 } from './validate.ts';
 import {
@@ -296,7 +299,7 @@ export abstract class StoreBase implements MemoryStorage {
     if (!Array.isArray(messages)) throw invalid(`messages must be an array, got ${describe(messages)}`);
     const seen = new Set<string>();
     messages.forEach((message, i) => {
-      assertMessage(message, `messages[${i}]`);
+      if (!isStorableMessage(message)) assertMessage(message, `messages[${i}]`);
       if (seen.has(message.id)) throw invalid(`message id ${JSON.stringify(message.id)} appears twice`);
       seen.add(message.id);
     });
@@ -535,6 +538,28 @@ export function assertWorkingMemoryField(metadata: JsonObject): void {
   if (value !== undefined && value !== null && typeof value !== 'string') {
     throw invalid(`metadata.workingMemory must be a string, got ${describe(value)}`);
   }
+}
+
+/**
+ * True for a message `assertMessage` accepts, checked without building a field name per check:
+ * a batch of valid messages (the usual case) costs no strings; anything else goes through
+ * `assertMessage`, which names the problem.
+ */
+function isStorableMessage(message: unknown): message is Message {
+  if (!isPlainObject(message)) return false;
+  const m = message as unknown as Message;
+  return (
+    isStorableId(m.id) &&
+    isStorableId(m.threadId) &&
+    isStorableId(m.resourceId) &&
+    ROLES.has(m.role) &&
+    m.content !== undefined &&
+    isStorableJson(m.content, 0) &&
+    typeof m.type === 'string' &&
+    isStorableText(m.type, true) &&
+    m.createdAt instanceof Date &&
+    !Number.isNaN(m.createdAt.getTime())
+  );
 }
 
 function assertMessage(message: unknown, field: string): asserts message is Message {

@@ -33,6 +33,21 @@ export function assertText(value: string, field: string, plain: boolean): void {
   }
 }
 
+/** True when `assertText(value, …, plain)` accepts `value` (checked without building a message). */
+export function isStorableText(value: string, plain: boolean): boolean {
+  return !LONE_SURROGATE.test(value) && !(plain && value.includes('\u0000'));
+}
+
+/** True when `assertId` accepts `value`. */
+export function isStorableId(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= MAX_ID_LENGTH &&
+    isStorableText(value, true)
+  );
+}
+
 /** Throws `INVALID_ARGUMENT` unless `value` is a non-empty string of at most 255 characters. */
 export function assertId(value: unknown, field: string): asserts value is string {
   if (typeof value !== 'string') {
@@ -75,6 +90,31 @@ export function assertJsonObject(value: unknown, field: string): asserts value i
 
 /** Throws `INVALID_ARGUMENT` unless `value` is a JSON value (no undefined, functions, NaN, cycles). */
 export function assertJson(value: unknown, field: string, depth = 0): void {
+  // Most values are valid: check without building a field name per key, and only walk the value
+  // again, naming where it goes wrong, when the quick check fails.
+  if (isStorableJson(value, depth)) return;
+  explainJson(value, field, depth);
+}
+
+/** True when `assertJson` accepts `value` (it never accepts what `explainJson` refuses). */
+export function isStorableJson(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return !LONE_SURROGATE.test(value);
+  if (value === null || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (depth >= 2_000) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isStorableJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  if (!isPlainObject(value)) return false;
+  for (const key of Object.keys(value)) {
+    if (LONE_SURROGATE.test(key) || !isStorableJson(value[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/** Throws `INVALID_ARGUMENT` naming the first part of `value` that is not storable JSON. */
+function explainJson(value: unknown, field: string, depth: number): void {
   if (depth > 2_000) throw invalid(`${field} is nested too deeply (over 2000 levels)`);
   if (typeof value === 'string') {
     assertText(value, field, false);
@@ -87,14 +127,14 @@ export function assertJson(value: unknown, field: string, depth = 0): void {
   }
   if (Array.isArray(value)) {
     value.forEach((item, i) => {
-      assertJson(item, `${field}[${i}]`, depth + 1);
+      explainJson(item, `${field}[${i}]`, depth + 1);
     });
     return;
   }
   if (isPlainObject(value)) {
     for (const [key, item] of Object.entries(value)) {
       assertText(key, `${field} key ${JSON.stringify(key)}`, false);
-      assertJson(item, `${field}.${key}`, depth + 1);
+      explainJson(item, `${field}.${key}`, depth + 1);
     }
     return;
   }

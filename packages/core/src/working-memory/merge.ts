@@ -19,7 +19,9 @@ import { assertJson, describe, isPlainObject } from '../storage/validate.ts';
  * ordinary own properties of the result; they never reach or change a prototype.
  */
 export function mergeWorkingMemory(stored: string | null | JsonValue, patch: unknown): JsonObject {
-  return mergeObjects(parseStored(stored), parsePatch(patch));
+  // `parseStored` always returns an object of its own (freshly parsed, or a copy), so the patch
+  // goes into it in place instead of copying every stored key first.
+  return mergeInto(parseStored(stored), parsePatch(patch));
 }
 
 /** Reads a stored working-memory value as a JSON object; anything else counts as `{}`. */
@@ -69,23 +71,22 @@ export function parsePatch(patch: unknown): JsonObject {
   return value as JsonObject;
 }
 
-function mergeObjects(base: JsonObject, patch: JsonObject): JsonObject {
-  const out: JsonObject = {};
-  for (const [key, value] of Object.entries(base)) defineKey(out, key, value);
+/** Merges `patch` into `base`, an object this module owns: changed in place and returned. */
+function mergeInto(base: JsonObject, patch: JsonObject): JsonObject {
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) {
-      delete out[key];
+      delete base[key];
       continue;
     }
     if (isPlainObject(value)) {
-      const current = Object.hasOwn(out, key) ? out[key] : undefined;
+      const current = Object.hasOwn(base, key) ? base[key] : undefined;
       const start = isPlainObject(current) ? (current as JsonObject) : {};
-      defineKey(out, key, mergeObjects(start, value as JsonObject));
+      defineKey(base, key, mergeInto(start, value as JsonObject));
       continue;
     }
-    defineKey(out, key, copyJson(value));
+    defineKey(base, key, copyJson(value));
   }
-  return out;
+  return base;
 }
 
 /** A deep copy of an object without its `null` members (arrays are copied as they are). */
@@ -98,7 +99,8 @@ function withoutNulls(value: JsonObject): JsonObject {
   return out;
 }
 
-function copyJson(value: JsonValue): JsonValue {
+/** A deep copy of a JSON value (own keys such as `__proto__` stay ordinary own properties). */
+export function copyJson(value: JsonValue): JsonValue {
   if (Array.isArray(value)) return value.map(copyJson);
   if (isPlainObject(value)) {
     const out: JsonObject = {};
