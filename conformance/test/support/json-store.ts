@@ -15,8 +15,8 @@ import {
   type NormalizedListThreads,
   type NormalizedUpdateThread,
   type Resource,
-  type StoreCapabilities,
   StoreBase,
+  type StoreCapabilities,
   shallowMerge,
   slicePage,
   sortMessages,
@@ -187,7 +187,10 @@ export class JsonStore extends StoreBase {
         });
         updated.set(id, m);
       }
-      touch(data, [...updated.values()].map((m) => m.threadId));
+      touch(
+        data,
+        [...updated.values()].map((m) => m.threadId),
+      );
       return sortMessages(structuredClone([...updated.values()]));
     });
   }
@@ -240,13 +243,18 @@ export class JsonStore extends StoreBase {
     try {
       text = await readFile(this.file, 'utf8');
     } catch (error) {
-      if (driverCode(error) === 'ENOENT') return { threads: new Map(), messages: new Map(), resources: new Map() };
+      if (driverCode(error) === 'ENOENT')
+        return { threads: new Map(), messages: new Map(), resources: new Map() };
       throw error;
     }
     const stored = JSON.parse(text) as { threads: Thread[]; messages: Message[]; resources: Resource[] };
     const byId = <T extends { id: string; createdAt: Date; updatedAt?: Date }>(records: T[]) =>
       new Map(records.map((r) => [r.id, { ...r, ...dates(r) }]));
-    return { threads: byId(stored.threads), messages: byId(stored.messages), resources: byId(stored.resources) };
+    return {
+      threads: byId(stored.threads),
+      messages: byId(stored.messages),
+      resources: byId(stored.resources),
+    };
   }
 
   /**
@@ -293,7 +301,10 @@ export class JsonStore extends StoreBase {
 /** The dates of a record parsed from JSON, as `Date`s again. */
 function dates(record: { createdAt: Date | string; updatedAt?: Date | string }) {
   const { createdAt, updatedAt } = record;
-  return { createdAt: new Date(createdAt), ...(updatedAt === undefined ? {} : { updatedAt: new Date(updatedAt) }) };
+  return {
+    createdAt: new Date(createdAt),
+    ...(updatedAt === undefined ? {} : { updatedAt: new Date(updatedAt) }),
+  };
 }
 
 /** Moves the `updatedAt` of the given threads (those that still exist) to now. */
