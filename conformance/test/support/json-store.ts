@@ -37,8 +37,8 @@ import {
  * while it holds the lock leaves the lock file behind.
  */
 
-/** The records of the file, by id. */
-interface Data {
+/** A store's records, by id (here: the contents of the file). */
+export interface Records {
   threads: Map<string, Thread>;
   messages: Map<string, Message>;
   resources: Map<string, Resource>;
@@ -238,7 +238,7 @@ export class JsonStore extends StoreBase {
   };
 
   /** The last whole write of the file. */
-  private async read(): Promise<Data> {
+  private async read(): Promise<Records> {
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
@@ -261,7 +261,7 @@ export class JsonStore extends StoreBase {
    * Runs `change` on the file's records under the lock and stores the result with an atomic
    * rename. A `change` that throws writes nothing.
    */
-  private async write<T>(change: (data: Data) => T): Promise<T> {
+  private async write<T>(change: (data: Records) => T): Promise<T> {
     const lock = `${this.file}.lock`;
     for (const started = Date.now(); ; ) {
       try {
@@ -308,7 +308,7 @@ function dates(record: { createdAt: Date | string; updatedAt?: Date | string }) 
 }
 
 /** Moves the `updatedAt` of the given threads (those that still exist) to now. */
-function touch(data: Data, threadIds: string[]): void {
+function touch(data: Records, threadIds: string[]): void {
   const now = new Date();
   for (const id of new Set(threadIds)) {
     const thread = data.threads.get(id);
@@ -317,7 +317,7 @@ function touch(data: Data, threadIds: string[]): void {
 }
 
 /** The stored resource, or a new empty one added to `data`; its `updatedAt` moves to now. */
-function resourceOf(data: Data, resourceId: string): Resource {
+function resourceOf(data: Records, resourceId: string): Resource {
   const now = new Date();
   const resource = data.resources.get(resourceId) ?? {
     id: resourceId,
