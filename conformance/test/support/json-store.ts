@@ -4,6 +4,7 @@ import {
   compareIds,
   createErrorMapper,
   driverCode,
+  type EmbeddingSpace,
   inDateRange,
   type LockedWorkingMemory,
   MemoryError,
@@ -27,6 +28,7 @@ import {
   threadOfAnotherResource,
   type UpdateResourceArgs,
 } from '@engram/core/adapter';
+import { JsonVectors } from './json-store-vectors.ts';
 
 /**
  * The worked example of docs/writing-an-adapter.md: a store on one JSON file that several OS
@@ -37,11 +39,23 @@ import {
  * while it holds the lock leaves the lock file behind.
  */
 
-/** A store's records, by id (here: the contents of the file). */
+/** A store's records, by id. */
 export interface Records {
   threads: Map<string, Thread>;
   messages: Map<string, Message>;
   resources: Map<string, Resource>;
+}
+
+/** The contents of the file: the records, the embedding space and one vector per message. */
+export interface FileData extends Records {
+  space: EmbeddingSpace | null;
+  vectors: Map<string, { messageId: string; hash: string; vector: Float32Array }>;
+}
+
+/** How `JsonVectors` reaches the file: the store's lock-free read and its locked write. */
+export interface FileAccess {
+  read(): Promise<FileData>;
+  write<T>(change: (data: FileData) => T): Promise<T>;
 }
 
 /** How long a writer waits for the lock before it gives up. */
@@ -63,6 +77,8 @@ export class JsonStore extends StoreBase {
     processLocal: false,
   };
   readonly file: string;
+  /** Semantic recall: an exact scan of the vectors kept in the same file. */
+  readonly vectors: JsonVectors;
 
   constructor(options: { file: string }) {
     super();
@@ -70,6 +86,8 @@ export class JsonStore extends StoreBase {
       throw new MemoryError('INVALID_ARGUMENT', 'json: file must be the path of the store file');
     }
     this.file = options.file;
+    const file: FileAccess = { read: () => this.read(), write: (change) => this.write(change) };
+    this.vectors = new JsonVectors(this.name, (operation, fn) => this.run(operation, fn), file);
   }
 
   protected toMemoryError(error: unknown, operation: string): MemoryError {
@@ -118,7 +136,11 @@ export class JsonStore extends StoreBase {
   protected doDeleteThread(threadId: string): Promise<void> {
     return this.write((data) => {
       data.threads.delete(threadId);
-      for (const m of data.messages.values()) if (m.threadId === threadId) data.messages.delete(m.id);
+      for (const m of data.messages.values()) {
+        if (m.threadId !== threadId) continue;
+        data.messages.delete(m.id);
+        data.vectors.delete(m.id);
+      }
     });
   }
 
@@ -198,7 +220,10 @@ export class JsonStore extends StoreBase {
   protected doDeleteMessages(ids: string[]): Promise<void> {
     return this.write((data) => {
       const threadIds = ids.flatMap((id) => data.messages.get(id)?.threadId ?? []);
-      for (const id of ids) data.messages.delete(id);
+      for (const id of ids) {
+        data.messages.delete(id);
+        data.vectors.delete(id);
+      }
       touch(data, threadIds);
     });
   }
@@ -238,22 +263,25 @@ export class JsonStore extends StoreBase {
   };
 
   /** The last whole write of the file. */
-  private async read(): Promise<Records> {
+  private async read(): Promise<FileData> {
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
     } catch (error) {
-      if (driverCode(error) === 'ENOENT')
-        return { threads: new Map(), messages: new Map(), resources: new Map() };
-      throw error;
+      if (driverCode(error) !== 'ENOENT') throw error;
+      text = '{"threads":[],"messages":[],"resources":[],"space":null,"vectors":[]}';
     }
-    const stored = JSON.parse(text) as { threads: Thread[]; messages: Message[]; resources: Resource[] };
+    const stored = JSON.parse(text) as StoredFile;
     const byId = <T extends { id: string; createdAt: Date; updatedAt?: Date }>(records: T[]) =>
       new Map(records.map((r) => [r.id, { ...r, ...dates(r) }]));
     return {
       threads: byId(stored.threads),
       messages: byId(stored.messages),
       resources: byId(stored.resources),
+      space: stored.space,
+      vectors: new Map(
+        stored.vectors.map((v) => [v.messageId, { ...v, vector: Float32Array.from(v.vector) }]),
+      ),
     };
   }
 
@@ -261,7 +289,7 @@ export class JsonStore extends StoreBase {
    * Runs `change` on the file's records under the lock and stores the result with an atomic
    * rename. A `change` that throws writes nothing.
    */
-  private async write<T>(change: (data: Records) => T): Promise<T> {
+  private async write<T>(change: (data: FileData) => T): Promise<T> {
     const lock = `${this.file}.lock`;
     for (const started = Date.now(); ; ) {
       try {
@@ -281,21 +309,29 @@ export class JsonStore extends StoreBase {
       const data = await this.read();
       const result = change(data);
       const temp = `${this.file}.${process.pid}.tmp`;
-      const records = (map: Map<string, unknown>) => [...map.values()];
-      await writeFile(
-        temp,
-        JSON.stringify({
-          threads: records(data.threads),
-          messages: records(data.messages),
-          resources: records(data.resources),
-        }),
-      );
+      const stored: StoredFile = {
+        threads: [...data.threads.values()],
+        messages: [...data.messages.values()],
+        resources: [...data.resources.values()],
+        space: data.space,
+        vectors: [...data.vectors.values()].map((v) => ({ ...v, vector: Array.from(v.vector) })),
+      };
+      await writeFile(temp, JSON.stringify(stored));
       await rename(temp, this.file);
       return result;
     } finally {
       await unlink(lock);
     }
   }
+}
+
+/** The file as JSON: records with dates as strings once parsed, vectors as arrays of numbers. */
+interface StoredFile {
+  threads: Thread[];
+  messages: Message[];
+  resources: Resource[];
+  space: EmbeddingSpace | null;
+  vectors: { messageId: string; hash: string; vector: number[] }[];
 }
 
 /** The dates of a record parsed from JSON, as `Date`s again. */
@@ -308,7 +344,7 @@ function dates(record: { createdAt: Date | string; updatedAt?: Date | string }) 
 }
 
 /** Moves the `updatedAt` of the given threads (those that still exist) to now. */
-function touch(data: Records, threadIds: string[]): void {
+function touch(data: FileData, threadIds: string[]): void {
   const now = new Date();
   for (const id of new Set(threadIds)) {
     const thread = data.threads.get(id);
@@ -317,7 +353,7 @@ function touch(data: Records, threadIds: string[]): void {
 }
 
 /** The stored resource, or a new empty one added to `data`; its `updatedAt` moves to now. */
-function resourceOf(data: Records, resourceId: string): Resource {
+function resourceOf(data: FileData, resourceId: string): Resource {
   const now = new Date();
   const resource = data.resources.get(resourceId) ?? {
     id: resourceId,
