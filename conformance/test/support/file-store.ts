@@ -7,13 +7,10 @@ import {
   type StoreCapabilities,
   type Thread,
 } from '@engram/core';
+import type { Records } from './json-store.ts';
 
 /** The maps `InMemoryStore` keeps its records in (private there; reached here on purpose). */
-interface Maps {
-  threads: Map<string, Thread>;
-  messages: Map<string, Message>;
-  resources: Map<string, Resource>;
-}
+type Maps = Records;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

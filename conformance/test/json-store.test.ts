@@ -1,0 +1,11 @@
+import { runConformance } from '../src/index.ts';
+import { create, fresh, name } from './fixtures/json-store-module.ts';
+
+// The worked example of docs/writing-an-adapter.md, a StoreBase on a locked JSON file: the whole
+// suite, with 4 OS processes racing on one file through the same module.
+runConformance({
+  name,
+  create,
+  fresh,
+  worker: new URL('./fixtures/json-store-module.ts', import.meta.url),
+});
