@@ -59,6 +59,16 @@ export {
   shallowMerge,
   sortMessages,
 } from './storage/helpers.ts';
+export {
+  MESSAGE_COLUMNS,
+  type PrefixedTables,
+  prefixedTables,
+  RECORD_TABLES,
+  RESOURCE_COLUMNS,
+  resourceValues,
+  THREAD_COLUMNS,
+  threadValues,
+} from './storage/layout.ts';
 export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export {
   type MessageRead,

@@ -6,7 +6,9 @@ import {
   type Message,
   type MessageRole,
   type Resource,
+  resourceValues,
   type Thread,
+  threadValues,
 } from '@engram/core/adapter';
 import type { InValue, Row } from '@libsql/client';
 import { ADAPTER } from './errors.ts';
@@ -66,14 +68,7 @@ export function toThread(row: Row): Thread {
 
 /** `Thread` → values for `THREAD_COLUMNS`. */
 export function threadRow(thread: Thread): InValue[] {
-  return [
-    thread.id,
-    thread.resourceId,
-    thread.title,
-    JSON.stringify(thread.metadata),
-    thread.createdAt.getTime(),
-    thread.updatedAt.getTime(),
-  ];
+  return threadValues(thread, epochMs);
 }
 
 /** Message row → `Message`. */
@@ -149,11 +144,7 @@ export function toResource(row: Row): Resource {
 
 /** `Resource` → values for `RESOURCE_COLUMNS`. */
 export function resourceRow(resource: Resource): InValue[] {
-  return [
-    resource.id,
-    resource.workingMemory,
-    JSON.stringify(resource.metadata),
-    resource.createdAt.getTime(),
-    resource.updatedAt.getTime(),
-  ];
+  return resourceValues(resource, epochMs);
 }
+
+const epochMs = (date: Date) => date.getTime();

@@ -5,6 +5,7 @@ import type {
   JsonValue,
   NormalizedListThreads,
 } from '@engram/core/adapter';
+import { MESSAGE_COLUMNS, RESOURCE_COLUMNS, THREAD_COLUMNS } from '@engram/core/adapter';
 import type { InValue } from '@libsql/client';
 
 /** Table names. Prefixed so engram can share a database with an application's own tables. */
@@ -33,10 +34,6 @@ export interface Statement {
   sql: string;
   args: InValue[];
 }
-
-export const THREAD_COLUMNS = 'id, resource_id, title, metadata, created_at, updated_at';
-export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, created_at';
-export const RESOURCE_COLUMNS = 'id, working_memory, metadata, created_at, updated_at';
 
 /** Most ids bound in one `IN (…)` list; longer lists are split. */
 export const CHUNK = 500;

@@ -1,4 +1,4 @@
-import { MemoryError } from '@engram/core/adapter';
+import { MemoryError, prefixedTables } from '@engram/core/adapter';
 import type { Binary, Collection, Db, IndexDescription, ObjectId } from 'mongodb';
 import type { LockDocument } from './locks.ts';
 
@@ -82,15 +82,7 @@ export interface Collections {
 
 /** Collection names for a prefix. */
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
-  return {
-    threads: `${prefix}threads`,
-    messages: `${prefix}messages`,
-    resources: `${prefix}resources`,
-    migrations: `${prefix}migrations`,
-    locks: `${prefix}locks`,
-    vectors: `${prefix}vectors`,
-    vectorSpace: `${prefix}vector_space`,
-  };
+  return { ...prefixedTables(prefix), locks: `${prefix}locks`, vectors: `${prefix}vectors` };
 }
 
 /** Typed handles on the store's collections in `db`. */

@@ -1,4 +1,11 @@
-import { type DateRange, type Direction, MemoryError, type Message, type Thread } from '@engram/core/adapter';
+import {
+  type DateRange,
+  type Direction,
+  MemoryError,
+  type Message,
+  prefixedTables,
+  type Thread,
+} from '@engram/core/adapter';
 import type { OracleBinds, OracleDbType } from './driver.ts';
 import {
   encodeJson,
@@ -69,15 +76,7 @@ export function tableNames(prefix: string): TableNames {
     );
   }
   const p = prefix.toLowerCase();
-  return {
-    prefix: p,
-    threads: `${p}threads`,
-    messages: `${p}messages`,
-    resources: `${p}resources`,
-    migrations: `${p}migrations`,
-    vectors: `${p}message_vectors`,
-    vectorSpace: `${p}vector_space`,
-  };
+  return { prefix: p, ...prefixedTables(p), vectors: `${p}message_vectors` };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '@engram/core/adapter';
+import { threadValues } from '@engram/core/adapter';
 
 /** A `threads` row as `pg` returns it (jsonb parsed, timestamptz as `Date`). */
 export interface ThreadRow {
@@ -96,14 +97,7 @@ export function optionalTimestamp(date: Date | undefined | null): string | null 
 
 /** The parameters of `sql.upsertThread`. */
 export function threadParams(thread: Thread): unknown[] {
-  return [
-    thread.id,
-    thread.resourceId,
-    thread.title,
-    JSON.stringify(thread.metadata),
-    timestamp(thread.createdAt),
-    timestamp(thread.updatedAt),
-  ];
+  return threadValues(thread, timestamp);
 }
 
 /** The parallel arrays of `sql.upsertMessages`. */

@@ -4,6 +4,7 @@ import type {
   NormalizedListMessages,
   NormalizedListThreads,
 } from '@engram/core/adapter';
+import { MESSAGE_COLUMNS, RESOURCE_COLUMNS, THREAD_COLUMNS } from '@engram/core/adapter';
 import { boundTimestamp } from './mapping.ts';
 
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
@@ -64,10 +65,6 @@ export interface Statement {
   text: string;
   values: unknown[];
 }
-
-export const THREAD_COLUMNS = 'id, resource_id, title, metadata, created_at, updated_at';
-export const MESSAGE_COLUMNS = 'id, thread_id, resource_id, role, content, type, created_at';
-export const RESOURCE_COLUMNS = 'id, working_memory, metadata, created_at, updated_at';
 
 /** `ORDER BY` for messages in `direction`, matching the `(thread_id, created_at, id)` index. */
 function messageOrder(direction: Direction, alias = ''): string {
