@@ -32,7 +32,10 @@ describe('engram-conformance CLI', () => {
     expect(out).toMatch(
       /^working memory\s+\d+\s+0\s+1\s+the store declares capabilities.atomicWorkingMemory: true \(1\)$/m,
     );
-    expect(out).toMatch(/^total\s+\d+\s+0\s+1$/m);
+    expect(out).toMatch(
+      /^concurrency\s+\d+\s+0\s+2\s+the store is processLocal: no other process can write inside its updates \(2\)$/m,
+    );
+    expect(out).toMatch(/^total\s+\d+\s+0\s+3$/m);
     expect(out).toMatch(/100\/100 keys survived/);
   });
 

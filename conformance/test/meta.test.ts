@@ -80,8 +80,11 @@ describe('the cross-process harness', () => {
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(7);
+    expect(results).toHaveLength(9);
     const lines = results.flatMap((r) => r.output);
+    expect(lines).toContain(
+      `thread memory: the other process's replace written; the update ran 1× (saw "before"); stored "replaced by another process"`,
+    );
     expect(lines).toContain(
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
@@ -196,7 +199,11 @@ describe('the suite catches deliberately broken stores', () => {
     });
     expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
-    expect(skipped).toEqual(['the store declares capabilities.atomicWorkingMemory: true']);
+    expect(skipped).toEqual([
+      'the store declares capabilities.atomicWorkingMemory: true',
+      'the store is processLocal: no other process can write inside its updates',
+      'the store is processLocal: no other process can write inside its updates',
+    ]);
     const bare = await runChecks(
       { name: 'memory', create: () => new BreakableMemoryStore() },
       { areas: ['errors'] },
@@ -346,7 +353,7 @@ describe('capabilities drive skips', () => {
       ),
     );
     expect(skipped.every((r) => r.name.endsWith('[needs capabilities.atomicWorkingMemory]'))).toBe(true);
-    expect(skipped).toHaveLength(6);
+    expect(skipped).toHaveLength(8);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
   });
 
