@@ -106,13 +106,14 @@ export {
 } from './storage/vector-base.ts';
 export type * from './storage/vectors.ts';
 export { compareHits } from './storage/vectors.ts';
-export type {
-  CompareAndSetWorkingMemory,
-  LockedWorkingMemory,
-  VersionedValue,
-  WorkingMemoryApply,
-  WorkingMemoryCell,
-  WorkingMemoryStrategy,
+export {
+  type CompareAndSetWorkingMemory,
+  type LockedWorkingMemory,
+  newVersion,
+  type VersionedValue,
+  type WorkingMemoryApply,
+  type WorkingMemoryCell,
+  type WorkingMemoryStrategy,
 } from './storage/working-memory-strategy.ts';
 /** A deep copy of a JSON value, cheaper than `structuredClone` for records a store returns. */
 export { copyJson } from './working-memory/merge.ts';
