@@ -72,6 +72,15 @@ export class PostgresStore extends StoreBase {
     return this.names.prefix;
   }
 
+  /**
+   * Whether the store sends its statements as named prepared statements (see the
+   * `preparedStatements` option): the option when given, else detected when the store opens
+   * (`false` until then).
+   */
+  get preparedStatements(): boolean {
+    return this.connection.prepared;
+  }
+
   protected toMemoryError(error: unknown, operation: string): core.MemoryError {
     return toMemoryError(error, operation);
   }
@@ -84,8 +93,30 @@ export class PostgresStore extends StoreBase {
     return this.connection.close();
   }
 
+  /**
+   * One statement whose plan does not depend on the table statistics (lookups by primary key,
+   * and the save of messages, shaped for it): a named prepared statement when enabled, so a
+   * plan cached while the tables were small stays right as they grow.
+   */
   private query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+    return this.connection.query<R>(text, values, true);
+  }
+
+  /**
+   * One statement whose best plan depends on how many rows match (pages, counts, `= ANY` of
+   * ids): never prepared, so it is planned for the values and statistics of each call.
+   */
+  private ranged<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
     return this.connection.query<R>(text, values);
+  }
+
+  /** A primary-key statement on a transaction's client: prepared when enabled (see `query`). */
+  private on<R extends pg.QueryResultRow>(
+    client: pg.PoolClient,
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    return client.query<R>(this.connection.statement(text, values));
   }
 
   private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -126,7 +157,7 @@ export class PostgresStore extends StoreBase {
 
   protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const list = sql.listThreads(this.names, args);
-    const rows = await this.query<ThreadRow>(list.text, list.values);
+    const rows = await this.ranged<ThreadRow>(list.text, list.values);
     return {
       kind: 'page',
       threads: rows.map(toThread),
@@ -136,7 +167,7 @@ export class PostgresStore extends StoreBase {
 
   /** Runs a count statement. */
   private async count(statement: sql.Statement): Promise<number> {
-    const [row] = await this.query<{ total: number }>(statement.text, statement.values);
+    const [row] = await this.ranged<{ total: number }>(statement.text, statement.values);
     return row?.total ?? 0;
   }
 
@@ -206,18 +237,18 @@ export class PostgresStore extends StoreBase {
     if (args.perPage !== 0) {
       const limit = args.perPage === false ? null : args.perPage;
       const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
-      page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+      page = (await this.ranged<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
     let windows: core.Message[] = [];
     if (args.include.length > 0) {
       const statement = sql.includeWindows(this.names, args.include, args.resourceId);
-      windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+      windows = (await this.ranged<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
     return { page, total: () => this.count(sql.countMessages(this.names, args)), windows };
   }
 
   protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
-    return (await this.query<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
+    return (await this.ranged<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
   }
 
   protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
@@ -373,22 +404,22 @@ export class PostgresStore extends StoreBase {
           const now = timestamp(new Date());
           if (cell.scope === 'resource') {
             const read = sql.readResourceMemory(this.names, true);
-            let locked = await client.query<{ working_memory: string | null }>(read, [cell.resourceId]);
+            let locked = await this.on<{ working_memory: string | null }>(client, read, [cell.resourceId]);
             if (locked.rows.length === 0) {
-              await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
-              locked = await client.query(read, [cell.resourceId]);
+              await this.on(client, sql.ensureResource(this.names), [cell.resourceId, now]);
+              locked = await this.on(client, read, [cell.resourceId]);
             }
             const value = apply(locked.rows[0]?.working_memory ?? null);
-            await client.query(sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+            await this.on(client, sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
             return true;
           }
-          const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
+          const locked = await this.on<{ memory: unknown }>(client, sql.readThreadMemory(this.names, true), [
             cell.threadId,
           ]);
           const found = locked.rows[0];
           if (!found) return false;
           const value = apply(typeof found.memory === 'string' ? found.memory : null);
-          await client.query(sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
+          await this.on(client, sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
           return true;
         }),
     },

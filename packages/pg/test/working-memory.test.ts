@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
-import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
 
 describePg('working-memory writes: statements sent and lost races', (url) => {
   let db: TestDatabase;
@@ -19,7 +19,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       Object.assign(client, {
         query: (...args: unknown[]) => {
-          const text = String(args[0]);
+          const text = sentText(args[0]);
           sent.push(text.trim().split(/\s+/)[0]!);
           const race = beforeCompareAndSet;
           if (race && text.includes('IS NOT DISTINCT FROM')) {
