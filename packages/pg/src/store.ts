@@ -5,6 +5,7 @@ import {
   pageOffset,
   SERVER_CAPABILITIES,
   StoreBase,
+  storedMessage,
   threadExists,
   threadNotFound,
   threadOfAnotherResource,
@@ -185,7 +186,7 @@ export class PostgresStore extends StoreBase {
         sql.saveMessagesAtOnce(this.names),
         [...messageArrays(sorted), targets, timestamp(new Date())],
       );
-      if (row?.ok) return messages.map(copy);
+      if (row?.ok) return messages.map(storedMessage);
       checkOwners(messages, new Map(Object.entries(row?.owners ?? {})));
       const stolen = row?.stolen ?? [];
       if (stolen.length > 0) throw messageOfAnotherResource('pg', stolen[0]!);
@@ -229,7 +230,7 @@ export class PostgresStore extends StoreBase {
         );
       }
     });
-    return messages.map(copy);
+    return messages.map(storedMessage);
   }
 
   protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
