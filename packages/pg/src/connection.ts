@@ -124,19 +124,24 @@ export class Connection {
   }
 
   /**
-   * Runs `fn` in a transaction on one connection. Rolled back when `fn` throws; run again from
+   * Runs `fn` in a transaction on one connection (`delimited`: `fn` itself begins it with its
+   * first statement and commits it with its last, see `beginWith` and `commitWith`, saving two
+   * round trips; it must end the transaction on every path that returns). Rolled back when `fn` throws; run again from
    * the start (calling `fn` again) when PostgreSQL aborted it to break a deadlock or a
    * serialization race, or when `fn` threw `RestartTransaction`.
    */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    fn: (client: pg.PoolClient) => Promise<T>,
+    { delimited = false }: { delimited?: boolean } = {},
+  ): Promise<T> {
     const pool = await this.connect();
     for (let attempt = 1; ; attempt++) {
       const client = await pool.connect();
       const release = watch(client);
       try {
-        await client.query('BEGIN');
+        if (!delimited) await client.query('BEGIN');
         const result = await fn(client);
-        await client.query('COMMIT');
+        if (!delimited) await client.query('COMMIT');
         release();
         return result;
       } catch (error) {
@@ -162,6 +167,62 @@ export class Connection {
     })();
     return this.closing;
   }
+}
+
+/**
+ * `BEGIN` and a statement in one round trip: one simple-protocol message of two statements,
+ * the values inlined as literals (see `inline`). Returns the statement's rows.
+ */
+export async function beginWith<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  text: string,
+  values: (string | null)[],
+): Promise<R[]> {
+  if (!inlinable(values)) {
+    await client.query('BEGIN');
+    return (await client.query<R>(text, values)).rows;
+  }
+  const results = (await client.query(`BEGIN; ${inline(text, values)}`)) as unknown as pg.QueryResult<R>[];
+  return results[1]?.rows ?? [];
+}
+
+/** A statement and `COMMIT` in one round trip, like `beginWith`. */
+export async function commitWith(
+  client: pg.PoolClient,
+  text: string,
+  values: (string | null)[],
+): Promise<void> {
+  if (!inlinable(values)) {
+    await client.query(text, values);
+    await client.query('COMMIT');
+    return;
+  }
+  await client.query(`${inline(text, values)}; COMMIT`);
+}
+
+/**
+ * Whether values can travel as literals in a simple-protocol message: not with a NUL, which
+ * ends the message's text (PostgreSQL refuses NUL in `text` anyway; sent as parameters, the
+ * value then fails with the server's own error).
+ */
+function inlinable(values: (string | null)[]): boolean {
+  return values.every((value) => value === null || !value.includes('\0'));
+}
+
+/**
+ * `text` with its placeholders (`$1`, …) replaced by the values as SQL string literals: quotes
+ * doubled, and backslashes doubled in an `E'…'` literal, which reads the same whatever
+ * `standard_conforming_strings` says; `null` is `NULL`. Only for the store's own fixed texts,
+ * which hold no `$` elsewhere.
+ */
+export function inline(text: string, values: (string | null)[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === undefined) throw new Error(`no value for $${n}`);
+    if (value === null) return 'NULL';
+    const quoted = value.replaceAll("'", "''");
+    return value.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+  });
 }
 
 /**

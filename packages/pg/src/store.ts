@@ -11,7 +11,7 @@ import {
   threadOfAnotherResource,
 } from '@engram/core/adapter';
 import type pg from 'pg';
-import { Connection, RestartTransaction } from './connection.ts';
+import { beginWith, Connection, commitWith, RestartTransaction } from './connection.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {
   copy,
@@ -109,15 +109,6 @@ export class PostgresStore extends StoreBase {
    */
   private ranged<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
     return this.connection.query<R>(text, values);
-  }
-
-  /** A primary-key statement on a transaction's client: prepared when enabled (see `query`). */
-  private on<R extends pg.QueryResultRow>(
-    client: pg.PoolClient,
-    text: string,
-    values: unknown[],
-  ): Promise<pg.QueryResult<R>> {
-    return client.query<R>(this.connection.statement(text, values));
   }
 
   private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -399,30 +390,41 @@ export class PostgresStore extends StoreBase {
     },
     afterLostRace: {
       kind: 'locked',
-      // The update under the row lock, in a transaction; creates a missing resource first.
+      // The update under the row lock, in a transaction of two round trips (BEGIN with the
+      // locking read, the write with COMMIT); creates a missing resource first.
       update: (cell, apply) =>
-        this.transaction(async (client) => {
-          const now = timestamp(new Date());
-          if (cell.scope === 'resource') {
-            const read = sql.readResourceMemory(this.names, true);
-            let locked = await this.on<{ working_memory: string | null }>(client, read, [cell.resourceId]);
-            if (locked.rows.length === 0) {
-              await this.on(client, sql.ensureResource(this.names), [cell.resourceId, now]);
-              locked = await this.on(client, read, [cell.resourceId]);
+        this.connection.transaction(
+          async (client) => {
+            const now = timestamp(new Date());
+            if (cell.scope === 'resource') {
+              const read = sql.readResourceMemory(this.names, true);
+              let locked = await beginWith<{ working_memory: string | null }>(client, read, [
+                cell.resourceId,
+              ]);
+              if (locked.length === 0) {
+                await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
+                locked = (await client.query(read, [cell.resourceId])).rows;
+              }
+              const value = apply(locked[0]?.working_memory ?? null);
+              await commitWith(client, sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+              return true;
             }
-            const value = apply(locked.rows[0]?.working_memory ?? null);
-            await this.on(client, sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+            const locked = await beginWith<{ memory: unknown }>(
+              client,
+              sql.readThreadMemory(this.names, true),
+              [cell.threadId],
+            );
+            const found = locked[0];
+            if (!found) {
+              await client.query('ROLLBACK');
+              return false;
+            }
+            const value = apply(typeof found.memory === 'string' ? found.memory : null);
+            await commitWith(client, sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
             return true;
-          }
-          const locked = await this.on<{ memory: unknown }>(client, sql.readThreadMemory(this.names, true), [
-            cell.threadId,
-          ]);
-          const found = locked.rows[0];
-          if (!found) return false;
-          const value = apply(typeof found.memory === 'string' ? found.memory : null);
-          await this.on(client, sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
-          return true;
-        }),
+          },
+          { delimited: true },
+        ),
     },
   };
 }

@@ -1,3 +1,4 @@
+import { MemoryError } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
@@ -9,6 +10,8 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
   let store: PostgresStore;
   let other: PostgresStore;
   const sent: string[] = [];
+  /** The whole text of each statement sent. */
+  const texts: string[] = [];
   /** Runs before the next compare-and-set is sent: a racing writer's turn. */
   let beforeCompareAndSet: (() => Promise<unknown>) | undefined;
 
@@ -20,6 +23,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       Object.assign(client, {
         query: (...args: unknown[]) => {
           const text = sentText(args[0]);
+          texts.push(text.trim());
           sent.push(text.trim().split(/\s+/)[0]!);
           const race = beforeCompareAndSet;
           if (race && text.includes('IS NOT DISTINCT FROM')) {
@@ -106,7 +110,10 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       });
       expect(seen).toEqual(['base', 'base+theirs']);
       expect(value).toBe('base+theirs+mine');
-      expect(sent.slice(2, 3)).toEqual(['BEGIN']);
+      // The locked update: BEGIN with the locking read, the write with COMMIT: two round trips.
+      expect(sent.slice(2)).toEqual(['BEGIN;', 'UPDATE']);
+      expect(texts.at(-2)).toMatch(/^BEGIN; SELECT .* FOR UPDATE$/s);
+      expect(texts.at(-1)).toMatch(/; COMMIT$/);
       const stored =
         scope === 'resource'
           ? (await other.getResourceById({ resourceId }))?.workingMemory
@@ -115,7 +122,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       // Right after a lost race, the record goes straight to the row lock.
       sent.length = 0;
       await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}!` });
-      expect(sent[0]).toBe('BEGIN');
+      expect(sent).toEqual(['BEGIN;', 'UPDATE']);
     }
   });
 
@@ -141,5 +148,57 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       }),
     ).rejects.toThrow('second');
     expect((await other.getResourceById({ resourceId }))?.workingMemory).toBe('changed');
+  });
+
+  it('the locked update stores quotes, backslashes and placeholders exactly, and refuses a NUL writing nothing', async () => {
+    const nasty = ["it's", "\\'; DROP TABLE x; --", "$1 $2 \\n E'\\\\'", 'naïve ✓ \u{1F600}'];
+    for (const scope of ['resource', 'thread'] as const) {
+      const resourceId = `${randomName('r')}'\\$1`;
+      const threadId = `${randomName('t')}'\\$2`;
+      const at = new Date();
+      await other.saveThread({
+        id: threadId,
+        resourceId,
+        title: '',
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+      });
+      await other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: () => 'base' });
+      // Lose one race: the record then goes straight to the row lock.
+      beforeCompareAndSet = () =>
+        other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+theirs` });
+      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+mine` });
+      const stored = async () =>
+        scope === 'resource'
+          ? (await other.getResourceById({ resourceId }))?.workingMemory
+          : (await other.getThreadById({ threadId }))?.metadata.workingMemory;
+      for (const value of nasty) {
+        sent.length = 0;
+        let seen: string | null = null;
+        await store.updateWorkingMemoryAtomically({
+          scope,
+          resourceId,
+          threadId,
+          update: (current) => {
+            seen = current;
+            return value;
+          },
+        });
+        expect(sent).toEqual(['BEGIN;', 'UPDATE']);
+        expect(await stored()).toBe(value);
+        expect(typeof seen).toBe('string');
+      }
+      const before = await stored();
+      const refused = store.updateWorkingMemoryAtomically({
+        scope,
+        resourceId,
+        threadId,
+        update: () => 'a\u0000b',
+      });
+      await expect(refused).rejects.toBeInstanceOf(MemoryError);
+      await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect(await stored()).toBe(before);
+    }
   });
 });
