@@ -278,7 +278,7 @@ const STOLEN = `(SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM ol
  * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
  * threads and the threads the messages are in; unless every target exists and belongs to its
  * messages' resource, and no existing message belongs to another resource (`ok`), nothing is
- * written and `owners` and `stolen` (ids stored for another resource) tell the caller why. Then the
+ * written (the caller then runs the save as a transaction, which finds out which refusal applies). Then the
  * insert takes the message locks in id order, keeps the counts and bumps `updatedAt` as
  * `saveMessages` does. An existing row whose thread or resource is no longer what this
  * statement's snapshot showed (another writer changed it while this one waited for a thread
@@ -331,9 +331,7 @@ export function saveMessagesAtOnce(n: Names): string {
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
     ${keepCountsAndTouch(n)}
-    SELECT (SELECT ok FROM gate) AS ok,
-      (SELECT coalesce(json_object_agg(id, resource_id), '{}') FROM locked) AS owners,
-      ${STOLEN} AS stolen`;
+    SELECT (SELECT ok FROM gate) AS ok`;
 }
 
 /**

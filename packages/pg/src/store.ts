@@ -164,24 +164,23 @@ export class PostgresStore extends StoreBase {
   }
 
   /**
-   * One statement when nothing races it (see `sql.saveMessagesAtOnce`); when another writer
-   * changed one of the messages while the statement waited for a thread lock, the statement
-   * writes nothing and the save runs again as a transaction that locks first and writes after.
+   * One statement when nothing races it and nothing is refused (see `sql.saveMessagesAtOnce`).
+   * When it writes nothing (a thread missing or of another resource, a message of another
+   * resource, or a message another writer changed while the statement waited for a thread lock),
+   * the save runs again as a transaction that locks first and writes after: it refuses the batch
+   * with the error that applies under its locks, or saves it if the state changed since.
    */
   protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     // Rows are written in id order: the insert is the one ordered pass over the message locks.
     const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
     const targets = [...new Set(messages.map((m) => m.threadId))];
     try {
-      const [row] = await this.query<{ ok: boolean; owners: Record<string, string>; stolen: string[] }>(
-        sql.saveMessagesAtOnce(this.names),
-        [...messageArrays(sorted), targets, timestamp(new Date())],
-      );
+      const [row] = await this.query<{ ok: boolean }>(sql.saveMessagesAtOnce(this.names), [
+        ...messageArrays(sorted),
+        targets,
+        timestamp(new Date()),
+      ]);
       if (row?.ok) return messages.map(storedMessage);
-      checkOwners(messages, new Map(Object.entries(row?.owners ?? {})));
-      const stolen = row?.stolen ?? [];
-      if (stolen.length > 0) throw messageOfAnotherResource('pg', stolen[0]!);
-      throw new Error('the save wrote nothing, yet every thread was found');
     } catch (error) {
       if (!isStaleMessage(error)) throw error;
     }
