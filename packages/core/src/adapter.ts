@@ -66,6 +66,7 @@ export {
   RECORD_TABLES,
   RESOURCE_COLUMNS,
   resourceValues,
+  storedMessage,
   THREAD_COLUMNS,
   threadValues,
 } from './storage/layout.ts';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { MemoryError } from '@engram/core/adapter';
 import pg from 'pg';
 import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
@@ -27,6 +28,10 @@ export class Connection {
   private readonly ownsPool: boolean;
   private ready: Promise<pg.Pool> | undefined;
   private closing: Promise<void> | undefined;
+  /** Whether `statement` names statements: the option, or detected once at open. */
+  prepared: boolean;
+  /** Statement names by text (see `statement`). */
+  private readonly statementNames = new Map<string, string>();
 
   constructor(
     private readonly options: PostgresStoreOptions,
@@ -34,6 +39,22 @@ export class Connection {
   ) {
     this.pool = options.pool;
     this.ownsPool = options.pool === undefined;
+    this.prepared = options.preparedStatements ?? false;
+  }
+
+  /**
+   * The query for a fixed statement text: a named prepared statement (parsed and planned once
+   * per connection; the name is a hash of the text, so stores on other schemas sharing a pool
+   * never clash) when enabled, else an unnamed one. Only for texts from a small fixed set.
+   */
+  statement(text: string, values: unknown[]): pg.QueryConfig {
+    if (!this.prepared) return { text, values };
+    let name = this.statementNames.get(text);
+    if (name === undefined) {
+      name = `engram_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+      if (this.statementNames.size < 256) this.statementNames.set(text, name);
+    }
+    return { name, text, values };
   }
 
   /** The pool, connected and migrated once; a failed attempt is retried by the next call. */
@@ -66,6 +87,7 @@ export class Connection {
     let version: number;
     try {
       version = await migrate(client, this.names);
+      if (this.options.preparedStatements === undefined) this.prepared = await isDirect(client);
       release();
     } catch (error) {
       release(error);
@@ -85,11 +107,16 @@ export class Connection {
    * One statement on a pooled connection. A statement runs in its own transaction, so one that
    * PostgreSQL aborted to break a deadlock left nothing behind and is simply run again.
    */
-  async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+  async query<R extends pg.QueryResultRow>(
+    text: string,
+    values: unknown[] = [],
+    prepare = false,
+  ): Promise<R[]> {
     const pool = await this.connect();
+    const query = prepare ? this.statement(text, values) : { text, values };
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await pool.query<R>(text, values)).rows;
+        return (await pool.query<R>(query)).rows;
       } catch (error) {
         if (!isRetryable(error) || attempt >= ATTEMPTS) throw error;
       }
@@ -97,19 +124,24 @@ export class Connection {
   }
 
   /**
-   * Runs `fn` in a transaction on one connection. Rolled back when `fn` throws; run again from
+   * Runs `fn` in a transaction on one connection (`delimited`: `fn` itself begins it with its
+   * first statement and commits it with its last, see `beginWith` and `commitWith`, saving two
+   * round trips; it must end the transaction on every path that returns). Rolled back when `fn` throws; run again from
    * the start (calling `fn` again) when PostgreSQL aborted it to break a deadlock or a
    * serialization race, or when `fn` threw `RestartTransaction`.
    */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    fn: (client: pg.PoolClient) => Promise<T>,
+    { delimited = false }: { delimited?: boolean } = {},
+  ): Promise<T> {
     const pool = await this.connect();
     for (let attempt = 1; ; attempt++) {
       const client = await pool.connect();
       const release = watch(client);
       try {
-        await client.query('BEGIN');
+        if (!delimited) await client.query('BEGIN');
         const result = await fn(client);
-        await client.query('COMMIT');
+        if (!delimited) await client.query('COMMIT');
         release();
         return result;
       } catch (error) {
@@ -138,6 +170,62 @@ export class Connection {
 }
 
 /**
+ * `BEGIN` and a statement in one round trip: one simple-protocol message of two statements,
+ * the values inlined as literals (see `inline`). Returns the statement's rows.
+ */
+export async function beginWith<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  text: string,
+  values: (string | null)[],
+): Promise<R[]> {
+  if (!inlinable(values)) {
+    await client.query('BEGIN');
+    return (await client.query<R>(text, values)).rows;
+  }
+  const results = (await client.query(`BEGIN; ${inline(text, values)}`)) as unknown as pg.QueryResult<R>[];
+  return results[1]?.rows ?? [];
+}
+
+/** A statement and `COMMIT` in one round trip, like `beginWith`. */
+export async function commitWith(
+  client: pg.PoolClient,
+  text: string,
+  values: (string | null)[],
+): Promise<void> {
+  if (!inlinable(values)) {
+    await client.query(text, values);
+    await client.query('COMMIT');
+    return;
+  }
+  await client.query(`${inline(text, values)}; COMMIT`);
+}
+
+/**
+ * Whether values can travel as literals in a simple-protocol message: not with a NUL, which
+ * ends the message's text (PostgreSQL refuses NUL in `text` anyway; sent as parameters, the
+ * value then fails with the server's own error).
+ */
+function inlinable(values: (string | null)[]): boolean {
+  return values.every((value) => value === null || !value.includes('\0'));
+}
+
+/**
+ * `text` with its placeholders (`$1`, …) replaced by the values as SQL string literals: quotes
+ * doubled, and backslashes doubled in an `E'…'` literal, which reads the same whatever
+ * `standard_conforming_strings` says; `null` is `NULL`. Only for the store's own fixed texts,
+ * which hold no `$` elsewhere.
+ */
+export function inline(text: string, values: (string | null)[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === undefined) throw new Error(`no value for $${n}`);
+    if (value === null) return 'NULL';
+    const quoted = value.replaceAll("'", "''");
+    return value.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+  });
+}
+
+/**
  * Guards a checked-out client: a connection error while it is out of the pool would otherwise
  * be an unhandled 'error' event. Returns the release function; passing an error (or anything
  * truthy) destroys the connection instead of returning it to the pool.
@@ -153,6 +241,28 @@ function watch(client: pg.PoolClient): (error?: unknown) => void {
     const reason = error ?? failed;
     client.release(reason ? (reason instanceof Error ? reason : true) : undefined);
   };
+}
+
+/**
+ * Whether `client` talks to the server directly: the server's own address and port for this
+ * connection are the ones the socket connected to. Behind a proxy (PgBouncer, any pooler) the
+ * server sees the proxy's connection, on another address or port; a Unix socket tells nothing,
+ * so it counts as not direct.
+ */
+async function isDirect(client: pg.PoolClient): Promise<boolean> {
+  const socket = (client as { connection?: { stream?: { remoteAddress?: string; remotePort?: number } } })
+    .connection?.stream;
+  if (!socket?.remoteAddress || socket.remotePort === undefined) return false;
+  const { rows } = await client.query<{ addr: string | null; port: number | null }>(
+    'SELECT host(inet_server_addr()) AS addr, inet_server_port() AS port',
+  );
+  const server = rows[0];
+  const plain = (address: string) => address.replace(/^::ffff:/, '');
+  return (
+    server?.addr != null &&
+    plain(server.addr) === plain(socket.remoteAddress) &&
+    server.port === socket.remotePort
+  );
 }
 
 /** Deadlock victims and serialization failures: rolled back whole, safe to run again. */

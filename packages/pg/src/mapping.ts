@@ -65,13 +65,15 @@ export function toResource(row: ResourceRow): Resource {
 }
 
 /**
- * A `Date` as a `timestamptz` literal in UTC (`2024-01-02T03:04:05.678+00:00`, with ` BC` for
- * years before 1). Independent of the process time zone, whose historical offsets with seconds
+ * A `Date` as a `timestamptz` literal in UTC (`2024-01-02T03:04:05.678Z`; outside years 1 to
+ * 9999 `+12345-01-02T03:04:05.678+00:00`, with ` BC` for years before 1). Independent of the process time zone, whose historical offsets with seconds
  * (local mean time before 1900) the driver's own formatting would truncate.
  */
 export function timestamp(date: Date): string {
-  const pad = (n: number, width = 2) => String(n).padStart(width, '0');
   const year = date.getUTCFullYear();
+  // Years 1 to 9999: the ISO form, in UTC (`Z`), is the same instant, and cheaper to build.
+  if (year >= 1 && year <= 9999) return date.toISOString();
+  const pad = (n: number, width = 2) => String(n).padStart(width, '0');
   const era = year < 1 ? ' BC' : '';
   return `${pad(year < 1 ? 1 - year : year, 4)}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}T${pad(
     date.getUTCHours(),

@@ -31,6 +31,16 @@ export type PostgresStoreOptions = PostgresConnectionOptions & {
   connectTimeoutMs?: number;
   /** Most connections in the pool the store creates from `connectionString`. Default 10. */
   maxConnections?: number;
+  /**
+   * Whether the store's hot statements (message saves, working memory, single-record reads) are
+   * named prepared statements, parsed and planned once per connection instead of on every call.
+   * Default: only when the connection is detected as direct (the server's address and port, as
+   * the server sees them, are the ones the socket connected to), never through a proxy such as
+   * PgBouncer in transaction mode, where a statement prepared on one server connection may be
+   * missing on the next. `true` forces them (a pooler that supports them, e.g. PgBouncer 1.21+
+   * with `max_prepared_statements`); `false` never sends them.
+   */
+  preparedStatements?: boolean;
   /** Semantic recall storage: pgvector or the exact `real[]` fallback, and an opt-in HNSW index. */
   vectors?: PostgresVectorOptions;
 };
@@ -71,6 +81,10 @@ export function checkOptions(options: PostgresStoreOptions, schemaName: string, 
   const timeout = options.connectTimeoutMs;
   if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0)) {
     throw invalid('connectTimeoutMs must be a positive integer');
+  }
+  const prepared = options.preparedStatements;
+  if (prepared !== undefined && typeof prepared !== 'boolean') {
+    throw invalid('preparedStatements must be a boolean');
   }
   const max = options.maxConnections;
   if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {

@@ -264,7 +264,7 @@ function keepCountsAndTouch(n: Names): string {
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
     ), touched AS (
       UPDATE ${n.threads} SET updated_at = $9
-      WHERE id IN (SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced)
+      WHERE id = ANY(ARRAY(SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced))
     )`;
 }
 
@@ -278,7 +278,7 @@ const STOLEN = `(SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM ol
  * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
  * threads and the threads the messages are in; unless every target exists and belongs to its
  * messages' resource, and no existing message belongs to another resource (`ok`), nothing is
- * written and `owners` and `stolen` (ids stored for another resource) tell the caller why. Then the
+ * written (the caller then runs the save as a transaction, which finds out which refusal applies). Then the
  * insert takes the message locks in id order, keeps the counts and bumps `updatedAt` as
  * `saveMessages` does. An existing row whose thread or resource is no longer what this
  * statement's snapshot showed (another writer changed it while this one waited for a thread
@@ -286,14 +286,25 @@ const STOLEN = `(SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM ol
  * fails on the NOT NULL constraint, writes nothing, and the caller saves again in a transaction.
  * A row the snapshot showed but another writer deleted since is inserted afresh (`xmax = 0`
  * tells an inserted row from an updated one), so it moves no count out of its old thread.
+ *
+ * The statement is shaped so that every row it reads is found through a primary key, whatever
+ * the table statistics say: a plan cached while the tables were small or never analysed (a
+ * prepared statement's generic plan) must not scan them once they have grown. The messages and
+ * the threads are looked up one id at a time (a lateral subquery, which the planner does not
+ * flatten), the threads in id order (`COLLATE "C"`, the order of the column), so the lateral
+ * `FOR UPDATE` takes their locks in that order; the touched threads are matched by `= ANY` of
+ * an array.
  */
 export function saveMessagesAtOnce(n: Names): string {
   return `WITH old AS (
-      SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])
+      SELECT o.id, o.thread_id, o.resource_id FROM unnest($1::text[]) AS i(id)
+      CROSS JOIN LATERAL (SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = i.id OFFSET 0) o
     ), locked AS (
-      SELECT id, resource_id FROM ${n.threads}
-      WHERE id = ANY($8::text[] || ARRAY(SELECT thread_id FROM old))
-      ORDER BY id FOR UPDATE
+      SELECT t.id, t.resource_id FROM (
+        SELECT DISTINCT id COLLATE "C" AS id FROM unnest($8::text[] || ARRAY(SELECT thread_id FROM old)) AS x(id)
+        ORDER BY 1
+      ) ids
+      CROSS JOIN LATERAL (SELECT id, resource_id FROM ${n.threads} WHERE id = ids.id FOR UPDATE) t
     ), gate AS (
       -- count(*) reads every locked row, so all the thread locks are held before the insert.
       SELECT (SELECT count(*) FROM locked) > 0 AND NOT EXISTS (
@@ -320,9 +331,7 @@ export function saveMessagesAtOnce(n: Names): string {
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
     ${keepCountsAndTouch(n)}
-    SELECT (SELECT ok FROM gate) AS ok,
-      (SELECT coalesce(json_object_agg(id, resource_id), '{}') FROM locked) AS owners,
-      ${STOLEN} AS stolen`;
+    SELECT (SELECT ok FROM gate) AS ok`;
 }
 
 /**

@@ -5,12 +5,13 @@ import {
   pageOffset,
   SERVER_CAPABILITIES,
   StoreBase,
+  storedMessage,
   threadExists,
   threadNotFound,
   threadOfAnotherResource,
 } from '@engram/core/adapter';
 import type pg from 'pg';
-import { Connection, RestartTransaction } from './connection.ts';
+import { beginWith, Connection, commitWith, RestartTransaction } from './connection.ts';
 import { errorCode, toMemoryError } from './errors.ts';
 import {
   copy,
@@ -72,6 +73,15 @@ export class PostgresStore extends StoreBase {
     return this.names.prefix;
   }
 
+  /**
+   * Whether the store sends its statements as named prepared statements (see the
+   * `preparedStatements` option): the option when given, else detected when the store opens
+   * (`false` until then).
+   */
+  get preparedStatements(): boolean {
+    return this.connection.prepared;
+  }
+
   protected toMemoryError(error: unknown, operation: string): core.MemoryError {
     return toMemoryError(error, operation);
   }
@@ -84,7 +94,20 @@ export class PostgresStore extends StoreBase {
     return this.connection.close();
   }
 
+  /**
+   * One statement whose plan does not depend on the table statistics (lookups by primary key,
+   * and the save of messages, shaped for it): a named prepared statement when enabled, so a
+   * plan cached while the tables were small stays right as they grow.
+   */
   private query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+    return this.connection.query<R>(text, values, true);
+  }
+
+  /**
+   * One statement whose best plan depends on how many rows match (pages, counts, `= ANY` of
+   * ids): never prepared, so it is planned for the values and statistics of each call.
+   */
+  private ranged<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
     return this.connection.query<R>(text, values);
   }
 
@@ -126,7 +149,7 @@ export class PostgresStore extends StoreBase {
 
   protected async readThreadPage(args: core.NormalizedListThreads): Promise<core.ThreadRead> {
     const list = sql.listThreads(this.names, args);
-    const rows = await this.query<ThreadRow>(list.text, list.values);
+    const rows = await this.ranged<ThreadRow>(list.text, list.values);
     return {
       kind: 'page',
       threads: rows.map(toThread),
@@ -136,29 +159,28 @@ export class PostgresStore extends StoreBase {
 
   /** Runs a count statement. */
   private async count(statement: sql.Statement): Promise<number> {
-    const [row] = await this.query<{ total: number }>(statement.text, statement.values);
+    const [row] = await this.ranged<{ total: number }>(statement.text, statement.values);
     return row?.total ?? 0;
   }
 
   /**
-   * One statement when nothing races it (see `sql.saveMessagesAtOnce`); when another writer
-   * changed one of the messages while the statement waited for a thread lock, the statement
-   * writes nothing and the save runs again as a transaction that locks first and writes after.
+   * One statement when nothing races it and nothing is refused (see `sql.saveMessagesAtOnce`).
+   * When it writes nothing (a thread missing or of another resource, a message of another
+   * resource, or a message another writer changed while the statement waited for a thread lock),
+   * the save runs again as a transaction that locks first and writes after: it refuses the batch
+   * with the error that applies under its locks, or saves it if the state changed since.
    */
   protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
     // Rows are written in id order: the insert is the one ordered pass over the message locks.
     const sorted = [...messages].sort((a, b) => compareIds(a.id, b.id));
     const targets = [...new Set(messages.map((m) => m.threadId))];
     try {
-      const [row] = await this.query<{ ok: boolean; owners: Record<string, string>; stolen: string[] }>(
-        sql.saveMessagesAtOnce(this.names),
-        [...messageArrays(sorted), targets, timestamp(new Date())],
-      );
-      if (row?.ok) return messages.map(copy);
-      checkOwners(messages, new Map(Object.entries(row?.owners ?? {})));
-      const stolen = row?.stolen ?? [];
-      if (stolen.length > 0) throw messageOfAnotherResource('pg', stolen[0]!);
-      throw new Error('the save wrote nothing, yet every thread was found');
+      const [row] = await this.query<{ ok: boolean }>(sql.saveMessagesAtOnce(this.names), [
+        ...messageArrays(sorted),
+        targets,
+        timestamp(new Date()),
+      ]);
+      if (row?.ok) return messages.map(storedMessage);
     } catch (error) {
       if (!isStaleMessage(error)) throw error;
     }
@@ -198,7 +220,7 @@ export class PostgresStore extends StoreBase {
         );
       }
     });
-    return messages.map(copy);
+    return messages.map(storedMessage);
   }
 
   protected async readMessagePage(args: core.NormalizedListMessages): Promise<core.MessageRead> {
@@ -206,18 +228,18 @@ export class PostgresStore extends StoreBase {
     if (args.perPage !== 0) {
       const limit = args.perPage === false ? null : args.perPage;
       const statement = sql.pageMessages(this.names, args, limit, pageOffset(args.page, args.perPage));
-      page = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+      page = (await this.ranged<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
     let windows: core.Message[] = [];
     if (args.include.length > 0) {
       const statement = sql.includeWindows(this.names, args.include, args.resourceId);
-      windows = (await this.query<MessageRow>(statement.text, statement.values)).map(toMessage);
+      windows = (await this.ranged<MessageRow>(statement.text, statement.values)).map(toMessage);
     }
     return { page, total: () => this.count(sql.countMessages(this.names, args)), windows };
   }
 
   protected async doListMessagesById(ids: string[]): Promise<core.Message[]> {
-    return (await this.query<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
+    return (await this.ranged<MessageRow>(sql.messagesById(this.names), [ids])).map(toMessage);
   }
 
   protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
@@ -367,30 +389,41 @@ export class PostgresStore extends StoreBase {
     },
     afterLostRace: {
       kind: 'locked',
-      // The update under the row lock, in a transaction; creates a missing resource first.
+      // The update under the row lock, in a transaction of two round trips (BEGIN with the
+      // locking read, the write with COMMIT); creates a missing resource first.
       update: (cell, apply) =>
-        this.transaction(async (client) => {
-          const now = timestamp(new Date());
-          if (cell.scope === 'resource') {
-            const read = sql.readResourceMemory(this.names, true);
-            let locked = await client.query<{ working_memory: string | null }>(read, [cell.resourceId]);
-            if (locked.rows.length === 0) {
-              await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
-              locked = await client.query(read, [cell.resourceId]);
+        this.connection.transaction(
+          async (client) => {
+            const now = timestamp(new Date());
+            if (cell.scope === 'resource') {
+              const read = sql.readResourceMemory(this.names, true);
+              let locked = await beginWith<{ working_memory: string | null }>(client, read, [
+                cell.resourceId,
+              ]);
+              if (locked.length === 0) {
+                await client.query(sql.ensureResource(this.names), [cell.resourceId, now]);
+                locked = (await client.query(read, [cell.resourceId])).rows;
+              }
+              const value = apply(locked[0]?.working_memory ?? null);
+              await commitWith(client, sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+              return true;
             }
-            const value = apply(locked.rows[0]?.working_memory ?? null);
-            await client.query(sql.writeResourceMemory(this.names), [cell.resourceId, value, now]);
+            const locked = await beginWith<{ memory: unknown }>(
+              client,
+              sql.readThreadMemory(this.names, true),
+              [cell.threadId],
+            );
+            const found = locked[0];
+            if (!found) {
+              await client.query('ROLLBACK');
+              return false;
+            }
+            const value = apply(typeof found.memory === 'string' ? found.memory : null);
+            await commitWith(client, sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
             return true;
-          }
-          const locked = await client.query<{ memory: unknown }>(sql.readThreadMemory(this.names, true), [
-            cell.threadId,
-          ]);
-          const found = locked.rows[0];
-          if (!found) return false;
-          const value = apply(typeof found.memory === 'string' ? found.memory : null);
-          await client.query(sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
-          return true;
-        }),
+          },
+          { delimited: true },
+        ),
     },
   };
 }

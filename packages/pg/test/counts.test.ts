@@ -8,7 +8,7 @@ import {
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
-import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
 
 const at = new Date('2024-02-02T00:00:00.000Z');
 
@@ -149,7 +149,7 @@ describePg('kept message counts', (url) => {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       Object.assign(client, {
         query: (...args: unknown[]) => {
-          sent.push(String(args[0]).trim().split(/\s+/)[0]!);
+          sent.push(sentText(args[0]).trim().split(/\s+/)[0]!);
           return query(...args);
         },
       });

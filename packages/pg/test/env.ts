@@ -55,3 +55,8 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
     await client.end();
   }
 }
+
+/** The text of what was passed to `client.query`: a string, or a query config (named when prepared). */
+export function sentText(query: unknown): string {
+  return typeof query === 'string' ? query : String((query as { text?: string }).text);
+}

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
 import * as sql from '../src/sql.ts';
-import { createDatabase, describePg, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, sentText, type TestDatabase } from './env.ts';
 
 /** A node of `EXPLAIN (FORMAT JSON)` output. */
 interface PlanNode {
@@ -118,8 +118,7 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       Object.assign(client, {
         query: (...args: unknown[]) => {
-          const first = args[0];
-          sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+          sent.push(sentText(args[0]));
           return query(...args);
         },
       });

@@ -2,7 +2,7 @@ import type { Thread } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
-import { createDatabase, describePg, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, sentText, type TestDatabase } from './env.ts';
 
 const at = new Date('2024-03-03T00:00:00.000Z');
 const thread = (id: string): Thread => ({
@@ -29,7 +29,7 @@ describePg('a one-statement save that another writer overtakes', (url) => {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       Object.assign(client, {
         query: (...args: unknown[]) => {
-          sent.push(String(args[0]).trim().split(/\s+/)[0]!);
+          sent.push(sentText(args[0]).trim().split(/\s+/)[0]!);
           return query(...args);
         },
       });

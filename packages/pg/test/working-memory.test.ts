@@ -1,7 +1,8 @@
+import { MemoryError } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
-import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
 
 describePg('working-memory writes: statements sent and lost races', (url) => {
   let db: TestDatabase;
@@ -9,6 +10,8 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
   let store: PostgresStore;
   let other: PostgresStore;
   const sent: string[] = [];
+  /** The whole text of each statement sent. */
+  const texts: string[] = [];
   /** Runs before the next compare-and-set is sent: a racing writer's turn. */
   let beforeCompareAndSet: (() => Promise<unknown>) | undefined;
 
@@ -19,7 +22,8 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       Object.assign(client, {
         query: (...args: unknown[]) => {
-          const text = String(args[0]);
+          const text = sentText(args[0]);
+          texts.push(text.trim());
           sent.push(text.trim().split(/\s+/)[0]!);
           const race = beforeCompareAndSet;
           if (race && text.includes('IS NOT DISTINCT FROM')) {
@@ -42,6 +46,30 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
     await db?.drop();
   });
 
+  type Scope = 'resource' | 'thread';
+
+  /** Saves an empty thread through `via`. */
+  async function emptyThread(via: PostgresStore, id: string, resourceId: string): Promise<void> {
+    const at = new Date();
+    await via.saveThread({ id, resourceId, title: '', metadata: {}, createdAt: at, updatedAt: at });
+  }
+
+  /** A thread (of a fresh resource) whose `scope` working memory `other` set to 'base'. */
+  async function baseCell(scope: Scope, suffix = '') {
+    const resourceId = `${randomName('r')}${suffix}`;
+    const threadId = `${randomName('t')}${suffix}`;
+    await emptyThread(other, threadId, resourceId);
+    await other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: () => 'base' });
+    // The next compare-and-set of `store` loses to this write of `other`.
+    beforeCompareAndSet = () =>
+      other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+theirs` });
+    const stored = async () =>
+      scope === 'resource'
+        ? (await other.getResourceById({ resourceId }))?.workingMemory
+        : (await other.getThreadById({ threadId }))?.metadata.workingMemory;
+    return { scope, resourceId, threadId, stored };
+  }
+
   it('an uncontended atomic update is a read and a compare-and-set: 2 statements, no transaction', async () => {
     const resourceId = randomName('r');
     sent.length = 0;
@@ -55,15 +83,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
     expect((await other.getResourceById({ resourceId }))?.workingMemory).toBe('first+second');
 
     const threadId = randomName('t');
-    const at = new Date();
-    await store.saveThread({
-      id: threadId,
-      resourceId,
-      title: '',
-      metadata: {},
-      createdAt: at,
-      updatedAt: at,
-    });
+    await emptyThread(store, threadId, resourceId);
     sent.length = 0;
     await store.updateWorkingMemoryAtomically({ scope: 'thread', threadId, update: (c) => `${c ?? ''}x` });
     expect(sent).toEqual(['SELECT', 'UPDATE']);
@@ -79,20 +99,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
 
   it("a lost race runs the update once more, under the row lock, on the winner's value", async () => {
     for (const scope of ['resource', 'thread'] as const) {
-      const resourceId = randomName('r');
-      const threadId = randomName('t');
-      const at = new Date();
-      await other.saveThread({
-        id: threadId,
-        resourceId,
-        title: '',
-        metadata: {},
-        createdAt: at,
-        updatedAt: at,
-      });
-      await other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: () => 'base' });
-      beforeCompareAndSet = () =>
-        other.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+theirs` });
+      const { resourceId, threadId, stored } = await baseCell(scope);
       const seen: (string | null)[] = [];
       sent.length = 0;
       const value = await store.updateWorkingMemoryAtomically({
@@ -106,16 +113,15 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       });
       expect(seen).toEqual(['base', 'base+theirs']);
       expect(value).toBe('base+theirs+mine');
-      expect(sent.slice(2, 3)).toEqual(['BEGIN']);
-      const stored =
-        scope === 'resource'
-          ? (await other.getResourceById({ resourceId }))?.workingMemory
-          : (await other.getThreadById({ threadId }))?.metadata.workingMemory;
-      expect(stored).toBe('base+theirs+mine');
+      // The locked update: BEGIN with the locking read, the write with COMMIT: two round trips.
+      expect(sent.slice(2)).toEqual(['BEGIN;', 'UPDATE']);
+      expect(texts.at(-2)).toMatch(/^BEGIN; SELECT .* FOR UPDATE$/s);
+      expect(texts.at(-1)).toMatch(/; COMMIT$/);
+      expect(await stored()).toBe('base+theirs+mine');
       // Right after a lost race, the record goes straight to the row lock.
       sent.length = 0;
       await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}!` });
-      expect(sent[0]).toBe('BEGIN');
+      expect(sent).toEqual(['BEGIN;', 'UPDATE']);
     }
   });
 
@@ -141,5 +147,41 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       }),
     ).rejects.toThrow('second');
     expect((await other.getResourceById({ resourceId }))?.workingMemory).toBe('changed');
+  });
+
+  it('the locked update stores quotes, backslashes and placeholders exactly, and refuses a NUL writing nothing', async () => {
+    const nasty = ["it's", "\\'; DROP TABLE x; --", "$1 $2 \\n E'\\\\'", 'naïve ✓ \u{1F600}'];
+    for (const scope of ['resource', 'thread'] as const) {
+      // Ids with a quote, a backslash and a placeholder: they travel as literals too.
+      const { resourceId, threadId, stored } = await baseCell(scope, "'\\$1");
+      // Lose one race: the record then goes straight to the row lock.
+      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+mine` });
+      for (const value of nasty) {
+        sent.length = 0;
+        let seen: string | null = null;
+        await store.updateWorkingMemoryAtomically({
+          scope,
+          resourceId,
+          threadId,
+          update: (current) => {
+            seen = current;
+            return value;
+          },
+        });
+        expect(sent).toEqual(['BEGIN;', 'UPDATE']);
+        expect(await stored()).toBe(value);
+        expect(typeof seen).toBe('string');
+      }
+      const before = await stored();
+      const refused = store.updateWorkingMemoryAtomically({
+        scope,
+        resourceId,
+        threadId,
+        update: () => 'a\u0000b',
+      });
+      await expect(refused).rejects.toBeInstanceOf(MemoryError);
+      await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect(await stored()).toBe(before);
+    }
   });
 });
