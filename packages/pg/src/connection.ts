@@ -212,11 +212,12 @@ function inlinable(values: (string | null)[]): boolean {
 /**
  * `text` with its placeholders (`$1`, …) replaced by the values as SQL string literals: quotes
  * doubled, and backslashes doubled in an `E'…'` literal, which reads the same whatever
- * `standard_conforming_strings` says; `null` is `NULL`. Only for the store's own fixed texts,
- * which hold no `$` elsewhere.
+ * `standard_conforming_strings` says; `null` is `NULL`. Quoted identifiers and string literals
+ * of `text` are left as they are, so a schema name holding `$1` is never a placeholder.
  */
 export function inline(text: string, values: (string | null)[]): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
+  return text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\$(\d+)/g, (token, n: string | undefined) => {
+    if (n === undefined) return token;
     const value = values[Number(n) - 1];
     if (value === undefined) throw new Error(`no value for $${n}`);
     if (value === null) return 'NULL';
