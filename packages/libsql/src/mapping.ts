@@ -1,5 +1,4 @@
 import {
-  copyJson,
   type JsonObject,
   type JsonValue,
   MemoryError,
@@ -106,19 +105,6 @@ export function batchRow(message: Message): [string, string, string, string, num
     message.type,
     message.createdAt.getTime(),
   ];
-}
-
-/** A copy of a message as stored: shares no objects with the caller's, costs no structured clone. */
-export function storedMessage(message: Message): Message {
-  return {
-    id: message.id,
-    threadId: message.threadId,
-    resourceId: message.resourceId,
-    role: message.role,
-    content: copyJson(message.content),
-    type: message.type,
-    createdAt: new Date(message.createdAt.getTime()),
-  };
 }
 
 /** The `working_memory` column of a resource row, or `null` when there is no row. */

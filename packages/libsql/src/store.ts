@@ -7,6 +7,7 @@ import {
   StoreBase,
   shallowMerge,
   sortMessages,
+  storedMessage,
   threadExists,
   threadOfAnotherResource,
 } from '@engram/core/adapter';
@@ -18,7 +19,6 @@ import {
   batchRow,
   messageRow,
   resourceRow,
-  storedMessage,
   threadRow,
   toMessage,
   toResource,
