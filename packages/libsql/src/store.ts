@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import type * as core from '@engram/core/adapter';
 import {
   checkClientShape,
@@ -14,7 +15,7 @@ import {
 import type { Client, ResultSet, Row } from '@libsql/client';
 import { Connection, type Executor } from './connection.ts';
 import { CountChanges } from './counts.ts';
-import { ADAPTER, toMemoryError } from './errors.ts';
+import { ADAPTER, isBusyError, toMemoryError } from './errors.ts';
 import {
   batchRow,
   messageRow,
@@ -66,6 +67,8 @@ const OPTIMISTIC_ATTEMPTS = 5;
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+/** How many times `init()` runs when a new file is busy (see `doInit`). */
+const INIT_ATTEMPTS = 5;
 
 /** Options of `LibSQLStore`: a URL to open, or a client you created and keep owning. */
 export type LibSQLStoreOptions = (
@@ -197,8 +200,18 @@ export class LibSQLStore extends StoreBase {
   }
 
   /** Opens the client and migrates; `StoreBase` runs it once, before the first operation. */
-  protected doInit(): Promise<void> {
-    return this.connection.use((client) => migrate(client));
+  protected async doInit(): Promise<void> {
+    // Processes opening a new file at once can get SQLITE_BUSY past the busy timeout (one
+    // switching the file to WAL while another reads it); the connection has dropped that client,
+    // so init runs again on a new one, and migrations apply once either way.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.connection.use((client) => migrate(client));
+      } catch (error) {
+        if (!isBusyError(error) || attempt >= INIT_ATTEMPTS) throw error;
+        await setTimeout(25 * attempt + Math.random() * 25);
+      }
+    }
   }
 
   protected doClose(): Promise<void> {
