@@ -77,16 +77,20 @@ function mergeFor(resources: Collection<ResourceDoc>, locks: Collection<LockDoc>
 }
 
 /** MongoDB at `ENGRAM_MONGODB_URL` (FerretDB here): the store and the `mongodb` driver side by side. */
+/** The store (initialised) and a raw client on the same database, with the store's collection names. */
+async function connect() {
+  const url = serviceUrl('mongodb') as string;
+  const storage = new MongoDBStore({ url, dbName: dbName() });
+  await storage.init();
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+  await client.connect();
+  return { storage, client, db: client.db(dbName()), names: collectionNames(storage.collectionPrefix) };
+}
+
 export const mongodb: BenchTarget = {
   name: 'mongodb',
   async open() {
-    const url = serviceUrl('mongodb') as string;
-    const storage = new MongoDBStore({ url, dbName: dbName() });
-    await storage.init();
-    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
-    await client.connect();
-    const db = client.db(dbName());
-    const names = collectionNames(storage.collectionPrefix);
+    const { storage, client, db, names } = await connect();
     const resources = db.collection<ResourceDoc>(names.resources);
     const messages = db.collection(names.messages);
     const threads = db.collection(names.threads);
@@ -155,13 +159,7 @@ export const mongodb: BenchTarget = {
     };
   },
   async openRecall(): Promise<RecallTarget> {
-    const url = serviceUrl('mongodb') as string;
-    const storage = new MongoDBStore({ url, dbName: dbName() });
-    await storage.init();
-    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
-    await client.connect();
-    const db = client.db(dbName());
-    const names = collectionNames(storage.collectionPrefix);
+    const { storage, client, db, names } = await connect();
     const messages = db.collection<{ _id: string }>(names.messages);
     const vectors = db.collection<{ _id: string; vec: { buffer: Uint8Array } }>(names.vectors);
     const cap = await mongodb.fixtureCap?.();
