@@ -27,14 +27,17 @@ export function unit(next: () => number): Float32Array {
 
 /**
  * An embedder for the checks: text `v:<n>` embeds to the basis-like unit vector number `n`
- * (seeded), anything else to a seeded vector of its hash. Same space id as `SPACE`.
+ * (seeded), `v:<n>*<scale>` to that vector times `scale` in double precision (`v:3*1e200`,
+ * `v:3*1e-310`, `v:3*0`: not unit length, as embedders may return), anything else to a seeded
+ * vector of its hash. Same space id as `SPACE`.
  */
 export function conformanceEmbedder(): EmbeddingModelLike {
   const embed = (text: string) => {
     let seed = 7;
     for (const ch of text) seed = Math.imul(seed ^ (ch.codePointAt(0) ?? 0), 16777619);
-    const match = /^v:(\d+)/.exec(text);
-    return Array.from(unit(random(match ? Number(match[1]) + 1 : seed)));
+    const match = /^v:(\d+)(?:\*(\S+))?/.exec(text);
+    const scale = match?.[2] === undefined ? 1 : Number(match[2]);
+    return Array.from(unit(random(match ? Number(match[1]) + 1 : seed)), (x) => x * scale);
   };
   return {
     specificationVersion: 'v3',

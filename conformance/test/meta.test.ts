@@ -27,6 +27,7 @@ import {
   OrphanVectorsStore,
   PostFilterVectorsStore,
   ScopeBlindVectorsStore,
+  UncheckedVectorsStore,
 } from './support/broken-vectors.ts';
 import { type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
 import { breakMemory } from './support/stores.ts';
@@ -325,6 +326,12 @@ describe('the suite catches broken vector stores', () => {
       expect.stringMatching(/^deleting a message or a thread deletes its vectors/),
     ]);
     expect(message(result(results, 'deleting a message'))).toMatch(/vectors left after deleting/);
+  });
+
+  it('vectors that accept a zero vector (and score it NaN) fail recall', async () => {
+    const results = await area({ name: 'unchecked', create: () => new UncheckedVectorsStore() }, 'recall');
+    expect(failures(results)).toEqual([expect.stringMatching(/^huge \(1e300\) and subnormal/)]);
+    expect(message(result(results, 'huge (1e300)'))).toMatch(/upserting an all-zero vector/);
   });
 
   it('the reference store passes recall; a store without vectors skips it with the reason', async () => {

@@ -331,6 +331,106 @@ export const recallChecks = [
   }),
 
   check(
+    `huge (1e300) and subnormal (1e-310) embeddings keep their direction, zero vectors are never stored, no score is NaN, recall ranks as the in-memory reference${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const oracle = new InMemoryStore();
+      const r = ctx.id('r');
+      const [t, now] = [`${r}-t`, `${r}-now`];
+      // Unscaled, the squares of 1e200 overflow to a zero vector and those of 1e-310 underflow.
+      const contents = [
+        'v:1*1e200',
+        'v:2*1e-310',
+        'v:3*1e300',
+        'v:4*1e-300',
+        'v:5*0',
+        'v:6',
+        'v:7*1e155',
+        'v:8*3e-320',
+        'v:9',
+        'v:10*1e200',
+      ];
+      const both = [store, oracle].map((storage) => ({ storage, memory: memoryOver(storage, 5, 0) }));
+      for (const { memory } of both) {
+        await memory.createThread({ resourceId: r, threadId: t });
+        await memory.createThread({ resourceId: r, threadId: now });
+        await memory.saveMessages({
+          messages: contents.map((content, i) => ({
+            id: `${t}-m${i}`,
+            threadId: t,
+            resourceId: r,
+            role: 'user' as const,
+            content,
+            createdAt: at(i),
+          })),
+        });
+      }
+      const ids = contents.map((_, i) => `${t}-m${i}`);
+      expectEqual(
+        (await vectors.getVectors(SPACE, ids)).map((v) => v.messageId).sort(),
+        ids.filter((_, i) => i !== 4).sort(),
+        'stored vectors (an all-zero embedding has no direction: none for it)',
+      );
+      const queries = ['v:1', 'v:2', 'v:3*1e-250', 'v:8', 'v:7*1e250', 'v:6*2e-310', 'v:11*1e300', 'v:12'];
+      for (const query of queries) {
+        const [got, want] = await Promise.all(
+          both.map(async ({ memory }) => (await memory.recall({ threadId: now, resourceId: r, query })).hits),
+        );
+        const what = `recall of ${JSON.stringify(query)}`;
+        for (const hit of got ?? []) {
+          expectTrue(
+            Number.isFinite(hit.score) && Math.abs(hit.score) <= 1 + EPSILON,
+            `${what}: ${hit.message.content} scores ${hit.score}, not a cosine`,
+          );
+        }
+        expectEqual(got?.length, want?.length, `${what}: number of hits`);
+        (want ?? []).forEach((w, i) => {
+          const g = got?.[i];
+          const tied = (j: number) => Math.abs(w.score - (want?.[j]?.score ?? Number.NaN)) < EPSILON;
+          expectTrue(
+            g !== undefined && Math.abs(g.score - w.score) <= EPSILON,
+            `${what}: hit ${i} scores ${g?.score}, the in-memory reference ${w.score}`,
+          );
+          expectTrue(
+            g?.message.id === w.message.id || tied(i - 1) || tied(i + 1),
+            `${what}: hit ${i} is ${g?.message.content}, the in-memory reference ${w.message.content}`,
+          );
+        });
+      }
+      const top = await memoryOver(store, 1, 0).recall({ threadId: now, resourceId: r, query: 'v:3' });
+      expectEqual(top.hits[0]?.message.content, 'v:3*1e300', 'the best hit of v:3');
+      expectTrue(
+        (top.hits[0]?.score ?? 0) > 1 - EPSILON,
+        `a huge embedding of the same direction scores 1, got ${top.hits[0]?.score}`,
+      );
+      ctx.log(`${queries.length} recalls equal the in-memory reference, every score finite`);
+      // The primitives refuse what has no direction or is not unit length, and write nothing.
+      const [first] = await vectors.getVectors(SPACE, [ids[0] as string]);
+      for (const [what, vector] of [
+        ['an all-zero vector', new Float32Array(SPACE.dimensions)],
+        ['a vector of length 2', unit(random(1)).map((x) => x * 2)],
+      ] as const) {
+        await expectRejects(
+          () => vectors.upsertVectors(SPACE, [{ messageId: ids[0] as string, hash: 'other', vector }]),
+          ['INVALID_ARGUMENT'],
+          `upserting ${what}`,
+        );
+        await expectRejects(
+          () => vectors.searchVectors({ space: SPACE, vector, topK: 1, resourceId: r }),
+          ['INVALID_ARGUMENT'],
+          `searching with ${what}`,
+        );
+      }
+      expectEqual(
+        await vectors.getVectors(SPACE, [ids[0] as string]),
+        [first],
+        'the stored vector is unchanged',
+      );
+    },
+  ),
+
+  check(
     `a dimension or space mismatch is INVALID_ARGUMENT and writes nothing${NEEDS_VECTORS}`,
     async (ctx) => {
       const store = await ctx.store();

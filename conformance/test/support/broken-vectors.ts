@@ -143,3 +143,34 @@ function bind(inner: VectorStore): Omit<VectorStore, 'search' | 'searchVectors'>
     deleteVectors: (space, ids) => inner.deleteVectors(space, ids),
   };
 }
+
+/**
+ * A store whose vectors skip the direction checks: an all-zero vector is accepted on upsert
+ * (and silently dropped), and a search with one returns every hit scored `NaN` (as pgvector's
+ * `<=>` computes for a zero vector).
+ */
+export class UncheckedVectorsStore extends InMemoryStore {
+  override readonly vectors: VectorStore;
+
+  constructor() {
+    super();
+    const inner = this.memoryVectors as VectorStore;
+    const zero = (vector: Float32Array) => vector.every((x) => x === 0);
+    this.vectors = {
+      ...bind(inner),
+      search: 'exact',
+      upsertVectors: (space, vectors) =>
+        inner.upsertVectors(
+          space,
+          vectors.filter((v) => !zero(v.vector)),
+        ),
+      async searchVectors(args) {
+        if (!zero(args.vector)) return inner.searchVectors(args);
+        const axis = new Float32Array(args.vector.length);
+        axis[0] = 1;
+        const hits = await inner.searchVectors({ ...args, vector: axis });
+        return hits.map((h) => ({ ...h, score: Number.NaN }));
+      },
+    };
+  }
+}

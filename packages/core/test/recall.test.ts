@@ -7,7 +7,9 @@ import {
   isMemoryError,
   Memory,
   type MemoryStorage,
+  normalize,
   SemanticRecall,
+  type VectorStore,
 } from '../src/index.ts';
 
 async function caught(fn: () => unknown): Promise<unknown> {
@@ -354,5 +356,114 @@ describe('Memory semantic recall', () => {
     expect(text.match(/<\/recalled_messages>/g)).toHaveLength(1);
     expect(text.match(/<recalled_messages>/g)).toHaveLength(1);
     expect(text).toMatch(/From another conversation/);
+  });
+});
+
+describe('normalize and the vector primitives', () => {
+  /** An embedder returning fixed raw vectors per text (4 dimensions). */
+  function rawEmbedder(table: Record<string, number[]>): EmbeddingModelLike {
+    return {
+      specificationVersion: 'v3',
+      provider: 'test',
+      modelId: 'raw',
+      async doEmbed({ values }) {
+        return { embeddings: values.map((v) => table[v] ?? [0, 0, 0, 1]) };
+      },
+    };
+  }
+
+  it('keeps the direction of huge and subnormal values (scaled before squaring)', () => {
+    expect(Array.from(normalize([1e200, 1, 0, 0]) ?? [])).toEqual([1, 0, 0, 0]);
+    expect(Array.from(normalize([3e300, -4e300]) ?? [])).toEqual([Math.fround(0.6), Math.fround(-0.8)]);
+    // 5e-324 squared is 0 in double precision: an unscaled sum would find no direction.
+    expect(Array.from(normalize([5e-324, 5e-324]) ?? [])).toEqual([
+      Math.fround(Math.SQRT1_2),
+      Math.fround(Math.SQRT1_2),
+    ]);
+    expect(Array.from(normalize([3e-310, 4e-310]) ?? []).map((x) => Number(x.toFixed(6)))).toEqual([
+      0.6, 0.8,
+    ]);
+    expect(normalize([0, 0, 0])).toBeNull();
+    expect(normalize([1, Number.NaN])).toBeNull();
+    expect(normalize([1, Number.POSITIVE_INFINITY])).toBeNull();
+    expect(normalize([Number.MAX_VALUE, Number.MAX_VALUE])).not.toBeNull();
+  });
+
+  it('recall finds huge and subnormal embeddings with score 1; a zero embedding is not stored', async () => {
+    const storage = new InMemoryStore();
+    const vectors = storage.vectors as VectorStore;
+    const memory = new Memory({
+      storage,
+      embedder: rawEmbedder({
+        huge: [1e200, 1, 0, 0],
+        tiny: [0, 3e-310, 4e-310, 0],
+        zero: [0, 0, 0, 0],
+        query: [1, 0, 0, 0],
+      }),
+      options: { lastMessages: 0, semanticRecall: { topK: 3, messageRange: 0 } },
+    });
+    await memory.createThread({ resourceId: 'u1', threadId: 't' });
+    const saved = await memory.saveMessages({
+      messages: ['huge', 'tiny', 'zero', 'other'].map((content) => say('t', 'user', content)),
+    });
+    const space = (await vectors.getSpace()) as { id: string; dimensions: number };
+    const stored = await vectors.getVectors(
+      space,
+      saved.map((m) => m.id),
+    );
+    expect(stored.map((v) => v.messageId).sort()).toEqual(
+      saved
+        .filter((m) => m.content !== 'zero')
+        .map((m) => m.id)
+        .sort(),
+    );
+    const { hits } = await memory.recall({ threadId: 't', resourceId: 'u1', query: 'query' });
+    expect(hits.map((h) => h.message.content)).toEqual(['huge', 'other', 'tiny']);
+    expect(hits[0]?.score).toBeCloseTo(1, 6);
+    const tiny = await memory.recall({ threadId: 't', resourceId: 'u1', query: 'tiny' });
+    expect(tiny.hits[0]?.message.content).toBe('tiny');
+    expect(tiny.hits[0]?.score).toBeCloseTo(1, 6);
+    for (const h of [...hits, ...tiny.hits]) expect(Number.isFinite(h.score)).toBe(true);
+  });
+
+  it('a zero, non-finite or non-unit vector is INVALID_ARGUMENT and writes nothing', async () => {
+    const storage = new InMemoryStore();
+    const vectors = storage.vectors as VectorStore;
+    await storage.saveThread({
+      id: 't',
+      resourceId: 'u1',
+      title: '',
+      metadata: {},
+      createdAt: new Date(0),
+      updatedAt: new Date(0),
+    });
+    const [m] = await storage.saveMessages([
+      {
+        id: 'm',
+        threadId: 't',
+        resourceId: 'u1',
+        role: 'user',
+        content: 'x',
+        type: 'text',
+        createdAt: new Date(1),
+      },
+    ]);
+    const space = { id: 'test:raw', dimensions: 2 };
+    await vectors.claimSpace(space);
+    for (const [values, pattern] of [
+      [[0, 0], /all zeros/],
+      [[Number.NaN, 1], /non-finite/],
+      [[3, 4], /unit length.*got 5/],
+    ] as const) {
+      const vector = Float32Array.from(values);
+      const error = await caught(() =>
+        vectors.upsertVectors(space, [{ messageId: m?.id as string, hash: 'h', vector }]),
+      );
+      expect(isMemoryError(error) && error.code).toBe('INVALID_ARGUMENT');
+      expect(String((error as Error).message)).toMatch(pattern);
+      const search = await caught(() => vectors.searchVectors({ space, vector, topK: 1, resourceId: 'u1' }));
+      expect(isMemoryError(search) && search.code).toBe('INVALID_ARGUMENT');
+    }
+    expect(await vectors.getVectors(space, ['m'])).toEqual([]);
   });
 });

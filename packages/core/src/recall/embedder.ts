@@ -55,18 +55,30 @@ export function describeSpace(space: EmbeddingSpace): string {
   return `${space.id} (${space.dimensions} dimensions)`;
 }
 
-/** Scales `values` to unit length; `null` for a zero or non-finite vector. */
+/**
+ * Scales `values` to unit length, in double precision; `null` for a vector with no direction
+ * (every value zero) or with a non-finite value, which then gets no vector at all (a message is
+ * not found by recall, a query finds nothing). Values are divided by the largest magnitude
+ * before squaring, so huge (`1e200`) and subnormal (`1e-310`) values keep their direction
+ * instead of overflowing to a zero vector or underflowing to none.
+ */
 export function normalize(values: ArrayLike<number>): Float32Array | null {
-  let sum = 0;
+  let max = 0;
   for (let i = 0; i < values.length; i++) {
     const v = values[i] as number;
     if (!Number.isFinite(v)) return null;
+    max = Math.max(max, Math.abs(v));
+  }
+  if (max === 0) return null;
+  let sum = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = (values[i] as number) / max;
     sum += v * v;
   }
-  if (sum === 0) return null;
+  // sum is in [1, values.length]: no overflow, no underflow.
   const norm = Math.sqrt(sum);
   const out = new Float32Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = (values[i] as number) / norm;
+  for (let i = 0; i < values.length; i++) out[i] = (values[i] as number) / max / norm;
   return out;
 }
 

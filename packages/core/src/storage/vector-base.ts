@@ -148,7 +148,15 @@ export function assertSpace(space: unknown): asserts space is EmbeddingSpace {
   }
 }
 
-/** `INVALID_ARGUMENT` unless `vector` is a `Float32Array` of `space.dimensions` finite numbers. */
+/** How far from 1 the length of a stored or query vector may be (float32 rounding). */
+export const UNIT_TOLERANCE = 1e-3;
+
+/**
+ * `INVALID_ARGUMENT` unless `vector` is a `Float32Array` of `space.dimensions` finite numbers of
+ * unit length (as core's `normalize` returns): a zero vector has no direction and is never
+ * stored or searched, and a unit vector keeps every backend's cosine finite (no square
+ * overflows, no zero norm, so no score is `NaN`).
+ */
 export function assertVector(
   vector: unknown,
   space: EmbeddingSpace,
@@ -161,7 +169,16 @@ export function assertVector(
       `${field} has ${vector.length} dimensions, but space ${JSON.stringify(space.id)} has ${space.dimensions}`,
     );
   }
-  for (const x of vector) if (!Number.isFinite(x)) throw invalid(`${field} holds a non-finite number`);
+  let sum = 0;
+  for (const x of vector) {
+    if (!Number.isFinite(x)) throw invalid(`${field} holds a non-finite number`);
+    sum += x * x;
+  }
+  if (sum === 0) throw invalid(`${field} is all zeros: a zero vector has no direction to compare`);
+  const length = Math.sqrt(sum);
+  if (Math.abs(length - 1) > UNIT_TOLERANCE) {
+    throw invalid(`${field} must have unit length (L2-normalised, as normalize() returns), got ${length}`);
+  }
 }
 
 /** Cosine similarity of two equal-length vectors (0 when either is zero). */
