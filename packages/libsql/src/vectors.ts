@@ -5,7 +5,7 @@ import { ADAPTER } from './errors.ts';
 import { chunks, placeholders, TABLES } from './sql.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
-/** The ANN opt-in's copy of the vectors: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
+/** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
 const annTable = 'engram_vector_ann';
 const annIndex = `${annTable}_idx`;
 
@@ -17,14 +17,16 @@ export interface LibSQLVectorOptions {
    *
    * The index ranks the whole database's vectors before any scope filter, so a search fetches
    * the `topK × overFetch` nearest (plus the history it must leave out), then keeps those of
-   * the resource (or thread): results are **approximate**, and a scope holding a small share of
-   * the database can get **fewer than `topK` hits**, or none. Every vector write also updates the
-   * index (much slower writes), and the index makes the database file far larger.
+   * the resource (or thread), ranked exactly. When the index returns fewer candidates than
+   * asked, or fewer than `topK` are in scope, the exact scan answers instead. Results are
+   * **approximate** otherwise: a closer vector the index did not return is missed. Every vector
+   * write also updates the index (much slower writes), and the index makes the file far larger.
    *
-   * With it on, the store keeps a copy of each vector in `engram_vector_ann` (`F32_BLOB(n)` of
-   * the recorded dimension), maintained by triggers on `engram_message_vectors` in the same
-   * statements, and indexed; created, and filled from the stored vectors, at the store's first
-   * claim, write or search of vectors. Stores opened without the option keep the triggers working.
+   * With it on, the store keeps a copy of each distinct text's vector in `engram_vector_ann`
+   * (`F32_BLOB(n)` of the recorded dimension), maintained by triggers on
+   * `engram_message_vectors` in the same statements, and indexed; created, and filled from the
+   * stored vectors, at the store's first claim, write or search of vectors. Stores opened
+   * without the option keep the triggers working.
    */
   index?: boolean | { overFetch?: number };
 }
@@ -112,26 +114,40 @@ export class LibSQLVectors extends VectorStoreBase {
    * Creates the ANN table for `space`, its index and the triggers that keep it in step with
    * `engram_message_vectors`, then copies the vectors stored before; in one write transaction,
    * so a vector written concurrently is copied by a trigger or by the copy. Once per store.
+   *
+   * One indexed row per distinct text (the vectors' `hash`), not per message: many identical
+   * vectors ("ok", "thanks!") break the index's graph, which then returns a fraction of the
+   * candidates asked for and misses exact matches. A search joins a text's row back to every
+   * message with that text (through `engram_vector_ann_by_hash`) and scores each message's own
+   * vector.
    */
   private ensureAnn(space: core.EmbeddingSpace): Promise<void> {
     this.annReady ??= this.connection
       .write(async (tx) => {
         const only = `WHEN NEW.space = ${sqlString(space.id)}`;
+        const orphan = (hash: string) =>
+          `DELETE FROM ${annTable} WHERE hash = ${hash}
+            AND NOT EXISTS (SELECT 1 FROM ${vectors} WHERE space = ${sqlString(space.id)} AND hash = ${hash});`;
         await tx.batch([
           `CREATE TABLE IF NOT EXISTS ${annTable} (
             id INTEGER PRIMARY KEY,
-            message_id TEXT NOT NULL UNIQUE,
+            hash TEXT NOT NULL UNIQUE,
             embedding F32_BLOB(${space.dimensions}) NOT NULL
           )`,
           `CREATE INDEX IF NOT EXISTS ${annIndex} ON ${annTable} (libsql_vector_idx(embedding, 'metric=cosine'))`,
+          `CREATE INDEX IF NOT EXISTS ${annTable}_by_hash ON ${vectors} (space, hash)`,
           `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_insert AFTER INSERT ON ${vectors} ${only}
-            BEGIN INSERT OR REPLACE INTO ${annTable} (message_id, embedding) VALUES (NEW.message_id, NEW.embedding); END`,
-          `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_update AFTER UPDATE OF embedding ON ${vectors} ${only}
-            BEGIN UPDATE ${annTable} SET embedding = NEW.embedding WHERE message_id = NEW.message_id; END`,
+            BEGIN INSERT OR IGNORE INTO ${annTable} (hash, embedding) VALUES (NEW.hash, NEW.embedding); END`,
+          `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_update AFTER UPDATE OF hash, embedding ON ${vectors} ${only}
+            BEGIN
+              INSERT OR IGNORE INTO ${annTable} (hash, embedding) VALUES (NEW.hash, NEW.embedding);
+              ${orphan('OLD.hash')}
+            END`,
           `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_delete AFTER DELETE ON ${vectors}
-            BEGIN DELETE FROM ${annTable} WHERE message_id = OLD.message_id; END`,
+            WHEN OLD.space = ${sqlString(space.id)}
+            BEGIN ${orphan('OLD.hash')} END`,
           {
-            sql: `INSERT OR IGNORE INTO ${annTable} (message_id, embedding) SELECT message_id, embedding FROM ${vectors} WHERE space = ?`,
+            sql: `INSERT OR IGNORE INTO ${annTable} (hash, embedding) SELECT hash, embedding FROM ${vectors} WHERE space = ?`,
             args: [space.id],
           },
         ]);
@@ -184,32 +200,48 @@ export class LibSQLVectors extends VectorStoreBase {
   }
 
   protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
+    if (this.overFetch === null) return (await this.scan(args, null)).hits;
+    await this.ensureAnn(args.space);
+    const wanted = (args.topK + (args.excludeIds?.length ?? 0)) * this.overFetch;
+    const ann = await this.scan(args, wanted);
+    // The index ranks the whole database before the scope filter, and its graph returns fewer
+    // candidates than asked when it misses vectors (repeated texts): then the exact scan answers.
+    if (ann.hits.length >= args.topK && ann.fetched >= wanted) return ann.hits;
+    return (await this.scan(args, null)).hits;
+  }
+
+  /**
+   * The scope's best `topK` by the exact score and the tie rule: over every vector of the scope
+   * (`ann` null), or over the index's `ann` nearest of the whole database, with `fetched`, how
+   * many the index returned (`0` when none of them is in scope, or without `ann`).
+   */
+  private async scan(
+    args: core.VectorSearch,
+    ann: number | null,
+  ): Promise<{ hits: core.VectorHit[]; fetched: number }> {
     const exclude = args.excludeIds ?? [];
     const scope = args.threadId === undefined ? '' : 'AND m.thread_id = ?';
     // One JSON array parameter, however long the list (SQLite caps the number of parameters).
     const notIn = exclude.length ? 'AND m.id NOT IN (SELECT value FROM json_each(?))' : '';
-    let candidates = `${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?`;
-    const first: unknown[] = [];
-    if (this.overFetch !== null) {
-      await this.ensureAnn(args.space);
-      // The index's nearest of the whole database first, then the scope: approximate.
-      candidates = `vector_top_k('${annIndex}', vector32(?), ?) AS k
-        JOIN ${annTable} a ON a.id = k.id
-        JOIN ${vectors} v ON v.message_id = a.message_id AND v.space = ?
-        JOIN ${messages} m ON m.id = a.message_id`;
-      first.push(blob(args.vector), (args.topK + exclude.length) * this.overFetch);
-    }
+    const from =
+      ann === null
+        ? `FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?`
+        : `FROM k JOIN ${annTable} a ON a.id = k.id
+            JOIN ${vectors} v ON v.space = ? AND v.hash = a.hash
+            JOIN ${messages} m ON m.id = v.message_id`;
     const result = await this.connection.use((c) =>
       c.execute({
-        sql: `SELECT m.id, m.thread_id, m.created_at, v.hash,
-                1 - vector_distance_cos(v.embedding, vector32(?)) AS score
-              FROM ${candidates}
+        sql: `${ann === null ? '' : `WITH k AS MATERIALIZED (SELECT id FROM vector_top_k('${annIndex}', vector32(?), ?)) `}
+              SELECT m.id, m.thread_id, m.created_at, v.hash,
+                coalesce(1 - vector_distance_cos(v.embedding, vector32(?)), 0) AS score
+                ${ann === null ? '' : ', (SELECT count(*) FROM k) AS fetched'}
+              ${from}
               WHERE m.resource_id = ? ${scope} ${notIn}
               ORDER BY score DESC, m.created_at DESC, m.id ASC
               LIMIT ?`,
         args: [
+          ...(ann === null ? [] : [blob(args.vector), ann]),
           blob(args.vector),
-          ...(first as (Uint8Array | number)[]),
           args.space.id,
           args.resourceId,
           ...(args.threadId === undefined ? [] : [args.threadId]),
@@ -218,12 +250,13 @@ export class LibSQLVectors extends VectorStoreBase {
         ],
       }),
     );
-    return result.rows.map((row) => ({
+    const hits = result.rows.map((row) => ({
       messageId: String(row.id),
       threadId: String(row.thread_id),
       hash: String(row.hash),
       score: Number(row.score),
       createdAt: new Date(Number(row.created_at)),
     }));
+    return { hits, fetched: Number(result.rows[0]?.fetched ?? 0) };
   }
 }

@@ -1,5 +1,5 @@
-import { createLexicalEmbedder, Memory } from '@engram/core';
-import { LibSQLStore } from '@engram/libsql';
+import { createLexicalEmbedder, Memory, normalize } from '@engram/core';
+import { DEFAULT_OVER_FETCH, LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.ts';
@@ -86,9 +86,11 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     });
     const raw = createClient({ url });
     const count = async (sql: string) => Number((await raw.execute(sql)).rows[0]?.n);
-    // Every stored vector has its indexed copy: the 13 of the other resource (backfilled) and 12 new.
-    expect(await count('SELECT count(*) AS n FROM engram_vector_ann')).toBe(25);
+    // Every stored text has one indexed copy: the other resource's 13 (backfilled) and the 12
+    // new vectors hold 10 texts (texts(0) and texts(1) share most of theirs).
     expect(await count('SELECT count(*) AS n FROM engram_message_vectors')).toBe(25);
+    expect(await count('SELECT count(DISTINCT hash) AS n FROM engram_message_vectors')).toBe(10);
+    expect(await count('SELECT count(*) AS n FROM engram_vector_ann')).toBe(10);
     expect(
       await count(
         "SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name = 'engram_vector_ann_idx'",
@@ -123,25 +125,96 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     for (const hit of recalled.hits) expect(ours.has(hit.message.id)).toBe(true);
 
     // Ranked before filtered: with one candidate per hit, the database's nearest vector (the
-    // query's own text, in other resources) crowds out resource w's only message, which an
-    // exact scan would return.
+    // query's own text, in other resources) crowds out resource w's only message; the index
+    // then has too few hits of the scope, and the exact scan answers.
     await memory.createThread({ resourceId: 'w', threadId: 'w1' });
-    await memory.saveMessages({
+    const [wOnly] = await memory.saveMessages({
       messages: [{ threadId: 'w1', resourceId: 'w', role: 'user', content: 'iris juniper cedar' }],
     });
     const narrow = new LibSQLStore({ url, vectors: { index: { overFetch: 1 } } });
-    expect(await narrow.vectors.searchVectors({ space, vector, topK: 1, resourceId: 'w' })).toEqual([]);
     const exactAgain = new LibSQLStore({ url });
-    expect((await exactAgain.vectors.searchVectors({ space, vector, topK: 1, resourceId: 'w' })).length).toBe(
-      1,
-    );
+    const wHits = await exactAgain.vectors.searchVectors({ space, vector, topK: 1, resourceId: 'w' });
+    expect(wHits.map((h) => h.messageId)).toEqual([wOnly?.id]);
+    expect(await narrow.vectors.searchVectors({ space, vector, topK: 1, resourceId: 'w' })).toEqual(wHits);
     await narrow.close();
     await exactAgain.close();
 
-    // Deleting a thread removes its vectors and their indexed copies.
+    // Deleting a thread removes its vectors, and the indexed copies of texts no message has left.
+    const distinctLeft = async () => count('SELECT count(DISTINCT hash) AS n FROM engram_message_vectors');
     await memory.deleteThread('t2');
-    expect(await count('SELECT count(*) AS n FROM engram_vector_ann')).toBe(20);
+    expect(await count('SELECT count(*) AS n FROM engram_vector_ann')).toBe(await distinctLeft());
+    await memory.deleteThread('o');
+    expect(await count('SELECT count(*) AS n FROM engram_message_vectors')).toBe(7);
+    expect(await count('SELECT count(*) AS n FROM engram_vector_ann')).toBe(await distinctLeft());
     raw.close();
+    await store.close();
+  });
+
+  it('repeated texts are indexed once: each of 40 messages is found first by its own text', async () => {
+    // One user, 200 distinct messages, each followed by two short replies repeated 200 times.
+    // Indexed per message, the 400 identical vectors broke the index's graph: vector_top_k
+    // returned 28–40 of 40 candidates, differently from call to call, and a message's own text
+    // ranked it first in 6–13 of 40 queries (the exact scan: 40).
+    const url = `file:${dir}/repeats.db`;
+    const store = new LibSQLStore({ url, vectors: { index: true } });
+    const memory = new Memory({
+      storage: store,
+      embedder,
+      options: { lastMessages: 0, semanticRecall: { topK: 4, messageRange: 0 } },
+    });
+    await memory.createThread({ resourceId: 'u', threadId: 't' });
+    const pick = (i: number) => words[i % words.length];
+    const distinct = Array.from(
+      { length: 200 },
+      (_, i) => `${pick(i)} ${pick(Math.floor(i / 10))} ${pick(i * 7 + 3)} note ${i}`,
+    );
+    await memory.saveMessages({
+      messages: distinct.flatMap((text) =>
+        [text, 'ok', 'thanks!'].map((content) => ({
+          threadId: 't',
+          resourceId: 'u',
+          role: 'user' as const,
+          content,
+        })),
+      ),
+    });
+    const exact = new LibSQLStore({ url });
+    const raw = createClient({ url });
+    const space = (await store.vectors.getSpace()) as { id: string; dimensions: number };
+    // What the index is asked for: (topK + excluded) × the default overFetch.
+    const wanted = 4 * DEFAULT_OVER_FETCH;
+    let under = 0;
+    let ownFirst = 0;
+    let same = 0;
+    for (let q = 0; q < 40; q++) {
+      const text = distinct[q * 5] as string;
+      // As recall embeds the query, so the index sees the same vector below.
+      const vector = normalize((await embedder.doEmbed({ values: [text] })).embeddings[0] as number[]);
+      if (!vector) throw new Error('no query vector');
+      const search = { space, vector, topK: 4, resourceId: 'u' };
+      const [got, want] = await Promise.all([
+        store.vectors.searchVectors(search),
+        exact.vectors.searchVectors(search),
+      ]);
+      const fetched = await raw.execute({
+        sql: "SELECT count(*) AS n FROM vector_top_k('engram_vector_ann_idx', vector32(?), ?)",
+        args: [new Uint8Array(vector.buffer), wanted],
+      });
+      const { hits } = await memory.recall({ threadId: 't', resourceId: 'u', query: text });
+      if (hits[0]?.message.content === text) ownFirst++;
+      if (got.map((h) => h.messageId).join() === want.map((h) => h.messageId).join()) same++;
+      if (Number(fetched.rows[0]?.n) < wanted) under++;
+    }
+    console.log(
+      `vector_top_k returned fewer than ${wanted} in ${under} of 40 queries; own text first in ${ownFirst} of 40, top 4 equal to the exact scan's in ${same}`,
+    );
+    // The exact scan ranks each message's own text first, always; so must the index.
+    expect(ownFirst).toBe(40);
+    expect(await raw.execute('SELECT count(*) AS n FROM engram_vector_ann')).toMatchObject({
+      rows: [{ n: 202 }],
+    });
+    raw.close();
+    await exact.close();
     await store.close();
   });
 
