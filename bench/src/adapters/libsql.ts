@@ -151,6 +151,7 @@ export const libsql: BenchTarget = {
           'TRIGGER engram_vector_ann_on_insert',
           'TRIGGER engram_vector_ann_on_update',
           'TRIGGER engram_vector_ann_on_delete',
+          'INDEX engram_vector_ann_by_hash',
           'TABLE engram_vector_ann',
         ]) {
           await client.execute(`DROP ${what}`);
