@@ -16,9 +16,11 @@ export interface PostgresVectorOptions {
    */
   backend?: 'auto' | VectorBackend;
   /**
-   * An HNSW index (pgvector only; opt-in). Searches then use it with iterative scans
-   * (`hnsw.iterative_scan = strict_order`) so a scoped query keeps scanning until `topK` hits
-   * of the scope are found, but results are approximate. Default off: exact scans.
+   * An HNSW index (pgvector only; opt-in). Searches then take `max(efSearch, 2 × topK)`
+   * candidates of the scope from it with iterative scans (`hnsw.iterative_scan = strict_order`)
+   * and re-rank them with the exact path's order and tie rule; when the candidates end tied with
+   * the `topK`-th hit, or fewer than `topK` come back, the exact scan answers. Approximate only in
+   * that a closer vector the graph search never reached is missed. Default off: exact scans.
    */
   hnsw?: boolean | { m?: number; efConstruction?: number; efSearch?: number };
 }
@@ -212,7 +214,30 @@ export class PostgresVectors extends VectorStoreBase {
   protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     // The base class checked that a space is recorded: the column type is settled.
     const pgvector = (await this.backend(true)) === 'pgvector';
-    const distance = `v.embedding OPERATOR(${this.ext}.<=>) $1::real[]::${this.ext}.vector`;
+    if (!pgvector || !this.hnsw) return hitsOf(await this.scan(args, pgvector, null));
+    // The index's nearest candidates of the scope (more than topK), re-ranked exactly. When the
+    // index filled the candidates and the last one ties with the topK-th, the tie may go on past
+    // them: the exact scan then decides which of the tied hits are the newest.
+    const candidates = Math.max(this.hnsw.efSearch, args.topK * 2);
+    const ranked = await this.scan(args, true, candidates);
+    const last = ranked[ranked.length - 1];
+    const kth = ranked[args.topK - 1];
+    const tiedPast = ranked.length === candidates && kth?.distance === last?.distance;
+    // Fewer than topK: the scope has fewer, or the scan stopped at hnsw.max_scan_tuples.
+    if (!kth || tiedPast) {
+      return hitsOf(await this.scan(args, true, null));
+    }
+    return hitsOf(ranked.slice(0, args.topK));
+  }
+
+  /**
+   * The scope's rows in the exact order (score, newest `created_at`, id): the best `topK` of
+   * every vector of the scope (`candidates` null), or all of the HNSW index's `candidates`
+   * nearest. A zero vector (stored before they were refused) scores 0, never `NaN` (pgvector's
+   * `<=>`) or `NULL` (the `real[]` cosine).
+   */
+  private async scan(args: core.VectorSearch, pgvector: boolean, candidates: number | null): Promise<Row[]> {
+    const raw = `v.embedding OPERATOR(${this.ext}.<=>) $1::real[]::${this.ext}.vector`;
     const values: unknown[] = [
       Array.from(args.vector),
       args.space.id,
@@ -220,40 +245,50 @@ export class PostgresVectors extends VectorStoreBase {
       args.excludeIds ?? [],
     ];
     const thread = args.threadId === undefined ? '' : `AND m.thread_id = $${values.push(args.threadId)}`;
-    const limit = `$${values.push(args.topK)}`;
-    const score = pgvector
-      ? `1 - (${distance})`
-      : `(SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
-           FROM unnest(v.embedding, $1::real[]) AS t(a, b))`;
-    const from = `FROM ${this.n.messages} m JOIN ${this.table} v ON v.message_id = m.id AND v.space = $2
-      WHERE m.resource_id = $3 AND NOT (m.id = ANY($4::text[])) ${thread}`;
     const ties = 'm.created_at DESC, m.id';
-    // With the index, the inner ORDER BY must be the distance alone for pgvector to use it;
-    // the outer query applies the tie rule to the hits it returned.
-    const text = !pgvector
-      ? `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
-          ORDER BY score DESC, ${ties} LIMIT ${limit}`
-      : this.hnsw
-        ? `SELECT * FROM (SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
-            ORDER BY ${distance} LIMIT ${limit}) m
-          ORDER BY score DESC, ${ties}`
-        : `SELECT m.id, m.thread_id, m.created_at, v.hash, ${score} AS score ${from}
-          ORDER BY ${distance}, ${ties} LIMIT ${limit}`;
-    type Row = { id: string; thread_id: string; created_at: Date; hash: string; score: number };
-    const rows =
-      pgvector && this.hnsw
-        ? await this.connection.transaction(async (client) => {
-            await client.query(`SET LOCAL hnsw.ef_search = ${(this.hnsw as HnswSettings).efSearch}`);
-            await client.query(`SET LOCAL hnsw.iterative_scan = strict_order`);
-            return (await client.query<Row>(text, values)).rows;
-          })
-        : await this.connection.query<Row>(text, values);
-    return rows.map((r) => ({
-      messageId: r.id,
-      threadId: r.thread_id,
-      hash: r.hash,
-      score: Number(r.score),
-      createdAt: new Date(r.created_at),
-    }));
+    // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
+    const [columns, order] = pgvector
+      ? [
+          `coalesce(nullif(${raw}, 'NaN'::float8), 1) AS distance, 1 - coalesce(nullif(${raw}, 'NaN'::float8), 1) AS score`,
+          `ORDER BY distance, ${ties}`,
+        ]
+      : [
+          `coalesce((SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
+             FROM unnest(v.embedding, $1::real[]) AS t(a, b)), 0) AS score`,
+          `ORDER BY score DESC, ${ties}`,
+        ];
+    const select = `SELECT m.id, m.thread_id, m.created_at, v.hash, ${columns}
+      FROM ${this.n.messages} m JOIN ${this.table} v ON v.message_id = m.id AND v.space = $2
+      WHERE m.resource_id = $3 AND NOT (m.id = ANY($4::text[])) ${thread}`;
+    if (candidates === null) {
+      return this.connection.query<Row>(`${select} ${order} LIMIT $${values.push(args.topK)}`, values);
+    }
+    // The inner ORDER BY must be the distance alone for pgvector to use the index.
+    const text = `SELECT * FROM (${select} ORDER BY ${raw} LIMIT $${values.push(candidates)}) m ${order}`;
+    const efSearch = Math.min(1000, Math.max((this.hnsw as HnswSettings).efSearch, candidates));
+    return this.connection.transaction(async (client) => {
+      await client.query(`SET LOCAL hnsw.ef_search = ${efSearch}`);
+      await client.query(`SET LOCAL hnsw.iterative_scan = strict_order`);
+      return (await client.query<Row>(text, values)).rows;
+    });
   }
+}
+
+type Row = {
+  id: string;
+  thread_id: string;
+  created_at: Date;
+  hash: string;
+  score: number;
+  distance?: number;
+};
+
+function hitsOf(rows: Row[]): core.VectorHit[] {
+  return rows.map((r) => ({
+    messageId: r.id,
+    threadId: r.thread_id,
+    hash: r.hash,
+    score: Number(r.score),
+    createdAt: new Date(r.created_at),
+  }));
 }

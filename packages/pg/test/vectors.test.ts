@@ -81,6 +81,70 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     await store.close();
   });
 
+  it('hnsw: among equal scores the newest win, as in the exact scan (identical texts re-ranked exactly)', async () => {
+    const schemaName = randomName('vec');
+    const embedder = createLexicalEmbedder({ dimensions: 24 });
+    const hnsw = new PostgresStore({ connectionString: db.url, schemaName, vectors: { hnsw: true } });
+    const memory = new Memory({ storage: hnsw, embedder, options: { semanticRecall: true } });
+    await memory.createThread({ resourceId: 'u', threadId: 't' });
+    // 150 "ok" fill the index's 100 candidates with one score; 40 "thanks!" fit in them.
+    const texts = [
+      ...Array.from({ length: 150 }, () => 'ok'),
+      ...Array.from({ length: 40 }, () => 'thanks!'),
+      ...Array.from({ length: 30 }, (_, i) => `note number ${i} about the trip`),
+    ];
+    const order = Array.from(texts.keys()).sort((a, b) => ((a * 7919) % 220) - ((b * 7919) % 220));
+    await memory.saveMessages({
+      messages: order.map((i) => ({
+        threadId: 't',
+        resourceId: 'u',
+        role: 'user' as const,
+        content: texts[i] as string,
+        createdAt: new Date(Date.UTC(2024, 0, 1) + i * 1000),
+      })),
+    });
+    const exact = new PostgresStore({ connectionString: db.url, schemaName });
+    const space = (await hnsw.vectors.getSpace()) as { id: string; dimensions: number };
+    let compared = 0;
+    for (const query of ['ok', 'thanks!', 'note number 3 about the trip', 'the trip']) {
+      const vector = new Float32Array(
+        (await embedder.doEmbed({ values: [query] })).embeddings[0] as number[],
+      );
+      for (const topK of [1, 5, 20]) {
+        const search = { space, vector, topK, resourceId: 'u' };
+        const [got, want] = await Promise.all([
+          hnsw.vectors.searchVectors(search),
+          exact.vectors.searchVectors(search),
+        ]);
+        expect(want).toHaveLength(topK);
+        expect(got, `${query} top ${topK}`).toEqual(want);
+        compared++;
+      }
+    }
+    expect(compared).toBe(12);
+    await exact.close();
+    await hnsw.close();
+  });
+
+  it('a zero vector stored before they were refused scores 0, never NaN', async () => {
+    for (const backend of ['pgvector', 'real[]'] as const) {
+      const { store, saved, schemaName } = await withStore({ backend });
+      await db.query(
+        // pgvector casts real[] to vector on assignment.
+        `UPDATE "${schemaName}".engram_message_vectors SET embedding = array_fill(0::real, ARRAY[24]) WHERE message_id = $1`,
+        [saved[0]?.id],
+      );
+      const space = (await store.vectors.getSpace()) as { id: string; dimensions: number };
+      const vector = new Float32Array(24);
+      vector[0] = -1;
+      const hits = await store.vectors.searchVectors({ space, vector, topK: 2, resourceId: 'u' });
+      const zero = hits.find((h) => h.messageId === saved[0]?.id);
+      expect(zero?.score, backend).toBe(0);
+      for (const h of hits) expect(Number.isFinite(h.score), backend).toBe(true);
+      await store.close();
+    }
+  });
+
   it('bad vector options are INVALID_ARGUMENT at construction', () => {
     expect(
       () => new PostgresStore({ connectionString: db.url, vectors: { backend: 'faiss' as never } }),
