@@ -14,8 +14,8 @@ export interface CrashOptions {
    */
   until: { kills: number; acks: number };
   /**
-   * Fail (with the counts so far) when neither a kill nor an acknowledged write happened for
-   * this long: a stalled run, not a slow one. Default 60 s.
+   * Fail (with the counts so far) when no count still short of its goal moved for this long: a
+   * stalled run, not a slow one. Default 60 s.
    */
   stallMs?: number;
   /** Writer processes alive at once. Default 3. */
@@ -113,10 +113,14 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   let stalled: string | undefined;
   while (kills < until.kills || ledger.count < until.acks) {
     await sleep(100);
-    if (kills !== progress.kills || ledger.count !== progress.acks) {
+    // Progress is a count that is still short of its goal moving: writers killed while no write
+    // is acknowledged any more (a blocked backend) are not progress.
+    const killing = progress.kills < until.kills && kills !== progress.kills;
+    const acking = progress.acks < until.acks && ledger.count !== progress.acks;
+    if (killing || acking) {
       progress = { kills, acks: ledger.count, at: Date.now() };
     } else if (Date.now() - progress.at > stallMs) {
-      stalled = `crash run stalled: no kill and no acknowledged write for ${stallMs / 1000} s (${kills}/${until.kills} kills, ${ledger.count}/${until.acks} acks, ${spawned} writers spawned, writer errors ${JSON.stringify(errors)})`;
+      stalled = `crash run stalled: no progress towards ${until.kills} kills and ${until.acks} acknowledged writes for ${stallMs / 1000} s (${kills}/${until.kills} kills, ${ledger.count}/${until.acks} acks, ${spawned} writers spawned, writer errors ${JSON.stringify(errors)})`;
       break;
     }
   }

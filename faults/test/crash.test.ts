@@ -33,3 +33,17 @@ forEachAdapter('writer crash (SIGKILL)', (adapter) => {
     // Bounded by the work above; a run with no progress for 60 s fails inside runCrash.
   }, 900_000);
 });
+
+it('a crash run that stops making progress fails, saying so, instead of running on', async () => {
+  // Writers on the in-process target that live for 10 minutes: nobody is killed, so 1,000 kills
+  // never get closer; acknowledged writes do not count, none being asked for.
+  const run = runCrash({
+    target: { adapter: 'memory' },
+    until: { kills: 1_000, acks: 0 },
+    maxLifeMs: 600_000,
+    stallMs: 3_000,
+  });
+  await expect(run).rejects.toThrow(
+    /^crash run stalled: no progress towards 1000 kills and 0 acknowledged writes for 3 s \(0\/1000 kills, \d+\/0 acks/,
+  );
+}, 120_000);
