@@ -15,6 +15,8 @@ import {
   LeakyIncludeStore,
   LosesEmptyStringsStore,
   MessageByMessageStore,
+  OwnerBlindAtomicStore,
+  OwnerBlindLookupStore,
   PrefixMatchStore,
   RacyOwnershipStore,
   ResumeSkippingStore,
@@ -142,6 +144,7 @@ describe('the suite catches deliberately broken stores', () => {
     expect(failures(await area(init, 'messages'))).toEqual(['include windows are restricted to resourceId']);
     expect(failures(await area(init, 'isolation'))).toEqual([
       'ids that are prefixes of each other (r1/r10) do not see each other',
+      expect.stringMatching(/^every call given both ids treats a thread of another resource as absent/),
     ]);
     expect(failures(await area(init, 'records'))).toEqual([]);
   });
@@ -265,6 +268,35 @@ describe('the suite catches further defects', () => {
     expect(message(result(results, 'ids that are prefixes'))).toContain('r1: listThreads({ resourceId })');
   });
 
+  it('a lookup that ignores resourceId fails only the ownership check of calls given both ids', async () => {
+    const results = await area(
+      { name: 'owner-blind', create: () => new OwnerBlindLookupStore() },
+      'isolation',
+    );
+    expect(failures(results)).toEqual([
+      'ids that are prefixes of each other (r1/r10) do not see each other',
+      expect.stringMatching(/^every call given both ids treats a thread of another resource as absent/),
+    ]);
+    expect(message(result(results, 'every call given both ids'))).toContain(
+      "getThreadById of the other resource's thread as resource",
+    );
+  });
+
+  it('an atomic working-memory update that drops one of the two ids fails its ownership check', async () => {
+    const results = await area(
+      { name: 'owner-blind-atomic', create: () => new OwnerBlindAtomicStore() },
+      'isolation',
+    );
+    expect(failures(results)).toEqual([
+      expect.stringMatching(
+        /^updateWorkingMemoryAtomically given both ids refuses a thread of another resource/,
+      ),
+    ]);
+    expect(message(result(results, 'updateWorkingMemoryAtomically given both ids'))).toMatch(
+      /expected a MemoryError \(INVALID_ARGUMENT\), but it resolved/,
+    );
+  });
+
   it('a check-then-write createThread fails only the createThread race', async () => {
     const init = { name: 'check-then-write', create: () => new CheckThenWriteStore() };
     const results = await area(init, 'threads');
@@ -360,7 +392,7 @@ describe('capabilities drive skips', () => {
       ),
     );
     expect(skipped.every((r) => r.name.endsWith('[needs capabilities.atomicWorkingMemory]'))).toBe(true);
-    expect(skipped).toHaveLength(8);
+    expect(skipped).toHaveLength(9);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
   });
 

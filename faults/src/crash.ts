@@ -7,13 +7,17 @@ import { completeBatches, type Scene, schemaMemory } from './workload.ts';
 /** Options of `runCrash`. */
 export interface CrashOptions {
   target: Target;
-  /** How long to keep killing and respawning writers. */
-  seconds: number;
   /**
-   * Keep going past `seconds` (up to four times as long) until this many writers were killed
-   * while writing: on a loaded machine process start-up eats most of a short budget. Default 6.
+   * The work to do: keep killing and respawning writers until this many were killed while
+   * writing and this many writes were acknowledged. The run is bounded by the work done, not by
+   * the clock, so a loaded machine takes longer instead of failing.
    */
-  minKills?: number;
+  until: { kills: number; acks: number };
+  /**
+   * Fail (with the counts so far) when no count still short of its goal moved for this long: a
+   * stalled run, not a slow one. Default 60 s.
+   */
+  stallMs?: number;
   /** Writer processes alive at once. Default 3. */
   writers?: number;
   /** Longest a writer lives once it is writing, in ms (each lifetime is random below it). Default 2000. */
@@ -44,7 +48,7 @@ export interface CrashResult {
  * Writer crash: `writers` processes merge disjoint keys into one resource's working memory and
  * save 10-message batches into one thread, reporting each acknowledged write over IPC; the
  * parent SIGKILLs each at a random moment of its life and starts a new one in its place until
- * the budget is spent, then kills the rest. Afterwards it checks every acknowledged write with a
+ * `until` kills and acknowledged writes happened, then kills the rest. Afterwards it checks every acknowledged write with a
  * fresh store and times a fresh writer's merge (a lock left held would stall it).
  */
 export async function runCrash(options: CrashOptions): Promise<CrashResult> {
@@ -103,13 +107,22 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   };
 
   for (let slot = 0; slot < writers; slot += 1) start(slot);
-  const started = Date.now();
-  const minKills = options.minKills ?? 6;
-  while (
-    Date.now() - started < options.seconds * 1000 ||
-    (kills < minKills && Date.now() - started < options.seconds * 4000)
-  ) {
+  const { until } = options;
+  const stallMs = options.stallMs ?? 60_000;
+  let progress = { kills, acks: ledger.count, at: Date.now() };
+  let stalled: string | undefined;
+  while (kills < until.kills || ledger.count < until.acks) {
     await sleep(100);
+    // Progress is a count that is still short of its goal moving: writers killed while no write
+    // is acknowledged any more (a blocked backend) are not progress.
+    const killing = progress.kills < until.kills && kills !== progress.kills;
+    const acking = progress.acks < until.acks && ledger.count !== progress.acks;
+    if (killing || acking) {
+      progress = { kills, acks: ledger.count, at: Date.now() };
+    } else if (Date.now() - progress.at > stallMs) {
+      stalled = `crash run stalled: no progress towards ${until.kills} kills and ${until.acks} acknowledged writes for ${stallMs / 1000} s (${kills}/${until.kills} kills, ${ledger.count}/${until.acks} acks, ${spawned} writers spawned, writer errors ${JSON.stringify(errors)})`;
+      break;
+    }
   }
   stopping = true;
   for (const child of slots) if (child && !killed.has(child)) kill(child);
@@ -118,6 +131,8 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     await Promise.all(exits);
     for (const child of slots) if (child && !killed.has(child)) kill(child);
   }
+
+  if (stalled) throw new Error(stalled);
 
   const checker = await openStore(options.target);
   try {

@@ -12,9 +12,8 @@ it('meta: the writer-crash checker reports lost acknowledged writes when a store
   try {
     const result = await runCrash({
       target: space.target,
-      seconds: 6,
+      until: { kills: 4, acks: 20 },
       ackBeforeCommitMs: 1_000,
-      minKills: 4,
     });
     const v = result.verdict;
     console.log(
@@ -26,4 +25,4 @@ it('meta: the writer-crash checker reports lost acknowledged writes when a store
   } finally {
     await space.cleanup();
   }
-});
+}, 900_000);

@@ -5,6 +5,7 @@ import { racerMessage, racerOwner } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
+import { ownershipChecks } from './ownership.ts';
 
 const check = defineArea('isolation');
 
@@ -327,4 +328,6 @@ export const isolationChecks = [
     );
     expectEqual((await store.listMessages({ threadId: a.id })).total, 1, 'thread A has its one message');
   }),
+
+  ...ownershipChecks,
 ];

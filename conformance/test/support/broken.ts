@@ -362,3 +362,22 @@ export class ResumeSkippingStore extends MessageByMessageStore {
     return structuredClone(messages);
   }
 }
+
+/** Answers `getThreadById` with the thread whatever `resourceId` is given. */
+export class OwnerBlindLookupStore extends BreakableMemoryStore {
+  override async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
+    return super.getThreadById({ threadId: args.threadId });
+  }
+}
+
+/** Runs an atomic working-memory update without checking that the two ids agree. */
+export class OwnerBlindAtomicStore extends BreakableMemoryStore {
+  override async updateWorkingMemoryAtomically(
+    args: Parameters<BreakableMemoryStore['updateWorkingMemoryAtomically']>[0],
+  ): Promise<string | null> {
+    const { threadId, resourceId, ...rest } = args;
+    return super.updateWorkingMemoryAtomically(
+      args.scope === 'resource' ? { ...rest, resourceId } : { ...rest, threadId },
+    );
+  }
+}

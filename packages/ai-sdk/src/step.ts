@@ -8,6 +8,7 @@ import {
   MemoryError,
   type Message,
   messagesToSave,
+  ownedThread,
   type RecallResult,
   recallHistory,
   stateSignalText,
@@ -72,21 +73,12 @@ export interface MemoryStep {
 
 /**
  * Makes sure the thread exists and belongs to `resourceId`, before any model call: a thread of
- * another resource is `INVALID_ARGUMENT`. A missing thread is created atomically; when another
+ * another resource is `INVALID_ARGUMENT` (core's `ownedThread`, the rule of every call taking both ids). A missing thread is created atomically; when another
  * call creates the same id first, that is fine for the same resource and `CONFLICT` for another.
  */
 async function ensureThread(options: MemoryStepOptions): Promise<void> {
   const { memory, threadId, resourceId } = options;
-  const thread = await memory.getThreadById({ threadId });
-  if (thread) {
-    if (thread.resourceId !== resourceId) {
-      throw new MemoryError(
-        'INVALID_ARGUMENT',
-        `thread ${JSON.stringify(threadId)} belongs to another resource than ${JSON.stringify(resourceId)}`,
-      );
-    }
-    return;
-  }
+  if (await ownedThread(memory, 'memoryStep', threadId, resourceId)) return;
   try {
     await memory.createThread({ threadId, resourceId, title: options.threadTitle });
   } catch (error) {

@@ -54,7 +54,7 @@ describe('memoryStep with semantic recall', () => {
     await generateText({ model: llm, ...step.call });
     const system = llm.doGenerateCalls[0]?.prompt.find((m) => m.role === 'system')?.content as string;
     expect(system).toMatch(/From another conversation \(thread "trip"\):/);
-    expect(system).toMatch(/user: My dog Biscuit hates the car/);
+    expect(system).toMatch(/user: "My dog Biscuit hates the car/);
     expect(system).not.toMatch(/buy milk/);
     expect(step.recall?.hits[0]?.threadId).toBe('trip');
     expect(step.recall?.usage.tokens).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { InMemoryStore, Memory } from '@engram/core';
+import { createLexicalEmbedder, InMemoryStore, Memory } from '@engram/core';
 import { generateText } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
@@ -85,5 +85,28 @@ describe('memoryStep: who owns a thread', () => {
       'alice',
       'alice',
     ]);
+  });
+
+  it("refuses a thread of another resource with core's one ownership error, for look-alike resource ids", async () => {
+    const memory = new Memory({
+      storage: new InMemoryStore(),
+      embedder: createLexicalEmbedder(),
+      options: { semanticRecall: true, workingMemory: { enabled: true } },
+    });
+    const threadId = `t-${random()}`;
+    await turn(memory, threadId, 'r1', model('hi r1'));
+    for (const eve of ['r10', 'r', 'r1:', 'r1*', '%', "r1'", 'r1"']) {
+      await memory.updateWorkingMemory({ resourceId: eve, workingMemory: `# ${eve}` });
+      const eveModel = model(`hi ${eve}`);
+      const error = await turn(memory, threadId, eve, eveModel).catch((e: unknown) => e);
+      const core = await memory.getWorkingMemory({ threadId, resourceId: eve }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'MemoryError', code: 'INVALID_ARGUMENT' });
+      expect(core).toMatchObject({ name: 'MemoryError', code: 'INVALID_ARGUMENT' });
+      const rule = `thread ${JSON.stringify(threadId)} does not belong to resource ${JSON.stringify(eve)}`;
+      expect((error as Error).message).toBe(`memoryStep: ${rule}; nothing was returned or written`);
+      expect((core as Error).message).toBe(`getWorkingMemory: ${rule}; nothing was returned or written`);
+      expect(eveModel.doGenerateCalls).toHaveLength(0);
+    }
+    expect((await memory.recall({ threadId, last: false })).map((m) => m.resourceId)).toEqual(['r1', 'r1']);
   });
 });

@@ -81,8 +81,10 @@ export {
 } from './storage/listing.ts';
 export {
   messageOfAnotherResource,
+  ownedThread,
   threadExists,
   threadNotFound,
+  threadNotOwned,
   threadOfAnotherResource,
 } from './storage/ownership.ts';
 export type * from './storage/records.ts';

@@ -4,6 +4,7 @@ import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } 
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/engine.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
+import { ownedThread } from './storage/ownership.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
 import {
@@ -384,13 +385,22 @@ export class Memory {
     }
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
-    if (last === 0) return [];
-    const page = await this.storage.listMessages({
-      threadId: args.threadId,
-      resourceId: args.resourceId,
-      perPage: last,
-      direction: last === false ? 'ASC' : 'DESC',
-    });
+    const { threadId, resourceId } = args;
+    const page =
+      last === 0
+        ? null
+        : await this.storage.listMessages({
+            threadId,
+            resourceId,
+            perPage: last,
+            direction: last === false ? 'ASC' : 'DESC',
+          });
+    // The listing already hides another resource's messages, so an empty page is the only one
+    // that can come from a thread of another resource: only then is the thread read.
+    if (resourceId !== undefined && !page?.messages.length) {
+      await ownedThread(this.storage, 'recall', threadId, resourceId);
+    }
+    if (!page) return [];
     return last === false ? page.messages : page.messages.reverse();
   }
 

@@ -36,7 +36,9 @@ describe('message history', () => {
     const three = await recallHistory(memory, { threadId, last: 3 });
     expect(three.map((m) => m.content)).toEqual(['m9', 'm10', 'm11']);
     expect(await recallHistory(memory, { threadId, last: 0 })).toEqual([]);
-    expect(await recallHistory(memory, { threadId, resourceId: 'someone-else' })).toEqual([]);
+    await expect(recallHistory(memory, { threadId, resourceId: 'someone-else' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('lastMessages: false recalls everything', async () => {

@@ -234,14 +234,10 @@ describe('WorkingMemory processor', () => {
     );
     expect(theirs.content).not.toContain('THREAD-MEMORY');
     expect(theirs.content).not.toContain('RESOURCE-MEMORY');
-    // A thread asked for under another resource is not shown.
-    const foreign = memoryMessage(
-      await processor.processInput({
-        messages: [],
-        requestContext: { threadId, resourceId: 'someone-else' },
-      }),
-    );
-    expect(foreign.content).not.toContain('THREAD-MEMORY');
+    // A thread asked for under another resource is refused, not shown.
+    await expect(
+      processor.processInput({ messages: [], requestContext: { threadId, resourceId: 'someone-else' } }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('resolves the template: provider, then option, then default', async () => {

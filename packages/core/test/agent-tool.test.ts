@@ -102,7 +102,7 @@ describe('working-memory tool: template mode', () => {
     await memory.updateWorkingMemory({ resourceId: 'intruder', workingMemory: 'INTRUDER' });
     const tool = await toolOf(memory, { threadId, resourceId: 'intruder' });
     const error = await rejects(tool.execute({ memory: 'HIJACK' }), 'INVALID_ARGUMENT');
-    expect(error.message).toMatch(/another resource/);
+    expect(error.message).toMatch(/does not belong to resource "intruder"/);
     expect(await memory.getWorkingMemory({ resourceId: 'intruder' })).toBe('INTRUDER');
     expect(await memory.getWorkingMemory({ resourceId })).toBeNull();
   });

@@ -159,7 +159,9 @@ describe('Memory messages', () => {
     ).toStrictEqual(['1', '2', '3', '4', '5']);
     expect((await memory.recall({ threadId, last: false })).map((m) => m.content)).toHaveLength(5);
     expect(await memory.recall({ threadId, last: 0 })).toStrictEqual([]);
-    expect(await memory.recall({ threadId, resourceId: 'someone-else' })).toStrictEqual([]);
+    await expect(memory.recall({ threadId, resourceId: 'someone-else' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('the default lastMessages is 10', async () => {

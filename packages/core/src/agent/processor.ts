@@ -1,6 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import type { Memory } from '../memory.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
+import { ownedThread } from '../storage/ownership.ts';
 import type { WorkingMemoryScope } from '../storage/records.ts';
 import { defaultWorkingMemoryTemplate } from '../working-memory/template.ts';
 import { readMemoryIds } from './context.ts';
@@ -108,19 +109,26 @@ export class WorkingMemory {
     return provided ?? this.options.template ?? { format: 'markdown', content: defaultWorkingMemoryTemplate };
   }
 
-  /** Reads the stored working memory of the configured scope; `null` when nothing is stored. */
+  /**
+   * Reads the stored working memory of the configured scope; `null` when nothing is stored.
+   * With both ids, a thread of another resource is `INVALID_ARGUMENT` (`ownedThread`).
+   */
   async load(ids: MemoryIds): Promise<string | null> {
     const { storage } = this.options;
+    const owned =
+      ids.threadId && ids.resourceId
+        ? ownedThread(storage, 'WorkingMemory', ids.threadId, ids.resourceId)
+        : undefined;
     if (this.scope === 'resource') {
       if (!ids.resourceId) {
         throw new MemoryError('INVALID_ARGUMENT', 'resource-scoped working memory needs a resourceId');
       }
-      const resource = await storage.getResourceById({ resourceId: ids.resourceId });
+      const [resource] = await Promise.all([storage.getResourceById({ resourceId: ids.resourceId }), owned]);
       return resource?.workingMemory ?? null;
     }
     if (!ids.threadId)
       throw new MemoryError('INVALID_ARGUMENT', 'thread-scoped working memory needs a threadId');
-    const thread = await storage.getThreadById({ threadId: ids.threadId, resourceId: ids.resourceId });
+    const thread = await (owned ?? storage.getThreadById({ threadId: ids.threadId }));
     const value = thread?.metadata.workingMemory;
     return typeof value === 'string' ? value : null;
   }

@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import { ownedThread } from '../storage/ownership.ts';
 import type { JsonObject } from '../storage/records.ts';
 import { assertOptionalId, isPlainObject } from '../storage/validate.ts';
 import { readMemoryIds } from './context.ts';
@@ -155,15 +156,7 @@ export async function createWorkingMemoryTool(
       threadId: pick(options.threadId, context.threadId, fromRequest.threadId),
       resourceId: pick(options.resourceId, context.resourceId, fromRequest.resourceId),
     };
-    if (ids.threadId && ids.resourceId) {
-      const thread = await memory.getThreadById({ threadId: ids.threadId });
-      if (thread && thread.resourceId !== ids.resourceId) {
-        throw new MemoryError(
-          'INVALID_ARGUMENT',
-          `thread ${JSON.stringify(ids.threadId)} belongs to another resource than ${JSON.stringify(ids.resourceId)}; working memory was not changed`,
-        );
-      }
-    }
+    if (ids.threadId && ids.resourceId) await ownedThread(memory, name, ids.threadId, ids.resourceId);
     return ids;
   };
 

@@ -3,20 +3,27 @@ import type { Message } from '../storage/records.ts';
 import type { RecallHit } from './engine.ts';
 import { messageText } from './text.ts';
 
-/** Neutralises look-alikes of the recall block's own tag in recalled text. */
-function escapeRecalled(text: string): string {
-  return escapeData(text).replace(/<(?=\s*\/?\s*recalled[\s_-]*messages)/gi, '&lt;');
+/**
+ * Recalled text as one JSON string: its newlines become `\n`, so no line of it can pass for
+ * a line of the block (a thread label, a message, the closing tag), and `escapeData` turns the
+ * `<` of tag look-alikes into `\u003c` (the same JSON value).
+ */
+function quoted(text: string): string {
+  return escapeData(JSON.stringify(text), true);
 }
 
+/** One recalled message: exactly one line, whatever its content holds. */
 function line(m: Message): string {
   const text = messageText(m) || '(no text)';
-  return `[${m.createdAt.toISOString()}] ${m.role}: ${escapeRecalled(text)}`;
+  return `[${m.createdAt.toISOString()}] ${m.role}: ${quoted(text)}`;
 }
 
 /**
  * The recalled messages as one system-prompt text, grouped by thread: hits from the current
  * thread under "earlier in this conversation", hits from other threads labelled with their
- * thread id. `''` when there are no hits.
+ * thread id. Each message is one line, its text a JSON string (see `quoted`), so recalled
+ * content can neither add a line of the block's structure nor close it. `''` when there are no
+ * hits.
  */
 export function formatRecall(hits: readonly RecallHit[], currentThreadId: string): string {
   if (hits.length === 0) return '';
@@ -30,7 +37,7 @@ export function formatRecall(hits: readonly RecallHit[], currentThreadId: string
     const title =
       threadId === currentThreadId
         ? 'Earlier in this conversation:'
-        : `From another conversation (thread ${escapeRecalled(JSON.stringify(threadId))}):`;
+        : `From another conversation (thread ${quoted(threadId)}):`;
     const sorted = [...messages].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     return [title, ...sorted.map(line)].join('\n');
   });

@@ -14,6 +14,7 @@ import type {
 } from './contract.ts';
 import { StoreLifecycle, storeClosedError } from './lifecycle.ts';
 import { type MessageRead, messagePage, type ThreadRead, threadPage } from './listing.ts';
+import { ownedThread } from './ownership.ts';
 import type { Direction, JsonObject, Message, Resource, Thread } from './records.ts';
 import {
   assertCount,
@@ -418,6 +419,11 @@ export abstract class StoreBase implements MemoryStorage {
       this.workingMemoryStrategy !== undefined ||
       this.doUpdateWorkingMemoryAtomically !== StoreBase.prototype.doUpdateWorkingMemoryAtomically;
     if (!this.capabilities.atomicWorkingMemory || !implemented) throw unsupportedAtomic(this, implemented);
+    assertOptionalId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    if (args.threadId !== undefined && args.resourceId !== undefined) {
+      await ownedThread(this, 'updateWorkingMemoryAtomically', args.threadId, args.resourceId);
+    }
     return this.run('updateWorkingMemoryAtomically', () => this.doUpdateWorkingMemoryAtomically(normalized));
   }
 }

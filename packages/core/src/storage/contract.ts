@@ -59,7 +59,7 @@ export interface IncludeWindow {
 
 export interface ListMessagesArgs {
   threadId: string;
-  /** Restricts the page and the include windows to this resource. */
+  /** Restricts the page and the windows to this resource (another's thread lists empty). */
   resourceId?: string;
   /** Zero-based page number. Default 0. `page × perPage` is at most 2³¹ − 1. */
   page?: number;
@@ -110,7 +110,7 @@ export interface UpdateResourceArgs {
 
 export interface AtomicWorkingMemoryUpdate {
   scope: WorkingMemoryScope;
-  /** Required for `scope: 'resource'`. */
+  /** Required for `scope: 'resource'`; with `threadId` too, it must own the thread (`INVALID_ARGUMENT`). */
   resourceId?: string;
   /** Required for `scope: 'thread'`. */
   threadId?: string;

@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import type { Thread } from './records.ts';
 
 /**
  * The `CONFLICT` of `createThread` when the id is taken (already stored, or created first by a
@@ -45,4 +46,33 @@ export function threadNotFound(adapter: string, threadId: string): MemoryError {
   return new MemoryError('NOT_FOUND', `${adapter}: thread ${JSON.stringify(threadId)} does not exist`, {
     adapter,
   });
+}
+
+/**
+ * The `INVALID_ARGUMENT` of every call given both a `threadId` and a `resourceId` when the
+ * thread belongs to another resource. The message names the caller's ids only, never the owner
+ * or anything stored on the thread.
+ */
+export function threadNotOwned(operation: string, threadId: string, resourceId: string): MemoryError {
+  return new MemoryError(
+    'INVALID_ARGUMENT',
+    `${operation}: thread ${JSON.stringify(threadId)} does not belong to resource ${JSON.stringify(resourceId)}; nothing was returned or written`,
+    { details: { operation, threadId } },
+  );
+}
+
+/**
+ * The one ownership rule of calls that take both ids: reads the thread and throws
+ * `threadNotOwned` when it belongs to another resource. Returns the thread, or `null` when it
+ * does not exist (whether an absent thread is an error is the caller's rule).
+ */
+export async function ownedThread<T extends { resourceId: string } = Thread>(
+  storage: { getThreadById(args: { threadId: string }): Promise<T | null> },
+  operation: string,
+  threadId: string,
+  resourceId: string,
+): Promise<T | null> {
+  const thread = await storage.getThreadById({ threadId });
+  if (thread && thread.resourceId !== resourceId) throw threadNotOwned(operation, threadId, resourceId);
+  return thread;
 }

@@ -1,6 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import { capabilitiesOf } from '../storage/capabilities.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
+import { ownedThread } from '../storage/ownership.ts';
 import type { Thread, WorkingMemoryScope } from '../storage/records.ts';
 import { assertOptionalId, describe, isPlainObject } from '../storage/validate.ts';
 import { fallbackLockFor } from './fallback-lock.ts';
@@ -37,7 +38,7 @@ export function isAtomicStorage(storage: MemoryStorage): boolean {
 /**
  * Resolves the ids of a call to the storage location of `scope`. Resource scope needs a
  * `resourceId`; thread scope needs a `threadId` of an existing thread (`NOT_FOUND`). When both
- * ids are given, the thread must belong to the resource (`INVALID_ARGUMENT`).
+ * ids are given, the thread must belong to the resource (`ownedThread`: `INVALID_ARGUMENT`).
  */
 export async function locate(
   storage: MemoryStorage,
@@ -49,21 +50,18 @@ export async function locate(
   const { threadId, resourceId } = args;
   assertOptionalId(threadId, 'threadId');
   assertOptionalId(resourceId, 'resourceId');
-  const notOwned = (id: string, owner: string) =>
-    invalid(`thread ${JSON.stringify(id)} does not belong to resource ${JSON.stringify(owner)}`);
   if (scope === 'resource') {
     if (resourceId === undefined)
       throw invalid(`${operation}: resource-scoped working memory needs a resourceId`);
-    if (threadId !== undefined) {
-      const thread = await storage.getThreadById({ threadId });
-      if (thread && thread.resourceId !== resourceId) throw notOwned(threadId, resourceId);
-    }
+    if (threadId !== undefined) await ownedThread(storage, operation, threadId, resourceId);
     return { scope, resourceId };
   }
   if (threadId === undefined) throw invalid(`${operation}: thread-scoped working memory needs a threadId`);
-  const thread = await storage.getThreadById({ threadId });
+  const thread =
+    resourceId === undefined
+      ? await storage.getThreadById({ threadId })
+      : await ownedThread(storage, operation, threadId, resourceId);
   if (!thread) throw notFound(threadId);
-  if (resourceId !== undefined && thread.resourceId !== resourceId) throw notOwned(threadId, resourceId);
   return { scope, threadId, thread };
 }
 
