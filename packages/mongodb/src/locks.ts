@@ -12,10 +12,10 @@ export interface LockDocument {
   expiresAt: Date;
 }
 
-/** How long a holder may keep a lock before others break it. Every locked write is one or two commands. */
-const LEASE_MS = 10_000;
-/** How long a writer waits for a lock before giving up with `CONFLICT`; longer than a lease. */
-const WAIT_MS = 15_000;
+/** How long a holder may keep a lock before others break it, by default. Every locked write is one or two commands. */
+export const DEFAULT_LEASE_MS = 10_000;
+/** How long a writer waits for a lock before giving up with `CONFLICT`, at least; always longer than a lease. */
+const MIN_WAIT_MS = 15_000;
 
 /**
  * Per-document write locks for servers whose single-document updates are not atomic.
@@ -34,10 +34,29 @@ const WAIT_MS = 15_000;
  * `break:<owner of the dead lock>`, and only its holder deletes. A breaker that dies is broken the
  * same way. Leases are stamped with the writer's clock, so clocks that disagree by more than the
  * lease shorten or lengthen it.
+ *
+ * A lock is a lease, not a fence: a holder that stands still past its lease (a GC pause, a frozen
+ * VM, SIGSTOP) still believes it holds the lock when it resumes, while another writer broke it and
+ * wrote. Every write made under a lock is therefore fenced by the document itself: it is
+ * conditional on the `version` the writer read and stores a new one (`writes.ts`,
+ * `working-memory.ts`), so the resumed writer matches nothing and reads again. Whole
+ * replacements that read nothing (`saveThread`) need no fence: landing late is landing last.
  */
 export class WriteLocks {
   /** `undefined` when the server's own updates are atomic: `hold` then just runs the function. */
-  constructor(private readonly locks: Collection<LockDocument> | undefined) {}
+  /** Waits this long for a lock before `CONFLICT`. */
+  private readonly waitMs: number;
+
+  /**
+   * @param locks the lock collection, or `undefined` when the server's own updates are atomic.
+   * @param leaseMs how long a holder may keep a lock before others break it.
+   */
+  constructor(
+    private readonly locks: Collection<LockDocument> | undefined,
+    private readonly leaseMs = DEFAULT_LEASE_MS,
+  ) {
+    this.waitMs = Math.max(MIN_WAIT_MS, 1.5 * leaseMs);
+  }
 
   /** True when writes are serialised through lock documents. */
   get enabled(): boolean {
@@ -50,7 +69,9 @@ export class WriteLocks {
     if (!locks || keys.length === 0) return write();
     const held: Array<{ key: string; owner: string }> = [];
     try {
-      for (const key of [...new Set(keys)].sort()) held.push({ key, owner: await acquire(locks, key) });
+      for (const key of [...new Set(keys)].sort()) {
+        held.push({ key, owner: await acquire(locks, key, this.leaseMs, this.waitMs) });
+      }
       return await write();
     } finally {
       // A lock that fails to be released (connection lost) expires after its lease.
@@ -60,9 +81,14 @@ export class WriteLocks {
 }
 
 /** Inserts the lock document; `false` when someone else holds `key`. */
-async function tryInsert(locks: Collection<LockDocument>, key: string, owner: string): Promise<boolean> {
+async function tryInsert(
+  locks: Collection<LockDocument>,
+  key: string,
+  owner: string,
+  leaseMs: number,
+): Promise<boolean> {
   try {
-    await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + LEASE_MS) });
+    await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + leaseMs) });
     return true;
   } catch (error) {
     if (isDuplicateKey(error)) return false;
@@ -74,20 +100,25 @@ function expired(lock: LockDocument | null): lock is LockDocument {
   return lock !== null && lock.expiresAt.getTime() < Date.now();
 }
 
-async function acquire(locks: Collection<LockDocument>, key: string): Promise<string> {
+async function acquire(
+  locks: Collection<LockDocument>,
+  key: string,
+  leaseMs: number,
+  waitMs: number,
+): Promise<string> {
   const owner = randomUUID();
-  const deadline = Date.now() + WAIT_MS;
+  const deadline = Date.now() + waitMs;
   for (let n = 0; ; n++) {
-    if (await tryInsert(locks, key, owner)) return owner;
+    if (await tryInsert(locks, key, owner, leaseMs)) return owner;
     const current = await locks.findOne({ _id: key });
     if (expired(current)) {
-      await breakDead(locks, current);
+      await breakDead(locks, current, leaseMs);
       continue;
     }
     if (Date.now() > deadline) {
       throw new MemoryError(
         'CONFLICT',
-        `mongodb: gave up waiting ${WAIT_MS} ms for the write lock on ${key}`,
+        `mongodb: gave up waiting ${waitMs} ms for the write lock on ${key}`,
         {
           adapter: 'mongodb',
         },
@@ -98,12 +129,16 @@ async function acquire(locks: Collection<LockDocument>, key: string): Promise<st
 }
 
 /** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */
-async function breakDead(locks: Collection<LockDocument>, dead: LockDocument): Promise<void> {
+async function breakDead(
+  locks: Collection<LockDocument>,
+  dead: LockDocument,
+  leaseMs: number,
+): Promise<void> {
   const claim = `break:${dead.owner}`;
   const breaker = randomUUID();
-  if (!(await tryInsert(locks, claim, breaker))) {
+  if (!(await tryInsert(locks, claim, breaker, leaseMs))) {
     const other = await locks.findOne({ _id: claim });
-    if (expired(other)) await breakDead(locks, other);
+    if (expired(other)) await breakDead(locks, other, leaseMs);
     return;
   }
   try {

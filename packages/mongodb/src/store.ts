@@ -13,6 +13,7 @@ import {
 } from './connection.ts';
 import { assertStorableString } from './encoding.ts';
 import { isDuplicateKey, threadNotFound, toMemoryError } from './errors.ts';
+import { DEFAULT_LEASE_MS } from './locks.ts';
 import {
   assertDocumentSize,
   metadataSetPaths,
@@ -69,6 +70,13 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
    * (default) turns them on for FerretDB 1.x only; MongoDB never needs them (see the README).
    */
   writeLocks?: 'auto' | 'always' | 'never';
+  /**
+   * How long a write lock is held before other writers presume its holder dead and break it, in
+   * ms (a positive integer). Default 10000. A holder that stood still past it cannot overwrite
+   * what others wrote since (see "How writes under a lock are fenced" in the README); a short
+   * lease lets tests stop a writer for longer than it in seconds.
+   */
+  lockLeaseMs?: number;
   /** Bounds of the compare-and-set retries of working-memory updates. Default 50 attempts, 20 ms. */
   retry?: { attempts?: number; maxDelayMs?: number };
 };
@@ -108,6 +116,18 @@ function createClient(options: MongoDBStoreOptions): MongoClient {
   }
 }
 
+function lockLease(ms: number | undefined): number {
+  if (ms === undefined) return DEFAULT_LEASE_MS;
+  if (!Number.isSafeInteger(ms) || ms <= 0) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `mongodb: lockLeaseMs must be a positive integer of milliseconds, got ${String(ms)}`,
+      { adapter: ADAPTER },
+    );
+  }
+  return ms;
+}
+
 /**
  * engram storage on MongoDB (official `mongodb` driver). Working-memory updates are
  * compare-and-set writes on a per-document `version` token, retried with a bound, so they are
@@ -143,6 +163,7 @@ export class MongoDBStore extends StoreBase {
 
   private readonly ownsClient: boolean;
   private readonly retry: core.RetryOptions;
+  private readonly lockLeaseMs: number;
   /** Compare-and-set on the document's `version` token (see `working-memory.ts`). */
   protected readonly workingMemoryStrategy: core.WorkingMemoryStrategy;
   private ready: Promise<Connection> | undefined;
@@ -160,6 +181,7 @@ export class MongoDBStore extends StoreBase {
     this.dbName = options.dbName;
     this.collectionPrefix = prefix;
     this.retry = { adapter: ADAPTER, ...options.retry };
+    this.lockLeaseMs = lockLease(options.lockLeaseMs);
     this.workingMemoryStrategy = workingMemoryStrategy(() => this.connect(), this.retry);
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
@@ -181,6 +203,7 @@ export class MongoDBStore extends StoreBase {
       collectionPrefix: this.collectionPrefix,
       transactions: this.options.transactions ?? 'auto',
       writeLocks: this.options.writeLocks ?? 'auto',
+      lockLeaseMs: this.lockLeaseMs,
     })
       .then((connection) => {
         this.transactions = connection.transactions;

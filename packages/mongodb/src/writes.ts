@@ -1,6 +1,7 @@
 import { MemoryError, RETRY, retryOptimistic } from '@engram/core/adapter';
 import { type Collection, ObjectId } from 'mongodb';
 import { isDuplicateKey } from './errors.ts';
+import { newVersion } from './mapping.ts';
 
 /**
  * Field updates (`$set` of top-level fields and `metadata.<key>` paths) that are stored on every
@@ -14,13 +15,18 @@ import { isDuplicateKey } from './errors.ts';
  *
  * On such servers (`replace: true`), a field update reads the document, applies the fields here
  * and writes it back as a replacement. Threads and resources are written under their write lock
- * there (see `locks.ts`), so nothing changes in between; a document deleted in between matches
- * nothing and is reported missing, never re-created. Elsewhere the update is one atomic
+ * there (see `locks.ts`), so nothing changes in between while the lock holds; the replacement is
+ * still filtered on the `version` read and carries a new one, so a writer whose lease ran out
+ * while it stood still is fenced out and starts again from a new read. A document deleted in
+ * between is then reported missing, never re-created. Elsewhere the update is one atomic
  * `findOneAndUpdate`. Either way the document written back is checked: a server that acknowledged
  * a field and did not store it gets `STORAGE`, never a silent loss.
  */
 
-/** Attempts of a replacement that lost a race (a concurrent insert of the same new `_id`). */
+/**
+ * Attempts of a replacement that lost a race: a concurrent insert of the same new `_id`, or a
+ * write by another writer after the read (only possible once a lock holder's lease ran out).
+ */
 const REPLACE_ATTEMPTS = 5;
 
 type Doc = { _id: string } & Record<string, unknown>;
@@ -78,13 +84,15 @@ async function replaceFields(
           throw error;
         }
       }
-      const next = applySet(current, update.set);
+      // Fenced: the replacement carries a fresh version and lands only on the version read. A
+      // writer whose lock was broken while it stood still (its lease ran out) matches nothing once
+      // another writer has written, and reads and applies again instead of overwriting.
+      const next = applySet(current, { version: newVersion(), ...update.set });
       const { _id: _, ...replacement } = next;
-      const result = await collection.replaceOne({ _id }, replacement);
-      // Deleted in between: missing, or (upsert) created afresh by the next attempt.
-      if (result.matchedCount === 0) return update.upsert ? RETRY : null;
-      if (result.modifiedCount === 0 && !sameValue(current, next))
-        throw notStored(operation, '(the document)');
+      const result = await collection.replaceOne({ _id, version: current.version ?? null }, replacement);
+      // Written by another writer, or deleted, in between: the next attempt reads again.
+      if (result.matchedCount === 0) return RETRY;
+      if (result.modifiedCount === 0) throw notStored(operation, '(the document)');
       return next;
     },
     { adapter: 'mongodb', attempts: REPLACE_ATTEMPTS },
