@@ -37,13 +37,18 @@ const MIN_WAIT_MS = 15_000;
  *
  * A lock is a lease, not a fence: a holder that stands still past its lease (a GC pause, a frozen
  * VM, SIGSTOP) still believes it holds the lock when it resumes, while another writer broke it and
- * wrote. Every write made under a lock is therefore fenced by the document itself: it is
- * conditional on the `version` the writer read and stores a new one (`writes.ts`,
- * `working-memory.ts`), so the resumed writer matches nothing and reads again. Whole
- * replacements that read nothing (`saveThread`) need no fence: landing late is landing last.
+ * wrote. Every write made under a lock is therefore fenced twice:
+ *
+ * - `hold` hands the write a `fence` to await right before each command that writes: it reads
+ *   the held lock documents and throws unless each is still this holder's with at least a
+ *   quarter of its lease left; `hold` then lets the lock go, takes it again and runs the write
+ *   anew (at most `LEASE_ATTEMPTS` times, then `CONFLICT`). So a resumed writer never sends a
+ *   write while another holds the lock, which FerretDB could interleave with that one's.
+ * - The write is conditional on the `version` the writer read and stores a new one (`writes.ts`,
+ *   `working-memory.ts`): a writer that stands still between its fence and its write, past the
+ *   rest of its lease, matches nothing once another has written, and reads again.
  */
 export class WriteLocks {
-  /** `undefined` when the server's own updates are atomic: `hold` then just runs the function. */
   /** Waits this long for a lock before `CONFLICT`. */
   private readonly waitMs: number;
 
@@ -63,20 +68,65 @@ export class WriteLocks {
     return this.locks !== undefined;
   }
 
-  /** Runs `write` while holding the locks of `keys` (taken in sorted order, so never deadlocking). */
-  async hold<T>(keys: string[], write: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `write` while holding the locks of `keys` (taken in sorted order, so never deadlocking).
+   * `write` awaits its `fence` right before each command that writes (see above); it may run
+   * more than once.
+   */
+  async hold<T>(keys: string[], write: (fence: Fence) => Promise<T>): Promise<T> {
     const locks = this.locks;
-    if (!locks || keys.length === 0) return write();
-    const held: Array<{ key: string; owner: string }> = [];
-    try {
-      for (const key of [...new Set(keys)].sort()) {
-        held.push({ key, owner: await acquire(locks, key, this.leaseMs, this.waitMs) });
+    if (!locks || keys.length === 0) return write(NO_FENCE);
+    for (let attempt = 1; ; attempt++) {
+      const held: Held[] = [];
+      try {
+        for (const key of [...new Set(keys)].sort()) {
+          held.push({ key, owner: await acquire(locks, key, this.leaseMs, this.waitMs) });
+        }
+        return await write(() => this.fence(locks, held));
+      } catch (error) {
+        if (!(error instanceof LeaseLost)) throw error;
+        if (attempt >= LEASE_ATTEMPTS) {
+          throw new MemoryError(
+            'CONFLICT',
+            `mongodb: the write lock on ${error.key} ran out of its ${this.leaseMs} ms lease before the write, ${attempt} times`,
+            { adapter: 'mongodb' },
+          );
+        }
+      } finally {
+        // A lock that fails to be released (connection lost) expires after its lease.
+        await Promise.allSettled(held.map(({ key, owner }) => locks.deleteOne({ _id: key, owner })));
       }
-      return await write();
-    } finally {
-      // A lock that fails to be released (connection lost) expires after its lease.
-      await Promise.allSettled(held.map(({ key, owner }) => locks.deleteOne({ _id: key, owner })));
     }
+  }
+
+  /** Throws `LeaseLost` unless every held lock is still ours with a quarter of its lease left. */
+  private async fence(locks: Collection<LockDocument>, held: Held[]): Promise<void> {
+    const current = await locks.find({ _id: { $in: held.map((h) => h.key) } }).toArray();
+    const until = Date.now() + this.leaseMs / 4;
+    for (const { key, owner } of held) {
+      const lock = current.find((doc) => doc._id === key);
+      if (lock?.owner !== owner || lock.expiresAt.getTime() < until) throw new LeaseLost(key);
+    }
+  }
+}
+
+/** Awaited right before a write made under a lock; throws when the lock may be lost by then. */
+export type Fence = () => Promise<void>;
+
+const NO_FENCE: Fence = async () => undefined;
+
+/** Times `hold` takes its locks again after a fence found one lost, before `CONFLICT`. */
+const LEASE_ATTEMPTS = 5;
+
+interface Held {
+  key: string;
+  owner: string;
+}
+
+/** A held lock was broken, or is too close to its end to write under. */
+class LeaseLost extends Error {
+  constructor(readonly key: string) {
+    super(`the write lock on ${key} was lost`);
   }
 }
 

@@ -251,8 +251,12 @@ export class MongoDBStore extends StoreBase {
     // A whole replacement with a fresh version: no CAS writer can miss it, and every server compares
     // a replacement with its keys (a `$set` of the fields can be skipped, see `writes.ts`).
     const { _id, ...fields } = toThreadDocument(thread, codec);
-    const result = await locks.hold([threadLock(_id)], () =>
-      upsert(() => c.threads.replaceOne({ _id }, fields, { upsert: true }), this.retry),
+    // Fenced too: a late replacement sent beside another writer's could be interleaved with it.
+    const result = await locks.hold([threadLock(_id)], (fence) =>
+      upsert(async () => {
+        await fence();
+        return c.threads.replaceOne({ _id }, fields, { upsert: true });
+      }, this.retry),
     );
     assertReplaced(result, 'saveThread');
     return structuredClone(thread);
@@ -272,8 +276,8 @@ export class MongoDBStore extends StoreBase {
       if (args.workingMemoryVersion !== undefined) set.version = args.workingMemoryVersion;
     }
     assertDocumentSize(set, 'the thread update');
-    const doc = await locks.hold([threadLock(args.id)], () =>
-      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread'),
+    const doc = await locks.hold([threadLock(args.id)], (fence) =>
+      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread', fence),
     );
     if (!doc) throw threadNotFound(args.id);
     return toThread(doc);
@@ -356,7 +360,7 @@ export class MongoDBStore extends StoreBase {
       set.version = newVersion();
     }
     assertDocumentSize(set, 'the resource update');
-    const doc = await locks.hold([resourceLock(args.resourceId)], () =>
+    const doc = await locks.hold([resourceLock(args.resourceId)], (fence) =>
       upsert(
         () =>
           updateFields(
@@ -365,6 +369,7 @@ export class MongoDBStore extends StoreBase {
             { set, setOnInsert, upsert: true },
             replaceUpdates,
             'updateResource',
+            fence,
           ),
         this.retry,
       ),

@@ -1,6 +1,7 @@
 import { MemoryError, RETRY, retryOptimistic } from '@engram/core/adapter';
 import { type Collection, ObjectId } from 'mongodb';
 import { isDuplicateKey } from './errors.ts';
+import type { Fence } from './locks.ts';
 import { newVersion } from './mapping.ts';
 
 /**
@@ -43,7 +44,9 @@ export interface FieldUpdate {
 /**
  * Applies `update` to the document `_id` of `collection` and returns the document as stored
  * afterwards, or `null` when it is missing (and not upserted). With `replace` (FerretDB 1.x), as
- * a read and a replacement; otherwise as one `findOneAndUpdate`.
+ * a read and a replacement; given the `fence` of a write lock held (threads and resources, see
+ * `locks.ts`), each write awaits it first and the replacement is a compare-and-set on `version`.
+ * Otherwise as one `findOneAndUpdate`.
  */
 export async function updateFields<D extends { _id: string }>(
   collection: Collection<D>,
@@ -51,10 +54,11 @@ export async function updateFields<D extends { _id: string }>(
   update: FieldUpdate,
   replace: boolean,
   operation: string,
+  fence?: Fence,
 ): Promise<D | null> {
   const raw = collection as unknown as Collection<Doc>;
   const stored = replace
-    ? await replaceFields(raw, _id, update, operation)
+    ? await replaceFields(raw, _id, update, operation, fence)
     : await raw.findOneAndUpdate(
         { _id },
         { $set: update.set, ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }) },
@@ -69,6 +73,7 @@ async function replaceFields(
   _id: string,
   update: FieldUpdate,
   operation: string,
+  fence: Fence | undefined,
 ): Promise<Doc | null> {
   return retryOptimistic(
     async () => {
@@ -76,6 +81,7 @@ async function replaceFields(
       if (!current) {
         if (!update.upsert) return null;
         const created = applySet({ _id, ...update.setOnInsert }, update.set);
+        await fence?.();
         try {
           await collection.insertOne(created);
           return created;
@@ -84,15 +90,21 @@ async function replaceFields(
           throw error;
         }
       }
-      // Fenced: the replacement carries a fresh version and lands only on the version read. A
-      // writer whose lock was broken while it stood still (its lease ran out) matches nothing once
-      // another writer has written, and reads and applies again instead of overwriting.
-      const next = applySet(current, { version: newVersion(), ...update.set });
+      // Under a lock, fenced: the replacement carries a fresh version and lands only on the
+      // version read. A writer whose lock was broken while it stood still (its lease ran out)
+      // matches nothing once another writer has written, and reads and applies again.
+      const next = applySet(current, fence ? { version: newVersion(), ...update.set } : update.set);
       const { _id: _, ...replacement } = next;
-      const result = await collection.replaceOne({ _id, version: current.version ?? null }, replacement);
+      await fence?.();
+      const result = await collection.replaceOne(
+        fence ? { _id, version: current.version ?? null } : { _id },
+        replacement,
+      );
       // Written by another writer, or deleted, in between: the next attempt reads again.
       if (result.matchedCount === 0) return RETRY;
-      if (result.modifiedCount === 0) throw notStored(operation, '(the document)');
+      if (result.modifiedCount === 0 && (fence || !sameValue(current, next))) {
+        throw notStored(operation, '(the document)');
+      }
       return next;
     },
     { adapter: 'mongodb', attempts: REPLACE_ATTEMPTS },
