@@ -29,7 +29,7 @@ export interface StoppedResult {
 }
 
 /** Parallel write loops of the stopped writer: enough that it nearly always holds a lock. */
-const CHAINS = 4;
+const CHAINS = 6;
 /** How long the stopped writer writes alone before each stop, and the others after it resumed. */
 const BETWEEN_MS = 250;
 
@@ -43,7 +43,7 @@ const BETWEEN_MS = 250;
  * fresh store checks every acknowledged key of every writer.
  */
 export async function runStopped(options: StoppedOptions): Promise<StoppedResult> {
-  const stops = options.stops ?? 3;
+  const stops = options.stops ?? 5;
   const stopMs = Math.max(1_000, 2 * leaseMs(options.target));
   const id = runId();
   const scene: Scene = { resourceId: `stop-r-${id}`, threadId: `stop-t-${id}` };

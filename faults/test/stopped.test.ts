@@ -12,7 +12,7 @@ function withShortLease(target: Target): Target {
 }
 
 forEachAdapter('stopped writer (SIGSTOP past its lease)', (adapter) => {
-  it('a writer stopped 3× past any lease while it merges, then resumed, erases no acknowledged key of the others', async () => {
+  it('a writer stopped 5× past any lease while it merges, then resumed, erases no acknowledged key of the others', async () => {
     const space = await provision(adapter.name, 'stopped');
     try {
       const result = await runStopped({ target: withShortLease(space.target) });
