@@ -225,7 +225,7 @@ describe('the suite catches further defects', () => {
     };
     const stopped = result(await area(init, 'concurrency'), 'a writer process stopped (SIGSTOP)');
     expect(stopped.status).toBe('fail');
-    expect(message(stopped)).toMatch(/acknowledged writes were lost .*one stopped 3× for 1000 ms/);
+    expect(message(stopped)).toMatch(/acknowledged writes were lost .*one stopped 5× for 1000 ms/);
   });
 
   it('non-atomic updateThread/updateResource metadata merges fail concurrency (4 OS processes)', async () => {

@@ -11,9 +11,9 @@ import { raceProcesses } from './harness.ts';
 import { mergeOf, parseObject, type RacerReport } from './tasks.ts';
 
 /** How many times the stopped racer is stopped in one check. */
-export const STOPS = 3;
+export const STOPS = 5;
 /** Parallel merge loops per racer: enough that the stopped one almost always holds a lock. */
-const CHAINS = 4;
+const CHAINS = 6;
 /** How long racer 0 writes alone before each stop, and the others go on after it resumed. */
 const BETWEEN_MS = 250;
 /** How long to wait for every racer's first acknowledged merge. */

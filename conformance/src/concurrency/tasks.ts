@@ -40,7 +40,7 @@ export type RaceTask =
    * `done`: a plain write placed inside another process's atomic update (`interleaved.ts`).
    */
   /**
-   * Merges in `chains` parallel loops until the file `stop` exists: `updateThread` and
+   * Merges until the file `stop` exists, racer 0 in `chains` parallel loops, the others in one: `updateThread` and
    * `updateResource` metadata keys and, on atomic stores, working-memory keys of the thread and
    * the resource. Racer 0 merges all along and, once its first merge is acknowledged, writes its
    * pid to the file `ready`, so that the suite can stop it while it holds a lock (`stopped.ts`);
@@ -237,7 +237,8 @@ async function mergeUntilStopped(
       }
     }
   };
-  await Promise.all(Array.from({ length: task.chains }, (_, c) => chain(c)));
+  // The others write in one loop each: they must get in while racer 0 stands still, not crowd it.
+  await Promise.all(Array.from({ length: racer === 0 ? task.chains : 1 }, (_, c) => chain(c)));
 }
 
 /** How long a `replace-on-signal` racer waits for its trigger. */
