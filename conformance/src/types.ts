@@ -56,6 +56,14 @@ export interface ConformanceInit {
   fresh?: () => FreshStore | Promise<FreshStore>;
   /** Makes this instance's backend fail (close its pool, socket, client) for the errors area. */
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
+  /**
+   * The longest the store lets a lock or lease be held before other writers break it, in ms
+   * (give the `worker` stores the same lease, e.g. through an env variable). The concurrency
+   * area stops a racing process with SIGSTOP for twice this long (at least 1 s) while it writes,
+   * so that any lease it holds runs out; declare a short lease so that this takes seconds.
+   * Stores that hold locks without a lease need not declare one.
+   */
+  leaseMs?: number;
   /** How many OS processes race in the concurrency area. Default 4. */
   processes?: number;
   /**

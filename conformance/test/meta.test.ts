@@ -31,7 +31,7 @@ import {
   ScopeBlindVectorsStore,
   UncheckedVectorsStore,
 } from './support/broken-vectors.ts';
-import { type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
+import { FILE_LEASE_MS, type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
 import { breakMemory } from './support/stores.ts';
 
 const fileWorker = new URL('./fixtures/file-store-worker.ts', import.meta.url);
@@ -83,7 +83,7 @@ describe('the cross-process harness', () => {
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(9);
+    expect(results).toHaveLength(10);
     const lines = results.flatMap((r) => r.output);
     expect(lines).toContain(
       `thread memory: the other process's replace written; the update ran 1× (saw "before"); stored "replaced by another process"`,
@@ -91,7 +91,7 @@ describe('the cross-process harness', () => {
     expect(lines).toContain(
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
-    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(7);
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(8);
     expect(lines).toContain(
       'init() of a new store, then a write each: 4 OS processes, 12 operations (12 succeeded, 0 CONFLICT, 0 failed); 12/12 keys survived',
     );
@@ -219,6 +219,19 @@ describe('the suite catches deliberately broken stores', () => {
 });
 
 describe('the suite catches further defects', () => {
+  it('a lock that is an unfenced lease fails the stopped-writer race (4 OS processes)', async () => {
+    const file = sharedFile('lease');
+    const init = {
+      name: 'unfenced-lease',
+      create: () => new JsonFileStore(file, 'lease'),
+      worker: fileWorker,
+      leaseMs: FILE_LEASE_MS,
+    };
+    const stopped = result(await area(init, 'concurrency'), 'a writer process stopped (SIGSTOP)');
+    expect(stopped.status).toBe('fail');
+    expect(message(stopped)).toMatch(/acknowledged writes were lost .*one stopped 5× for 1000 ms/);
+  });
+
   it('non-atomic updateThread/updateResource metadata merges fail concurrency (4 OS processes)', async () => {
     const file = sharedFile('metadata');
     const init = {
@@ -385,7 +398,10 @@ describe('capabilities drive skips', () => {
     const create = () => new DeclaredStore({ atomicWorkingMemory: false });
     const results = await runChecks({ name: 'non-atomic', create, breakConnection: breakMemory });
     expect(results.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
-    const skipped = results.filter((r) => r.status === 'skip');
+    // The one skip a process-local store gets for that: no other process can hold its locks.
+    const stopped = result(results, 'a writer process stopped (SIGSTOP)');
+    expect([stopped.status, stopped.reason]).toEqual(['skip', expect.stringContaining('processLocal')]);
+    const skipped = results.filter((r) => r.status === 'skip' && r !== stopped);
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>
         expect.stringContaining('capabilities.atomicWorkingMemory: false'),

@@ -3,11 +3,11 @@
  * opens its own store on the target in `FAULTS_TARGET` and runs the job in `FAULTS_JOB`.
  */
 import { isMemoryError, type MemoryStorage } from '@engram/core';
-import { type Job, report } from './ipc.ts';
+import { type Job, type ParentMessage, report } from './ipc.ts';
 import { AckBeforeCommitStore } from './lossy-store.ts';
 import { soak } from './soak-worker.ts';
 import { openStore, targetFromEnv } from './targets.ts';
-import { schemaMemory, writeStep } from './workload.ts';
+import { mergeStep, schemaMemory, writeStep } from './workload.ts';
 
 /** Writes until killed, reporting each acknowledged write before starting the next. */
 async function crashWriter(store: MemoryStorage, job: Extract<Job, { mode: 'crash' }>): Promise<never> {
@@ -27,6 +27,39 @@ async function crashWriter(store: MemoryStorage, job: Extract<Job, { mode: 'cras
   }
 }
 
+/**
+ * Merges in `chains` parallel loops (while its gate is open, when gated) until the parent says
+ * `stop`, reporting each acknowledged write; then closes its store and exits.
+ */
+async function stoppedWriter(store: MemoryStorage, job: Extract<Job, { mode: 'stopped' }>): Promise<void> {
+  const memory = schemaMemory(store);
+  let open = !job.gated;
+  let stop = false;
+  process.on('message', (message: ParentMessage) => {
+    if (message === 'stop') stop = true;
+    else open = message === 'open';
+  });
+  await report({ type: 'ready' });
+  const chain = async (c: number) => {
+    for (let n = 0; !stop; n += 1) {
+      if (!open) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        continue;
+      }
+      try {
+        await report({ type: 'ack', ack: await mergeStep(store, memory, job.scene, job.writer, c, n) });
+      } catch (error) {
+        await report({
+          type: 'error',
+          code: isMemoryError(error) ? error.code : 'NOT_A_MEMORY_ERROR',
+          message: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: job.chains }, (_, c) => chain(c)));
+}
+
 async function main(): Promise<void> {
   const raw = process.env.FAULTS_JOB;
   if (!raw) throw new Error('FAULTS_JOB is not set');
@@ -37,6 +70,10 @@ async function main(): Promise<void> {
     const store =
       job.ackBeforeCommitMs === undefined ? real : new AckBeforeCommitStore(real, job.ackBeforeCommitMs);
     await crashWriter(store, job);
+  } else if (job.mode === 'stopped') {
+    await stoppedWriter(real, job);
+    await real.close();
+    process.disconnect?.();
   } else {
     await report({ type: 'ready' });
     await soak(real, job);

@@ -11,6 +11,16 @@ export type Job =
       ackBeforeCommitMs?: number;
     }
   | {
+      mode: 'stopped';
+      /** Unique per process; prefixes every key it writes. */
+      writer: string;
+      scene: Scene;
+      /** Parallel write loops. */
+      chains: number;
+      /** Write only between the parent's `open` and `close` (else from the start). */
+      gated: boolean;
+    }
+  | {
       mode: 'soak';
       writer: string;
       seconds: number;
@@ -21,6 +31,9 @@ export type Job =
       /** Other processes' scenes: reads with `own.resourceId` must never see their data. */
       others: Scene[];
     };
+
+/** Messages from the parent to a `stopped` child: open or close its gate, or finish and exit. */
+export type ParentMessage = 'open' | 'close' | 'stop';
 
 /** Messages from a child process to the parent. */
 export type ChildMessage =

@@ -12,7 +12,14 @@ export type Target =
   | { adapter: 'libsql'; url: string; busyTimeoutMs?: number }
   | { adapter: 'pg'; url: string; schemaName: string; connectTimeoutMs?: number }
   | { adapter: 'upstash'; url: string; token: string; prefix: string; retries?: number }
-  | { adapter: 'mongodb'; url: string; dbName: string; serverSelectionTimeoutMS?: number }
+  | {
+      adapter: 'mongodb';
+      url: string;
+      dbName: string;
+      serverSelectionTimeoutMS?: number;
+      /** The lease of FerretDB's write locks (`lockLeaseMs`); default the adapter's 10 s. */
+      lockLeaseMs?: number;
+    }
   | { adapter: 'oracle'; url: string; tablePrefix: string }
   | { adapter: 'memory' };
 
@@ -57,6 +64,7 @@ export async function openStore(target: Target): Promise<MemoryStorage> {
         url: target.url,
         dbName: target.dbName,
         serverSelectionTimeoutMS: target.serverSelectionTimeoutMS,
+        lockLeaseMs: target.lockLeaseMs,
       });
     }
     case 'oracle': {
@@ -84,6 +92,16 @@ export function lockTimeoutMs(target: Target): number {
   if (target.adapter === 'libsql') return target.busyTimeoutMs ?? 5_000;
   // FerretDB: a lock whose holder was killed is broken when its 10 s lease ends; waiters wait 15 s.
   return target.adapter === 'mongodb' ? 15_000 : 5_000;
+}
+
+/**
+ * The longest a lease of this target's store lives before other writers break it, in ms; 0 where
+ * locks are held by the server (a row lock, SQLite's write lock) and never break.
+ */
+export function leaseMs(target: Target): number {
+  if (target.adapter === 'mongodb') return target.lockLeaseMs ?? 10_000;
+  // The lease a working-memory writer takes after a lost compare-and-set (`LEASE_MS` there).
+  return target.adapter === 'upstash' ? 2_000 : 0;
 }
 
 /**

@@ -91,3 +91,48 @@ export async function completeBatches(
   for (const { batch } of batches) await saveBatch(memory, scene, batch);
   return batches.length;
 }
+
+/** Merges one key of its own into the thread's metadata (`updateThread`). */
+export async function mergeThreadMeta(
+  store: MemoryStorage,
+  threadId: string,
+  key: string,
+  value: number,
+): Promise<Ack> {
+  await store.updateThread({ id: threadId, metadata: { [key]: value } });
+  return { kind: 'threadMeta', threadId, key, value };
+}
+
+/** Merges one key of its own into the resource's metadata (`updateResource`). */
+export async function mergeResourceMeta(
+  store: MemoryStorage,
+  resourceId: string,
+  key: string,
+  value: number,
+): Promise<Ack> {
+  await store.updateResource({ resourceId, metadata: { [key]: value } });
+  return { kind: 'resourceMeta', resourceId, key, value };
+}
+
+/**
+ * The `n`-th write of loop `chain`: a working-memory key, a thread metadata key or a resource
+ * metadata key, in turn, so parallel loops write all three at once.
+ */
+export function mergeStep(
+  store: MemoryStorage,
+  memory: Memory,
+  scene: Scene,
+  writer: string,
+  chain: number,
+  n: number,
+): Promise<Ack> {
+  const key = `${writer}-c${chain}-${n}`;
+  switch ((chain + n) % 3) {
+    case 0:
+      return mergeKey(memory, scene.resourceId, key, n);
+    case 1:
+      return mergeThreadMeta(store, scene.threadId, key, n);
+    default:
+      return mergeResourceMeta(store, scene.resourceId, key, n);
+  }
+}

@@ -2,6 +2,7 @@ import { capabilitiesOf, type JsonObject, type MemoryStorage } from '@engram/cor
 import { ConformanceError, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import { interleavedReplace } from '../concurrency/interleaved.ts';
+import { STOPS, stopMs, stoppedWriter } from '../concurrency/stopped.ts';
 import {
   initKey,
   initThreadId,
@@ -217,6 +218,17 @@ export const concurrencyChecks = [
   check(
     `a resource-memory replace (updateResource) by another process inside an atomic update is not overwritten${NEEDS_ATOMIC}`,
     (ctx) => interleavedReplace(ctx, 'resource', NEEDS_WORKER(ctx.init.name)),
+  ),
+
+  check(
+    (init) =>
+      `a writer process stopped (SIGSTOP) ${STOPS}× for ${stopMs(init)} ms, longer than any lease, while ` +
+      `it merges, then resumed, overwrites no acknowledged merge of the others (${mode(init)}) ` +
+      '[skipped when processLocal or without a worker]',
+    (ctx) =>
+      stoppedWriter(ctx, racers(ctx.init), (reports, how, present) =>
+        tally(ctx, 'merges around a stopped writer', how, reports, present),
+      ),
   ),
 
   check(

@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { capabilitiesOf, type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 import { at } from '../fixtures.ts';
 import { conformanceEmbedder } from '../vectors.ts';
 import { waitForFile } from './signal.ts';
@@ -38,6 +39,22 @@ export type RaceTask =
    * thread (`updateThread` metadata) or resource (`updateResource`) with `value`, then writes
    * `done`: a plain write placed inside another process's atomic update (`interleaved.ts`).
    */
+  /**
+   * Merges until the file `stop` exists, racer 0 in `chains` parallel loops, the others in one: `updateThread` and
+   * `updateResource` metadata keys and, on atomic stores, working-memory keys of the thread and
+   * the resource. Racer 0 merges all along and, once its first merge is acknowledged, writes its
+   * pid to the file `ready`, so that the suite can stop it while it holds a lock (`stopped.ts`);
+   * the others merge only while the file `window` exists.
+   */
+  | {
+      kind: 'merge-until-stopped';
+      threadId: string;
+      resourceId: string;
+      chains: number;
+      ready: string;
+      window: string;
+      stop: string;
+    }
   | {
       kind: 'replace-on-signal';
       scope: 'thread' | 'resource';
@@ -162,7 +179,66 @@ export function racerOps(
       }));
     case 'replace-on-signal':
       return [{ key: 'replace', run: (s) => replaceOnSignal(s, task) }];
+    case 'merge-until-stopped':
+      return [];
   }
+}
+
+/** How often a `merge-until-stopped` racer other than 0 looks for its window. */
+const WINDOW_POLL_MS = 5;
+
+/** The four merges of a `merge-until-stopped` racer; a key's prefix names where it goes. */
+export const STOPPED_MERGES = [
+  'thread-metadata',
+  'resource-metadata',
+  'thread-memory',
+  'resource-memory',
+] as const;
+
+/** Where key `key` of a `merge-until-stopped` racer was merged. */
+export function mergeOf(key: string): (typeof STOPPED_MERGES)[number] {
+  return key.slice(0, key.indexOf(':')) as (typeof STOPPED_MERGES)[number];
+}
+
+async function mergeUntilStopped(
+  store: MemoryStorage,
+  task: Extract<RaceTask, { kind: 'merge-until-stopped' }>,
+  racer: number,
+  report: RacerReport,
+): Promise<void> {
+  const atomicMerges = capabilitiesOf(store).atomicWorkingMemory && !!store.updateWorkingMemoryAtomically;
+  const kinds = atomicMerges ? STOPPED_MERGES : STOPPED_MERGES.slice(0, 2);
+  const merge = (kind: (typeof STOPPED_MERGES)[number], key: string) => {
+    switch (kind) {
+      case 'thread-metadata':
+        return store.updateThread({ id: task.threadId, metadata: { [key]: true } });
+      case 'resource-metadata':
+        return store.updateResource({ resourceId: task.resourceId, metadata: { [key]: true } });
+      case 'thread-memory':
+        return atomic(store)({ scope: 'thread', threadId: task.threadId, update: addKey(key) });
+      case 'resource-memory':
+        return atomic(store)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) });
+    }
+  };
+  let ready = false;
+  const chain = async (c: number) => {
+    for (let j = 0; !existsSync(task.stop); j++) {
+      if (racer > 0 && !existsSync(task.window)) {
+        await sleep(WINDOW_POLL_MS);
+        continue;
+      }
+      const kind = kinds[(c + j) % kinds.length]!;
+      const key = `${kind}:p${racer}-${c}-${j}`;
+      if ((await record(report, key, () => merge(kind, key))) && racer === 0 && !ready) {
+        ready = true;
+        // Written whole, then renamed: the suite never reads a partial pid.
+        writeFileSync(`${task.ready}.tmp`, String(process.pid));
+        renameSync(`${task.ready}.tmp`, task.ready);
+      }
+    }
+  };
+  // The others write in one loop each: they must get in while racer 0 stands still, not crowd it.
+  await Promise.all(Array.from({ length: racer === 0 ? task.chains : 1 }, (_, c) => chain(c)));
 }
 
 /** How long a `replace-on-signal` racer waits for its trigger. */
@@ -258,18 +334,24 @@ function atomic(store: MemoryStorage) {
 /** Runs one racer's operations one after another and reports what happened. */
 export async function runRacer(store: MemoryStorage, task: RaceTask, racer: number): Promise<RacerReport> {
   const report: RacerReport = { written: [], conflicts: 0, failures: [] };
-  for (const op of racerOps(task, racer)) {
-    try {
-      await op.run(store);
-      report.written.push(op.key);
-    } catch (error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      if (code === 'CONFLICT') report.conflicts++;
-      else
-        report.failures.push(
-          `${op.key}: ${error instanceof Error ? `${error.name} ${String(code ?? '')}: ${error.message}` : String(error)}`,
-        );
-    }
-  }
+  if (task.kind === 'merge-until-stopped') await mergeUntilStopped(store, task, racer, report);
+  for (const op of racerOps(task, racer)) await record(report, op.key, () => op.run(store));
   return report;
+}
+
+/** Runs one operation and records it in `report`; true when it was acknowledged. */
+async function record(report: RacerReport, key: string, run: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await run();
+    report.written.push(key);
+    return true;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'CONFLICT') report.conflicts++;
+    else
+      report.failures.push(
+        `${key}: ${error instanceof Error ? `${error.name} ${String(code ?? '')}: ${error.message}` : String(error)}`,
+      );
+    return false;
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rmdir, stat, writeFile } from 'node:fs/promises';
 import {
   InMemoryStore,
   type Message,
@@ -15,7 +15,10 @@ type Maps = Records;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What is wrong with a `JsonFileStore`, if anything. */
-export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
+export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease';
+
+/** With the `'lease'` defect, a file lock older than this is broken by the next writer. */
+export const FILE_LEASE_MS = 300;
 
 /**
  * The reference store persisted to one JSON file shared by several processes, so the suite's
@@ -26,6 +29,8 @@ export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
  * With `'metadata'`, `updateThread` and `updateResource` merge into a stale read the same way.
  * With `'init'`, `init()` fails when another process initialises the file at the same moment, the
  * way a server that drops the connection of concurrent schema writers does.
+ * With `'lease'`, the lock is a lease of `FILE_LEASE_MS` that fences nothing: a writer breaks a
+ * lock older than that, and a holder that stood still past it writes its stale state back.
  */
 export class JsonFileStore extends InMemoryStore {
   /** Shared by processes through the file: not process-local, unlike the store it extends. */
@@ -106,6 +111,7 @@ export class JsonFileStore extends InMemoryStore {
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 20_000) throw error;
+        if (this.defect === 'lease') await this.breakExpired();
         await sleep(Math.random() * 2);
       }
     }
@@ -115,8 +121,20 @@ export class JsonFileStore extends InMemoryStore {
       await this.save();
       return result;
     } finally {
-      await rmdir(this.lock);
+      await rmdir(this.lock).catch((error: NodeJS.ErrnoException) => {
+        // A broken lease may be gone already.
+        if (this.defect !== 'lease' || error.code !== 'ENOENT') throw error;
+      });
     }
+  }
+
+  /** Removes a lock held longer than its lease (the `'lease'` defect). */
+  private async breakExpired(): Promise<void> {
+    const since = await stat(this.lock).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (since > FILE_LEASE_MS) await rmdir(this.lock).catch(() => undefined);
   }
 
   /** Loads, lets others run, then applies `fn` to the stale state and writes it all back. */

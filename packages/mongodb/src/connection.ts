@@ -30,6 +30,8 @@ export interface ConnectionChoices {
   collectionPrefix: string;
   transactions: 'auto' | 'never';
   writeLocks: 'auto' | 'always' | 'never';
+  /** The lease of a write lock, in ms (default `DEFAULT_LEASE_MS` of `locks.ts`). */
+  lockLeaseMs?: number;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function openConnection(client: MongoClient, choices: ConnectionCho
     collections: store,
     codec: { wrapNestedArrays: ferretdb1 },
     transactions: choices.transactions !== 'never' && replicated && sessions,
-    locks: new WriteLocks(locked ? store.locks : undefined),
+    locks: new WriteLocks(locked ? store.locks : undefined, choices.lockLeaseMs),
     replaceUpdates: ferretdb1,
   };
 }

@@ -83,9 +83,14 @@ export async function saveMessages(
     };
     if (session) await write();
     else await upsert(write, retry);
-    const bumped = await connection.locks.hold(touched.map(threadLock), () =>
-      c.threads.updateMany({ _id: { $in: touched } }, { $set: { updatedAt: new Date() } }, { session }),
-    );
+    const bumped = await connection.locks.hold(touched.map(threadLock), async (fence) => {
+      await fence();
+      return c.threads.updateMany(
+        { _id: { $in: touched } },
+        { $set: { updatedAt: new Date() } },
+        { session },
+      );
+    });
     if (bumped.matchedCount < touched.length) await backOutDeletedThreads(c, threadIds, ids, session);
   });
   return structuredClone(messages);
@@ -255,9 +260,10 @@ export async function deleteVectorsOf(c: Collections, ids: string[], session?: C
 async function touch({ collections: c, locks }: Connection, threadIds: string[]): Promise<void> {
   const ids = [...new Set(threadIds)];
   if (ids.length === 0) return;
-  await locks.hold(ids.map(threadLock), () =>
-    c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } }),
-  );
+  await locks.hold(ids.map(threadLock), async (fence) => {
+    await fence();
+    return c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } });
+  });
 }
 
 /** A document without its `_id`, as `replaceOne` takes it. */

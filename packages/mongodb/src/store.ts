@@ -13,6 +13,7 @@ import {
 } from './connection.ts';
 import { assertStorableString } from './encoding.ts';
 import { isDuplicateKey, threadNotFound, toMemoryError } from './errors.ts';
+import { DEFAULT_LEASE_MS } from './locks.ts';
 import {
   assertDocumentSize,
   metadataSetPaths,
@@ -69,6 +70,13 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
    * (default) turns them on for FerretDB 1.x only; MongoDB never needs them (see the README).
    */
   writeLocks?: 'auto' | 'always' | 'never';
+  /**
+   * How long a write lock is held before other writers presume its holder dead and break it, in
+   * ms (a positive integer). Default 10000. A holder that stood still past it cannot overwrite
+   * what others wrote since (see "How writes under a lock are fenced" in the README); a short
+   * lease lets tests stop a writer for longer than it in seconds.
+   */
+  lockLeaseMs?: number;
   /** Bounds of the compare-and-set retries of working-memory updates. Default 50 attempts, 20 ms. */
   retry?: { attempts?: number; maxDelayMs?: number };
 };
@@ -108,6 +116,18 @@ function createClient(options: MongoDBStoreOptions): MongoClient {
   }
 }
 
+function lockLease(ms: number | undefined): number {
+  if (ms === undefined) return DEFAULT_LEASE_MS;
+  if (!Number.isSafeInteger(ms) || ms <= 0) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `mongodb: lockLeaseMs must be a positive integer of milliseconds, got ${String(ms)}`,
+      { adapter: ADAPTER },
+    );
+  }
+  return ms;
+}
+
 /**
  * engram storage on MongoDB (official `mongodb` driver). Working-memory updates are
  * compare-and-set writes on a per-document `version` token, retried with a bound, so they are
@@ -143,6 +163,7 @@ export class MongoDBStore extends StoreBase {
 
   private readonly ownsClient: boolean;
   private readonly retry: core.RetryOptions;
+  private readonly lockLeaseMs: number;
   /** Compare-and-set on the document's `version` token (see `working-memory.ts`). */
   protected readonly workingMemoryStrategy: core.WorkingMemoryStrategy;
   private ready: Promise<Connection> | undefined;
@@ -160,6 +181,7 @@ export class MongoDBStore extends StoreBase {
     this.dbName = options.dbName;
     this.collectionPrefix = prefix;
     this.retry = { adapter: ADAPTER, ...options.retry };
+    this.lockLeaseMs = lockLease(options.lockLeaseMs);
     this.workingMemoryStrategy = workingMemoryStrategy(() => this.connect(), this.retry);
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
@@ -181,6 +203,7 @@ export class MongoDBStore extends StoreBase {
       collectionPrefix: this.collectionPrefix,
       transactions: this.options.transactions ?? 'auto',
       writeLocks: this.options.writeLocks ?? 'auto',
+      lockLeaseMs: this.lockLeaseMs,
     })
       .then((connection) => {
         this.transactions = connection.transactions;
@@ -228,8 +251,12 @@ export class MongoDBStore extends StoreBase {
     // A whole replacement with a fresh version: no CAS writer can miss it, and every server compares
     // a replacement with its keys (a `$set` of the fields can be skipped, see `writes.ts`).
     const { _id, ...fields } = toThreadDocument(thread, codec);
-    const result = await locks.hold([threadLock(_id)], () =>
-      upsert(() => c.threads.replaceOne({ _id }, fields, { upsert: true }), this.retry),
+    // Fenced too: a late replacement sent beside another writer's could be interleaved with it.
+    const result = await locks.hold([threadLock(_id)], (fence) =>
+      upsert(async () => {
+        await fence();
+        return c.threads.replaceOne({ _id }, fields, { upsert: true });
+      }, this.retry),
     );
     assertReplaced(result, 'saveThread');
     return structuredClone(thread);
@@ -249,8 +276,8 @@ export class MongoDBStore extends StoreBase {
       if (args.workingMemoryVersion !== undefined) set.version = args.workingMemoryVersion;
     }
     assertDocumentSize(set, 'the thread update');
-    const doc = await locks.hold([threadLock(args.id)], () =>
-      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread'),
+    const doc = await locks.hold([threadLock(args.id)], (fence) =>
+      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread', fence),
     );
     if (!doc) throw threadNotFound(args.id);
     return toThread(doc);
@@ -333,7 +360,7 @@ export class MongoDBStore extends StoreBase {
       set.version = newVersion();
     }
     assertDocumentSize(set, 'the resource update');
-    const doc = await locks.hold([resourceLock(args.resourceId)], () =>
+    const doc = await locks.hold([resourceLock(args.resourceId)], (fence) =>
       upsert(
         () =>
           updateFields(
@@ -342,6 +369,7 @@ export class MongoDBStore extends StoreBase {
             { set, setOnInsert, upsert: true },
             replaceUpdates,
             'updateResource',
+            fence,
           ),
         this.retry,
       ),

@@ -45,12 +45,13 @@ export function workingMemoryStrategy(
     kind: 'locked',
     update: async (cell, apply) => {
       const { collections: c, locks } = await connected();
-      return locks.hold([lockOf(cell)], () =>
+      return locks.hold([lockOf(cell)], (fence) =>
         // Only a writer whose lease ran out can still interleave; then read and apply again.
         retryOptimistic(async () => {
           const stored = await read(c, cell);
           if (!stored && cell.scope === 'thread') return false;
           const next = apply(stored?.value ?? null);
+          await fence();
           return (await write(c, cell, stored, next, newVersion())) ? true : RETRY;
         }, retry),
       );
@@ -62,7 +63,10 @@ export function workingMemoryStrategy(
     read: async (cell) => read((await connected()).collections, cell),
     write: async (cell, expected, value, version) => {
       const { collections: c, locks } = await connected();
-      return locks.hold([lockOf(cell)], () => write(c, cell, expected, value, version));
+      return locks.hold([lockOf(cell)], async (fence) => {
+        await fence();
+        return write(c, cell, expected, value, version);
+      });
     },
     get afterLostRace() {
       return locked ? underLock : undefined;

@@ -1,6 +1,8 @@
 import { MemoryError, RETRY, retryOptimistic } from '@engram/core/adapter';
 import { type Collection, ObjectId } from 'mongodb';
 import { isDuplicateKey } from './errors.ts';
+import type { Fence } from './locks.ts';
+import { newVersion } from './mapping.ts';
 
 /**
  * Field updates (`$set` of top-level fields and `metadata.<key>` paths) that are stored on every
@@ -14,13 +16,18 @@ import { isDuplicateKey } from './errors.ts';
  *
  * On such servers (`replace: true`), a field update reads the document, applies the fields here
  * and writes it back as a replacement. Threads and resources are written under their write lock
- * there (see `locks.ts`), so nothing changes in between; a document deleted in between matches
- * nothing and is reported missing, never re-created. Elsewhere the update is one atomic
+ * there (see `locks.ts`), so nothing changes in between while the lock holds; the replacement is
+ * still filtered on the `version` read and carries a new one, so a writer whose lease ran out
+ * while it stood still is fenced out and starts again from a new read. A document deleted in
+ * between is then reported missing, never re-created. Elsewhere the update is one atomic
  * `findOneAndUpdate`. Either way the document written back is checked: a server that acknowledged
  * a field and did not store it gets `STORAGE`, never a silent loss.
  */
 
-/** Attempts of a replacement that lost a race (a concurrent insert of the same new `_id`). */
+/**
+ * Attempts of a replacement that lost a race: a concurrent insert of the same new `_id`, or a
+ * write by another writer after the read (only possible once a lock holder's lease ran out).
+ */
 const REPLACE_ATTEMPTS = 5;
 
 type Doc = { _id: string } & Record<string, unknown>;
@@ -37,7 +44,9 @@ export interface FieldUpdate {
 /**
  * Applies `update` to the document `_id` of `collection` and returns the document as stored
  * afterwards, or `null` when it is missing (and not upserted). With `replace` (FerretDB 1.x), as
- * a read and a replacement; otherwise as one `findOneAndUpdate`.
+ * a read and a replacement; given the `fence` of a write lock held (threads and resources, see
+ * `locks.ts`), each write awaits it first and the replacement is a compare-and-set on `version`.
+ * Otherwise as one `findOneAndUpdate`.
  */
 export async function updateFields<D extends { _id: string }>(
   collection: Collection<D>,
@@ -45,10 +54,11 @@ export async function updateFields<D extends { _id: string }>(
   update: FieldUpdate,
   replace: boolean,
   operation: string,
+  fence?: Fence,
 ): Promise<D | null> {
   const raw = collection as unknown as Collection<Doc>;
   const stored = replace
-    ? await replaceFields(raw, _id, update, operation)
+    ? await replaceFields(raw, _id, update, operation, fence)
     : await raw.findOneAndUpdate(
         { _id },
         { $set: update.set, ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }) },
@@ -63,6 +73,7 @@ async function replaceFields(
   _id: string,
   update: FieldUpdate,
   operation: string,
+  fence: Fence | undefined,
 ): Promise<Doc | null> {
   return retryOptimistic(
     async () => {
@@ -70,6 +81,7 @@ async function replaceFields(
       if (!current) {
         if (!update.upsert) return null;
         const created = applySet({ _id, ...update.setOnInsert }, update.set);
+        await fence?.();
         try {
           await collection.insertOne(created);
           return created;
@@ -78,13 +90,21 @@ async function replaceFields(
           throw error;
         }
       }
-      const next = applySet(current, update.set);
+      // Under a lock, fenced: the replacement carries a fresh version and lands only on the
+      // version read. A writer whose lock was broken while it stood still (its lease ran out)
+      // matches nothing once another writer has written, and reads and applies again.
+      const next = applySet(current, fence ? { version: newVersion(), ...update.set } : update.set);
       const { _id: _, ...replacement } = next;
-      const result = await collection.replaceOne({ _id }, replacement);
-      // Deleted in between: missing, or (upsert) created afresh by the next attempt.
-      if (result.matchedCount === 0) return update.upsert ? RETRY : null;
-      if (result.modifiedCount === 0 && !sameValue(current, next))
+      await fence?.();
+      const result = await collection.replaceOne(
+        fence ? { _id, version: current.version ?? null } : { _id },
+        replacement,
+      );
+      // Written by another writer, or deleted, in between: the next attempt reads again.
+      if (result.matchedCount === 0) return RETRY;
+      if (result.modifiedCount === 0 && (fence || !sameValue(current, next))) {
         throw notStored(operation, '(the document)');
+      }
       return next;
     },
     { adapter: 'mongodb', attempts: REPLACE_ATTEMPTS },

@@ -6,6 +6,9 @@ import { dropDatabase, MONGODB_REQUIRED, MONGODB_URL, randomDbName, SKIP_REASON 
 // One fresh database per run; the forked racers find it through the environment they inherit.
 process.env.ENGRAM_MONGODB_TEST_DB = randomDbName('engram_conformance');
 const dbName = process.env.ENGRAM_MONGODB_TEST_DB;
+// A short lease, here and in the racers, so that a writer is stopped past it in seconds.
+const LOCK_LEASE_MS = 1_000;
+process.env.ENGRAM_MONGODB_LOCK_LEASE_MS = String(LOCK_LEASE_MS);
 
 if (!MONGODB_URL && MONGODB_REQUIRED) {
   it('mongodb is listed in ENGRAM_REQUIRE, so ENGRAM_MONGODB_URL must be set', () => {
@@ -17,7 +20,8 @@ runConformance({
   name: 'mongodb',
   // Without a server the suite is skipped; when ENGRAM_REQUIRE lists mongodb the test above fails.
   skip: MONGODB_URL ? false : (SKIP_REASON ?? 'ENGRAM_MONGODB_URL is not set'),
-  create: () => new MongoDBStore({ url: MONGODB_URL!, dbName }),
+  create: () => new MongoDBStore({ url: MONGODB_URL!, dbName, lockLeaseMs: LOCK_LEASE_MS }),
+  leaseMs: LOCK_LEASE_MS,
   destroy: (store) => store.close(),
   worker: new URL('./worker.ts', import.meta.url),
   // A new database per call; the racers open it through ENGRAM_MONGODB_TEST_DB, like worker.ts.
@@ -25,7 +29,7 @@ runConformance({
     const name = randomDbName('engram_fresh');
     return {
       env: { ENGRAM_MONGODB_TEST_DB: name },
-      create: () => new MongoDBStore({ url: MONGODB_URL!, dbName: name }),
+      create: () => new MongoDBStore({ url: MONGODB_URL!, dbName: name, lockLeaseMs: LOCK_LEASE_MS }),
       drop: () => dropDatabase(MONGODB_URL!, name),
     };
   },

@@ -111,5 +111,13 @@ describe('connection handling', () => {
     expect(() => new MongoDBStore({ dbName: 'db' } as never)).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
     );
+    for (const lockLeaseMs of [0, -1, 1.5, Number.NaN]) {
+      expect(() => new MongoDBStore({ url: 'mongodb://127.0.0.1/', dbName: 'db', lockLeaseMs })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringContaining('lockLeaseMs'),
+        }),
+      );
+    }
   });
 });

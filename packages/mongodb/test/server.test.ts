@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MongoDBStore } from '../src/index.ts';
+import { type LockDocument, WriteLocks } from '../src/locks.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
 import { message, rid, thread } from './fixtures.ts';
 
@@ -137,6 +138,36 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     } finally {
       await locked.close();
     }
+  });
+
+  it('a holder whose lock was broken meanwhile is fenced off before it writes: it takes the lock again and redoes the write', async () => {
+    const locks = raw.db(dbName).collection<LockDocument>('fence_locks');
+    const held = new WriteLocks(locks, 60_000);
+    const runs: string[] = [];
+    const result = await held.hold(['k'], async (fence) => {
+      const mine = await locks.findOne({ _id: 'k' });
+      runs.push(mine!.owner);
+      if (runs.length === 1) {
+        // Another writer broke the lock while this one stood still, and holds it now (till it expires).
+        await locks.replaceOne({ _id: 'k' }, { owner: 'other', expiresAt: new Date(Date.now() + 100) });
+      }
+      await fence();
+      return 'written';
+    });
+    expect(result).toBe('written');
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).not.toBe(runs[1]);
+    expect(await locks.countDocuments({ _id: 'k' })).toBe(0);
+
+    // A lock that is always lost before the write ends in CONFLICT, and writes nothing.
+    let written = 0;
+    const lost = held.hold(['k'], async (fence) => {
+      await locks.deleteOne({ _id: 'k' });
+      await fence();
+      written += 1;
+    });
+    await expect(lost).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('lease') });
+    expect(written).toBe(0);
   });
 
   it('without transactions, a batch whose thread is deleted mid-save is backed out with NOT_FOUND', async () => {

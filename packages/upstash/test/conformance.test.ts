@@ -26,6 +26,8 @@ runConformance({
     };
   },
   processes: 4,
+  // The lease a working-memory writer takes after a lost compare-and-set (LEASE_MS of store.ts).
+  leaseMs: 2_000,
   breakConnection: (store) => breakStore(store as UpstashStore),
 });
 
