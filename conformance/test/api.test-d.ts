@@ -18,6 +18,7 @@ expectTypeOf<ConformanceInit>().toEqualTypeOf<{
   worker?: URL | string;
   fresh?: () => FreshStore | Promise<FreshStore>;
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
+  withSecret?: (secret: string) => Record<string, () => MemoryStorage | Promise<MemoryStorage>>;
   processes?: number;
   skip?: string | boolean;
 }>();
