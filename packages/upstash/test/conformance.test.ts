@@ -2,7 +2,7 @@ import { runConformance } from '@engram/conformance';
 import { afterAll } from 'vitest';
 import type { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip, upstashUrl } from './env.ts';
-import { breakStore, dropPrefix, testStore } from './stores.ts';
+import { breakStore, dropPrefix, storesWithSecret, testStore } from './stores.ts';
 
 const prefix = runPrefix('conformance');
 process.env.ENGRAM_UPSTASH_TEST_PREFIX = prefix;
@@ -27,6 +27,7 @@ runConformance({
   },
   processes: 4,
   breakConnection: (store) => breakStore(store as UpstashStore),
+  withSecret: storesWithSecret,
 });
 
 afterAll(async () => {
