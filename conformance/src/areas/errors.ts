@@ -443,7 +443,8 @@ export const errorsChecks = [
             ['listMessages', () => s.listMessages({ threadId: t.id })],
           ];
           try {
-            for (const [call, run] of calls) errors.push([`${what}: ${call}`, await failureOf(run, `${what}: ${call}`)]);
+            for (const [call, run] of calls)
+              errors.push([`${what}: ${call}`, await failureOf(run, `${what}: ${call}`)]);
           } finally {
             await s.close().catch(() => undefined);
           }

@@ -40,7 +40,9 @@ export class UnreachableMemoryStore extends InMemoryStore {
   protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (operation === 'close') return super.run(operation, fn);
     const refused = new Error(`connect ECONNREFUSED ${this.url}`);
-    return super.run(operation, () => Promise.reject(new TypeError(`fetch ${this.url} failed`, { cause: refused })));
+    return super.run(operation, () =>
+      Promise.reject(new TypeError(`fetch ${this.url} failed`, { cause: refused })),
+    );
   }
 
   protected override toMemoryError(error: unknown, operation: string): MemoryError {

@@ -39,11 +39,20 @@ describe('credentials never reach an error', () => {
 
   it('the error mapper and redactDriverError redact the message and every cause, without an adapter redact', () => {
     const map = createErrorMapper({ adapter: 'demo', classify: () => undefined });
-    const driver = new TypeError(`Request cannot be constructed from a URL that includes credentials: https://u:${SECRET}@h:1/`, {
-      cause: new Error(`libsql://h?authToken=${SECRET}`),
-    });
+    const driver = new TypeError(
+      `Request cannot be constructed from a URL that includes credentials: https://u:${SECRET}@h:1/`,
+      {
+        cause: new Error(`libsql://h?authToken=${SECRET}`),
+      },
+    );
     const error = map(driver, 'init');
-    const logged = [error.message, String(error), error.stack, inspect(error, { depth: 10 }), JSON.stringify(error)];
+    const logged = [
+      error.message,
+      String(error),
+      error.stack,
+      inspect(error, { depth: 10 }),
+      JSON.stringify(error),
+    ];
     for (const text of logged) expect(text).not.toContain(SECRET);
     expect(error.message).toContain('https://u:***@h:1/');
     expect(inspect(redactDriverError(driver), { depth: 10 })).not.toContain(SECRET);
