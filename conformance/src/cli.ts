@@ -14,6 +14,7 @@ The module (TypeScript or JavaScript) exports:
   create()           required; returns a fresh MemoryStorage (the suite calls init())
   destroy(store)     optional; defaults to store.close()
   breakConnection(s) optional; lets the errors area break the backend
+  withSecret(s)      optional; stores configured with secret s that must fail without showing it
   worker             optional; module for the cross-process races (defaults to the module itself)
   fresh()            optional; a new, empty store location for the concurrent-init race
   name               optional; shown in the table
@@ -26,6 +27,7 @@ interface CliModule {
   create?: ConformanceInit['create'];
   destroy?: ConformanceInit['destroy'];
   breakConnection?: ConformanceInit['breakConnection'];
+  withSecret?: ConformanceInit['withSecret'];
   worker?: ConformanceInit['worker'];
   fresh?: ConformanceInit['fresh'];
   name?: string;
@@ -79,6 +81,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     create: mod.create,
     destroy: mod.destroy,
     breakConnection: mod.breakConnection,
+    withSecret: mod.withSecret,
     worker: mod.worker ?? href,
     fresh: mod.fresh,
     processes: processes ?? mod.processes,

@@ -64,6 +64,14 @@ export interface ConformanceInit {
    * Stores that hold locks without a lease need not declare one.
    */
   leaseMs?: number;
+   * Stores configured with `secret` as their credential (the password in the URL, the token, the
+   * `authToken`) against an endpoint where every call must fail: a closed port, or the real
+   * server refusing the login. Keyed by what each one is (`'password in the URL, closed port'`).
+   * A factory may also throw, when the adapter refuses the configuration at construction. The
+   * errors area checks that no error any of them raises carries `secret` in its message,
+   * `String(error)`, stack or anywhere in its `cause` chain. Without it that check is skipped.
+   */
+  withSecret?: (secret: string) => Record<string, () => MemoryStorage | Promise<MemoryStorage>>;
   /** How many OS processes race in the concurrency area. Default 4. */
   processes?: number;
   /**

@@ -19,6 +19,7 @@ expectTypeOf<ConformanceInit>().toEqualTypeOf<{
   fresh?: () => FreshStore | Promise<FreshStore>;
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
   leaseMs?: number;
+  withSecret?: (secret: string) => Record<string, () => MemoryStorage | Promise<MemoryStorage>>;
   processes?: number;
   skip?: string | boolean;
 }>();

@@ -35,6 +35,7 @@ describe('engram-conformance CLI', () => {
     expect(out).toMatch(
       /^concurrency\s+\d+\s+0\s+2\s+the store is processLocal: no other process can write inside its updates \(2\)$/m,
     );
+    expect(out).toMatch(/^errors\s+\d+\s+0\s+0$/m);
     expect(out).toMatch(/^total\s+\d+\s+0\s+3$/m);
     expect(out).toMatch(/100\/100 keys survived/);
   });
@@ -46,7 +47,9 @@ describe('engram-conformance CLI', () => {
     // The module's fresh() reaches the concurrent-init race, which this defect does not touch.
     expect(out).toMatch(/✓ \[concurrency\] init\(\) of one new store by 4 racers at once/);
     expect(out).toMatch(/^messages\s+\d+\s+0\s+0$/m);
-    expect(out).toMatch(/^errors\s+\d+\s+0\s+7\s+no breakConnection hook supplied \(7\)$/m);
+    expect(out).toMatch(
+      /^errors\s+\d+\s+0\s+8\s+no breakConnection hook supplied \(7\); no withSecret hook supplied \(1\)$/m,
+    );
     expect(out).toMatch(
       /resource working-memory merges: 4 OS processes, 100 operations .*; \d+\/100 keys survived/,
     );

@@ -4,13 +4,19 @@ import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
-import { BreakableMemoryStore, DeclaredStore, LegacyNonAtomicStore } from './support/breakable.ts';
+import {
+  BreakableMemoryStore,
+  DeclaredStore,
+  LegacyNonAtomicStore,
+  unreachableWithSecret,
+} from './support/breakable.ts';
 import {
   brokenAtomicStore,
   CheckThenWriteStore,
   ImmortalStore,
   InclusiveRangeStore,
   KeylessCompareStore,
+  LeakyCredentialsStore,
   LeakyErrorStore,
   LeakyIncludeStore,
   LosesEmptyStringsStore,
@@ -195,11 +201,12 @@ describe('the suite catches deliberately broken stores', () => {
     expect(message(result(records, "thread-scoped working memory ''"))).toContain('expected: ""');
   });
 
-  it('the reference store passes every area with breakConnection, and names why checks skip without it', async () => {
+  it('the reference store passes every area with breakConnection and withSecret, and names why checks skip without them', async () => {
     const full = await runChecks({
       name: 'memory',
       create: () => new BreakableMemoryStore(),
       breakConnection: breakMemory,
+      withSecret: unreachableWithSecret,
     });
     expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
@@ -212,9 +219,11 @@ describe('the suite catches deliberately broken stores', () => {
       { name: 'memory', create: () => new BreakableMemoryStore() },
       { areas: ['errors'] },
     );
-    expect(bare.filter((r) => r.status === 'skip').map((r) => r.reason)).toEqual(
-      Array.from({ length: 7 }, () => 'no breakConnection hook supplied'),
-    );
+    expect(bare.filter((r) => r.status === 'skip').map((r) => r.reason)).toEqual([
+      ...Array.from({ length: 6 }, () => 'no breakConnection hook supplied'),
+      'no withSecret hook supplied',
+      'no breakConnection hook supplied',
+    ]);
   });
 });
 
@@ -396,7 +405,12 @@ describe('the suite catches broken vector stores', () => {
 describe('capabilities drive skips', () => {
   it('a store declaring atomicWorkingMemory: false passes, skipping only what needs it', async () => {
     const create = () => new DeclaredStore({ atomicWorkingMemory: false });
-    const results = await runChecks({ name: 'non-atomic', create, breakConnection: breakMemory });
+    const results = await runChecks({
+      name: 'non-atomic',
+      create,
+      breakConnection: breakMemory,
+      withSecret: unreachableWithSecret,
+    });
     expect(results.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     // The one skip a process-local store gets for that: no other process can hold its locks.
     const stopped = result(results, 'a writer process stopped (SIGSTOP)');
@@ -475,6 +489,21 @@ describe('capabilities drive skips', () => {
       'a failed write names the operation, never the payload (message, String(error), causes)',
     ]);
     expect(message(result(results, 'a failed write'))).toContain('saveMessages on a broken backend');
+  });
+
+  it('(i) an error whose cause names the configured token fails the errors area', async () => {
+    const init = {
+      name: 'leaky-credentials',
+      create: () => new BreakableMemoryStore(),
+      withSecret: (secret: string) => ({ 'token, broken backend': () => new LeakyCredentialsStore(secret) }),
+    };
+    const results = await area(init, 'errors');
+    expect(failures(results)).toEqual([
+      'a store configured with a password or token never shows it in an error (message, String(error), stack, causes)',
+    ]);
+    expect(message(result(results, 'a store configured with'))).toContain(
+      'token, broken backend: init(): the error shows the configured secret',
+    );
   });
 
   it('(h) a store that accepts a page past 2^31 - 1 fails the errors area', async () => {

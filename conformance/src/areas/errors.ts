@@ -6,6 +6,7 @@ import {
   expectEqual,
   expectMemoryError,
   expectRejects,
+  expectTrue,
   show,
 } from '../assert.ts';
 import { defineArea } from '../define.ts';
@@ -29,6 +30,46 @@ export const BAD_IDS: readonly unknown[] = [
 
 const noBreak = (init: ConformanceInit) =>
   init.breakConnection ? undefined : 'no breakConnection hook supplied';
+
+const noSecret = (init: ConformanceInit) => (init.withSecret ? undefined : 'no withSecret hook supplied');
+
+/**
+ * Every text a logger may print of an error: its message, `String(error)`, its stack, the
+ * inspected and JSON forms, and the same of each cause and `AggregateError` member.
+ */
+function loggedTexts(error: unknown): string[] {
+  const texts = [inspect(error, { depth: 10 }), safeJson(error)];
+  const seen = new Set<unknown>();
+  const visit = (value: unknown, depth: number): void => {
+    if (depth > 10 || seen.has(value)) return;
+    seen.add(value);
+    texts.push(String(value));
+    if (!(value instanceof Error)) return;
+    texts.push(value.message, value.stack ?? '', safeJson(value));
+    if (value.cause !== undefined) visit(value.cause, depth + 1);
+    if (value instanceof AggregateError) for (const member of value.errors) visit(member, depth + 1);
+  };
+  visit(error, 0);
+  return texts;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** The error `call` rejects (or throws) with; a `ConformanceError` when it succeeds. */
+async function failureOf(call: () => unknown, what: string): Promise<unknown> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  throw new ConformanceError(`${what} succeeded; withSecret must give stores whose every call fails`);
+}
 
 /** A store with a thread and a message in it, then broken through `breakConnection`. */
 async function brokenStore(ctx: CheckContext) {
@@ -376,6 +417,53 @@ export const errorsChecks = [
       },
       noBreak,
     ),
+  ),
+
+  check(
+    'a store configured with a password or token never shows it in an error (message, String(error), stack, causes)',
+    async (ctx) => {
+      const secret = `Engram${ctx.id('secret').replace(/[^A-Za-z0-9]/g, '')}`;
+      const cases = Object.entries(ctx.init.withSecret!(secret));
+      expectTrue(cases.length > 0, 'withSecret must give at least one store');
+      for (const [what, create] of cases) {
+        let store: MemoryStorage | undefined;
+        const errors: [string, unknown][] = [];
+        try {
+          store = await create();
+        } catch (error) {
+          errors.push([`${what}: creating the store`, error]);
+        }
+        if (store) {
+          const s = store;
+          const t = thread(ctx.id('t'), ctx.id('r'));
+          const calls: [string, () => Promise<unknown>][] = [
+            ['init()', () => s.init()],
+            ['getThreadById', () => s.getThreadById({ threadId: t.id })],
+            ['saveThread', () => s.saveThread(t)],
+            ['listMessages', () => s.listMessages({ threadId: t.id })],
+          ];
+          try {
+            for (const [call, run] of calls)
+              errors.push([`${what}: ${call}`, await failureOf(run, `${what}: ${call}`)]);
+          } finally {
+            await s.close().catch(() => undefined);
+          }
+        }
+        for (const [call, error] of errors) {
+          expectMemoryError(
+            error,
+            ['CONNECTION', 'STORAGE', 'MIGRATION', 'INVALID_ARGUMENT', 'UNSUPPORTED'],
+            call,
+          );
+          if (loggedTexts(error).some((text) => text.includes(secret))) {
+            throw new ConformanceError(
+              `${call}: the error shows the configured secret; errors must redact passwords and tokens\n${inspect(error, { depth: 10 })}`,
+            );
+          }
+        }
+      }
+    },
+    noSecret,
   ),
 
   check(

@@ -1,6 +1,8 @@
 import {
+  createErrorMapper,
   DEFAULT_CAPABILITIES,
   InMemoryStore,
+  type MemoryError,
   type MemoryStorage,
   type StoreCapabilities,
 } from '@engram/core';
@@ -21,6 +23,39 @@ export class BreakableMemoryStore extends InMemoryStore {
     if (!this.broken || operation === 'close') return super.run(operation, fn);
     return super.run(operation, () => Promise.reject(new Error('ECONNRESET: the backend went away')));
   }
+}
+
+/**
+ * The reference store configured as if with a password or token against a server that cannot
+ * be reached: every call (but `close`) fails with a driver-like error quoting the URL with the
+ * secret in it, mapped by core's error mapper as an adapter's would be.
+ */
+export class UnreachableMemoryStore extends InMemoryStore {
+  private readonly mapError = createErrorMapper({ adapter: 'memory', classify: () => 'CONNECTION' });
+
+  constructor(private readonly url: string) {
+    super();
+  }
+
+  protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    if (operation === 'close') return super.run(operation, fn);
+    const refused = new Error(`connect ECONNREFUSED ${this.url}`);
+    return super.run(operation, () =>
+      Promise.reject(new TypeError(`fetch ${this.url} failed`, { cause: refused })),
+    );
+  }
+
+  protected override toMemoryError(error: unknown, operation: string): MemoryError {
+    return this.mapError(error, operation);
+  }
+}
+
+/** The `withSecret` hook of the reference store: the secret as a URL password and as a token. */
+export function unreachableWithSecret(secret: string): Record<string, () => UnreachableMemoryStore> {
+  return {
+    'password in the URL': () => new UnreachableMemoryStore(`https://user:${secret}@127.0.0.1:1/`),
+    'token in the query': () => new UnreachableMemoryStore(`https://127.0.0.1:1/?authToken=${secret}`),
+  };
 }
 
 /** The breakable reference store declaring other capabilities (default: the reference store's). */

@@ -237,6 +237,23 @@ export class LeakyErrorStore extends BreakableMemoryStore {
   }
 }
 
+/**
+ * (i) A store configured with a token whose errors keep the driver's error as their cause as
+ * is: the message is redacted, but the cause names the token.
+ */
+export class LeakyCredentialsStore extends BreakableMemoryStore {
+  constructor(private readonly token: string) {
+    super();
+    this.broken = true;
+  }
+
+  protected override toMemoryError(error: unknown, operation: string): MemoryError {
+    return new MemoryError('CONNECTION', `memory: ${operation} failed`, {
+      cause: new Error(`auth refused for token ${this.token}`, { cause: error }),
+    });
+  }
+}
+
 /** (h) Passes any integer page on to the backend (here: answers an empty page, like a lie). */
 export class UnboundedPageStore extends BreakableMemoryStore {
   override async listMessages(args: ListMessagesArgs): Promise<MessagePage> {

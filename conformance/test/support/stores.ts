@@ -1,5 +1,5 @@
 import type { ConformanceInit } from '../../src/index.ts';
-import { BreakableMemoryStore } from './breakable.ts';
+import { BreakableMemoryStore, unreachableWithSecret } from './breakable.ts';
 
 /** `breakConnection` for the breakable in-memory stores. */
 export const breakMemory: ConformanceInit['breakConnection'] = (store) => {
@@ -11,4 +11,5 @@ export const referenceInit: ConformanceInit = {
   name: 'memory',
   create: () => new BreakableMemoryStore(),
   breakConnection: breakMemory,
+  withSecret: unreachableWithSecret,
 };

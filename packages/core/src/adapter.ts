@@ -31,6 +31,7 @@ export {
 } from './storage/capabilities.ts';
 export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
 export type * from './storage/contract.ts';
+export { REDACTED, redactCredentials } from './storage/credentials.ts';
 export { redactDriverError } from './storage/driver-error.ts';
 export {
   createErrorMapper,

@@ -1,3 +1,5 @@
+import { redactCredentials } from './storage/credentials.ts';
+
 /** What went wrong, as a closed set. */
 export type MemoryErrorCode =
   /** A caller passed something that can never be valid (bad id, bad patch, bad option). */
@@ -29,7 +31,11 @@ export interface MemoryErrorOptions {
   details?: Record<string, unknown>;
 }
 
-/** The one error class engram throws. Switch on `code`. */
+/**
+ * The one error class engram throws. Switch on `code`. The message is passed through
+ * `redactCredentials` (URL passwords, token and password parameters are replaced by `***`), so a
+ * message that quotes a connection string is still safe to log.
+ */
 export class MemoryError extends Error {
   override readonly name = 'MemoryError';
   readonly code: MemoryErrorCode;
@@ -37,7 +43,7 @@ export class MemoryError extends Error {
   readonly details: Record<string, unknown>;
 
   constructor(code: MemoryErrorCode, message: string, options: MemoryErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(redactCredentials(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.adapter = options.adapter ?? 'core';
     this.details = options.details ?? {};

@@ -6,6 +6,7 @@ import {
   Memory,
   type MemoryOptions,
   type MemoryStorage,
+  redactCredentials,
   type SchemaSource,
   type SemanticRecallOptions,
 } from '@engram/core';
@@ -44,9 +45,16 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-/** Thrown for a store that cannot be opened or reached; the CLI prints the message and exits 1. */
+/**
+ * Thrown for a store that cannot be opened or reached; the CLI prints the message and exits 1.
+ * The message has credentials redacted (core's `redactCredentials`).
+ */
 export class StoreError extends Error {
   override name = 'StoreError';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(redactCredentials(message), options);
+  }
 }
 
 /** The exports `engram-inspect` looks for in a store module, in this order. */
@@ -56,22 +64,29 @@ interface StoreModule {
   create?: () => unknown;
 }
 
-/** True for the URL forms `openStore` handles itself (anything else is a module path). */
+/**
+ * True for the URL forms `openStore` handles itself (anything else is a module path). Read by
+ * scheme only, never with `new URL`, which rejects multi-host URLs (`mongodb://h1,h2/db`).
+ */
 export function isStoreUrl(spec: string): boolean {
   return /^(file:|libsql:|wss?:|postgres(ql)?:|mongodb(\+srv)?:|https?:)/i.test(spec);
 }
 
 /** The URL without its password, query string and hash, for printing. */
 export function redactUrl(spec: string): string {
-  try {
-    const url = new URL(spec);
-    if (url.password) url.password = '***';
-    url.search = '';
-    url.hash = '';
-    return url.toString();
-  } catch {
-    return spec.replace(/\/\/[^@/]*@/, '//***@');
-  }
+  return redactCredentials(spec.replace(/[?#][\s\S]*$/, ''));
+}
+
+/**
+ * The path of a store URL without its leading `/` (`db` of
+ * `mongodb://user:pw@h1:27017,h2:27017/db?replicaSet=rs0`), read without `new URL` for the same
+ * reason as `isStoreUrl`.
+ */
+export function urlPath(spec: string): string {
+  return spec
+    .replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '')
+    .replace(/[?#][\s\S]*$/, '')
+    .replace(/^\//, '');
 }
 
 /**
@@ -173,7 +188,7 @@ async function storageFor(spec: string, settings: StoreSettings): Promise<Memory
   }
   if (scheme === 'mongodb' || scheme === 'mongodb+srv') {
     const { MongoDBStore } = await loadAdapter<typeof import('@engram/mongodb')>('@engram/mongodb', spec);
-    const path = new URL(spec).pathname.replace(/^\//, '');
+    const path = urlPath(spec);
     return new MongoDBStore({
       url: spec,
       dbName: settings.dbName ?? (path ? decodeURIComponent(path) : 'engram'),

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAdapter, type OpenedStore, openStore, StoreError } from '../src/open.ts';
+import { loadAdapter, type OpenedStore, openStore, redactUrl, StoreError, urlPath } from '../src/open.ts';
 import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
 
 const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
@@ -230,6 +230,40 @@ describe('engram-inspect CLI', () => {
     expect(noToken.stderr).toContain('ENGRAM_UPSTASH_TOKEN or UPSTASH_REDIS_REST_TOKEN');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('thread needs an id');
+  });
+
+  it('takes multi-host MongoDB URLs and never prints the password of an Upstash or MongoDB URL', async () => {
+    const [upstash, mongo] = await Promise.all([
+      cli(['thread', 'x', '--store', 'https://user:UpstashPw9@127.0.0.1:1'], {
+        ENGRAM_UPSTASH_TOKEN: 'token',
+      }),
+      cli([
+        'thread',
+        'x',
+        '--store',
+        'mongodb://app:MongoPw9@127.0.0.1:9,127.0.0.1:10/inspectdb?replicaSet=rs0&serverSelectionTimeoutMS=300',
+      ]),
+    ]);
+    expect(upstash.code).toBe(1);
+    expect(upstash.stderr).toContain('INVALID_ARGUMENT: upstash: url must not hold a user name or password');
+    expect(upstash.stdout + upstash.stderr).not.toContain('UpstashPw9');
+    expect(mongo.code).toBe(1);
+    // The driver was given the URL and tried the hosts: the failure is reaching them, not parsing.
+    expect(mongo.stderr).toContain(
+      'cannot reach the store mongodb://app:***@127.0.0.1:9,127.0.0.1:10/inspectdb (mongodb): mongodb: init failed',
+    );
+    expect(mongo.stdout + mongo.stderr).not.toContain('MongoPw9');
+  });
+
+  it('reads the database of multi-host and SRV MongoDB URLs, and prints them without password or query', () => {
+    expect(urlPath('mongodb://u:p@h1:27017,h2:27017/app%2Ddb?replicaSet=rs0')).toBe('app%2Ddb');
+    expect(urlPath('mongodb+srv://u:p@cluster0.example.net/prod?retryWrites=true')).toBe('prod');
+    expect(urlPath('mongodb://h1,h2/?replicaSet=rs0')).toBe('');
+    expect(urlPath('mongodb://h1:27017')).toBe('');
+    expect(redactUrl('mongodb+srv://u:Pw1@cluster0.example.net/prod?authSource=admin')).toBe(
+      'mongodb+srv://u:***@cluster0.example.net/prod',
+    );
+    expect(redactUrl('libsql://db.example.io?authToken=Tk1')).toBe('libsql://db.example.io');
   });
 
   it('prints stored terminal control sequences as visible escapes, never raw', async () => {

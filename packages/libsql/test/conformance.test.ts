@@ -32,6 +32,13 @@ runConformance({
   },
   processes: 4,
   breakConnection,
+  // A remote database on a closed port, the secret as authToken (option or URL) or URL password.
+  withSecret: (secret) => ({
+    'authToken option, closed port': () => new LibSQLStore({ url: 'http://127.0.0.1:9', authToken: secret }),
+    'authToken in the URL, closed port': () =>
+      new LibSQLStore({ url: `http://127.0.0.1:9?authToken=${secret}` }),
+    'password in the URL, closed port': () => new LibSQLStore({ url: `libsql://user:${secret}@127.0.0.1:9` }),
+  }),
 });
 
 runConformance({

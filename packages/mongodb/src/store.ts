@@ -1,5 +1,12 @@
 import type * as core from '@engram/core/adapter';
-import { checkClientShape, MemoryError, pageOffset, StoreBase, threadExists } from '@engram/core/adapter';
+import {
+  checkClientShape,
+  MemoryError,
+  pageOffset,
+  redactDriverError,
+  StoreBase,
+  threadExists,
+} from '@engram/core/adapter';
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { checkNames } from './collections.ts';
 import {
@@ -111,7 +118,7 @@ function createClient(options: MongoDBStoreOptions): MongoClient {
   } catch (error) {
     throw new MemoryError('INVALID_ARGUMENT', `mongodb: invalid url: ${(error as Error).message}`, {
       adapter: ADAPTER,
-      cause: error,
+      cause: redactDriverError(error),
     });
   }
 }

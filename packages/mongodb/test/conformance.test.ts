@@ -35,6 +35,21 @@ runConformance({
   },
   // Closing the driver client under the store makes every later call fail as a lost connection.
   breakConnection: (store) => (store as MongoDBStore).client.close(),
+  // The secret as the URL's password: a closed port, the real server refusing the login, and a
+  // URL the driver cannot parse.
+  withSecret: (secret) => {
+    const real = new URL(MONGODB_URL!);
+    real.username = 'engram_no_such_user';
+    real.password = secret;
+    const options = { dbName, serverSelectionTimeoutMS: 1_000 };
+    return {
+      'password in the URL, closed port': () =>
+        new MongoDBStore({ url: `mongodb://user:${secret}@127.0.0.1:9/db`, ...options }),
+      'password in the URL, real server': () => new MongoDBStore({ url: real.toString(), ...options }),
+      'password in a URL the driver refuses': () =>
+        new MongoDBStore({ url: `mongodb://user:${secret}@127.0.0.1:9/db?noSuchOption=1`, ...options }),
+    };
+  },
 });
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import type { ConformanceInit } from '@engram/conformance';
 import type { MemoryStorage } from '@engram/core';
 import { afterAll, it } from 'vitest';
-import { type OraclePool, OracleStore } from '../src/index.ts';
+import { type OraclePool, OracleStore, parseOracleUrl } from '../src/index.ts';
 import type { JsonStorage } from '../src/sql.ts';
 import {
   dropTables,
@@ -13,6 +13,20 @@ import {
   SKIP_REASON,
 } from './env.ts';
 import { oracledb } from './fixtures.ts';
+
+/**
+ * The conformance `withSecret` hook: stores holding `secret` as their password (given as an
+ * option and inside an `oracle://` URL) against a closed port. Needs no server: the driver fails
+ * to connect (NJS-503).
+ */
+export function storesWithSecret(secret: string): Record<string, () => OracleStore> {
+  return {
+    'password option, closed port': () =>
+      new OracleStore({ user: 'scott', password: secret, connectString: '127.0.0.1:9/FREEPDB1' }),
+    'password in the URL, closed port': () =>
+      new OracleStore(parseOracleUrl(`oracle://scott:${secret}@127.0.0.1:9/FREEPDB1`)),
+  };
+}
 
 /**
  * The initializer of one conformance run: tables under a fresh prefix (handed to the worker
@@ -57,5 +71,6 @@ export function conformanceRun(name: string, jsonType?: JsonStorage): Conformanc
     breakConnection: async (store) => {
       await pools.get(store)?.close(0);
     },
+    withSecret: storesWithSecret,
   };
 }

@@ -1,6 +1,9 @@
-import { MemoryError } from '@engram/core';
+import { inspect } from 'node:util';
+import { isMemoryError, MemoryError } from '@engram/core';
 import { describe, expect, it } from 'vitest';
 import { classify, errorCodes, toMemoryError } from '../src/errors.ts';
+import { parseOracleUrl } from '../src/index.ts';
+import { storesWithSecret } from './conformance-setup.ts';
 
 /** An error shaped like the ones node-oracledb throws: `code` plus message (and `errorNum`). */
 function driverError(code: string, message = `${code}: something`): Error {
@@ -82,5 +85,49 @@ describe('error mapping', () => {
   it('explains a vanished thread and an oversized value', () => {
     expect(toMemoryError(driverError('ORA-02291'), 'saveMessages').message).toMatch(/thread does not exist/);
     expect(toMemoryError(driverError('ORA-12899'), 'saveMessages').message).toMatch(/255 characters/);
+  });
+});
+
+describe('credentials in errors', () => {
+  const secret = 'OracleS3cretPw';
+
+  it('a store with a password on a closed port fails with CONNECTION that never shows it (real driver)', async () => {
+    for (const [what, create] of Object.entries(storesWithSecret(secret))) {
+      const store = create();
+      const error = await store.init().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await store.close().catch(() => undefined);
+      expect(isMemoryError(error, 'CONNECTION'), `${what}: ${inspect(error)}`).toBe(true);
+      const logged = [
+        String(error),
+        (error as Error).stack,
+        inspect(error, { depth: 10 }),
+        JSON.stringify(error),
+      ];
+      for (const text of logged) expect(text, what).not.toContain(secret);
+    }
+  });
+
+  it('a driver message quoting a URL with the password is redacted in the message and the cause', () => {
+    const driver = Object.assign(new Error(`NJS-503: cannot reach oracle://scott:${secret}@db:1521/FREE`), {
+      code: 'NJS-503',
+    });
+    const error = toMemoryError(driver, 'init');
+    expect(error.message).toBe('oracle: init failed: NJS-503: cannot reach oracle://scott:***@db:1521/FREE');
+    expect(inspect(error, { depth: 10 })).not.toContain(secret);
+  });
+
+  it('a bad oracle:// URL is refused without quoting it', () => {
+    const error = (() => {
+      try {
+        parseOracleUrl(`oracle://scott:${secret}@db:1521/`);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+    expect(inspect(error, { depth: 10 })).not.toContain(secret);
   });
 });

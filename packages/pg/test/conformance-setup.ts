@@ -96,6 +96,21 @@ export function conformanceRun(name: string, options: RunOptions = {}): { init: 
       };
     },
     breakConnection: endPool,
+    // The secret as the URL's password: a closed port, and the real server refusing the login.
+    withSecret: (secret) => {
+      const refused = new URL(PG.url ?? 'postgres://127.0.0.1:5432/postgres');
+      refused.username = 'engram_no_such_role';
+      refused.password = secret;
+      return {
+        'password in the URL, closed port': () =>
+          new PostgresStore({
+            connectionString: `postgres://app:${secret}@127.0.0.1:9/app`,
+            maxConnections: 1,
+          }),
+        'password in the URL, real server refusing the role': () =>
+          new PostgresStore({ connectionString: refused.toString(), maxConnections: 1 }),
+      };
+    },
     processes: 4,
   };
   return { init, run };

@@ -58,7 +58,11 @@ interface CommonOptions {
 export type UpstashStoreOptions = CommonOptions &
   (
     | {
-        /** `UPSTASH_REDIS_REST_URL`. */
+        /**
+         * `UPSTASH_REDIS_REST_URL`. A URL holding a user name or password
+         * (`https://user:pw@…`) is refused with `INVALID_ARGUMENT`: the REST API authenticates
+         * with `token` only, and `fetch` would reject such a URL quoting it.
+         */
         url: string;
         /** `UPSTASH_REDIS_REST_TOKEN`. */
         token: string;
@@ -124,6 +128,11 @@ export class UpstashStore extends StoreBase {
       if (typeof options.url !== 'string' || !options.url)
         throw invalid('url is required (or pass a client)');
       if (typeof options.token !== 'string' || !options.token) throw invalid('token is required');
+      if (hasUserinfo(options.url)) {
+        throw invalid(
+          'url must not hold a user name or password (https://user:password@…): the REST API authenticates with token alone',
+        );
+      }
       try {
         this.client = new Redis({
           url: options.url,
@@ -451,6 +460,13 @@ function memoryWrite(value: string | null, version = newVersion()): WorkingMemor
 /** A fresh working-memory version: random, so a recreated record never reuses an old one. */
 function newVersion(): string {
   return crypto.randomUUID();
+}
+
+/** True when `url` parses and names a user or password before its host. */
+function hasUserinfo(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const { username, password } = new URL(url);
+  return username !== '' || password !== '';
 }
 
 function invalid(message: string): MemoryError {

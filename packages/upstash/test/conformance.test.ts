@@ -2,7 +2,7 @@ import { runConformance } from '@engram/conformance';
 import { afterAll } from 'vitest';
 import type { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip, upstashUrl } from './env.ts';
-import { breakStore, dropPrefix, testStore } from './stores.ts';
+import { breakStore, dropPrefix, storesWithSecret, testStore } from './stores.ts';
 
 const prefix = runPrefix('conformance');
 process.env.ENGRAM_UPSTASH_TEST_PREFIX = prefix;
@@ -29,6 +29,7 @@ runConformance({
   // The lease a working-memory writer takes after a lost compare-and-set (LEASE_MS of store.ts).
   leaseMs: 2_000,
   breakConnection: (store) => breakStore(store as UpstashStore),
+  withSecret: storesWithSecret,
 });
 
 afterAll(async () => {

@@ -20,6 +20,25 @@ describe('redactMessage', () => {
   });
 });
 
+describe('credentials in the URL', () => {
+  it('a URL with a user or password is refused with INVALID_ARGUMENT that does not quote it', () => {
+    for (const url of [
+      'https://default:UpstashS3cret@eu1.example.io',
+      'https://UpstashS3cret@eu1.example.io',
+    ]) {
+      let caught: unknown;
+      try {
+        new UpstashStore({ url, token: 'token' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(isMemoryError(caught, 'INVALID_ARGUMENT'), url).toBe(true);
+      expect((caught as Error).message).toContain('url must not hold a user name or password');
+      expect(inspect(caught, { depth: 10 })).not.toContain('UpstashS3cret');
+    }
+  });
+});
+
 describe.skipIf(redisSkip)(title, () => {
   // A bridge of its own with a small request limit, so the server refuses a large command the
   // way Upstash refuses one over its maximum request size.

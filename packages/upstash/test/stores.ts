@@ -46,3 +46,26 @@ export async function dropPrefix(prefix: string): Promise<void> {
     cursor = String(next);
   } while (cursor !== '0');
 }
+
+/**
+ * The conformance `withSecret` hook: stores holding `secret` as their token against a closed
+ * port and against the real endpoint (which refuses it), and as a URL password (refused at
+ * construction).
+ */
+export function storesWithSecret(secret: string): Record<string, () => UpstashStore> {
+  const url = process.env.ENGRAM_UPSTASH_URL ?? '';
+  const retry = { retries: 0, backoff: () => 0 };
+  const withPassword = new URL(url);
+  withPassword.username = 'default';
+  withPassword.password = secret;
+  return {
+    'token, closed port': () => new UpstashStore({ url: 'http://127.0.0.1:9', token: secret, retry }),
+    'wrong token, real endpoint': () => new UpstashStore({ url, token: secret, retry }),
+    'password in the URL, real endpoint': () =>
+      new UpstashStore({
+        url: withPassword.toString(),
+        token: process.env.ENGRAM_UPSTASH_TOKEN ?? '',
+        retry,
+      }),
+  };
+}

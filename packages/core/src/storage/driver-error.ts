@@ -1,3 +1,5 @@
+import { redactCredentials } from './credentials.ts';
+
 /**
  * Fields of driver errors that identify what failed by code or by schema name, never by value.
  * Everything else a driver attaches is dropped: a PostgreSQL `detail` ("Failing row contains
@@ -23,13 +25,14 @@ const SAFE_FIELDS = [
 
 /**
  * A copy of a driver error that is safe to keep as a `MemoryError`'s `cause`: the same `name`,
- * its message passed through `redact`, the code-like fields above, its stack frames, and its own
+ * its message passed through `redact` and then `redactCredentials` (always: a driver's message
+ * may quote the URL it was given, password and token included), the code-like fields above, its stack frames, and its own
  * causes copied the same way. Loggers print an error's causes with all their fields, so keeping
  * the raw driver error would carry message text and working memory into logs; adapters keep this
  * copy instead. Values that are not errors become their redacted string.
  */
 export function redactDriverError(error: unknown, redact: (message: string) => string = (m) => m): unknown {
-  return copy(error, redact, 0);
+  return copy(error, (message) => redactCredentials(redact(message)), 0);
 }
 
 function copy(error: unknown, redact: (message: string) => string, depth: number): unknown {

@@ -1,4 +1,5 @@
 import { MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '../errors.ts';
+import { redactCredentials } from './credentials.ts';
 import { redactDriverError } from './driver-error.ts';
 
 /** How deep `driverCodes` and `hasNetworkCode` follow an error's `cause` chain. */
@@ -62,7 +63,8 @@ export interface ErrorMapperOptions {
   describe?: (code: MemoryErrorCode, reason: string, error: unknown) => string;
   /**
    * Removes user data a driver puts into its messages (e.g. the command it sent). Applied to
-   * the reason in the message and to every message of the cause. Default: none needed.
+   * the reason in the message and to every message of the cause, before core's
+   * `redactCredentials`, which always runs. Default: none needed.
    */
   redact?: (message: string) => string;
 }
@@ -73,8 +75,9 @@ export type ErrorMapper = (error: unknown, operation: string) => MemoryError;
 /**
  * The error mapping every adapter shares; the adapter supplies only its classification. The
  * returned function passes a `MemoryError` through unchanged and turns anything else into one
- * whose message is `"<adapter>: <operation> failed: <reason>"`, whose `cause` is
- * `redactDriverError(error, redact)` (codes and stack frames, no values), and whose `details`
+ * whose message is `"<adapter>: <operation> failed: <reason>"` (the reason with credentials
+ * redacted), whose `cause` is `redactDriverError(error, redact)` (codes and stack frames, no
+ * values, no credentials), and whose `details`
  * hold `operation` and the driver code(s) from `driverDetails`.
  */
 export function createErrorMapper(options: ErrorMapperOptions): ErrorMapper {
@@ -84,7 +87,7 @@ export function createErrorMapper(options: ErrorMapperOptions): ErrorMapper {
     const code =
       classify(error, operation) ??
       (hasNetworkCode(error) ? 'CONNECTION' : operation === 'init' ? 'MIGRATION' : 'STORAGE');
-    const reason = redact(driverMessage(error));
+    const reason = redactCredentials(redact(driverMessage(error)));
     return new MemoryError(
       code,
       `${adapter}: ${operation} failed: ${describe?.(code, reason, error) ?? reason}`,
