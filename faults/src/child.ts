@@ -5,6 +5,7 @@
 import { isMemoryError, type MemoryStorage } from '@engram/core';
 import { type Job, type ParentMessage, report } from './ipc.ts';
 import { AckBeforeCommitStore } from './lossy-store.ts';
+import { memorySoak } from './memory-worker.ts';
 import { soak } from './soak-worker.ts';
 import { openStore, targetFromEnv } from './targets.ts';
 import { mergeStep, schemaMemory, writeStep } from './workload.ts';
@@ -76,7 +77,8 @@ async function main(): Promise<void> {
     process.disconnect?.();
   } else {
     await report({ type: 'ready' });
-    await soak(real, job);
+    if (job.mode === 'soak') await soak(real, job);
+    else await memorySoak(real, job);
     await real.close();
     process.disconnect?.();
   }

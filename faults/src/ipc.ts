@@ -30,6 +30,14 @@ export type Job =
       shared: Scene;
       /** Other processes' scenes: reads with `own.resourceId` must never see their data. */
       others: Scene[];
+    }
+  | {
+      mode: 'memory';
+      writer: string;
+      /** Operations to run in all. */
+      operations: number;
+      /** Operations run before the first RSS sample. */
+      warmup: number;
     };
 
 /** Messages from the parent to a `stopped` child: open or close its gate, or finish and exit. */
@@ -40,7 +48,16 @@ export type ChildMessage =
   | { type: 'ready' }
   | { type: 'ack'; ack: Ack }
   | { type: 'error'; code: string; message: string }
-  | { type: 'done'; operations: number; invariants: number; violations: string[] };
+  | { type: 'done'; operations: number; invariants: number; violations: string[] }
+  | {
+      type: 'memory';
+      operations: number;
+      /** RSS in bytes after the warm-up operations and at the end, each after a full GC. */
+      rssAfterWarmup: number;
+      rssAtEnd: number;
+      /** How long the operations after the warm-up took. */
+      seconds: number;
+    };
 
 /** Sends a message to the parent and resolves once it is handed to the IPC channel. */
 export function report(message: ChildMessage): Promise<void> {

@@ -16,12 +16,18 @@ export interface Child {
 
 /**
  * Forks `src/child.ts` in a process of its own (its own store, its own connections) with an IPC
- * channel; `onMessage` sees every message in the order the child sent it.
+ * channel; `onMessage` sees every message in the order the child sent it. `nodeOptions` are
+ * added to the child's node flags (`--expose-gc`).
  */
-export function spawnChild(target: Target, job: Job, onMessage: (message: ChildMessage) => void): Child {
+export function spawnChild(
+  target: Target,
+  job: Job,
+  onMessage: (message: ChildMessage) => void,
+  nodeOptions: string[] = [],
+): Child {
   const child = fork(CHILD, [], {
     cwd: PACKAGE_DIR,
-    execArgv: ['--import', 'tsx', '--conditions=source'],
+    execArgv: ['--import', 'tsx', '--conditions=source', ...nodeOptions],
     env: { ...process.env, FAULTS_TARGET: JSON.stringify(target), FAULTS_JOB: JSON.stringify(job) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

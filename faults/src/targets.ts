@@ -9,7 +9,7 @@ export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'oracle' | '
  * data.
  */
 export type Target =
-  | { adapter: 'libsql'; url: string; busyTimeoutMs?: number }
+  | { adapter: 'libsql'; url: string; busyTimeoutMs?: number; synchronous?: 'full' | 'normal' }
   | { adapter: 'pg'; url: string; schemaName: string; connectTimeoutMs?: number }
   | { adapter: 'upstash'; url: string; token: string; prefix: string; retries?: number }
   | {
@@ -31,7 +31,11 @@ export async function openStore(target: Target): Promise<MemoryStorage> {
   switch (target.adapter) {
     case 'libsql': {
       const { LibSQLStore } = await import('@engram/libsql');
-      return new LibSQLStore({ url: target.url, busyTimeoutMs: target.busyTimeoutMs });
+      return new LibSQLStore({
+        url: target.url,
+        busyTimeoutMs: target.busyTimeoutMs,
+        synchronous: target.synchronous,
+      });
     }
     case 'pg': {
       const { PostgresStore } = await import('@engram/pg');

@@ -7,10 +7,11 @@ import {
   type ResultSet,
   type Transaction,
 } from '@libsql/client';
+import { EmbeddedDatabase } from './embedded.ts';
 import { ADAPTER, isBusyError } from './errors.ts';
 
 /** Ends a transaction (rolling back what was not committed) without masking an earlier error. */
-export function closeQuietly(tx: Transaction): void {
+export function closeQuietly(tx: Pick<Transaction, 'close'>): void {
   try {
     tx.close();
   } catch {
@@ -24,6 +25,23 @@ export interface Executor {
   batch(statements: InStatement[]): Promise<ResultSet[]>;
 }
 
+/** A write transaction: statements, then `commit`; `close` rolls back what was not committed. */
+export interface WriteTransaction extends Executor {
+  commit(): Promise<void>;
+  close(): void;
+}
+
+/**
+ * What the store runs statements on: an `@libsql/client` client (a server, or an injected
+ * client) or an `EmbeddedDatabase` (a `file:` or `:memory:` URL).
+ */
+export interface Database {
+  execute(statement: InStatement): Promise<ResultSet>;
+  batch(statements: InStatement[], mode?: 'write' | 'read'): Promise<ResultSet[]>;
+  transaction(mode: 'write'): Promise<WriteTransaction>;
+  close(): void;
+}
+
 /** Where the store's client comes from. */
 export type ClientSource =
   | { kind: 'url'; url: string; authToken?: string; busyTimeoutMs: number; synchronous: 'full' | 'normal' }
@@ -32,6 +50,13 @@ export type ClientSource =
 /** True for URLs naming an in-memory database (one database per client, on one connection). */
 export function isMemoryUrl(url: string): boolean {
   return url === ':memory:' || url === 'file::memory:' || url.startsWith('file::memory:?');
+}
+
+/** The file path of a `file:` URL (`file:relative.db`, `file:/abs.db`, `file:///abs.db`). */
+function filePath(url: string): string {
+  let path = url.slice('file:'.length).split('?')[0] ?? '';
+  if (path.startsWith('//')) path = path.slice(path.indexOf('/', 2));
+  return decodeURIComponent(path);
 }
 
 /** Runs tasks one at a time, in call order. */
@@ -63,7 +88,7 @@ const fileQueues = new Map<string, SerialQueue>();
 function queueFor(source: ClientSource, embedded: boolean, processLocal: boolean): SerialQueue | undefined {
   if (!embedded) return undefined;
   if (source.kind === 'injected' || processLocal) return new SerialQueue();
-  const path = resolve(source.url.slice('file:'.length).split('?')[0] ?? '');
+  const path = resolve(filePath(source.url));
   let queue = fileQueues.get(path);
   if (!queue) {
     queue = new SerialQueue();
@@ -73,22 +98,25 @@ function queueFor(source: ClientSource, embedded: boolean, processLocal: boolean
 }
 
 /**
- * Owns the store's `@libsql/client` and every rule about using it safely:
+ * Owns the store's database connection and every rule about using it safely:
  *
- * - The client is created lazily with a busy timeout (`timeout`); `file:` databases are switched
- *   to WAL so that readers and the one writer do not block each other.
+ * - A `file:` or `:memory:` URL is opened as an `EmbeddedDatabase` (the `libsql` package, with
+ *   statements kept prepared: `@libsql/client` leaks native memory on every embedded statement);
+ *   a server URL gets an `@libsql/client` client; an injected client is used as it is.
+ * - The connection is opened lazily with a busy timeout; `file:` databases are switched to WAL
+ *   so that readers and the one writer do not block each other.
  * - On embedded databases (`file:`, `:memory:`) operations run one at a time, across every
  *   store of this process opened on the same file: the engine is synchronous, so a connection
  *   of this process waiting for a lock held by another connection of this same process would
  *   block the very event loop that has to release it, and could only time out.
- * - A client whose statement failed with `SQLITE_BUSY` is never used again: `@libsql/client`
+ * - A connection whose statement failed with `SQLITE_BUSY` is never used again: `@libsql/client`
  *   reports later writes on such a client as successful without ever committing them. An owned
- *   client is closed and replaced by a new one; an injected one is reconnected (all its
+ *   connection is closed and replaced by a new one; an injected client is reconnected (all its
  *   connections dropped and reopened).
  */
 export class Connection {
-  private client: Client | undefined;
-  private opening: Promise<Client> | undefined;
+  private client: Database | undefined;
+  private opening: Promise<Database> | undefined;
   private readonly queue: SerialQueue | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -109,12 +137,12 @@ export class Connection {
   }
 
   /** Runs `fn` with the client; one operation at a time on embedded databases. */
-  use<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+  use<T>(fn: (client: Database) => Promise<T>): Promise<T> {
     return this.queue ? this.queue.run(() => this.attempt(fn)) : this.attempt(fn);
   }
 
   /** Runs `fn` in a write transaction (`BEGIN IMMEDIATE` when embedded) and commits it. */
-  write<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+  write<T>(fn: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     return this.use(async (client) => {
       const tx = await client.transaction('write');
       try {
@@ -143,7 +171,7 @@ export class Connection {
     return this.closing;
   }
 
-  private async attempt<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+  private async attempt<T>(fn: (client: Database) => Promise<T>): Promise<T> {
     const client = await this.acquire();
     try {
       return await fn(client);
@@ -154,7 +182,7 @@ export class Connection {
   }
 
   /** The current client, created (once, even under concurrent calls) when there is none. */
-  private acquire(): Promise<Client> {
+  private acquire(): Promise<Database> {
     if (this.closed) {
       return Promise.reject(
         new MemoryError('CONNECTION', `${ADAPTER}: the store is closed`, { adapter: ADAPTER }),
@@ -175,18 +203,16 @@ export class Connection {
     return this.opening;
   }
 
-  private async open(): Promise<Client> {
+  private async open(): Promise<Database> {
     const source = this.source;
-    const client =
-      source.kind === 'injected'
-        ? source.client
-        : createClient({
-            url: source.url,
-            authToken: source.authToken,
-            timeout: source.busyTimeoutMs,
-            // Embedded operations are serialised, so one connection is all they need.
-            ...(this.embedded ? { concurrency: 1 } : {}),
-          });
+    let client: Database;
+    if (source.kind === 'injected') client = source.client;
+    else if (this.embedded) {
+      const path = this.processLocal ? ':memory:' : filePath(source.url);
+      client = new EmbeddedDatabase(path, source.busyTimeoutMs);
+    } else {
+      client = createClient({ url: source.url, authToken: source.authToken, timeout: source.busyTimeoutMs });
+    }
     try {
       await this.prepare(client);
     } catch (error) {
@@ -197,11 +223,11 @@ export class Connection {
   }
 
   /** One-time setup of a fresh client. */
-  private async prepare(client: Client): Promise<void> {
+  private async prepare(client: Database): Promise<void> {
     if (!this.embedded || this.processLocal) return;
     if (this.source.kind === 'url') {
       await client.execute('PRAGMA journal_mode = WAL');
-      // Per connection; the embedded client keeps its one connection for its lifetime.
+      // Per connection; an `EmbeddedDatabase` is one connection for its lifetime.
       if (this.source.synchronous === 'normal') await client.execute('PRAGMA synchronous = NORMAL');
       return;
     }
@@ -218,13 +244,13 @@ export class Connection {
    * state in the client, and an in-memory database lives in its one connection, which nothing
    * else can lock: both are kept.)
    */
-  private discard(client: Client): void {
+  private discard(client: Database): void {
     if (this.client !== client || !this.embedded || this.processLocal) return;
     this.client = undefined;
     this.opening = undefined;
     try {
       if (this.source.kind === 'url') client.close();
-      else void Promise.resolve(client.reconnect() as unknown).catch(() => undefined);
+      else void Promise.resolve(this.source.client.reconnect() as unknown).catch(() => undefined);
     } catch {
       // Closing a client that is already broken may throw; it is dropped either way.
     }

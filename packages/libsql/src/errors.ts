@@ -28,8 +28,14 @@ function codesOf(error: unknown): string[] {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     const { code, extendedCode } = current as { code?: unknown; extendedCode?: unknown };
-    if (typeof code === 'string') codes.push(code);
-    if (typeof extendedCode === 'string') codes.push(extendedCode);
+    for (const value of [code, extendedCode]) {
+      if (typeof value !== 'string') continue;
+      codes.push(value);
+      // The `libsql` package reports only the extended code (`SQLITE_CANTOPEN_ISDIR`); its base
+      // code is the first word.
+      const base = /^SQLITE_[A-Z]+/.exec(value)?.[0];
+      if (base && base !== value) codes.push(base);
+    }
     current = current.cause;
   }
   return codes;
@@ -60,7 +66,7 @@ function classify(error: unknown): MemoryErrorCode | undefined {
   return undefined; // STORAGE, or MIGRATION during init
 }
 
-/** Maps anything `@libsql/client` throws to a `MemoryError` naming the adapter and operation. */
+/** Maps anything `@libsql/client` or the `libsql` package throws to a `MemoryError` naming the adapter and operation. */
 export const toMemoryError = createErrorMapper({
   adapter: ADAPTER,
   classify,

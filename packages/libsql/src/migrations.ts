@@ -1,6 +1,5 @@
 import { MemoryError } from '@engram/core/adapter';
-import type { Client } from '@libsql/client';
-import { closeQuietly } from './connection.ts';
+import { closeQuietly, type Database, type Executor } from './connection.ts';
 import { ADAPTER } from './errors.ts';
 import { TABLES } from './sql.ts';
 
@@ -139,7 +138,7 @@ const CREATE_VERSION_TABLE = `CREATE TABLE IF NOT EXISTS ${migrations} (
 )`;
 
 /** The highest applied version, or 0 when the version table does not exist yet. */
-async function appliedVersion(db: Pick<Client, 'execute'>): Promise<number> {
+async function appliedVersion(db: Executor): Promise<number> {
   const exists = await db.execute({
     sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
     args: [migrations],
@@ -163,7 +162,7 @@ function tooNew(found: number, target: number): MemoryError {
  * `BEGIN IMMEDIATE` transaction, so concurrent `init()` calls from several processes apply each
  * migration exactly once.
  */
-export async function migrate(client: Client, target: number = SCHEMA_VERSION): Promise<void> {
+export async function migrate(client: Database, target: number = SCHEMA_VERSION): Promise<void> {
   const before = await appliedVersion(client);
   if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
   if (before >= target) return;
