@@ -32,7 +32,7 @@ async function newestMessage(store: MemoryStorage, threadId: string): Promise<nu
   return Math.max(-Infinity, ...messages.map((m) => m.createdAt.getTime()));
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));
 
 /** Racing saves into one thread while this process reads its `updatedAt` over and over. */
 async function racingSaves(ctx: CheckContext): Promise<void> {
