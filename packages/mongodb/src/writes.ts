@@ -32,6 +32,8 @@ export interface FieldUpdate {
   setOnInsert?: Record<string, unknown>;
   /** Create the document when it is missing. */
   upsert?: boolean;
+  /** Top-level date fields raised to these values unless already later (`$max`); not checked back. */
+  later?: Record<string, Date>;
 }
 
 /**
@@ -51,7 +53,11 @@ export async function updateFields<D extends { _id: string }>(
     ? await replaceFields(raw, _id, update, operation)
     : await raw.findOneAndUpdate(
         { _id },
-        { $set: update.set, ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }) },
+        {
+          $set: update.set,
+          ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }),
+          ...(update.later && { $max: update.later }),
+        },
         { upsert: update.upsert ?? false, returnDocument: 'after' },
       );
   if (stored) assertStored(stored, update.set, operation);
@@ -69,7 +75,7 @@ async function replaceFields(
       const current = await collection.findOne({ _id });
       if (!current) {
         if (!update.upsert) return null;
-        const created = applySet({ _id, ...update.setOnInsert }, update.set);
+        const created = applyLater(applySet({ _id, ...update.setOnInsert }, update.set), update.later);
         try {
           await collection.insertOne(created);
           return created;
@@ -78,7 +84,7 @@ async function replaceFields(
           throw error;
         }
       }
-      const next = applySet(current, update.set);
+      const next = applyLater(applySet(current, update.set), update.later);
       const { _id: _, ...replacement } = next;
       const result = await collection.replaceOne({ _id }, replacement);
       // Deleted in between: missing, or (upsert) created afresh by the next attempt.
@@ -105,6 +111,16 @@ export function applySet<D extends Record<string, unknown>>(doc: D, set: Record<
       target = copy;
     }
     define(target, last, value);
+  }
+  return out as D;
+}
+
+/** A copy of `doc` with each field of `later` raised to its value, as `$max` would. */
+function applyLater<D extends Record<string, unknown>>(doc: D, later: Record<string, Date> = {}): D {
+  const out = { ...doc } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(later)) {
+    const stored = out[field];
+    if (!(stored instanceof Date) || stored < value) define(out, field, value);
   }
   return out as D;
 }
