@@ -15,7 +15,7 @@ type Maps = Records;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What is wrong with a `JsonFileStore`, if anything. */
-export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
+export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'stamp';
 
 /**
  * The reference store persisted to one JSON file shared by several processes, so the suite's
@@ -25,7 +25,9 @@ export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init';
  * be atomic but releases the lock between its read and its write — the classic lost update.
  * With `'metadata'`, `updateThread` and `updateResource` merge into a stale read the same way.
  * With `'init'`, `init()` fails when another process initialises the file at the same moment, the
- * way a server that drops the connection of concurrent schema writers does.
+ * way a server that drops the connection of concurrent schema writers does. With `'stamp'`,
+ * `saveMessages` takes the threads' new `updatedAt` before it waits for the lock and stores it as
+ * is, so a save that waited longer sets it back.
  */
 export class JsonFileStore extends InMemoryStore {
   /** Shared by processes through the file: not process-local, unlike the store it extends. */
@@ -49,6 +51,9 @@ export class JsonFileStore extends InMemoryStore {
   protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (operation === 'init' || operation === 'close') return super.run(operation, fn);
     if (operation === 'updateWorkingMemoryAtomically' && this.brokenAtomic) return super.run(operation, fn);
+    if (operation === 'saveMessages' && this.defect === 'stamp') {
+      return super.run(operation, () => this.lockedPreStamped(fn as () => Promise<unknown>)) as Promise<T>;
+    }
     if ((operation === 'updateThread' || operation === 'updateResource') && this.defect === 'metadata') {
       return super.run(operation, () => this.lockedStale(fn));
     }
@@ -117,6 +122,20 @@ export class JsonFileStore extends InMemoryStore {
     } finally {
       await rmdir(this.lock);
     }
+  }
+
+  /** A save whose threads get `updatedAt` stamped before the lock was waited for, as is. */
+  private async lockedPreStamped(fn: () => Promise<unknown>): Promise<unknown> {
+    const stamp = new Date();
+    await sleep(Math.random() * 3);
+    return this.locked(async () => {
+      const saved = (await fn()) as Message[];
+      for (const threadId of new Set(saved.map((m) => m.threadId))) {
+        const thread = this.maps.threads.get(threadId);
+        if (thread) this.maps.threads.set(threadId, { ...thread, updatedAt: stamp });
+      }
+      return saved;
+    });
   }
 
   /** Loads, lets others run, then applies `fn` to the stale state and writes it all back. */
