@@ -72,7 +72,10 @@ function message(r: CheckResult): string {
   return r.error instanceof Error ? r.error.message : String(r.error);
 }
 
-describe('the cross-process harness', () => {
+/** A whole concurrency area races 4 OS processes check after check: minutes on a loaded machine. */
+const RACES = { timeout: 240_000 };
+
+describe('the cross-process harness', RACES, () => {
   it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
     const file = sharedFile('none');
     const results = await area(
@@ -115,7 +118,7 @@ describe('the cross-process harness', () => {
   });
 });
 
-describe('the suite catches deliberately broken stores', () => {
+describe('the suite catches deliberately broken stores', RACES, () => {
   it('(a) an "atomic" merge that reads, awaits, then writes fails concurrency (4 OS processes)', async () => {
     const file = sharedFile('atomic');
     const results = await area(
@@ -214,7 +217,7 @@ describe('the suite catches deliberately broken stores', () => {
   });
 });
 
-describe('the suite catches further defects', () => {
+describe('the suite catches further defects', RACES, () => {
   it('non-atomic updateThread/updateResource metadata merges fail concurrency (4 OS processes)', async () => {
     const file = sharedFile('metadata');
     const init = {
