@@ -81,7 +81,10 @@ function message(r: CheckResult): string {
   return r.error instanceof Error ? r.error.message : String(r.error);
 }
 
-describe('the cross-process harness', () => {
+/** A whole concurrency area races 4 OS processes check after check: minutes on a loaded machine. */
+const RACES = { timeout: 240_000 };
+
+describe('the cross-process harness', RACES, () => {
   it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
     const file = sharedFile('none');
     const results = await area(
@@ -89,7 +92,7 @@ describe('the cross-process harness', () => {
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(10);
+    expect(results).toHaveLength(12);
     const lines = results.flatMap((r) => r.output);
     expect(lines).toContain(
       `thread memory: the other process's replace written; the update ran 1× (saw "before"); stored "replaced by another process"`,
@@ -97,7 +100,7 @@ describe('the cross-process harness', () => {
     expect(lines).toContain(
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
-    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(8);
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(9);
     expect(lines).toContain(
       'init() of a new store, then a write each: 4 OS processes, 12 operations (12 succeeded, 0 CONFLICT, 0 failed); 12/12 keys survived',
     );
@@ -124,7 +127,7 @@ describe('the cross-process harness', () => {
   });
 });
 
-describe('the suite catches deliberately broken stores', () => {
+describe('the suite catches deliberately broken stores', RACES, () => {
   it('(a) an "atomic" merge that reads, awaits, then writes fails concurrency (4 OS processes)', async () => {
     const file = sharedFile('atomic');
     const results = await area(
@@ -227,7 +230,7 @@ describe('the suite catches deliberately broken stores', () => {
   });
 });
 
-describe('the suite catches further defects', () => {
+describe('the suite catches further defects', RACES, () => {
   it('a lock that is an unfenced lease fails the stopped-writer race (4 OS processes)', async () => {
     const file = sharedFile('lease');
     const init = {
@@ -254,6 +257,17 @@ describe('the suite catches further defects', () => {
     expect(message(result(results, 'concurrent updateThread metadata merges'))).toMatch(
       /acknowledged writes were lost/,
     );
+  });
+
+  it('a save stamping updatedAt before waiting for its lock fails the updatedAt checks (4 OS processes)', async () => {
+    const file = sharedFile('stamp');
+    const init = { name: 'pre-stamped', create: () => new JsonFileStore(file, 'stamp'), worker: fileWorker };
+    const results = await area(init, 'concurrency');
+    const racing = result(results, 'thread.updatedAt never goes backwards');
+    expect(racing.status).toBe('fail');
+    expect(message(racing)).toMatch(/went backwards [1-9]\d* times|older than its newest message/);
+    expect(result(results, 'thread.updatedAt never moves back').status).toBe('fail');
+    expect(result(results, 'concurrent updateThread metadata merges').status).toBe('pass');
   });
 
   it('init() that fails beside a concurrent init() fails the concurrent-init race (4 OS processes)', async () => {

@@ -11,6 +11,7 @@ import {
   type RaceTask,
   runRacer,
 } from '../concurrency/tasks.ts';
+import { updatedAtChecks } from '../concurrency/updated-at.ts';
 import { defineArea } from '../define.ts';
 import { thread } from '../fixtures.ts';
 import { NEEDS_ATOMIC, requireAtomic, skipCheck } from '../skip.ts';
@@ -236,6 +237,8 @@ export const concurrencyChecks = [
       `init() of one new store by ${mode(init)} at once: every call succeeds and the store then works`,
     raceInit,
   ),
+
+  ...updatedAtChecks,
 ];
 
 const NO_FRESH =

@@ -32,6 +32,11 @@ export type RaceTask =
    * exactly one racer per id may succeed, the others get `CONFLICT`.
    */
   | { kind: 'save-message'; messageIds: string[]; threadPrefix: string; resourcePrefix: string }
+  /**
+   * `ops` saves each of one new message into one thread, dated when it is saved (ids
+   * `<threadId>-p<n>-<j>`), while the parent reads the thread's `updatedAt` (`updated-at.ts`).
+   */
+  | { kind: 'save-now'; threadId: string; resourceId: string; ops: number }
   /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
   | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] }
   /**
@@ -181,6 +186,22 @@ export function racerOps(
       return [{ key: 'replace', run: (s) => replaceOnSignal(s, task) }];
     case 'merge-until-stopped':
       return [];
+    case 'save-now':
+      return keys(task.ops).map((key) => ({
+        key,
+        run: (s) =>
+          s.saveMessages([
+            {
+              id: `${task.threadId}-${key}`,
+              threadId: task.threadId,
+              resourceId: task.resourceId,
+              role: 'user',
+              content: key,
+              type: 'text',
+              createdAt: new Date(),
+            },
+          ]),
+      }));
   }
 }
 

@@ -15,7 +15,7 @@ type Maps = Records;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What is wrong with a `JsonFileStore`, if anything. */
-export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease';
+export type FileStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp';
 
 /** With the `'lease'` defect, a file lock older than this is broken by the next writer. */
 export const FILE_LEASE_MS = 300;
@@ -31,6 +31,8 @@ export const FILE_LEASE_MS = 300;
  * way a server that drops the connection of concurrent schema writers does.
  * With `'lease'`, the lock is a lease of `FILE_LEASE_MS` that fences nothing: a writer breaks a
  * lock older than that, and a holder that stood still past it writes its stale state back.
+ * With `'stamp'`, `saveMessages` takes the threads' new `updatedAt` before it waits for the lock
+ * and stores it as is, so a save that waited longer sets it back.
  */
 export class JsonFileStore extends InMemoryStore {
   /** Shared by processes through the file: not process-local, unlike the store it extends. */
@@ -54,6 +56,9 @@ export class JsonFileStore extends InMemoryStore {
   protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (operation === 'init' || operation === 'close') return super.run(operation, fn);
     if (operation === 'updateWorkingMemoryAtomically' && this.brokenAtomic) return super.run(operation, fn);
+    if (operation === 'saveMessages' && this.defect === 'stamp') {
+      return super.run(operation, () => this.lockedPreStamped(fn as () => Promise<unknown>)) as Promise<T>;
+    }
     if ((operation === 'updateThread' || operation === 'updateResource') && this.defect === 'metadata') {
       return super.run(operation, () => this.lockedStale(fn));
     }
@@ -135,6 +140,20 @@ export class JsonFileStore extends InMemoryStore {
       () => 0,
     );
     if (since > FILE_LEASE_MS) await rmdir(this.lock).catch(() => undefined);
+  }
+
+  /** A save whose threads get `updatedAt` stamped before the lock was waited for, as is. */
+  private async lockedPreStamped(fn: () => Promise<unknown>): Promise<unknown> {
+    const stamp = new Date();
+    await sleep(Math.random() * 3);
+    return this.locked(async () => {
+      const saved = (await fn()) as Message[];
+      for (const threadId of new Set(saved.map((m) => m.threadId))) {
+        const thread = this.maps.threads.get(threadId);
+        if (thread) this.maps.threads.set(threadId, { ...thread, updatedAt: stamp });
+      }
+      return saved;
+    });
   }
 
   /** Loads, lets others run, then applies `fn` to the stale state and writes it all back. */

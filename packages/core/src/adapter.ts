@@ -89,6 +89,7 @@ export {
   threadOfAnotherResource,
 } from './storage/ownership.ts';
 export type * from './storage/records.ts';
+export { bumpedUpdatedAt, newestByThread } from './storage/updated-at.ts';
 export {
   assertId,
   assertIds,

@@ -1,7 +1,7 @@
 import { MemoryError } from '@engram/core/adapter';
 import { closeQuietly, type Database, type Executor } from './connection.ts';
 import { ADAPTER } from './errors.ts';
-import { TABLES } from './sql.ts';
+import { NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
 export interface Migration {
@@ -18,6 +18,29 @@ const { threads, messages, resources, messageCounts, migrations, vectors, vector
  * store's full save. Part of stored schemas: never change it.
  */
 export const BATCH_REFUSED = 'engram: batch needs the full save';
+
+/**
+ * The trigger behind `engram_message_batches` (see migration 5), setting the thread's
+ * `updated_at` to the SQL expression `updatedAt`. Part of stored schemas: a change is a new
+ * migration that drops and recreates it.
+ */
+function saveTrigger(updatedAt: string): string {
+  return `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
+  BEGIN
+    UPDATE ${threads} SET updated_at = ${updatedAt}
+      WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
+    SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
+    INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
+      SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
+        json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
+      FROM json_each(NEW.messages) WHERE true
+      ON CONFLICT (id) DO NOTHING;
+    SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() < json_array_length(NEW.messages);
+    INSERT INTO ${messageCounts} (thread_id, resource_id, n)
+      VALUES (NEW.thread_id, NEW.resource_id, json_array_length(NEW.messages))
+      ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n;
+  END`;
+}
 
 /**
  * The schema, as an append-only list: never edit or reorder an entry, only add new ones. A
@@ -109,21 +132,17 @@ export const MIGRATIONS: readonly Migration[] = [
       // another resource's message) inserts nothing. Either way RAISE(ABORT) undoes the whole
       // statement and the batch is left to the store's full save, which refuses or replaces it.
       // json_extract rather than ->>, so that older SQLite tools still read the schema.
-      `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
-      BEGIN
-        UPDATE ${threads} SET updated_at = NEW.saved_at
-          WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
-        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
-        INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
-          SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
-            json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
-          FROM json_each(NEW.messages) WHERE true
-          ON CONFLICT (id) DO NOTHING;
-        SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() < json_array_length(NEW.messages);
-        INSERT INTO ${messageCounts} (thread_id, resource_id, n)
-          VALUES (NEW.thread_id, NEW.resource_id, json_array_length(NEW.messages))
-          ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n;
-      END`,
+      saveTrigger('NEW.saved_at'),
+    ],
+  },
+  {
+    name: 'one-statement saves stamp updated_at at the write, never backwards',
+    statements: [
+      `DROP TRIGGER ${messageBatches}_save`,
+      // NEW.saved_at, the caller's clock before it waited for the write lock, is no longer read.
+      saveTrigger(
+        `MAX(updated_at, ${NOW_MS}, (SELECT MAX(json_extract(value, '$[4]')) FROM json_each(NEW.messages)))`,
+      ),
     ],
   },
 ];

@@ -68,19 +68,30 @@ export const insertThread = (row: InValue[]): Statement => ({
   args: row,
 });
 
-export const updateThreadRow = (
-  id: string,
-  title: string,
-  metadata: string,
-  updatedAt: number,
-): Statement => ({
-  sql: `UPDATE ${threads} SET title = ?, metadata = ?, updated_at = ? WHERE id = ?`,
-  args: [title, metadata, updatedAt, id],
+/**
+ * The database's clock in epoch milliseconds, read as the statement runs, after it has the
+ * write lock: the time of a write that bumps a thread's `updated_at` (core's `bumpedUpdatedAt`).
+ * `julianday` rather than `unixepoch('subsec')`, which older SQLite lacks.
+ */
+export const NOW_MS = `CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)`;
+
+/** Writes a thread's title and metadata and bumps `updated_at`; returns the stored `updated_at`. */
+export const updateThreadRow = (id: string, title: string, metadata: string): Statement => ({
+  sql: `UPDATE ${threads} SET title = ?, metadata = ?, updated_at = MAX(updated_at, ${NOW_MS}) WHERE id = ?
+        RETURNING updated_at`,
+  args: [title, metadata, id],
 });
 
-export const touchThreads = (ids: string[], now: number): Statement => ({
-  sql: `UPDATE ${threads} SET updated_at = ? WHERE id IN (${placeholders(ids.length)})`,
-  args: [now, ...ids],
+/**
+ * Bumps `updated_at` of the threads `ids`, to at least the `createdAt` (epoch ms) of the
+ * messages written into each (`newest`: thread id → ms; see core's `bumpedUpdatedAt`).
+ */
+export const touchThreads = (ids: string[], newest: Map<string, number>): Statement => ({
+  sql: `UPDATE ${threads} SET updated_at = MAX(updated_at, ${NOW_MS}, COALESCE(
+          (SELECT json_extract(value, '$[1]') FROM json_each(?) WHERE json_extract(value, '$[0]') = ${threads}.id),
+          0))
+        WHERE id IN (${placeholders(ids.length)})`,
+  args: [JSON.stringify(ids.flatMap((id) => (newest.has(id) ? [[id, newest.get(id)]] : []))), ...ids],
 });
 
 /**
@@ -122,7 +133,8 @@ export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
 
 /**
  * Saves new messages of one thread and one resource in one statement (the trigger of
- * `engram_message_batches`, migration 5): sets the thread's `updated_at` if it exists and belongs
+ * `engram_message_batches`, migrations 5 and 6): bumps the thread's `updated_at` (to the
+ * database's clock, never backwards, at least the newest `createdAt`) if it exists and belongs
  * to the resource, inserts the messages and adds them to the kept count. A write statement takes
  * the write lock before it reads, so nothing can slip in between the check and the writes. When
  * the thread is missing or another resource's, or an id is stored already, the trigger raises
@@ -131,11 +143,10 @@ export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
 export const saveMessageBatch = (
   threadId: string,
   resourceId: string,
-  savedAt: number,
   messages: [id: string, role: string, content: string, type: string, createdAt: number][],
 ): Statement => ({
-  sql: `INSERT INTO ${TABLES.messageBatches} (thread_id, resource_id, saved_at, messages) VALUES (?, ?, ?, ?)`,
-  args: [threadId, resourceId, savedAt, JSON.stringify(messages)],
+  sql: `INSERT INTO ${TABLES.messageBatches} (thread_id, resource_id, saved_at, messages) VALUES (?, ?, NULL, ?)`,
+  args: [threadId, resourceId, JSON.stringify(messages)],
 });
 
 export const selectMessagesByIds = (ids: string[]): Statement => ({

@@ -4,6 +4,7 @@ import {
   checkClientShape,
   MemoryError,
   messageOfAnotherResource,
+  newestByThread,
   pageLimit,
   StoreBase,
   shallowMerge,
@@ -245,16 +246,10 @@ export class LibSQLStore extends StoreBase {
     const row = (await tx.execute(selectThread(args.id))).rows[0];
     if (!row) throw notFound(args.id);
     const stored = toThread(row);
-    const next: core.Thread = {
-      ...stored,
-      title: args.title ?? stored.title,
-      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
-      updatedAt: new Date(),
-    };
-    await tx.execute(
-      updateThreadRow(next.id, next.title, JSON.stringify(next.metadata), next.updatedAt.getTime()),
-    );
-    return next;
+    const title = args.title ?? stored.title;
+    const metadata = args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata;
+    const written = await tx.execute(updateThreadRow(stored.id, title, JSON.stringify(metadata)));
+    return { ...stored, title, metadata, updatedAt: new Date(Number(written.rows[0]?.updated_at)) };
   }
 
   protected async doDeleteThread(threadId: string): Promise<void> {
@@ -282,7 +277,7 @@ export class LibSQLStore extends StoreBase {
     if (oneThread) {
       // The usual save, new messages of one thread: one statement (see `saveMessageBatch`).
       const rows = messages.map(batchRow);
-      const statement = saveMessageBatch(first.threadId, first.resourceId, Date.now(), rows);
+      const statement = saveMessageBatch(first.threadId, first.resourceId, rows);
       const saved = await this.connection.use((client) =>
         client.execute(statement).then(
           () => true,
@@ -354,7 +349,7 @@ export class LibSQLStore extends StoreBase {
       // One multi-row statement per chunk instead of one statement per message.
       for (const part of chunks(messages)) await tx.execute(upsertMessages(part.map(messageRow)));
       await counts.apply(tx);
-      await this.touch(tx, touched);
+      await this.touch(tx, touched, newestByThread(messages));
       return messages.map(storedMessage);
     });
   }
@@ -408,7 +403,8 @@ export class LibSQLStore extends StoreBase {
       }
       if (changed.size === 0) return [];
       await tx.batch([...changed.values()].map((m) => upsertMessage(messageRow(m))));
-      await this.touch(tx, new Set([...changed.values()].map((m) => m.threadId)));
+      const written = [...changed.values()];
+      await this.touch(tx, new Set(written.map((m) => m.threadId)), newestByThread(written));
       return this.messagesByIds(tx, [...changed.keys()]);
     });
   }
@@ -518,8 +514,9 @@ export class LibSQLStore extends StoreBase {
     },
   };
 
-  private async touch(tx: Executor, threadIds: Set<string>): Promise<void> {
-    const now = Date.now();
-    for (const ids of chunks([...threadIds])) await tx.execute(touchThreads(ids, now));
+  /** Bumps `updated_at` of these threads; `newest`: the newest `createdAt` written into each. */
+  private async touch(tx: Executor, threadIds: Set<string>, newest = new Map<string, Date>()): Promise<void> {
+    const ms = new Map([...newest].map(([id, date]) => [id, date.getTime()]));
+    for (const ids of chunks([...threadIds])) await tx.execute(touchThreads(ids, ms));
   }
 }

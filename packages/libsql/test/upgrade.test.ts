@@ -106,6 +106,38 @@ describe('libsql: versioned migrations', () => {
     }
   });
 
+  it('upgrades the one-statement save of schema 5: it no longer sets updatedAt back', async () => {
+    const url = dbFile();
+    const old = createClient({ url });
+    await migrate(old, 5);
+    const later = Date.now() + 86_400_000;
+    await old.execute({
+      sql: 'INSERT INTO engram_threads VALUES (?, ?, ?, ?, ?, ?)',
+      args: ['th-5', 'user-5', 'From schema 5', '{}', later, later],
+    });
+    old.close();
+
+    const store = new LibSQLStore({ url });
+    try {
+      const message = {
+        id: 'msg-5',
+        threadId: 'th-5',
+        resourceId: 'user-5',
+        role: 'user' as const,
+        content: 'hi',
+        type: 'text',
+        createdAt: new Date(),
+      };
+      await store.saveMessages([message]);
+      expect((await store.getThreadById({ threadId: 'th-5' }))?.updatedAt).toEqual(new Date(later));
+      const future = { ...message, id: 'msg-6', createdAt: new Date(later + 1_000) };
+      await store.saveMessages([future]);
+      expect((await store.getThreadById({ threadId: 'th-5' }))?.updatedAt).toEqual(future.createdAt);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('applies each migration once when several stores initialise the same file at once', async () => {
     const url = dbFile();
     const stores = Array.from({ length: 4 }, () => new LibSQLStore({ url }));

@@ -5,6 +5,7 @@ import {
   messageOfAnotherResource,
   type NormalizedInclude,
   type NormalizedListMessages,
+  newestByThread,
   pageOffset,
   type RetryOptions,
   sortMessages,
@@ -85,11 +86,7 @@ export async function saveMessages(
     else await upsert(write, retry);
     const bumped = await connection.locks.hold(touched.map(threadLock), async (fence) => {
       await fence();
-      return c.threads.updateMany(
-        { _id: { $in: touched } },
-        { $set: { updatedAt: new Date() } },
-        { session },
-      );
+      return bumpThreads(c, touched, newestByThread(messages), session);
     });
     if (bumped.matchedCount < touched.length) await backOutDeletedThreads(c, threadIds, ids, session);
   });
@@ -218,6 +215,7 @@ export async function updateMessages(connection: Connection, patches: MessagePat
   await touch(
     connection,
     docs.map((d) => d.threadId),
+    newestByThread(docs),
   );
   return sortMessages(docs.map(toMessage));
 }
@@ -256,13 +254,39 @@ export async function deleteVectorsOf(c: Collections, ids: string[], session?: C
   if (ids.length > 0) await c.vectors.deleteMany({ _id: { $in: ids } }, { session });
 }
 
-/** Bumps `updatedAt` of the given threads (absent ones are ignored). */
-async function touch({ collections: c, locks }: Connection, threadIds: string[]): Promise<void> {
+/**
+ * Bumps `updatedAt` of the threads `ids` (core's `bumpedUpdatedAt`): `$max` of the stored value,
+ * the time of the write and the newest `createdAt` written into each (`newest`), so a write that
+ * reaches the server late never sets it back. Absent threads are ignored (not matched).
+ */
+function bumpThreads(
+  c: Collections,
+  ids: string[],
+  newest: Map<string, Date>,
+  session?: ClientSession,
+): Promise<{ matchedCount: number }> {
+  const now = new Date();
+  return c.threads.bulkWrite(
+    ids.map((_id) => {
+      const written = newest.get(_id);
+      const updatedAt = written && written > now ? written : now;
+      return { updateOne: { filter: { _id }, update: { $max: { updatedAt } } } };
+    }),
+    { ordered: false, session },
+  );
+}
+
+/** Bumps `updatedAt` of the given threads under their locks (absent ones are ignored). */
+async function touch(
+  { collections: c, locks }: Connection,
+  threadIds: string[],
+  newest = new Map<string, Date>(),
+): Promise<void> {
   const ids = [...new Set(threadIds)];
   if (ids.length === 0) return;
   await locks.hold(ids.map(threadLock), async (fence) => {
     await fence();
-    return c.threads.updateMany({ _id: { $in: ids } }, { $set: { updatedAt: new Date() } });
+    return bumpThreads(c, ids, newest);
   });
 }
 

@@ -272,7 +272,7 @@ export class MongoDBStore extends StoreBase {
   protected async doUpdateThread(args: core.NormalizedUpdateThread): Promise<core.Thread> {
     storableIds({ id: args.id });
     const { collections: c, codec, locks, replaceUpdates } = await this.connect();
-    const set: Record<string, unknown> = { updatedAt: new Date() };
+    const set: Record<string, unknown> = {};
     if (args.title !== undefined) {
       assertStorableString(args.title, 'title');
       set.title = args.title;
@@ -283,8 +283,16 @@ export class MongoDBStore extends StoreBase {
       if (args.workingMemoryVersion !== undefined) set.version = args.workingMemoryVersion;
     }
     assertDocumentSize(set, 'the thread update');
+    // `updatedAt` is raised, never set back (core's `bumpedUpdatedAt`), to the time under the lock.
     const doc = await locks.hold([threadLock(args.id)], (fence) =>
-      updateFields(c.threads, args.id, { set }, replaceUpdates, 'updateThread', fence),
+      updateFields(
+        c.threads,
+        args.id,
+        { set, later: { updatedAt: new Date() } },
+        replaceUpdates,
+        'updateThread',
+        fence,
+      ),
     );
     if (!doc) throw threadNotFound(args.id);
     return toThread(doc);

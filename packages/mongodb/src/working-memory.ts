@@ -135,12 +135,12 @@ async function write(
   const set = {
     'metadata.workingMemory': value,
     'metadataHash.workingMemory': valueHash(value),
-    updatedAt: now,
     version,
   };
   const won = await c.threads.findOneAndUpdate(
     { _id: cell.threadId, version: expected?.version ?? null } as Filter<ThreadDocument>,
-    { $set: set },
+    // Raised, never set back (core's `bumpedUpdatedAt`).
+    { $set: set, $max: { updatedAt: now } },
     { returnDocument: 'after' },
   );
   if (won) assertStored(won, set, 'updateWorkingMemoryAtomically');

@@ -39,6 +39,8 @@ export interface FieldUpdate {
   setOnInsert?: Record<string, unknown>;
   /** Create the document when it is missing. */
   upsert?: boolean;
+  /** Top-level date fields raised to these values unless already later (`$max`); not checked back. */
+  later?: Record<string, Date>;
 }
 
 /**
@@ -61,7 +63,11 @@ export async function updateFields<D extends { _id: string }>(
     ? await replaceFields(raw, _id, update, operation, fence)
     : await raw.findOneAndUpdate(
         { _id },
-        { $set: update.set, ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }) },
+        {
+          $set: update.set,
+          ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }),
+          ...(update.later && { $max: update.later }),
+        },
         { upsert: update.upsert ?? false, returnDocument: 'after' },
       );
   if (stored) assertStored(stored, update.set, operation);
@@ -80,7 +86,7 @@ async function replaceFields(
       const current = await collection.findOne({ _id });
       if (!current) {
         if (!update.upsert) return null;
-        const created = applySet({ _id, ...update.setOnInsert }, update.set);
+        const created = applyLater(applySet({ _id, ...update.setOnInsert }, update.set), update.later);
         await fence?.();
         try {
           await collection.insertOne(created);
@@ -93,7 +99,10 @@ async function replaceFields(
       // Under a lock, fenced: the replacement carries a fresh version and lands only on the
       // version read. A writer whose lock was broken while it stood still (its lease ran out)
       // matches nothing once another writer has written, and reads and applies again.
-      const next = applySet(current, fence ? { version: newVersion(), ...update.set } : update.set);
+      const next = applyLater(
+        applySet(current, fence ? { version: newVersion(), ...update.set } : update.set),
+        update.later,
+      );
       const { _id: _, ...replacement } = next;
       await fence?.();
       const result = await collection.replaceOne(
@@ -125,6 +134,16 @@ export function applySet<D extends Record<string, unknown>>(doc: D, set: Record<
       target = copy;
     }
     define(target, last, value);
+  }
+  return out as D;
+}
+
+/** A copy of `doc` with each field of `later` raised to its value, as `$max` would. */
+function applyLater<D extends Record<string, unknown>>(doc: D, later: Record<string, Date> = {}): D {
+  const out = { ...doc } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(later)) {
+    const stored = out[field];
+    if (!(stored instanceof Date) || stored < value) define(out, field, value);
   }
   return out as D;
 }

@@ -282,11 +282,11 @@ export function selectThreadOwners(d: Dialect, threadIds: readonly string[]): St
   };
 }
 
-/** Bumps `updated_at` of the listed threads. */
+/** Raises `updated_at` of the listed threads to `now`, never lowers it (core's `bumpedUpdatedAt`). */
 export function touchThreads(d: Dialect, threadIds: readonly string[], now: Date): Statement {
   const list = inList('t', threadIds);
   return {
-    sql: `UPDATE ${d.names.threads} SET updated_at = ${timestampBind('updated_at')} WHERE id IN (${list.sql})`,
+    sql: `UPDATE ${d.names.threads} SET updated_at = GREATEST(updated_at, ${timestampBind('updated_at')}) WHERE id IN (${list.sql})`,
     binds: { ...list.binds, updated_at: toTimestampText(now, 'now') },
   };
 }

@@ -302,7 +302,8 @@ export class OracleStore extends core.StoreBase {
         ...stored,
         title: args.title ?? stored.title,
         metadata: args.metadata ? core.shallowMerge(stored.metadata, args.metadata) : stored.metadata,
-        updatedAt: new Date(),
+        // Read under the row lock: raised, never set back.
+        updatedAt: core.bumpedUpdatedAt(stored.updatedAt, new Date()),
       };
       await s.run(sql.updateThreadRow(d, next));
       return next;
@@ -384,7 +385,7 @@ export class OracleStore extends core.StoreBase {
       for (const [i, upsert] of upserts.entries()) {
         if ((await s.upsert(upsert)) === 0) throw core.messageOfAnotherResource(this.name, messages[i]!.id);
       }
-      await this.touch(d, s, touched, new Date());
+      await this.touch(d, s, touched, new Date(), core.newestByThread(messages));
     });
     return messages.map((message) => structuredClone(message));
   }
@@ -453,8 +454,9 @@ export class OracleStore extends core.StoreBase {
         if (update.statement) await s.run(update.statement);
         touched.add(threadId);
       }
-      await this.touch(d, s, touched, new Date());
-      const byId = new Map((await this.readMessages(d, s, ids)).map((m) => [m.id, m]));
+      const updated = await this.readMessages(d, s, ids);
+      await this.touch(d, s, touched, new Date(), core.newestByThread(updated));
+      const byId = new Map(updated.map((m) => [m.id, m]));
       return core.sortMessages(patches.flatMap((p) => byId.get(p.id) ?? []));
     });
   }
@@ -513,7 +515,8 @@ export class OracleStore extends core.StoreBase {
         const current = thread.metadata.workingMemory;
         const next = apply(typeof current === 'string' ? current : null);
         const metadata: core.JsonObject = core.shallowMerge(thread.metadata, { workingMemory: next });
-        await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt: now }));
+        const updatedAt = core.bumpedUpdatedAt(thread.updatedAt, now);
+        await s.run(sql.updateThreadRow(d, { ...thread, metadata, updatedAt }));
         return true;
       });
     },
@@ -572,8 +575,25 @@ export class OracleStore extends core.StoreBase {
     return core.sortMessages(found);
   }
 
-  private async touch(d: sql.Dialect, s: Session, threadIds: Set<string>, now: Date): Promise<void> {
-    for (const chunk of sql.chunks([...threadIds])) await s.run(sql.touchThreads(d, chunk, now));
+  /**
+   * Bumps `updated_at` of these threads (core's `bumpedUpdatedAt`): to `now`, or to the newest
+   * `createdAt` written into a thread (`newest`) when that is later; one statement per stamp.
+   */
+  private async touch(
+    d: sql.Dialect,
+    s: Session,
+    threadIds: Set<string>,
+    now: Date,
+    newest = new Map<string, Date>(),
+  ): Promise<void> {
+    const byStamp = new Map<number, string[]>();
+    for (const id of threadIds) {
+      const stamp = core.bumpedUpdatedAt(now, now, newest.has(id) ? [newest.get(id)!] : []).getTime();
+      byStamp.set(stamp, [...(byStamp.get(stamp) ?? []), id]);
+    }
+    for (const [stamp, ids] of byStamp) {
+      for (const chunk of sql.chunks(ids)) await s.run(sql.touchThreads(d, chunk, new Date(stamp)));
+    }
   }
 }
 

@@ -183,6 +183,8 @@ describe('threads', () => {
     expect(owners.binds).toEqual({ t0: 'a', t1: 'b' });
     const touch = sql.touchThreads(d, ['a', 'b', 'c'], at);
     expect(touch.sql).toContain('WHERE id IN (:t0, :t1, :t2)');
+    // Raised, never set back: a write reaching the row late keeps a later stored stamp.
+    expect(touch.sql).toContain('SET updated_at = GREATEST(updated_at, TO_TIMESTAMP(:updated_at');
     expect(touch.binds.updated_at).toBe(AT);
     expect(bindsMatch(owners) && bindsMatch(touch)).toBe(true);
   });

@@ -90,10 +90,20 @@ export function insertThread(n: Names): string {
     ON CONFLICT (id) DO NOTHING RETURNING id`;
 }
 
-/** Title kept when `$2` is NULL; metadata merged with one `||`; `$4` is the new `updatedAt`. */
+/**
+ * A thread's new `updatedAt` (core's `bumpedUpdatedAt`): the stored one, the server's clock as
+ * the row is written (after its lock is granted: `clock_timestamp()`, not the transaction's
+ * start) and `newest`, an SQL expression for the newest `createdAt` written into the thread
+ * (NULL when none; `GREATEST` skips NULLs), whichever is latest.
+ */
+function bumped(column: string, newest?: string): string {
+  return `GREATEST(${column}, clock_timestamp()${newest ? `, ${newest}` : ''})`;
+}
+
+/** Title kept when `$2` is NULL; metadata merged with one `||`; `updatedAt` bumped. */
 export function updateThread(n: Names): string {
   return `UPDATE ${n.threads} SET title = COALESCE($2, title), metadata = metadata || $3::jsonb,
-      updated_at = $4 WHERE id = $1 RETURNING ${THREAD_COLUMNS}`;
+      updated_at = ${bumped('updated_at')} WHERE id = $1 RETURNING ${THREAD_COLUMNS}`;
 }
 
 /** Locks the thread row, then its messages go with it through `ON DELETE CASCADE`. */
@@ -250,7 +260,8 @@ export function threadsOfMessages(n: Names): string {
 /**
  * The tail of both message saves, after their `old` (rows as they were) and `upserted` (rows
  * written) and `replaced` (old places of the rows overwritten) CTEs: moves the kept counts by
- * the difference and bumps `updatedAt` (`$9`) of every thread a message left or entered.
+ * the difference and bumps `updatedAt` of every thread a message left or entered (to at least
+ * the newest `createdAt` written into it).
  */
 function keepCountsAndTouch(n: Names): string {
   return `), changes AS (
@@ -263,8 +274,9 @@ function keepCountsAndTouch(n: Names): string {
       SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
     ), touched AS (
-      UPDATE ${n.threads} SET updated_at = $9
-      WHERE id = ANY(ARRAY(SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced))
+      UPDATE ${n.threads} t
+      SET updated_at = ${bumped('t.updated_at', '(SELECT max(u.created_at) FROM upserted u WHERE u.thread_id = t.id)')}
+      WHERE t.id = ANY(ARRAY(SELECT thread_id FROM upserted UNION SELECT thread_id FROM replaced))
     )`;
 }
 
@@ -274,8 +286,7 @@ const STOLEN = `(SELECT coalesce(json_agg(old.id ORDER BY old.id), '[]') FROM ol
 
 /**
  * A whole save of messages in one statement, outside any transaction (a statement is atomic on
- * its own): the parallel arrays `$1`–`$7` in id order, the target threads `$8`, the new
- * `updatedAt` `$9`. First (an InitPlan gating the insert) it locks, in id order, the target
+ * its own): the parallel arrays `$1`–`$7` in id order, the target threads `$8`. First (an InitPlan gating the insert) it locks, in id order, the target
  * threads and the threads the messages are in; unless every target exists and belongs to its
  * messages' resource, and no existing message belongs to another resource (`ok`), nothing is
  * written (the caller then runs the save as a transaction, which finds out which refusal applies). Then the
@@ -327,7 +338,7 @@ export function saveMessagesAtOnce(n: Names): string {
           THEN EXCLUDED.thread_id END,
         resource_id = EXCLUDED.resource_id, role = EXCLUDED.role, content = EXCLUDED.content,
         type = EXCLUDED.type, created_at = EXCLUDED.created_at
-      RETURNING id, thread_id, resource_id, xmax = 0 AS inserted
+      RETURNING id, thread_id, resource_id, created_at, xmax = 0 AS inserted
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id) WHERE NOT upserted.inserted
     ${keepCountsAndTouch(n)}
@@ -336,7 +347,7 @@ export function saveMessagesAtOnce(n: Names): string {
 
 /**
  * Writes a batch of messages (parallel arrays `$1`–`$7`, in id order), keeps the message counts
- * and bumps the touched threads' `updatedAt` (`$9`) in one statement. `$8` are the threads this
+ * and bumps the touched threads' `updatedAt` in one statement. `$8` are the threads this
  * transaction locked. The insert is the one pass that takes the message locks, in id order, for
  * new and existing rows alike, so concurrent saves queue up instead of deadlocking. An existing
  * row is overwritten only when it is in a locked thread: its old thread and resource are then
@@ -358,7 +369,7 @@ export function saveMessages(n: Names): string {
       ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id,
         role = EXCLUDED.role, content = EXCLUDED.content, type = EXCLUDED.type, created_at = EXCLUDED.created_at
       WHERE o.thread_id = ANY($8::text[])
-      RETURNING id, thread_id, resource_id
+      RETURNING id, thread_id, resource_id, created_at
     ), replaced AS (
       SELECT old.thread_id, old.resource_id FROM old JOIN upserted USING (id)
     ${keepCountsAndTouch(n)}
@@ -369,7 +380,7 @@ export function saveMessages(n: Names): string {
 
 /**
  * Applies partial patches (parallel arrays; NULL keeps a field) and bumps the touched threads'
- * `updatedAt` in one statement; returns the updated messages. Only the messages among `$7` (the
+ * `updatedAt` in one statement; returns the updated messages. Only the messages among `$6` (the
  * ones this transaction locked) are written: one inserted by another writer since is left alone,
  * as if this update had run before it.
  */
@@ -379,12 +390,14 @@ export function updateMessages(n: Names): string {
         type = COALESCE(p.type, m.type), created_at = COALESCE(p.created_at, m.created_at)
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
         AS p(id, role, content, type, created_at)
-      WHERE m.id = p.id AND m.id = ANY($7::text[])
+      WHERE m.id = p.id AND m.id = ANY($6::text[])
       RETURNING ${MESSAGE_COLUMNS.split(', ')
         .map((c) => `m.${c}`)
         .join(', ')}
     ), touched AS (
-      UPDATE ${n.threads} SET updated_at = $6 WHERE id IN (SELECT thread_id FROM patched)
+      UPDATE ${n.threads} t
+      SET updated_at = ${bumped('t.updated_at', '(SELECT max(p.created_at) FROM patched p WHERE p.thread_id = t.id)')}
+      WHERE t.id IN (SELECT thread_id FROM patched)
     )
     SELECT ${MESSAGE_COLUMNS} FROM patched ORDER BY ${messageOrder('ASC')}`;
 }
@@ -401,7 +414,7 @@ export function deleteMessages(n: Names): string {
       FROM (SELECT thread_id, resource_id, count(*)::int AS k FROM gone GROUP BY thread_id, resource_id) g
       WHERE c.thread_id = g.thread_id AND c.resource_id = g.resource_id
     )
-    UPDATE ${n.threads} SET updated_at = $2 WHERE id IN (SELECT thread_id FROM gone)`;
+    UPDATE ${n.threads} SET updated_at = ${bumped('updated_at')} WHERE id IN (SELECT thread_id FROM gone)`;
 }
 
 export function getResource(n: Names): string {
@@ -453,12 +466,12 @@ export function readThreadMemory(n: Names, lock: boolean): string {
 
 export function writeThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
-      updated_at = $3 WHERE id = $1`;
+      updated_at = ${bumped('updated_at')} WHERE id = $1`;
 }
 
-/** Writes a thread's working memory only if it is still `$4` (JSON; NULL for none). */
+/** Writes a thread's working memory only if it is still `$3` (JSON; NULL for none). */
 export function compareAndSetThreadMemory(n: Names): string {
   return `UPDATE ${n.threads} SET metadata = metadata || jsonb_build_object('workingMemory', $2::text),
-      updated_at = $3 WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $4::jsonb
+      updated_at = ${bumped('updated_at')} WHERE id = $1 AND (metadata -> 'workingMemory') IS NOT DISTINCT FROM $3::jsonb
     RETURNING 1`;
 }

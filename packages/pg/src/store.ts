@@ -137,7 +137,6 @@ export class PostgresStore extends StoreBase {
       args.id,
       args.title ?? null,
       JSON.stringify(args.metadata ?? {}),
-      timestamp(new Date()),
     ]);
     if (!row) throw threadNotFound('pg', args.id);
     return toThread(row);
@@ -178,7 +177,6 @@ export class PostgresStore extends StoreBase {
       const [row] = await this.query<{ ok: boolean }>(sql.saveMessagesAtOnce(this.names), [
         ...messageArrays(sorted),
         targets,
-        timestamp(new Date()),
       ]);
       if (row?.ok) return messages.map(storedMessage);
     } catch (error) {
@@ -205,7 +203,6 @@ export class PostgresStore extends StoreBase {
       const result = await client.query<{ written: number; stolen: string[] }>(sql.saveMessages(this.names), [
         ...messageArrays(sorted),
         [...owners.keys()],
-        timestamp(new Date()),
       ]);
       // Rows in locked threads: no other writer can change their resource before this ends.
       const stolen = result.rows[0]?.stolen ?? [];
@@ -262,7 +259,6 @@ export class PostgresStore extends StoreBase {
         folded.map((p) => (p.content === undefined ? null : JSON.stringify(p.content))),
         folded.map((p) => p.type ?? null),
         folded.map((p) => optionalTimestamp(p.createdAt)),
-        timestamp(new Date()),
         [...locked.keys()],
       ]);
       return result.rows;
@@ -275,7 +271,7 @@ export class PostgresStore extends StoreBase {
     await this.transaction(async (client) => {
       const { locked } = await this.lockForWrite(client, ids, [], hints);
       if (locked.size === 0) return;
-      await client.query(sql.deleteMessages(this.names), [[...locked.keys()], timestamp(new Date())]);
+      await client.query(sql.deleteMessages(this.names), [[...locked.keys()]]);
     });
   }
 
@@ -382,7 +378,6 @@ export class PostgresStore extends StoreBase {
           : await this.query(sql.compareAndSetThreadMemory(this.names), [
               cell.threadId,
               value,
-              now,
               expected?.version ?? null,
             ]);
       return written.length === 1;
@@ -419,7 +414,7 @@ export class PostgresStore extends StoreBase {
               return false;
             }
             const value = apply(typeof found.memory === 'string' ? found.memory : null);
-            await commitWith(client, sql.writeThreadMemory(this.names), [cell.threadId, value, now]);
+            await commitWith(client, sql.writeThreadMemory(this.names), [cell.threadId, value]);
             return true;
           },
           { delimited: true },

@@ -55,7 +55,6 @@ export interface ScriptArgs {
   /** `title` and `version` only when they change; `metadata` maps `.<key>` fields to JSON. */
   updateThread: {
     id: string;
-    now: string;
     title?: string;
     version?: string;
     metadata: Record<string, string>;
@@ -74,7 +73,7 @@ export interface ScriptArgs {
     limit?: number;
     filters: { field: string; op: 'eq' | 'has'; value: string }[];
   };
-  saveMessages: { now: string; messages: MessageRecord[] };
+  saveMessages: { messages: MessageRecord[] };
   /** `min`/`max` in Redis score-range syntax; `limit` absent for every message. */
   listMessages: {
     threadId: string;
@@ -89,10 +88,9 @@ export interface ScriptArgs {
   getMessages: { ids: string[] };
   /** Each patch sets only the fields it holds. */
   updateMessages: {
-    now: string;
     patches: { id: string; role?: string; content?: string; type?: string; createdAt?: string }[];
   };
-  deleteMessages: { now: string; ids: string[] };
+  deleteMessages: { ids: string[] };
   getResource: { id: string };
   /** `workingMemory` only when it changes. */
   updateResource: {
@@ -117,7 +115,6 @@ export interface ScriptArgs {
   /** `value` is the JSON text of the new working memory. */
   casThreadWorkingMemory: {
     id: string;
-    now: string;
     expectedVersion?: string;
     value: string;
     version: string;
@@ -156,13 +153,35 @@ local function frame(v)
   return table.concat(parts)
 end
 
-local function touchThread(t, now)
+-- Bumps a thread's updatedAt (core's bumpedUpdatedAt): the stored one, the server's clock
+-- (TIME, read as the script runs) and newest (the newest createdAt written into the thread, a
+-- number, or nil), whichever is latest; r is the thread's resource.
+local function bumpThread(t, r, newest)
   local key = K.thread(t)
-  local r = redis.call('HGET', key, 'resourceId')
-  if not r then return end
-  redis.call('HSET', key, 'updatedAt', now)
-  redis.call('ZADD', K.threadsUpdated(), now, t)
-  redis.call('ZADD', K.resourceThreadsUpdated(r), now, t)
+  local clock = redis.call('TIME')
+  local u = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local stored = tonumber(redis.call('HGET', key, 'updatedAt') or '')
+  if stored and stored > u then u = stored end
+  if newest and newest > u then u = newest end
+  u = string.format('%d', u)
+  redis.call('HSET', key, 'updatedAt', u)
+  redis.call('ZADD', K.threadsUpdated(), u, t)
+  redis.call('ZADD', K.resourceThreadsUpdated(r), u, t)
+end
+
+-- bumpThread of an existing thread (absent ones are ignored).
+local function touchThread(t, newest)
+  local r = redis.call('HGET', K.thread(t), 'resourceId')
+  if r then bumpThread(t, r, newest) end
+end
+
+-- Keeps the newest of the numbers given per key (createdAt per thread).
+local function newestOf()
+  local newest = {}
+  return newest, function(k, v)
+    v = tonumber(v)
+    if newest[k] == nil or v > newest[k] then newest[k] = v end
+  end
 end
 
 local function unlinkMessage(id)
@@ -228,16 +247,14 @@ ${SAVE_THREAD.trim()}
 
 /** Returns the thread, or nil when absent. */
 const UPDATE_THREAD = `
-local id, now = A.id, A.now
+local id = A.id
 local key = K.thread(id)
 local r = redis.call('HGET', key, 'resourceId')
 if not r then return frame(false) end
 if A.title ~= nil then redis.call('HSET', key, 'title', A.title) end
 for field, value in pairs(A.metadata) do redis.call('HSET', key, field, value) end
 if A.version ~= nil then redis.call('HSET', key, 'wmv', A.version) end
-redis.call('HSET', key, 'updatedAt', now)
-redis.call('ZADD', K.threadsUpdated(), now, id)
-redis.call('ZADD', K.resourceThreadsUpdated(r), now, id)
+bumpThread(id, r, nil)
 return frame(redis.call('HGETALL', key))
 `;
 
@@ -325,8 +342,10 @@ for _, m in ipairs(A.messages) do
   if stored and stored ~= m.resourceId then return frame({'taken', m.id}) end
 end
 local touched, touch = collector()
+local newest, saw = newestOf()
 for _, m in ipairs(A.messages) do
   local id, t, r, c = m.id, m.threadId, m.resourceId, m.createdAt
+  saw(t, c)
   touch(unlinkMessage(id))
   redis.call('HSET', K.message(id), 'id', id, 'threadId', t, 'resourceId', r, 'role', m.role,
     'type', m.type, 'content', m.content, 'createdAt', c)
@@ -335,7 +354,7 @@ for _, m in ipairs(A.messages) do
   redis.call('SADD', K.threadResources(t), r)
   touch(t)
 end
-for _, t in ipairs(touched) do touchThread(t, A.now) end
+for _, t in ipairs(touched) do touchThread(t, newest[t]) end
 return frame({'ok'})
 `;
 
@@ -401,6 +420,7 @@ return frame(out)
 const UPDATE_MESSAGES = `
 local touched, touch = collector()
 local found, keep = collector()
+local newest, saw = newestOf()
 for _, p in ipairs(A.patches) do
   local id = p.id
   local key = K.message(id)
@@ -413,12 +433,13 @@ for _, p in ipairs(A.patches) do
       redis.call('HSET', key, 'createdAt', p.createdAt)
       redis.call('ZADD', K.threadMessages(m[1]), p.createdAt, id)
       redis.call('ZADD', K.threadResourceMessages(m[1], m[2]), p.createdAt, id)
+      saw(m[1], p.createdAt)
     end
     touch(m[1])
     keep(id)
   end
 end
-for _, t in ipairs(touched) do touchThread(t, A.now) end
+for _, t in ipairs(touched) do touchThread(t, newest[t]) end
 local out = {}
 for _, id in ipairs(found) do out[#out + 1] = redis.call('HGETALL', K.message(id)) end
 return frame(out)
@@ -431,7 +452,7 @@ for _, id in ipairs(A.ids) do
   touch(unlinkMessage(id))
   redis.call('DEL', K.vector(id))
 end
-for _, t in ipairs(touched) do touchThread(t, A.now) end
+for _, t in ipairs(touched) do touchThread(t, nil) end
 return frame(#touched)
 `;
 
@@ -534,7 +555,7 @@ return frame(redis.call('HMGET', K.thread(A.id), 'resourceId', '.workingMemory',
  * current JSON value, current version }.
  */
 const CAS_THREAD_WM = `
-local id, now = A.id, A.now
+local id = A.id
 local key = K.thread(id)
 local current = redis.call('HMGET', key, 'resourceId', '.workingMemory', 'wmv')
 local r = current[1]
@@ -542,9 +563,8 @@ if not r then endLease(key, A.leaseToken) return frame({'not_found'}) end
 if leaseBlocks(key, A.leaseToken) then return frame({'locked'}) end
 endLease(key, A.leaseToken)
 if current[3] ~= (A.expectedVersion or false) then return frame({'conflict', current[2], current[3]}) end
-redis.call('HSET', key, '.workingMemory', A.value, 'wmv', A.version, 'updatedAt', now)
-redis.call('ZADD', K.threadsUpdated(), now, id)
-redis.call('ZADD', K.resourceThreadsUpdated(r), now, id)
+redis.call('HSET', key, '.workingMemory', A.value, 'wmv', A.version)
+bumpThread(id, r, nil)
 return frame({'ok'})
 `;
 

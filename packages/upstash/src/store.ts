@@ -201,7 +201,6 @@ export class UpstashStore extends StoreBase {
   protected async doUpdateThread(args: core.NormalizedUpdateThread): Promise<core.Thread> {
     const reply = await this.call('updateThread', {
       id: args.id,
-      now: ms(new Date()),
       title: args.title,
       version: args.workingMemoryVersion,
       metadata: metadataFields(args.metadata),
@@ -240,9 +239,7 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doSaveMessages(messages: core.Message[]): Promise<core.Message[]> {
-    const reply = list(
-      await this.call('saveMessages', { now: ms(new Date()), messages: messages.map(messageRecord) }),
-    );
+    const reply = list(await this.call('saveMessages', { messages: messages.map(messageRecord) }));
     const outcome = text(reply[0]);
     if (outcome === 'not_found') throw threadNotFound(text(reply[1]));
     if (outcome === 'taken') throw messageOfAnotherResource(ADAPTER, text(reply[1]));
@@ -285,7 +282,6 @@ export class UpstashStore extends StoreBase {
   protected async doUpdateMessages(patches: core.MessagePatch[]): Promise<core.Message[]> {
     const reply = list(
       await this.call('updateMessages', {
-        now: ms(new Date()),
         patches: patches.map((p) => ({
           id: p.id,
           role: p.role,
@@ -300,7 +296,7 @@ export class UpstashStore extends StoreBase {
   }
 
   protected async doDeleteMessages(ids: string[]): Promise<void> {
-    await this.call('deleteMessages', { now: ms(new Date()), ids });
+    await this.call('deleteMessages', { ids });
   }
 
   protected async doGetResourceById(resourceId: string): Promise<core.Resource | null> {
@@ -399,19 +395,17 @@ export class UpstashStore extends StoreBase {
     version: string,
     leaseToken: string | undefined,
   ): Promise<string> {
-    const now = ms(new Date());
     const reply =
       cell.scope === 'resource'
         ? await this.call('casResourceWorkingMemory', {
             id: cell.resourceId,
-            now,
+            now: ms(new Date()),
             expectedVersion,
             write: memoryWrite(value, version),
             leaseToken,
           })
         : await this.call('casThreadWorkingMemory', {
             id: cell.threadId,
-            now,
             expectedVersion,
             value: JSON.stringify(value),
             version,

@@ -190,11 +190,12 @@ export interface MemoryStorage {
    * creators of one id exactly one succeeds, and the stored thread is the winner's.
    */
   createThread(thread: Thread): Promise<Thread>;
-  /** Upserts by id and returns the stored thread (replacing all of it, `resourceId` included). */
+  /** Upserts by id and returns the stored thread (all of it replaced, `updatedAt` as given). */
   saveThread(thread: Thread): Promise<Thread>;
   /**
    * Updates title (kept when omitted) and shallow-merges metadata atomically; bumps `updatedAt`.
-   * Throws `NOT_FOUND` when the thread is absent.
+   * Throws `NOT_FOUND` when the thread is absent. Every bump of a thread's `updatedAt` follows
+   * `bumpedUpdatedAt`: it never decreases, and is never older than a message the write stored.
    */
   updateThread(args: UpdateThreadArgs): Promise<Thread>;
   /**
@@ -214,7 +215,7 @@ export interface MemoryStorage {
    * of the same resource moves; an id stored for a message of another resource is `CONFLICT`
    * and nothing of the batch is written (checked inside the write, so no concurrent save can
    * slip between check and write). The threads of the whole batch are checked before the ids.
-   * Bumps the touched threads' `updatedAt`. Returns the messages as stored.
+   * Bumps the touched threads' `updatedAt` (to at least each saved `createdAt`). Returns them as stored.
    */
   saveMessages(messages: Message[]): Promise<Message[]>;
   /** Ordered by `(createdAt, id)`; see `ListMessagesArgs` for paging, ranges and windows. */

@@ -17,6 +17,7 @@ import {
   threadOfAnotherResource,
 } from './ownership.ts';
 import type { Message, Resource, Thread } from './records.ts';
+import { bumpedUpdatedAt, newestByThread } from './updated-at.ts';
 import type { VectorStore } from './vectors.ts';
 import type { LockedWorkingMemory } from './working-memory-strategy.ts';
 
@@ -91,7 +92,7 @@ export class InMemoryStore extends StoreBase {
       ...stored,
       title: args.title ?? stored.title,
       metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
-      updatedAt: new Date(),
+      updatedAt: bumpedUpdatedAt(stored.updatedAt, new Date()),
     };
     this.threads.set(next.id, copy(next));
     return copy(next);
@@ -142,7 +143,7 @@ export class InMemoryStore extends StoreBase {
       touched.add(message.threadId);
       this.messages.set(message.id, copy(message));
     }
-    this.touch(touched, now);
+    this.touch(touched, now, newestByThread(messages));
     return messages.map(copy);
   }
 
@@ -177,6 +178,7 @@ export class InMemoryStore extends StoreBase {
   protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
     const now = new Date();
     const touched = new Set<string>();
+    const written: Message[] = [];
     for (const patch of patches) {
       const stored = this.messages.get(patch.id);
       if (!stored) continue;
@@ -189,8 +191,9 @@ export class InMemoryStore extends StoreBase {
       };
       this.messages.set(next.id, copy(next));
       touched.add(next.threadId);
+      written.push(next);
     }
-    this.touch(touched, now);
+    this.touch(touched, now, newestByThread(written));
     return this.doListMessagesById([...new Set(patches.map((p) => p.id))]);
   }
 
@@ -260,10 +263,17 @@ export class InMemoryStore extends StoreBase {
     return thread;
   }
 
-  private touch(threadIds: Set<string>, now: Date): void {
+  /** Bumps `updatedAt` of these threads (see `bumpedUpdatedAt`); `newest`: the messages written per thread. */
+  private touch(threadIds: Set<string>, now: Date, newest = new Map<string, Date>()): void {
     for (const id of threadIds) {
       const thread = this.threads.get(id);
-      if (thread) this.threads.set(id, { ...thread, updatedAt: now });
+      const written = newest.get(id);
+      if (thread) {
+        this.threads.set(id, {
+          ...thread,
+          updatedAt: bumpedUpdatedAt(thread.updatedAt, now, written ? [written] : []),
+        });
+      }
     }
   }
 }
