@@ -10,6 +10,8 @@ import {
   textHash,
   type VectorStore,
 } from '@engram/core';
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { type Comparison, compare } from './measure.ts';
 import type { RecallTarget } from './target.ts';
 
@@ -47,16 +49,10 @@ const embedder = createLexicalEmbedder({ dimensions: DIMENSIONS });
 /** The embedding space core records for the lexical embedder. */
 export const SPACE: EmbeddingSpace = { id: embedderId(embedder), dimensions: DIMENSIONS };
 
-/** A small deterministic generator (mulberry32), so every run searches the same texts. */
+/** A deterministic generator (pure-rand's xoroshiro128+), so every run searches the same texts. */
 function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+  const generator = xoroshiro128plus(seed);
+  return () => uniformFloat64(generator);
 }
 
 const SYLLABLES = [

@@ -1,5 +1,6 @@
 import { basename, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { describeError } from './assert.ts';
 import { formatTable } from './report.ts';
 import { runChecks } from './run.ts';
@@ -37,33 +38,33 @@ interface CliModule {
 
 /** Parses arguments, runs the suite, prints the table; resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const args = [...argv];
-  let modulePath: string | undefined;
-  let areas: AreaName[] | undefined;
-  let processes: number | undefined;
-  while (args.length) {
-    const arg = args.shift()!;
-    if (arg === '--help' || arg === '-h') {
-      console.log(USAGE);
-      return 0;
-    } else if (arg === '--area' || arg === '--areas') {
-      const names = (args.shift() ?? '').split(',').filter(Boolean);
-      const unknown = names.filter((n) => !(AREAS as readonly string[]).includes(n));
-      if (unknown.length || names.length === 0)
-        return usage(`unknown area ${unknown.join(', ') || '(none)'}`);
-      areas = names as AreaName[];
-    } else if (arg === '--processes') {
-      processes = Number(args.shift());
-      if (!Number.isInteger(processes) || processes < 2)
-        return usage('--processes needs an integer of at least 2');
-    } else if (arg.startsWith('-')) {
-      return usage(`unknown option ${arg}`);
-    } else if (modulePath === undefined) {
-      modulePath = arg;
-    } else {
-      return usage(`unexpected argument ${arg}`);
-    }
+  let parsed: ReturnType<typeof parseCli>;
+  try {
+    parsed = parseCli(argv);
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error));
   }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  let areas: AreaName[] | undefined;
+  const listed = [...(values.area ?? []), ...(values.areas ?? [])];
+  if (listed.length > 0) {
+    const names = listed.flatMap((list) => list.split(',')).filter(Boolean);
+    const unknown = names.filter((n) => !(AREAS as readonly string[]).includes(n));
+    if (unknown.length || names.length === 0) return usage(`unknown area ${unknown.join(', ') || '(none)'}`);
+    areas = names as AreaName[];
+  }
+  let processes: number | undefined;
+  if (values.processes !== undefined) {
+    processes = Number(values.processes);
+    if (!Number.isInteger(processes) || processes < 2)
+      return usage('--processes needs an integer of at least 2');
+  }
+  if (positionals.length > 1) return usage(`unexpected argument ${positionals[1]}`);
+  const modulePath = positionals[0];
   if (!modulePath) return usage('missing the module to test');
 
   const href = pathToFileURL(isAbsolute(modulePath) ? modulePath : resolve(modulePath)).href;
@@ -98,6 +99,20 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   console.log(`\n${formatTable(init.name, results)}`);
   return results.some((r) => r.status === 'fail') ? 1 : 0;
+}
+
+function parseCli(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      area: { type: 'string', multiple: true },
+      areas: { type: 'string', multiple: true },
+      processes: { type: 'string' },
+    },
+  });
 }
 
 function usage(problem: string): number {

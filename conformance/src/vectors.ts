@@ -1,4 +1,6 @@
 import type { EmbeddingModelLike, EmbeddingSpace } from '@engram/core';
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 
 /**
  * The one embedding space every recall check uses: a store records one space per database, so
@@ -6,16 +8,10 @@ import type { EmbeddingModelLike, EmbeddingSpace } from '@engram/core';
  */
 export const SPACE: EmbeddingSpace = { id: 'engram:conformance', dimensions: 8 };
 
-/** Deterministic pseudo-random numbers (mulberry32). */
+/** Deterministic pseudo-random numbers in [0, 1) from `seed` (pure-rand's xoroshiro128+). */
 export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const generator = xoroshiro128plus(seed);
+  return () => uniformFloat64(generator);
 }
 
 /** A unit vector of `SPACE.dimensions` from `next`. */

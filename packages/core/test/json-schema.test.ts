@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noThenProperty: `then` is the JSON Schema keyword here
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -75,7 +76,7 @@ describe('compileJsonSchema', () => {
     ['anyOf', { contact: 'nope' }, /contact: matches none of the anyOf/],
     ['oneOf with two matches', { id: 12 }, /id: must match exactly one oneOf alternative, matched 2/],
     ['not an object at all', [], /the document: expected object, got array/],
-    ['a Date is not an object', { prefs: new Date(0) }, /prefs: expected object, got a non-JSON object/],
+    ['a Date is not JSON', { prefs: new Date(0) }, /prefs: expected a JSON value, got a non-JSON object/],
   ];
 
   it.each(failing)('reports %s', (_name, value, message) => {
@@ -125,7 +126,7 @@ describe('compileJsonSchema', () => {
   const badSchemas: [string, unknown][] = [
     ['an array', []],
     ['a string', 'object'],
-    ['an unknown keyword', { type: 'object', if: { required: ['a'] } }],
+    ['an unknown keyword', { type: 'object', $dynamicRef: '#meta' }],
     ['an unknown type name', { type: 'date' }],
     ['an empty type array', { type: [] }],
     ['a remote $ref', { $ref: 'https://example.com/schema.json' }],
@@ -160,6 +161,136 @@ describe('compileJsonSchema', () => {
       properties: { email: { type: 'string', format: 'email' } },
     });
     expect(v({ email: 'not-an-email' })).toStrictEqual([]);
+  });
+});
+
+describe('compileJsonSchema: keywords of every draft, one wording', () => {
+  const refusal = (schema: unknown): string => {
+    try {
+      compileJsonSchema(schema);
+    } catch (error) {
+      if (isMemoryError(error, 'INVALID_ARGUMENT')) return error.message;
+      throw error;
+    }
+    throw new Error('expected INVALID_ARGUMENT');
+  };
+
+  it('names where a schema goes wrong and why', () => {
+    expect(refusal({ properties: { a: { maxLenght: 3 } } })).toBe(
+      'invalid JSON Schema at #/properties/a: the keyword "maxLenght" is not supported',
+    );
+    expect(refusal({ items: { minLength: -1 } })).toBe(
+      'invalid JSON Schema at #/items: minLength must be a non-negative integer',
+    );
+    expect(refusal({ anyOf: [{}, 'string'] })).toBe(
+      'invalid JSON Schema at #/anyOf/1: a sub-schema must be an object or a boolean',
+    );
+    expect(refusal({ type: ['string', 'date'] })).toMatch(
+      /^invalid JSON Schema at #: type must be one of string, /,
+    );
+    expect(refusal({ pattern: '(' })).toBe(
+      'invalid JSON Schema at #: pattern must be a valid regular expression',
+    );
+    expect(refusal({ $ref: 'https://example.com/s.json' })).toBe(
+      'invalid JSON Schema at #: only references inside the schema resolve (remote $ref is not fetched), got "https://example.com/s.json"',
+    );
+    expect(refusal({ properties: { a: { $ref: '#/$defs/missing' } } })).toBe(
+      'invalid JSON Schema at #/properties/a: $ref "#/$defs/missing" points nowhere',
+    );
+    expect(refusal({ $id: 'https://example.com/root.json', $ref: 'other.json' })).toMatch(
+      /remote \$ref is not fetched/,
+    );
+  });
+
+  it('resolves $ref through $id and $anchor inside the schema', () => {
+    const v = compileJsonSchema({
+      $id: 'https://example.com/profile.json',
+      properties: { a: { $ref: 'profile.json#/$defs/n' }, b: { $ref: '#name' } },
+      $defs: { n: { type: 'number' }, s: { $anchor: 'name', type: 'string' } },
+    });
+    expect(v({ a: 1, b: 'x' })).toStrictEqual([]);
+    expect(v({ a: 'x', b: 1 })).toStrictEqual([
+      'a: expected number, got string',
+      'b: expected string, got integer',
+    ]);
+  });
+
+  it('applies if/then/else, dependentRequired, dependencies, dependentSchemas, min/maxContains, unevaluatedProperties', () => {
+    const conditional = compileJsonSchema({
+      if: { properties: { kind: { const: 'person' } } },
+      then: { required: ['name'] },
+      else: { required: ['title'] },
+    });
+    expect(conditional({ kind: 'person' })).toStrictEqual(['the document: missing required property "name"']);
+    expect(conditional({ kind: 'book' })).toStrictEqual(['the document: missing required property "title"']);
+    expect(conditional({ kind: 'book', title: 't' })).toStrictEqual([]);
+    expect(compileJsonSchema({ dependentRequired: { card: ['billing'] } })({ card: 1 })).toStrictEqual([
+      'the document: has property "card", so it must have "billing"',
+    ]);
+    expect(compileJsonSchema({ dependencies: { card: ['billing'] } })({ card: 1 })).toStrictEqual([
+      'the document: has property "card", so it must have "billing"',
+    ]);
+    expect(
+      compileJsonSchema({ dependentSchemas: { card: { properties: { billing: { type: 'string' } } } } })({
+        card: 1,
+        billing: 2,
+      }),
+    ).toStrictEqual(['billing: expected string, got integer']);
+    const counted = compileJsonSchema({ contains: { type: 'string' }, minContains: 2, maxContains: 3 });
+    expect(counted(['a', 1])).toStrictEqual(['the document: must contain at least 2 matching items']);
+    expect(counted(['a', 'b', 'c', 'd'])).toStrictEqual([
+      'the document: must contain at most 3 matching items',
+    ]);
+    expect(counted(['a', 'b', 1])).toStrictEqual([]);
+    const closed = compileJsonSchema({
+      properties: { a: true },
+      anyOf: [{ properties: { b: true } }],
+      unevaluatedProperties: false,
+    });
+    expect(closed({ a: 1, b: 2 })).toStrictEqual([]);
+    expect(closed({ a: 1, c: 3 })).toStrictEqual(['the document: unexpected property "c"']);
+  });
+
+  it('reads draft-04 boolean bounds, also beside $ref and with $schema draft-04', () => {
+    const v = compileJsonSchema({
+      $schema: 'http://json-schema.org/draft-04/schema#',
+      definitions: { n: { type: 'number' } },
+      properties: {
+        low: { $ref: '#/definitions/n', minimum: 1, exclusiveMinimum: true },
+        high: { maximum: 5, exclusiveMaximum: false },
+      },
+    });
+    expect(v({ low: 1, high: 5 })).toStrictEqual(['low: must be greater than 1']);
+    expect(v({ low: 1.5, high: 5 })).toStrictEqual([]);
+  });
+
+  it('lets null through a nullable schema, references into its definitions included', () => {
+    const v = compileJsonSchema({
+      nullable: true,
+      type: 'object',
+      $defs: { tag: { type: 'string', nullable: true, enum: ['a'] } },
+      properties: { tag: { $ref: '#/$defs/tag' } },
+      required: ['tag'],
+    });
+    expect(v(null)).toStrictEqual([]);
+    expect(v({ tag: null })).toStrictEqual([]);
+    expect(v({ tag: 'b' })).toStrictEqual(['tag: must be one of "a"']);
+    expect(v({})).toStrictEqual(['the document: missing required property "tag"']);
+  });
+
+  it('reports false schemas from where they sit', () => {
+    const v = compileJsonSchema({ prefixItems: [{ type: 'string' }], items: false });
+    expect(v(['a', 'b', 'c'])).toStrictEqual(['the document: has too many items (at most 1)']);
+    expect(compileJsonSchema(false)({})).toStrictEqual(['the document: no value is allowed here']);
+  });
+
+  it('reports property names under propertyNames, and a schema that recurses without end', () => {
+    expect(compileJsonSchema({ propertyNames: { maxLength: 2 } })({ abc: 1 })).toStrictEqual([
+      'abc (name): must be at most 2 characters long',
+    ]);
+    expect(compileJsonSchema({ $ref: '#' })({})).toStrictEqual([
+      'the document: schema recursion is too deep',
+    ]);
   });
 });
 

@@ -133,7 +133,7 @@ describe('resolveSchema', () => {
     ['an array', [{ type: 'object' }]],
     ['a number', 1],
     ['a JSON Schema of a string', { type: 'string' }],
-    ['a JSON Schema with an unsupported keyword', { type: 'object', dependentRequired: {} }],
+    ['a JSON Schema with an unsupported keyword', { type: 'object', maxLenght: 3 }],
     ['an object with a bad ~standard', { '~standard': { version: 2 } }],
   ])('refuses %s', async (_name, source) => {
     const error = await caught(() => resolveSchema(source as SchemaSource));

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { isMemoryError, type SemanticRecallOptions } from '@engram/core';
 import { type DocumentView, Inspector } from './inspector.ts';
 import { type OpenedStore, openStore, StoreError, type StoreSettings } from './open.ts';
@@ -51,49 +52,77 @@ interface Parsed {
 
 class UsageError extends Error {}
 
+const OPTIONS = {
+  store: { type: 'string' },
+  port: { type: 'string' },
+  'allow-edits': { type: 'boolean' },
+  json: { type: 'boolean' },
+  last: { type: 'string' },
+  thread: { type: 'string' },
+  scope: { type: 'string' },
+  schema: { type: 'string' },
+  template: { type: 'string' },
+  prefix: { type: 'string' },
+  'pg-schema': { type: 'string' },
+  db: { type: 'string' },
+  'lexical-embedder': { type: 'string' },
+  'top-k': { type: 'string' },
+  'message-range': { type: 'string' },
+  'recall-scope': { type: 'string' },
+} as const;
+
 function parse(argv: readonly string[]): Parsed {
-  const args = [...argv];
-  const out: Parsed = { command: 'serve', allowEdits: false, json: false, settings: {} };
-  const positional: string[] = [];
-  const recall: SemanticRecallOptions = {};
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  const integer = (flag: string, min: number): number => {
-    const n = Number(value(flag));
-    if (!Number.isInteger(n) || n < min) throw new UsageError(`${flag} needs an integer of at least ${min}`);
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
+  let positional: string[];
+  try {
+    ({ values, positionals: positional } = parseArgs({
+      args: [...argv],
+      options: OPTIONS,
+      allowPositionals: true,
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const integer = (flag: keyof typeof OPTIONS, min: number): number | undefined => {
+    const text = values[flag];
+    if (typeof text !== 'string') return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < min)
+      throw new UsageError(`--${flag} needs an integer of at least ${min}`);
     return n;
   };
-  while (args.length) {
-    const arg = args.shift()!;
-    if (arg === '--store') out.store = value(arg);
-    else if (arg === '--port') out.port = integer(arg, 0);
-    else if (arg === '--allow-edits') out.allowEdits = true;
-    else if (arg === '--json') out.json = true;
-    else if (arg === '--last') out.last = integer(arg, 1);
-    else if (arg === '--thread') out.thread = value(arg);
-    else if (arg === '--scope') {
-      const scope = value(arg);
-      if (scope !== 'resource' && scope !== 'thread') throw new UsageError('--scope is resource or thread');
-      out.settings.scope = scope;
-    } else if (arg === '--schema') out.settings.schemaFile = value(arg);
-    else if (arg === '--template') out.settings.templateFile = value(arg);
-    else if (arg === '--prefix') out.settings.prefix = value(arg);
-    else if (arg === '--pg-schema') out.settings.pgSchema = value(arg);
-    else if (arg === '--db') out.settings.dbName = value(arg);
-    else if (arg === '--lexical-embedder') out.settings.lexicalEmbedder = integer(arg, 2);
-    else if (arg === '--top-k') recall.topK = integer(arg, 1);
-    else if (arg === '--message-range') recall.messageRange = integer(arg, 0);
-    else if (arg === '--recall-scope') {
-      const scope = value(arg);
-      if (scope !== 'resource' && scope !== 'thread')
-        throw new UsageError('--recall-scope is resource or thread');
-      recall.scope = scope;
-    } else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
-    else positional.push(arg);
-  }
+  const scopeOf = (flag: 'scope' | 'recall-scope'): 'resource' | 'thread' | undefined => {
+    const scope = values[flag];
+    if (scope !== undefined && scope !== 'resource' && scope !== 'thread') {
+      throw new UsageError(`--${flag} is resource or thread`);
+    }
+    return scope;
+  };
+  const defined = <T extends object>(object: T): T =>
+    Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as T;
+  const out: Parsed = defined({
+    command: 'serve' as const,
+    allowEdits: values['allow-edits'] === true,
+    json: values.json === true,
+    store: values.store,
+    port: integer('port', 0),
+    last: integer('last', 1),
+    thread: values.thread,
+    settings: defined({
+      scope: scopeOf('scope'),
+      schemaFile: values.schema,
+      templateFile: values.template,
+      prefix: values.prefix,
+      pgSchema: values['pg-schema'],
+      dbName: values.db,
+      lexicalEmbedder: integer('lexical-embedder', 2),
+    }),
+  });
+  const recall: SemanticRecallOptions = defined({
+    topK: integer('top-k', 1),
+    messageRange: integer('message-range', 0),
+    scope: scopeOf('recall-scope'),
+  });
   if (Object.keys(recall).length > 0) {
     if (out.settings.lexicalEmbedder === undefined) {
       throw new UsageError('--top-k, --message-range and --recall-scope need --lexical-embedder');

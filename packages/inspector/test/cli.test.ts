@@ -214,6 +214,20 @@ describe('engram-inspect CLI', () => {
     expect(code).toBe(0);
   });
 
+  it('refuses bad usage with exit code 2, naming the option', async () => {
+    const [unknown, integer, scope, missing] = await Promise.all([
+      cli(['thread', 'x', '--bogus']),
+      cli(['thread', 'x', ...storeArgs, '--last', '0']),
+      cli(['wm', 'r', ...storeArgs, '--scope', 'global']),
+      cli(['thread', 'x', '--store']),
+    ]);
+    expect([unknown.code, integer.code, scope.code, missing.code]).toStrictEqual([2, 2, 2, 2]);
+    expect(unknown.stderr).toContain("Unknown option '--bogus'");
+    expect(integer.stderr).toContain('--last needs an integer of at least 1');
+    expect(scope.stderr).toContain('--scope is resource or thread');
+    expect(missing.stderr).toContain("Option '--store <value>' argument missing");
+  });
+
   it('fails clearly when the store cannot be reached, without printing the password', async () => {
     const [run, noToken, usage] = await Promise.all([
       cli(['thread', 'x', '--store', 'postgres://inspector:s3cret@127.0.0.1:9/nowhere']),

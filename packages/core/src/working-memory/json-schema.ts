@@ -1,221 +1,172 @@
+import { dereference, type OutputUnit, type Schema, Validator, validate } from '@cfworker/json-schema';
 import { MemoryError } from '../errors.ts';
 import type { JsonObject, JsonValue } from '../storage/records.ts';
-import { isPlainObject } from '../storage/validate.ts';
-import { resolveRef, validate } from './json-schema-validate.ts';
+import { isPlainObject, isStorableJson } from '../storage/validate.ts';
+import { describeIssues, FALSE_MARK, nonJsonIssue, refusal } from './json-schema-issues.ts';
+import { META_SCHEMA } from './json-schema-meta.ts';
 
 /**
- * A small JSON Schema validator for working-memory documents. It interprets the schema
- * directly (no code generation, no `eval` or `new Function`), so it runs on edge runtimes.
+ * Validation of working-memory documents against a plain JSON Schema, by
+ * `@cfworker/json-schema` (it interprets the schema: no code generation, no `eval` or
+ * `new Function`, so it runs on edge runtimes).
  *
- * Supported keywords:
- * - any type: `type` (a name or an array of names, so `["string", "null"]` is nullable),
- *   `enum`, `const`, `anyOf`, `oneOf`, `allOf`, `not`, local `$ref` (`#`, `#/$defs/…`,
- *   `#/definitions/…`), and the OpenAPI-style `nullable: true`;
- * - objects: `properties`, `required`, `additionalProperties` (boolean or schema),
- *   `patternProperties`, `propertyNames`, `minProperties`, `maxProperties`;
- * - arrays: `items` (a schema, or an array of schemas as in draft-07 tuples), `prefixItems`,
- *   `additionalItems`, `contains`, `minItems`, `maxItems`, `uniqueItems`;
- * - strings: `minLength`, `maxLength` (counted in code points), `pattern`;
- * - numbers: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (number, or the
- *   draft-04 boolean form), `multipleOf`.
- *
- * Annotations (`title`, `description`, `default`, `examples`, `format`, `$schema`, `$id`,
- * `$comment`, `deprecated`, `readOnly`, `writeOnly`, `x-…`) are accepted and ignored. Any
- * other keyword is rejected when the schema is compiled, so a schema never validates less
- * than its author expects.
+ * A schema is checked once against `META_SCHEMA` (every keyword known and well-formed, every
+ * `pattern` a valid regular expression), every `$ref` must resolve inside the schema (remote
+ * references are never fetched), then the forms of every draft are read as one: draft-04
+ * boolean `exclusiveMinimum`/`exclusiveMaximum`, draft-07 `items` arrays with
+ * `additionalItems`, `definitions` and `dependencies` next to 2020-12 `prefixItems`, `$defs`,
+ * `dependentRequired` and `dependentSchemas`. Keywords beside `$ref` apply in every draft.
+ * `nullable: true` (OpenAPI) lets `null` through every other keyword of its schema. `format`
+ * is an annotation, as in draft 2020-12.
  */
 
-const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
-
-const ANNOTATIONS = new Set([
-  '$schema',
-  '$id',
-  '$comment',
-  'title',
-  'description',
-  'default',
-  'examples',
-  'format',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  'contentMediaType',
-  'contentEncoding',
-  '$defs',
-  'definitions',
-]);
-
-const KEYWORDS = new Set([
-  'type',
-  'enum',
-  'const',
-  'anyOf',
-  'oneOf',
-  'allOf',
-  'not',
-  '$ref',
-  'nullable',
-  'properties',
-  'required',
-  'additionalProperties',
-  'patternProperties',
-  'propertyNames',
-  'minProperties',
-  'maxProperties',
-  'items',
-  'prefixItems',
-  'additionalItems',
-  'minItems',
-  'maxItems',
-  'uniqueItems',
-  'contains',
-  'minLength',
-  'maxLength',
-  'pattern',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'exclusiveMaximum',
-  'multipleOf',
-]);
-
-/** A JSON Schema document (draft-07 / 2020-12 subset) as a plain object. */
+/** A JSON Schema document (draft-04, -07, 2019-09 or 2020-12) as a plain object. */
 export type JsonSchema = JsonObject;
 
 /** Checks a value against a compiled schema; returns the issues (empty when valid). */
 export type JsonSchemaValidator = (value: unknown) => string[];
 
+/** Sub-schema positions: one schema, a list of schemas, or a map of named schemas. */
+const ONE = [
+  'not',
+  'if',
+  'then',
+  'else',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'propertyNames',
+  'additionalItems',
+  'unevaluatedItems',
+  'contains',
+];
+const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
+const MAP = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+
+/** Kept at a `nullable` schema's node so that references into them still resolve. */
+const NODE_KEYS = ['$id', '$anchor', '$defs', 'definitions', '$schema'];
+
+const meta = new Validator(META_SCHEMA as Schema, '2020-12', true);
+
 /**
- * Checks `schema` once (every keyword known, every sub-schema well-formed, every `$ref`
- * resolvable, every `pattern` a valid regular expression) and returns a validator.
+ * Checks `schema` once (see above) and returns a validator whose issues read
+ * `<path>: <reason>` (`prefs.lang: expected string, got integer`).
  * Throws `INVALID_ARGUMENT` describing the first problem.
  */
 export function compileJsonSchema(schema: unknown): JsonSchemaValidator {
   if (!isPlainObject(schema) && typeof schema !== 'boolean') {
     throw bad('#', 'a JSON Schema must be an object or a boolean');
   }
-  const root = schema as JsonValue;
-  const patterns = new Map<string, RegExp>();
-  check(root, '#', root, patterns);
+  if (!isStorableJson(schema, 0)) throw bad('#', 'a JSON Schema must hold only JSON values');
+  const checked = meta.validate(schema);
+  if (!checked.valid) {
+    const { at, message } = refusal(checked.errors);
+    throw bad(at, message);
+  }
+  checkRefs(copy(schema as JsonValue), (ref) => `$ref ${JSON.stringify(ref)} points nowhere`);
+  const root = prepare(copy(schema as JsonValue));
+  const lookup = checkRefs(
+    root,
+    (ref) => `$ref ${JSON.stringify(ref)} points inside a schema with nullable: true, which is not supported`,
+  );
   return (value) => {
-    const issues: string[] = [];
-    validate(root, value, '', { root, patterns, issues, depth: 0 });
-    return issues;
+    const nonJson = nonJsonIssue(value);
+    if (nonJson !== undefined) return [nonJson];
+    let errors: OutputUnit[];
+    try {
+      const result = validate(value, root as Schema, '2020-12', lookup, false);
+      if (result.valid) return [];
+      errors = result.errors;
+    } catch (error) {
+      if (error instanceof RangeError) return ['the document: schema recursion is too deep'];
+      throw error;
+    }
+    return describeIssues(errors, value, root, lookup);
   };
 }
 
-function bad(at: string, message: string): MemoryError {
-  return new MemoryError('INVALID_ARGUMENT', `invalid JSON Schema at ${at}: ${message}`);
+function bad(at: string, message: string, cause?: unknown): MemoryError {
+  return new MemoryError(
+    'INVALID_ARGUMENT',
+    `invalid JSON Schema at ${at}: ${message}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
-function check(schema: JsonValue, at: string, root: JsonValue, patterns: Map<string, RegExp>): void {
-  if (typeof schema === 'boolean') return;
-  if (!isPlainObject(schema)) throw bad(at, 'a sub-schema must be an object or a boolean');
-  const s = schema as JsonObject;
-  for (const key of Object.keys(s)) {
-    if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key) && !key.startsWith('x-')) {
-      throw bad(at, `the keyword ${JSON.stringify(key)} is not supported`);
-    }
-  }
-  const sub = (value: JsonValue | undefined, path: string) => {
-    if (value !== undefined) check(value, path, root, patterns);
-  };
-  const subList = (value: JsonValue | undefined, key: string) => {
-    if (value === undefined) return;
-    if (!Array.isArray(value) || value.length === 0) throw bad(at, `${key} must be a non-empty array`);
-    value.forEach((item, i) => {
-      sub(item, `${at}/${key}/${i}`);
-    });
-  };
-  const subMap = (value: JsonValue | undefined, key: string) => {
-    if (value === undefined) return;
-    if (!isPlainObject(value)) throw bad(at, `${key} must be an object`);
-    for (const [name, item] of Object.entries(value)) sub(item as JsonValue, `${at}/${key}/${name}`);
-  };
-  const count = (key: string) => {
-    const value = s[key];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0)) {
-      throw bad(at, `${key} must be a non-negative integer`);
-    }
-  };
-  const number = (key: string) => {
-    const value = s[key];
-    if (value !== undefined && typeof value !== 'number') throw bad(at, `${key} must be a number`);
-  };
-
-  if (s.type !== undefined) {
-    const types = Array.isArray(s.type) ? s.type : [s.type];
-    if (types.length === 0 || !types.every((t) => typeof t === 'string' && TYPES.has(t))) {
-      throw bad(at, `type must be one of ${[...TYPES].join(', ')}, or an array of them`);
-    }
-  }
-  if (s.enum !== undefined && !Array.isArray(s.enum)) throw bad(at, 'enum must be an array');
-  if (s.nullable !== undefined && typeof s.nullable !== 'boolean')
-    throw bad(at, 'nullable must be a boolean');
-  subList(s.anyOf, 'anyOf');
-  subList(s.oneOf, 'oneOf');
-  subList(s.allOf, 'allOf');
-  sub(s.not, `${at}/not`);
-  if (s.$ref !== undefined) {
-    if (typeof s.$ref !== 'string') throw bad(at, '$ref must be a string');
-    const target = resolveRef(root, s.$ref, at);
-    if (typeof target !== 'boolean' && !isPlainObject(target)) {
-      throw bad(at, `$ref ${JSON.stringify(s.$ref)} does not point at a schema`);
-    }
-  }
-  subMap(s.$defs, '$defs');
-  subMap(s.definitions, 'definitions');
-  subMap(s.properties, 'properties');
-  subMap(s.patternProperties, 'patternProperties');
-  sub(s.propertyNames, `${at}/propertyNames`);
-  sub(s.contains, `${at}/contains`);
-  if (isPlainObject(s.patternProperties)) {
-    for (const source of Object.keys(s.patternProperties)) compilePattern(source, at, patterns);
-  }
-  if (
-    s.required !== undefined &&
-    (!Array.isArray(s.required) || !s.required.every((name) => typeof name === 'string'))
-  ) {
-    throw bad(at, 'required must be an array of strings');
-  }
-  if (typeof s.additionalProperties !== 'boolean') sub(s.additionalProperties, `${at}/additionalProperties`);
-  count('minProperties');
-  count('maxProperties');
-  if (Array.isArray(s.items)) subList(s.items, 'items');
-  else if (typeof s.items !== 'boolean') sub(s.items, `${at}/items`);
-  subList(s.prefixItems, 'prefixItems');
-  if (typeof s.additionalItems !== 'boolean') sub(s.additionalItems, `${at}/additionalItems`);
-  count('minItems');
-  count('maxItems');
-  if (s.uniqueItems !== undefined && typeof s.uniqueItems !== 'boolean') {
-    throw bad(at, 'uniqueItems must be a boolean');
-  }
-  count('minLength');
-  count('maxLength');
-  if (s.pattern !== undefined) {
-    if (typeof s.pattern !== 'string') throw bad(at, 'pattern must be a string');
-    compilePattern(s.pattern, at, patterns);
-  }
-  number('minimum');
-  number('maximum');
-  for (const key of ['exclusiveMinimum', 'exclusiveMaximum']) {
-    const value = s[key];
-    if (value !== undefined && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw bad(at, `${key} must be a number (or a boolean, draft-04)`);
-    }
-  }
-  if (s.multipleOf !== undefined && (typeof s.multipleOf !== 'number' || s.multipleOf <= 0)) {
-    throw bad(at, 'multipleOf must be a number greater than 0');
-  }
+function copy(schema: JsonValue): JsonValue {
+  return JSON.parse(JSON.stringify(schema)) as JsonValue;
 }
 
-function compilePattern(source: string, at: string, patterns: Map<string, RegExp>): void {
-  if (patterns.has(source)) return;
+/** Every sub-schema of a schema by its URI, as the validator resolves `$ref`. */
+type Lookup = Record<string, Schema | boolean>;
+
+/**
+ * Indexes every sub-schema by URI (marking each `$ref` with the URI it resolves to) and throws
+ * `INVALID_ARGUMENT` unless every `$ref` resolves inside the schema.
+ */
+function checkRefs(schema: JsonValue, dangling: (ref: string) => string): Lookup {
+  let lookup: Lookup;
   try {
-    patterns.set(source, new RegExp(source, 'u'));
+    lookup = dereference(schema as Schema);
   } catch (error) {
-    throw new MemoryError('INVALID_ARGUMENT', `invalid JSON Schema at ${at}: bad pattern ${source}`, {
-      cause: error,
-    });
+    throw bad('#', error instanceof Error ? error.message : String(error), error);
+  }
+  for (const node of Object.values(lookup)) {
+    if (typeof node !== 'object' || typeof node.$ref !== 'string') continue;
+    const at = `#${String(node.__absolute_uri__).split('#')[1] ?? ''}`;
+    if (lookup[node.__absolute_ref__ as string] !== undefined) continue;
+    if (!node.$ref.startsWith('#')) {
+      throw bad(
+        at,
+        `only references inside the schema resolve (remote $ref is not fetched), got ${JSON.stringify(node.$ref)}`,
+      );
+    }
+    throw bad(at, dangling(node.$ref));
+  }
+  return lookup;
+}
+
+/**
+ * The schema as the validator reads it, in the 2020-12 forms: `false` becomes a marked
+ * `{ not: {} }` (so an issue can say where it came from), draft-04 boolean exclusive bounds
+ * become numbers, `format` is dropped, and a `nullable: true` schema becomes
+ * `{ if: { type: "null" }, else: <its keywords> }`.
+ */
+function prepare(schema: JsonValue): JsonValue {
+  if (schema === false) return { not: {}, [FALSE_MARK]: true };
+  if (!isPlainObject(schema)) return schema;
+  const s = schema as JsonObject;
+  for (const key of ONE) if (s[key] !== undefined) s[key] = prepare(s[key]);
+  if (s.items !== undefined) s.items = Array.isArray(s.items) ? s.items.map(prepare) : prepare(s.items);
+  for (const key of LIST) if (Array.isArray(s[key])) s[key] = s[key].map(prepare);
+  for (const key of [...MAP, 'dependencies']) {
+    const entries = s[key];
+    if (!isPlainObject(entries)) continue;
+    for (const [name, item] of Object.entries(entries)) {
+      if (key !== 'dependencies' || !Array.isArray(item)) (entries as JsonObject)[name] = prepare(item);
+    }
+  }
+  delete s.format;
+  boundsOfDraft04(s, 'minimum', 'exclusiveMinimum');
+  boundsOfDraft04(s, 'maximum', 'exclusiveMaximum');
+  if (s.nullable === undefined) return s;
+  const nullable = s.nullable === true;
+  delete s.nullable;
+  if (!nullable) return s;
+  const node: JsonObject = {};
+  for (const key of NODE_KEYS) {
+    if (s[key] !== undefined) node[key] = s[key] as JsonValue;
+    delete s[key];
+  }
+  return { ...node, if: { type: 'null' }, else: s };
+}
+
+/** Draft-04 `{ minimum: 1, exclusiveMinimum: true }` is 2020-12 `{ exclusiveMinimum: 1 }`. */
+function boundsOfDraft04(s: JsonObject, bound: string, exclusive: string): void {
+  if (typeof s[exclusive] !== 'boolean') return;
+  if (s[exclusive] === true && typeof s[bound] === 'number') {
+    s[exclusive] = s[bound] as number;
+    delete s[bound];
+  } else {
+    delete s[exclusive];
   }
 }
