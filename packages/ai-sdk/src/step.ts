@@ -19,7 +19,7 @@ import { responseMessages, type StepMessages, stepBaseMessages, type TurnResult 
 import { fromModelMessage, toModelMessages } from './messages.ts';
 import { workingMemoryTools } from './tool.ts';
 
-export interface MemoryStepOptions<TOOLS extends ToolSet = {}> {
+export interface MemoryStepOptions<TOOLS extends ToolSet = Record<never, never>> {
   memory: Memory;
   /**
    * Your own tools, offered next to the working-memory tool in `call.tools` with their types
@@ -64,7 +64,7 @@ export type MemoryPrepareStep = (
 ) => Promise<{ messages: ModelMessage[] } | undefined>;
 
 /** What to spread into `generateText` / `streamText`. */
-export interface MemoryCall<TOOLS extends ToolSet = {}> {
+export interface MemoryCall<TOOLS extends ToolSet = Record<never, never>> {
   /** `instructions` plus the working-memory system message (guidance, template, data). */
   system: string | undefined;
   /** Recent history, a working-memory state signal when one is due, and this turn's input. */
@@ -83,7 +83,7 @@ export interface MemoryCall<TOOLS extends ToolSet = {}> {
 }
 
 /** One prepared turn: the call arguments, and `save` for after the model answered. */
-export interface MemoryStep<TOOLS extends ToolSet = {}> {
+export interface MemoryStep<TOOLS extends ToolSet = Record<never, never>> {
   call: MemoryCall<TOOLS>;
   /**
    * Saves this turn to the thread: the input, any state signal, and the response messages.
@@ -173,7 +173,7 @@ function inputMessages(input: string | ModelMessage[]): ModelMessage[] {
  * threads labelled with their thread), adds the working memory (as part of `system`, or as a state signal under `useStateSignals`) and offers
  * the working-memory tool unless read-only.
  */
-export async function memoryStep<TOOLS extends ToolSet = {}>(
+export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
   options: MemoryStepOptions<TOOLS>,
 ): Promise<MemoryStep<TOOLS>> {
   const { memory, threadId, resourceId } = options;
