@@ -31,7 +31,7 @@ export function requireAtomic(
 ): NonNullable<MemoryStorage['updateWorkingMemoryAtomically']> {
   const atomic = store.updateWorkingMemoryAtomically?.bind(store);
   if (!capabilitiesOf(store).atomicWorkingMemory || !atomic) {
-    skipCheck('the store declares capabilities.atomicWorkingMemory: false');
+    skipCheck('needs capabilities.atomicWorkingMemory, which this store does not declare');
   }
   return atomic;
 }

@@ -30,7 +30,7 @@ describe('engram-conformance CLI', () => {
     expect(out).toMatch(/^area\s+pass\s+fail\s+skip\s+skipped because$/m);
     expect(out).toMatch(/^messages\s+\d+\s+0\s+0$/m);
     expect(out).toMatch(
-      /^working memory\s+\d+\s+0\s+1\s+the store declares capabilities.atomicWorkingMemory: true \(1\)$/m,
+      /^working memory\s+\d+\s+0\s+1\s+only for stores without capabilities.atomicWorkingMemory; this store declares it \(1\)$/m,
     );
     expect(out).toMatch(
       /^concurrency\s+\d+\s+0\s+2\s+the store is processLocal: no other process can write inside its updates \(2\)$/m,

@@ -214,7 +214,7 @@ describe('the suite catches deliberately broken stores', RACES, () => {
     expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
     expect(skipped).toEqual([
-      'the store declares capabilities.atomicWorkingMemory: true',
+      'only for stores without capabilities.atomicWorkingMemory; this store declares it',
       'the store is processLocal: no other process can write inside its updates',
       'the store is processLocal: no other process can write inside its updates',
     ]);
@@ -432,7 +432,7 @@ describe('capabilities drive skips', () => {
     const skipped = results.filter((r) => r.status === 'skip' && r !== stopped);
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>
-        expect.stringContaining('capabilities.atomicWorkingMemory: false'),
+        expect.stringContaining('needs capabilities.atomicWorkingMemory, which this store does not declare'),
       ),
     );
     expect(skipped.every((r) => r.name.endsWith('[needs capabilities.atomicWorkingMemory]'))).toBe(true);
@@ -471,7 +471,7 @@ describe('capabilities drive skips', () => {
     const strict = result(results, 'saveMessages is all-or-nothing');
     expect([strict.status, strict.reason]).toEqual([
       'skip',
-      expect.stringContaining('transactionalBatches: false'),
+      expect.stringContaining('checks capabilities.transactionalBatches: true; this store declares false'),
     ]);
     expect(strict.name).toContain('[capabilities.transactionalBatches: true]');
   });

@@ -16,6 +16,10 @@ export default mergeConfig(
   shared,
   defineConfig({
     resolve: { alias },
-    test: { server: { deps: { inline: ['ai', /@ai-sdk\//, 'eventsource-parser'] } } },
+    test: {
+      server: { deps: { inline: ['ai', /@ai-sdk\//, 'eventsource-parser'] } },
+      // The type tests check against the same major as the run.
+      typecheck: { tsconfig: major === '7' ? 'tsconfig.ai7.json' : 'tsconfig.json' },
+    },
   }),
 );

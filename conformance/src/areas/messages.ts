@@ -263,7 +263,7 @@ export const messagesChecks = [
       const store = await ctx.store();
       if (!capabilitiesOf(store).transactionalBatches) {
         skipCheck(
-          'the store declares capabilities.transactionalBatches: false (its weaker promise is checked instead)',
+          'checks capabilities.transactionalBatches: true; this store declares false (its weaker promise is checked instead)',
         );
       }
       const t = thread(ctx.id('t'), ctx.id('r'));

@@ -240,7 +240,7 @@ export const workingMemoryChecks = [
   check(`schema mode: mergeWorkingMemory is UNSUPPORTED${FOR_NON_ATOMIC}`, async (ctx) => {
     const store = await ctx.store();
     if (capabilitiesOf(store).atomicWorkingMemory) {
-      skipCheck('the store declares capabilities.atomicWorkingMemory: true');
+      skipCheck('only for stores without capabilities.atomicWorkingMemory; this store declares it');
     }
     const memory = memoryOf(store, { schema: PROFILE_SCHEMA });
     expectEqual(await memory.supportsAtomicWorkingMemoryMerge(), false, 'supportsAtomicWorkingMemoryMerge()');

@@ -7,8 +7,10 @@
 import * as aiTest from 'ai/test';
 
 type Mock = aiTest.MockLanguageModelV3;
-type GenerateResult = Awaited<ReturnType<Mock['doGenerate']>>;
-type Prompt = Mock['doGenerateCalls'][number]['prompt'];
+/** What the mock answers for one model call. */
+export type GenerateResult = Awaited<ReturnType<Mock['doGenerate']>>;
+/** The prompt of one model call. */
+export type Prompt = Mock['doGenerateCalls'][number]['prompt'];
 
 const usage = {
   inputTokens: { total: 0, noCache: 0, cacheRead: undefined, cacheWrite: undefined },
@@ -21,7 +23,8 @@ function textOf(message: Prompt[number] | undefined): string {
   return message.content.map((part) => ('text' in part ? part.text : '')).join('');
 }
 
-function answer(text: string): GenerateResult {
+/** A text answer that ends the call. */
+export function answer(text: string): GenerateResult {
   return {
     content: [{ type: 'text', text }],
     finishReason: { unified: 'stop', raw: 'stop' },
@@ -63,10 +66,16 @@ function reply(prompt: Prompt): GenerateResult {
   return answer(`You live in ${known}${interests ? `; this weekend you could go ${interests}` : ''}.`);
 }
 
-/** The mock model: ai 7's `MockLanguageModelV4` when present, else ai 6's `MockLanguageModelV3`. */
-export function mockModel(): Mock {
+/**
+ * The mock model: ai 7's `MockLanguageModelV4` when present, else ai 6's `MockLanguageModelV3`,
+ * answering each call with `respond` (default: the remembering assistant above).
+ */
+export function mockModel(respond: (prompt: Prompt) => GenerateResult = reply): Mock {
   const exports: Record<string, unknown> = aiTest;
   const Model = (exports.MockLanguageModelV4 ??
     aiTest.MockLanguageModelV3) as typeof aiTest.MockLanguageModelV3;
-  return new Model({ modelId: 'engram-example-mock', doGenerate: async (options) => reply(options.prompt) });
+  return new Model({
+    modelId: 'engram-example-mock',
+    doGenerate: async (options) => respond(options.prompt),
+  });
 }

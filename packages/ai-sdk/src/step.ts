@@ -15,13 +15,18 @@ import {
   WorkingMemory,
   WorkingMemoryState,
 } from '@engram/core';
-import type { ModelMessage, PrepareStepFunction, Tool } from 'ai';
-import { responseMessages, stepBaseMessages, type TurnResult } from './ai-versions.ts';
+import type { ModelMessage, Tool, ToolSet } from 'ai';
+import { responseMessages, type StepMessages, stepBaseMessages, type TurnResult } from './ai-versions.ts';
 import { fromModelMessage, toModelMessages } from './messages.ts';
 import { workingMemoryTools } from './tool.ts';
 
-export interface MemoryStepOptions {
+export interface MemoryStepOptions<TOOLS extends ToolSet = Record<never, never>> {
   memory: Memory;
+  /**
+   * Your own tools, offered next to the working-memory tool in `call.tools` with their types
+   * intact. A name the memory tool uses (`updateWorkingMemory`, `setWorkingMemory`) is refused.
+   */
+  tools?: TOOLS;
   /** The conversation. Created for `resourceId` when it does not exist yet. */
   threadId: string;
   /** The user or tenant; the thread must belong to it. */
@@ -38,25 +43,49 @@ export interface MemoryStepOptions {
   threadTitle?: string;
 }
 
+/**
+ * The working-memory tools in `MemoryCall.tools`. At run time only the one offered is there:
+ * `updateWorkingMemory`, or `setWorkingMemory` under state signals, or neither when working
+ * memory is disabled or read-only. Both are typed, as present, so that the AI SDK types the
+ * call's tool calls with them and without `undefined` entries. (A type alias, not an interface,
+ * so that it is assignable to the AI SDK's `ToolSet`.)
+ */
+export type WorkingMemoryToolSet = {
+  updateWorkingMemory: Tool<unknown, unknown>;
+  setWorkingMemory: Tool<unknown, unknown>;
+};
+
+/**
+ * The `prepareStep` of a memory call. It reads only the tool names of earlier steps and the
+ * messages, and returns only `messages`, so it fits `generateText` / `streamText` of `ai` 6 and
+ * `ai` 7 whatever tools the call has.
+ */
+export type MemoryPrepareStep = (
+  options: StepMessages & { steps: ReadonlyArray<{ toolCalls: ReadonlyArray<{ toolName: string }> }> },
+) => Promise<{ messages: ModelMessage[] } | undefined>;
+
 /** What to spread into `generateText` / `streamText`. */
-export interface MemoryCall {
+export interface MemoryCall<TOOLS extends ToolSet = Record<never, never>> {
   /** `instructions` plus the working-memory system message (guidance, template, data). */
   system: string | undefined;
   /** Recent history, a working-memory state signal when one is due, and this turn's input. */
   messages: ModelMessage[];
-  /** The working-memory tool, when one is offered. Add your own tools next to it. */
-  tools: Record<string, Tool<unknown, unknown>>;
+  /**
+   * The working-memory tool, when one is offered, and the `tools` you passed to `memoryStep`.
+   * Or add your own next to it: `tools: { ...step.call.tools, getWeather }`.
+   */
+  tools: TOOLS & WorkingMemoryToolSet;
   /**
    * Only under state signals: once `setWorkingMemory` has run in this call, each later step gets
    * the current memory as a fresh signal at the end of its messages, so the model works with
    * the value it just wrote. (If you pass your own `prepareStep`, call this one from it.)
    */
-  prepareStep?: PrepareStepFunction<Record<string, Tool<unknown, unknown>>>;
+  prepareStep?: MemoryPrepareStep;
 }
 
 /** One prepared turn: the call arguments, and `save` for after the model answered. */
-export interface MemoryStep {
-  call: MemoryCall;
+export interface MemoryStep<TOOLS extends ToolSet = Record<never, never>> {
+  call: MemoryCall<TOOLS>;
   /**
    * Saves this turn to the thread: the input, any state signal, and the response messages.
    * Pass the `generateText` or `streamText` result (on `ai` 7 `result.response` holds only the
@@ -76,7 +105,7 @@ export interface MemoryStep {
  * another resource is `INVALID_ARGUMENT` (core's `ownedThread`, the rule of every call taking both ids). A missing thread is created atomically; when another
  * call creates the same id first, that is fine for the same resource and `CONFLICT` for another.
  */
-async function ensureThread(options: MemoryStepOptions): Promise<void> {
+async function ensureThread(options: MemoryStepOptions<ToolSet>): Promise<void> {
   const { memory, threadId, resourceId } = options;
   if (await ownedThread(memory, 'memoryStep', threadId, resourceId)) return;
   try {
@@ -92,6 +121,23 @@ async function ensureThread(options: MemoryStepOptions): Promise<void> {
       );
     }
   }
+}
+
+const MEMORY_TOOL_NAMES = ['updateWorkingMemory', 'setWorkingMemory'];
+
+function ownToolsOf<TOOLS extends ToolSet>(tools: TOOLS | undefined): TOOLS | undefined {
+  if (tools === undefined) return undefined;
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw new MemoryError('INVALID_ARGUMENT', 'tools must be an object of AI SDK tools');
+  }
+  const taken = Object.keys(tools).filter((name) => MEMORY_TOOL_NAMES.includes(name));
+  if (taken.length > 0) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `tools must not use the working-memory tool's name ${JSON.stringify(taken[0])}`,
+    );
+  }
+  return tools;
 }
 
 function inputMessages(input: string | ModelMessage[]): ModelMessage[] {
@@ -119,9 +165,12 @@ function inputMessages(input: string | ModelMessage[]): ModelMessage[] {
  * threads labelled with their thread), adds the working memory (as part of `system`, or as a state signal under `useStateSignals`) and offers
  * the working-memory tool unless read-only.
  */
-export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep> {
+export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
+  options: MemoryStepOptions<TOOLS>,
+): Promise<MemoryStep<TOOLS>> {
   const { memory, threadId, resourceId } = options;
   assertStateSignalConfig(memory);
+  const ownTools = ownToolsOf(options.tools);
   const input = inputMessages(options.input);
   await ensureThread(options);
   const config = memory.options.workingMemory;
@@ -142,7 +191,7 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
     }
   }
 
-  let prepareStep: MemoryCall['prepareStep'];
+  let prepareStep: MemoryPrepareStep | undefined;
   if (config.enabled) {
     const processor = WorkingMemory.fromMemory(memory, { readOnly });
     const memoryMessage = await processor.buildMessage(requestContext);
@@ -166,9 +215,9 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
   }
   const turnStart = history.length;
   const turn = conversation.slice(turnStart);
-  const tools = await workingMemoryTools(memory, { threadId, resourceId, readOnly });
+  const tools = { ...ownTools, ...(await workingMemoryTools(memory, { threadId, resourceId, readOnly })) };
 
-  const save: MemoryStep['save'] = async (result) => {
+  const save: MemoryStep<TOOLS>['save'] = async (result) => {
     const response = await responseMessages(result);
     const responseAsAgent = response.map((m) => fromModelMessage(m, requestContext));
     const toSave = messagesToSave([...turn, ...responseAsAgent]).map((m) => ({
@@ -182,7 +231,11 @@ export async function memoryStep(options: MemoryStepOptions): Promise<MemoryStep
     return memory.saveMessages({ messages: toSave });
   };
 
-  const call: MemoryCall = { system, messages: toModelMessages(conversation), tools };
+  const call: MemoryCall<TOOLS> = {
+    system,
+    messages: toModelMessages(conversation),
+    tools: tools as TOOLS & WorkingMemoryToolSet,
+  };
   if (prepareStep) call.prepareStep = prepareStep;
   return recall ? { call, save, recall } : { call, save };
 }

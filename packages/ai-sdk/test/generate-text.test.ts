@@ -1,5 +1,5 @@
 import { InMemoryStore, Memory, type MemoryOptions } from '@engram/core';
-import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, type Tool, tool } from 'ai';
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, tool } from 'ai';
 import * as aiTest from 'ai/test';
 import { convertArrayToReadableStream, type MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
@@ -354,8 +354,12 @@ describe(`generateText with engram memory (ai ${major}, mock model)`, () => {
     });
     const model1 = scripted(toolCall('getWeather', { city: 'Berlin' }, 'call-w1'), text('It is sunny.'));
     const step1 = await memoryStep({ memory, threadId, resourceId, input: 'Weather in Berlin?' });
-    const tools: Record<string, Tool<unknown, unknown>> = { ...step1.call.tools, getWeather };
-    const result1 = await generateText({ model: model1, ...step1.call, tools, stopWhen: stepCountIs(3) });
+    const result1 = await generateText({
+      model: model1,
+      ...step1.call,
+      tools: { ...step1.call.tools, getWeather },
+      stopWhen: stepCountIs(3),
+    });
     const saved = await step1.save(result1);
     expect(saved.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
 
@@ -372,6 +376,32 @@ describe(`generateText with engram memory (ai ${major}, mock model)`, () => {
     await generateText({ model: model3, ...step3.call });
     const roles = promptOf(model3.doGenerateCalls[0]!).rest.map((m) => m.role);
     expect(roles).toEqual(['assistant', 'tool', 'assistant', 'user']);
+  });
+
+  it('memoryStep({ tools }): your tool runs beside the memory tool; a memory tool name is refused', async () => {
+    const { memory, threadId, resourceId } = setup({ template: TEMPLATE, useStateSignals: true });
+    const cities: string[] = [];
+    const getWeather = tool({
+      description: 'weather',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        cities.push(city);
+        return `sun in ${city}`;
+      },
+    });
+    const step = await memoryStep({ memory, threadId, resourceId, input: 'Weather?', tools: { getWeather } });
+    expect(Object.keys(step.call.tools).sort()).toEqual(['getWeather', 'setWorkingMemory']);
+    const model = scripted(toolCall('getWeather', { city: 'Lisbon' }, 'call-w'), text('Sunny.'));
+    const result = await generateText({ model, ...step.call, stopWhen: stepCountIs(3) });
+    expect(cities).toEqual(['Lisbon']);
+    expect(result.text).toBe('Sunny.');
+
+    for (const name of ['setWorkingMemory', 'updateWorkingMemory']) {
+      await expect(
+        memoryStep({ memory, threadId, resourceId, input: 'x', tools: { [name]: getWeather } }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect((await memory.recall({ threadId })).length).toBe(0);
   });
 
   it('useStateSignals with vnext is refused', () => {

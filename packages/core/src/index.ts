@@ -81,6 +81,7 @@ export {
   type VNextUpdateReason,
 } from './agent/vnext.ts';
 export {
+  type AddMessageInput,
   type HistoryArgs,
   Memory,
   type MemoryConfig,

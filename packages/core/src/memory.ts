@@ -37,6 +37,9 @@ export type MessageInput = Omit<Message, 'id' | 'createdAt' | 'type'> & {
   type?: string;
 };
 
+/** One message for `addMessage`: `resourceId` is optional and taken from the thread. */
+export type AddMessageInput = Omit<MessageInput, 'resourceId'> & { resourceId?: string };
+
 /** Per-call switch: `readOnly: true` refuses the write even if the memory allows writes. */
 export interface WriteControl {
   readOnly?: boolean;
@@ -273,6 +276,29 @@ export class Memory {
     const saved = await this.storage.saveMessages(messages);
     await this.embedSaved(saved);
     return saved;
+  }
+
+  /**
+   * Saves one message to an existing thread, its resource taken from the thread:
+   * `addMessage({ threadId, role: 'user', content: 'Hi' })`. Otherwise as `saveMessages` (id,
+   * `type` and `createdAt` filled in, embedded under semantic recall). `NOT_FOUND` when the
+   * thread is absent; `INVALID_ARGUMENT` when a given `resourceId` is not the thread's. Returns
+   * the saved message.
+   */
+  async addMessage(message: AddMessageInput): Promise<Message> {
+    assertArgs(message, 'addMessage');
+    assertId(message.threadId, 'threadId');
+    assertOptionalId(message.resourceId, 'resourceId');
+    const thread = await this.storage.getThreadById({ threadId: message.threadId });
+    if (!thread)
+      throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(message.threadId)} does not exist`);
+    if (message.resourceId !== undefined && message.resourceId !== thread.resourceId) {
+      throw invalid(
+        `thread ${JSON.stringify(thread.id)} belongs to another resource than ${JSON.stringify(message.resourceId)}`,
+      );
+    }
+    const [saved] = await this.saveMessages({ messages: [{ ...message, resourceId: thread.resourceId }] });
+    return saved as Message;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type {
+  AddMessageInput,
   JsonObject,
   Memory,
   MemoryStorage,
@@ -35,6 +36,10 @@ describe('public API types', () => {
     expectTypeOf<Memory['options']>().toEqualTypeOf<ResolvedMemoryOptions>();
     expectTypeOf<ReturnType<Memory['createThread']>>().toEqualTypeOf<Promise<Thread>>();
     expectTypeOf<ReturnType<Memory['saveMessages']>>().toEqualTypeOf<Promise<Message[]>>();
+    expectTypeOf<ReturnType<Memory['addMessage']>>().toEqualTypeOf<Promise<Message>>();
+    expectTypeOf<Parameters<Memory['addMessage']>[0]>().toEqualTypeOf<AddMessageInput>();
+    expectTypeOf<AddMessageInput['resourceId']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<AddMessageInput['threadId']>().toEqualTypeOf<string>();
     expectTypeOf<ReturnType<Memory['recall']>>().toEqualTypeOf<Promise<Message[]>>();
     expectTypeOf<ReturnType<Memory['semanticRecall']>>().toEqualTypeOf<Promise<RecallResult>>();
     expectTypeOf<ReturnType<Memory['getMessages']>>().toEqualTypeOf<Promise<Message[]>>();

@@ -74,6 +74,7 @@ export function isStoreUrl(spec: string): boolean {
 
 /** The URL without its password, query string and hash, for printing. */
 export function redactUrl(spec: string): string {
+  // A relative file: URL (`file:./x.db`) holds no secret and is printed as given.
   return redactCredentials(spec.replace(/[?#][\s\S]*$/, ''));
 }
 
@@ -206,17 +207,20 @@ async function storageFor(spec: string, settings: StoreSettings): Promise<Memory
 }
 
 /**
- * Imports an optional adapter package; when it is not installed, a `StoreError` names the
- * package to install.
+ * Imports an optional adapter package; when it or a package it imports (its driver, such as
+ * `@libsql/client`) is not installed, a `StoreError` names the package that is missing.
  */
 export async function loadAdapter<T>(name: string, spec: string): Promise<T> {
   try {
     return (await import(name)) as T;
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
+    const missing = /Cannot find (?:package|module) '([^']+)'/.exec(String((error as Error).message))?.[1];
+    if (code === 'ERR_MODULE_NOT_FOUND' && missing !== undefined) {
+      const driver = missing === name || /^(?:\/|file:)/.test(missing) ? name : missing;
+      const needed = driver === name ? driver : `${driver} (imported by ${name})`;
       throw new StoreError(
-        `the store ${redactUrl(spec)} needs the package ${name}; install it next to @engram/inspector (for example \`pnpm add ${name}\`)`,
+        `the store ${redactUrl(spec)} needs the package ${needed}; install it next to @engram/inspector (for example \`pnpm add ${driver}\`)`,
       );
     }
     throw error;

@@ -304,4 +304,14 @@ describe('engram-inspect CLI', () => {
     expect(error).toBeInstanceOf(StoreError);
     expect((error as Error).message).toContain('needs the package @engram/not-installed');
   });
+
+  it('names the missing driver, not the adapter that imports it, and keeps a relative file: URL', async () => {
+    const adapter = new URL('./fixtures/needs-driver.mjs', import.meta.url).href;
+    const error = await loadAdapter(adapter, 'file:./x.db').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    const { message } = error as Error;
+    expect(message).toContain('needs the package engram-missing-driver-for-tests');
+    expect(message).toContain('the store file:./x.db ');
+    expect(message).not.toContain('file:///x.db');
+  });
 });

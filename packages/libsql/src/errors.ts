@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   createErrorMapper,
   MemoryError,
@@ -66,13 +68,31 @@ function classify(error: unknown): MemoryErrorCode | undefined {
   return undefined; // STORAGE, or MIGRATION during init
 }
 
+/** SQLite's result code 14 (`SQLITE_CANTOPEN`), as the embedded engine reports it after a path. */
+const CANT_OPEN = /Unable to open connection to local database (.+): 14\b/;
+
+/**
+ * Why a local file did not open, in words, instead of the engine's bare `…: 14`: its directory
+ * is missing, or the file cannot be opened (permissions, a directory at that path).
+ */
+function cantOpenReason(error: unknown): string | undefined {
+  const path = error instanceof Error ? CANT_OPEN.exec(error.message)?.[1] : undefined;
+  if (path === undefined) return undefined;
+  const directory = dirname(path);
+  if (!existsSync(directory)) {
+    return `cannot open the database file ${path}: its directory ${directory} does not exist (create it first)`;
+  }
+  return `cannot open the database file ${path} (SQLITE_CANTOPEN: check that it is a file this process may read and write)`;
+}
+
 /** Maps anything `@libsql/client` or the `libsql` package throws to a `MemoryError` naming the adapter and operation. */
 export const toMemoryError = createErrorMapper({
   adapter: ADAPTER,
   classify,
   driverDetails: (error) => ({ driverCodes: codesOf(error) }),
-  describe: (_code, reason, error) =>
-    isBusyError(error)
-      ? `${reason} (the database stayed locked by another writer past the busy timeout)`
-      : reason,
+  describe: (_code, reason, error) => {
+    if (isBusyError(error))
+      return `${reason} (the database stayed locked by another writer past the busy timeout)`;
+    return cantOpenReason(error) ?? reason;
+  },
 });

@@ -14,6 +14,9 @@ const CONNECTION_STATES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now: starting up or shutting down
   '53300', // too_many_connections
+  '3D000', // invalid_catalog_name: the database in the URL does not exist (the message names it)
+  '28P01', // invalid_password
+  '28000', // invalid_authorization_specification: no pg_hba.conf entry, unknown role
 ]);
 
 /** Values the server cannot hold: NUL characters, invalid Unicode, dates out of range. */

@@ -52,6 +52,13 @@ export const DEFAULT_MAX_CONNECTIONS = 10;
 
 const PREFIX_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,29}$/;
 
+/** A `postgres:` / `postgresql:` URL, or pg's `socket:` form and bare socket paths (`/run/…`). */
+function isConnectionUrl(value: string): boolean {
+  if (value.startsWith('/')) return true;
+  if (!URL.canParse(value)) return false;
+  return ['postgres:', 'postgresql:', 'socket:'].includes(new URL(value).protocol);
+}
+
 /** Throws `INVALID_ARGUMENT` for options the store cannot work with. */
 export function checkOptions(options: PostgresStoreOptions, schemaName: string, prefix: string): void {
   const invalid = (message: string) =>
@@ -60,6 +67,12 @@ export function checkOptions(options: PostgresStoreOptions, schemaName: string, 
   const hasUrl = typeof options.connectionString === 'string' && options.connectionString !== '';
   const hasPool = options.pool !== undefined && options.pool !== null;
   if (hasUrl === hasPool) throw invalid('pass exactly one of connectionString and pool');
+  // `pg` reads anything else as a path on a made-up host, and fails later with ENOTFOUND.
+  if (hasUrl && !isConnectionUrl(options.connectionString as string)) {
+    throw invalid(
+      `connectionString ${JSON.stringify(options.connectionString)} is not a postgres:// or postgresql:// URL`,
+    );
+  }
   // By shape, not instanceof: a pool from another copy of `pg` works the same.
   if (hasPool) {
     checkClientShape(options.pool, {

@@ -23,6 +23,8 @@ describe('pg error mapping (no server needed)', () => {
     ['Connection terminated due to connection timeout', undefined, 'init', 'CONNECTION'],
     ['timeout exceeded when trying to connect', undefined, 'getResourceById', 'CONNECTION'],
     ['Cannot use a pool after calling end on the pool', undefined, 'getResourceById', 'CONNECTION'],
+    ['database "nope" does not exist', '3D000', 'init', 'CONNECTION'],
+    ['password authentication failed for user "x"', '28P01', 'init', 'CONNECTION'],
     ['relation "engram_threads" does not exist', '42P01', 'init', 'MIGRATION'],
     ['permission denied for database', '42501', 'init', 'MIGRATION'],
     ['relation "engram_threads" does not exist', '42P01', 'getThreadById', 'STORAGE'],
