@@ -64,6 +64,7 @@ export interface ConformanceInit {
    * Stores that hold locks without a lease need not declare one.
    */
   leaseMs?: number;
+  /**
    * Stores configured with `secret` as their credential (the password in the URL, the token, the
    * `authToken`) against an endpoint where every call must fail: a closed port, or the real
    * server refusing the login. Keyed by what each one is (`'password in the URL, closed port'`).
