@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
 import {
   BreakableMemoryStore,
@@ -41,6 +41,10 @@ import { FILE_LEASE_MS, type FileStoreDefect, JsonFileStore } from './support/fi
 import { breakMemory } from './support/stores.ts';
 
 const fileWorker = new URL('./fixtures/file-store-worker.ts', import.meta.url);
+
+// A run of the whole concurrency area includes the stopped-writer race, which waits out its
+// stops (5 × 1 s here) on top of the races: on a loaded machine that passes 60 s.
+vi.setConfig({ testTimeout: 180_000 });
 
 /** A fresh JSON file for a file-backed store, exported to the racing processes. */
 function sharedFile(defect: FileStoreDefect): string {

@@ -40,7 +40,7 @@ export type Tally = (reports: RacerReport[], how: string, present: (key: string)
 export async function stoppedWriter(ctx: CheckContext, racers: number, tally: Tally): Promise<void> {
   const store = await ctx.store();
   if (capabilitiesOf(store).processLocal) {
-    skipCheck('the store is processLocal: no other process can hold its locks');
+    skipCheck('the store is processLocal: no other process can write inside its updates');
   }
   if (!ctx.init.worker) skipCheck('no `worker` supplied, so no writer process can be stopped');
   const t = thread(ctx.id('stop-t'), ctx.id('stop-r'));
