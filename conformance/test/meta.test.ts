@@ -221,6 +221,7 @@ describe('the suite catches deliberately broken stores', RACES, () => {
       'only for stores without capabilities.atomicWorkingMemory; this store declares it',
       'the store is processLocal: no other process can write inside its updates',
       'the store is processLocal: no other process can write inside its updates',
+      'the store is processLocal: no other process can write inside its updates',
     ]);
     const bare = await runChecks(
       { name: 'memory', create: () => new BreakableMemoryStore() },

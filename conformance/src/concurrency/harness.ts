@@ -77,6 +77,9 @@ class RacerPool {
       racer,
       lazy: options.lazy,
     })).then(() => undefined);
+    // A racer that fails while starting rejects `started` before a race awaits it; that race
+    // still sees the failure (it awaits `started`), but the rejection must not go unhandled.
+    this.started.catch(() => undefined);
   }
 
   /** Runs one race on every racer at once; races on one pool run one after another. */

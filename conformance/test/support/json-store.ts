@@ -1,6 +1,7 @@
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
+  bumpedUpdatedAt,
   compareIds,
   createErrorMapper,
   driverCode,
@@ -15,6 +16,7 @@ import {
   type NormalizedListMessages,
   type NormalizedListThreads,
   type NormalizedUpdateThread,
+  newestByThread,
   type Resource,
   StoreBase,
   type StoreCapabilities,
@@ -128,7 +130,7 @@ export class JsonStore extends StoreBase {
       if (!thread) throw threadNotFound(this.name, args.id);
       if (args.title !== undefined) thread.title = args.title;
       if (args.metadata) thread.metadata = shallowMerge(thread.metadata, args.metadata);
-      thread.updatedAt = new Date();
+      thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, new Date());
       return thread;
     });
   }
@@ -166,7 +168,7 @@ export class JsonStore extends StoreBase {
       }
       const touched = messages.flatMap((m) => [m.threadId, data.messages.get(m.id)?.threadId ?? m.threadId]);
       for (const m of messages) data.messages.set(m.id, m);
-      touch(data, touched);
+      touch(data, touched, newestByThread(messages));
       return structuredClone(messages);
     });
   }
@@ -212,6 +214,7 @@ export class JsonStore extends StoreBase {
       touch(
         data,
         [...updated.values()].map((m) => m.threadId),
+        newestByThread(updated.values()),
       );
       return sortMessages(structuredClone([...updated.values()]));
     });
@@ -257,7 +260,7 @@ export class JsonStore extends StoreBase {
         thread.metadata = shallowMerge(thread.metadata, {
           workingMemory: apply(typeof current === 'string' ? current : null),
         });
-        thread.updatedAt = new Date();
+        thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, new Date());
         return true;
       }),
   };
@@ -343,12 +346,16 @@ function dates(record: { createdAt: Date | string; updatedAt?: Date | string }) 
   };
 }
 
-/** Moves the `updatedAt` of the given threads (those that still exist) to now. */
-function touch(data: FileData, threadIds: string[]): void {
+/**
+ * Moves the `updatedAt` of the given threads (those that still exist) forward to now, or to the
+ * newest `createdAt` the write stored in them when later; never back (core's `bumpedUpdatedAt`).
+ */
+function touch(data: FileData, threadIds: string[], newest = new Map<string, Date>()): void {
   const now = new Date();
   for (const id of new Set(threadIds)) {
     const thread = data.threads.get(id);
-    if (thread) thread.updatedAt = now;
+    const written = newest.get(id);
+    if (thread) thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, now, written ? [written] : []);
   }
 }
 

@@ -100,12 +100,13 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
   it("a lost race runs the update once more, under the row lock, on the winner's value", async () => {
     for (const scope of ['resource', 'thread'] as const) {
       const { resourceId, threadId, stored } = await baseCell(scope);
+      // Only the cell's own id: with both, the store first reads the thread to check its owner.
+      const cell = scope === 'resource' ? { resourceId } : { threadId };
       const seen: (string | null)[] = [];
       sent.length = 0;
       const value = await store.updateWorkingMemoryAtomically({
         scope,
-        resourceId,
-        threadId,
+        ...cell,
         update: (current) => {
           seen.push(current);
           return `${current}+mine`;
@@ -120,7 +121,7 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
       expect(await stored()).toBe('base+theirs+mine');
       // Right after a lost race, the record goes straight to the row lock.
       sent.length = 0;
-      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}!` });
+      await store.updateWorkingMemoryAtomically({ scope, ...cell, update: (c) => `${c}!` });
       expect(sent).toEqual(['BEGIN;', 'UPDATE']);
     }
   });
@@ -154,15 +155,15 @@ describePg('working-memory writes: statements sent and lost races', (url) => {
     for (const scope of ['resource', 'thread'] as const) {
       // Ids with a quote, a backslash and a placeholder: they travel as literals too.
       const { resourceId, threadId, stored } = await baseCell(scope, "'\\$1");
+      const cell = scope === 'resource' ? { resourceId } : { threadId };
       // Lose one race: the record then goes straight to the row lock.
-      await store.updateWorkingMemoryAtomically({ scope, resourceId, threadId, update: (c) => `${c}+mine` });
+      await store.updateWorkingMemoryAtomically({ scope, ...cell, update: (c) => `${c}+mine` });
       for (const value of nasty) {
         sent.length = 0;
         let seen: string | null = null;
         await store.updateWorkingMemoryAtomically({
           scope,
-          resourceId,
-          threadId,
+          ...cell,
           update: (current) => {
             seen = current;
             return value;
