@@ -431,7 +431,9 @@ function renderPrompt(view) {
   const recalled = view.turnRecall;
   body.classList.toggle('split', Boolean(recalled));
   const wm = recalled ? el('div', 'turn-wm', el('h4', '', 'WorkingMemory processor')) : body;
+  if (view.prompt.warning) wm.append(el('p', 'notice prompt-warning', `Warning: ${view.prompt.warning}`));
   if ('text' in view.prompt) wm.append(el('pre', 'prompt', view.prompt.text));
+  else if (view.prompt.refused) wm.append(el('p', 'notice prompt-warning', view.prompt.unavailable));
   else wm.append(el('p', 'muted', view.prompt.unavailable));
   if (!recalled) return;
   body.append(wm);

@@ -30,6 +30,9 @@ store options (URLs only; a module configures its own Memory):
   --scope resource|thread          working-memory scope the agent uses (default resource)
   --schema <file.json>             JSON Schema of the working memory (JSON mode)
   --template <file.md>             Markdown template of the working memory
+                                   (with neither, Markdown mode and core's default template are
+                                   assumed: prompt warns on stderr, and refuses when the stored
+                                   working memory is a JSON object)
   --prefix <p>                     key (Upstash), table (pg) or collection (MongoDB) prefix
   --pg-schema <name>               PostgreSQL schema (default public)
   --db <name>                      MongoDB database (default: the URL's path, else engram)
@@ -172,6 +175,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     label: opened.label,
     allowEdits: parsed.allowEdits,
     lastMessages: parsed.last,
+    assumed: opened.assumed,
   });
   if (parsed.command === 'serve') return serve(inspector, opened, parsed.port);
   try {
@@ -192,6 +196,11 @@ async function serve(inspector: Inspector, opened: OpenedStore, port: number | u
   const server = await startServer(inspector, { port });
   const mode = inspector.allowEdits ? 'edits ALLOWED' : 'read-only';
   console.log(`engram-inspect: ${opened.label}, ${mode}`);
+  if (opened.assumed) {
+    console.error(
+      `engram-inspect: WARNING: the working-memory mode and template are assumed (default Markdown template): ${opened.assumed}`,
+    );
+  }
   console.log(`engram-inspect: open ${server.url}`);
   console.log('engram-inspect: the URL holds this run’s token; press Ctrl+C to stop');
   await new Promise<void>((resolve) => {
@@ -236,6 +245,10 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
     const thread = await inspector.memory.getThreadById({ threadId: id });
     if (!thread) throw new StoreError(`thread ${JSON.stringify(id)} does not exist`);
     const prompt = await inspector.prompt(thread);
+    if ('refused' in prompt) throw new StoreError(prompt.unavailable);
+    if ('text' in prompt && prompt.warning) {
+      console.error(`engram-inspect: WARNING: ${visibleControls(prompt.warning)}`);
+    }
     const recalled = await inspector.turnRecall(thread);
     if (parsed.json) {
       const recall = recalled ? { recall: recalled } : {};

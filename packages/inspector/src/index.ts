@@ -2,6 +2,7 @@ export {
   type DocumentView,
   Inspector,
   type MemoryInfo,
+  type PromptView,
   RESOURCE_SCAN_PAGE,
   type ResourceScanStep,
   type ResourceSummary,

@@ -9,6 +9,7 @@ import {
   WorkingMemory,
   type WorkingMemoryScope,
 } from '@engram/core';
+import { assumedWarning, contradiction } from './assumed.ts';
 import {
   type RecallStatus,
   type RecallView,
@@ -70,13 +71,20 @@ export interface DocumentView {
   issues?: string[];
 }
 
+/**
+ * The system message the `WorkingMemory` processor adds, or why none is shown. `warning` is set
+ * when the mode and template were assumed; `refused` when the stored working memory contradicts
+ * the assumed mode (the composed prompt would not be the agent's).
+ */
+export type PromptView = { text: string; warning?: string } | { unavailable: string; refused?: true };
+
 /** Everything the thread page shows. `version` changes whenever anything shown changes. */
 export interface ThreadView {
   thread: Thread;
   messages: Message[];
   totalMessages: number;
   workingMemory: { resource: DocumentView; thread: DocumentView } | null;
-  prompt: { text: string } | { unavailable: string };
+  prompt: PromptView;
   /**
    * The recall system message of the agent's next step (`SemanticRecall` processor, query: the
    * latest user message); `null` when recall is not configured.
@@ -105,9 +113,23 @@ export class Inspector {
   readonly label: string;
   readonly allowEdits: boolean;
   readonly lastMessages: number;
+  /** Set when the memory's mode and template were assumed: how to give the real ones. */
+  readonly assumed: string | undefined;
 
-  constructor(options: { memory: Memory; label?: string; allowEdits?: boolean; lastMessages?: number }) {
+  constructor(options: {
+    memory: Memory;
+    label?: string;
+    allowEdits?: boolean;
+    lastMessages?: number;
+    /**
+     * Set when the memory's working-memory mode and template were assumed rather than given
+     * (`OpenedStore.assumed`): how to give the real ones. The prompt then carries a warning, and
+     * is refused when the stored working memory contradicts the assumed mode.
+     */
+    assumed?: string;
+  }) {
     this.memory = options.memory;
+    this.assumed = options.assumed;
     this.label = options.label ?? options.memory.storage.name;
     this.allowEdits = options.allowEdits === true;
     const configured = options.memory.options.lastMessages;
@@ -308,18 +330,35 @@ export class Inspector {
 
   /**
    * The system message the `WorkingMemory` processor adds for this thread, composed by core's
-   * own processor (configured from the memory) — not re-implemented here.
+   * own processor (configured from the memory) — not re-implemented here. When the configuration
+   * was assumed (`assumed`), the stored working memory of the thread and of its resource is
+   * checked against the mode first: a contradiction refuses the prompt, else it carries a warning.
    */
-  async prompt(thread: Thread): Promise<{ text: string } | { unavailable: string }> {
+  async prompt(thread: Thread): Promise<PromptView> {
     if (!this.memory.options.workingMemory.enabled) {
       return { unavailable: 'working memory is disabled for this memory: no system message is added' };
+    }
+    const format = this.memory.getWorkingMemorySchema() ? 'json' : 'markdown';
+    if (this.assumed !== undefined) {
+      const resource = await this.memory.storage.getResourceById({ resourceId: thread.resourceId });
+      const threadValue = thread.metadata.workingMemory;
+      const refusal = contradiction(
+        format,
+        [
+          { scope: 'resource', value: resource?.workingMemory ?? null },
+          { scope: 'thread', value: typeof threadValue === 'string' ? threadValue : null },
+        ],
+        this.assumed,
+      );
+      if (refusal !== null) return { unavailable: refusal, refused: true };
     }
     const message = await WorkingMemory.fromMemory(this.memory).buildMessage({
       threadId: thread.id,
       resourceId: thread.resourceId,
     });
     const content = message.content;
-    return { text: typeof content === 'string' ? content : JSON.stringify(content, null, 2) };
+    const text = typeof content === 'string' ? content : JSON.stringify(content, null, 2);
+    return this.assumed === undefined ? { text } : { text, warning: assumedWarning(format, this.assumed) };
   }
 
   /**

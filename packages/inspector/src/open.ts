@@ -42,8 +42,18 @@ export interface StoreSettings {
 export interface OpenedStore {
   memory: Memory;
   label: string;
+  /**
+   * Set when the working-memory mode and template were assumed rather than given (a URL without
+   * `--schema` or `--template`, or a module exporting only a storage): how to give the real ones.
+   * Absent when the configuration is exact (a module exporting the configured `Memory`).
+   */
+  assumed?: string;
   close(): Promise<void>;
 }
+
+/** How to give the real configuration of a store opened from a URL. */
+const URL_CONFIGURATION_HINT =
+  'pass --schema <file.json> (JSON mode) or --template <file.md>, or open a module exporting the configured Memory';
 
 /**
  * Thrown for a store that cannot be opened or reached; the CLI prints the message and exits 1.
@@ -118,22 +128,37 @@ async function fromModule(path: string): Promise<OpenedStore> {
   }
   let found: unknown = mod.memory ?? mod.default;
   if (found === undefined && typeof mod.create === 'function') found = await mod.create();
-  const memory = asMemory(found);
-  if (!memory) {
+  const exported = asMemory(found);
+  if (!exported) {
     throw new StoreError(
       `${path} must export a configured Memory (as \`memory\` or default) or a create() returning a Memory or a MemoryStorage`,
     );
   }
-  return { memory, label: `${path} (${memory.storage.name})`, close: () => memory.storage.close() };
+  const { memory, wrapped } = exported;
+  const assumed = wrapped
+    ? { assumed: `${path} exports a storage, not a Memory: export the configured Memory instead` }
+    : {};
+  return {
+    memory,
+    label: `${path} (${memory.storage.name})`,
+    ...assumed,
+    close: () => memory.storage.close(),
+  };
 }
 
-/** A `Memory` as is, or a bare storage wrapped in a Memory with working memory enabled. */
-function asMemory(value: unknown): Memory | null {
+/**
+ * A `Memory` as is, or a bare storage wrapped in a Memory with working memory enabled
+ * (`wrapped`: its configuration is assumed).
+ */
+function asMemory(value: unknown): { memory: Memory; wrapped: boolean } | null {
   if (typeof value !== 'object' || value === null) return null;
   const candidate = value as Partial<Memory> & Partial<MemoryStorage>;
-  if (typeof candidate.recall === 'function' && typeof candidate.storage === 'object') return value as Memory;
+  if (typeof candidate.recall === 'function' && typeof candidate.storage === 'object') {
+    return { memory: value as Memory, wrapped: false };
+  }
   if (typeof candidate.getThreadById === 'function' && typeof candidate.listThreads === 'function') {
-    return new Memory({ storage: value as MemoryStorage, options: { workingMemory: { enabled: true } } });
+    const options = { workingMemory: { enabled: true } };
+    return { memory: new Memory({ storage: value as MemoryStorage, options }), wrapped: true };
   }
   return null;
 }
@@ -142,8 +167,10 @@ async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedSto
   const options = await memoryOptions(settings);
   const storage = await storageFor(spec, settings);
   const label = `${redactUrl(spec)} (${storage.name})`;
+  const given = settings.schemaFile !== undefined || settings.templateFile !== undefined;
+  const assumed = given ? {} : { assumed: URL_CONFIGURATION_HINT };
   if (settings.lexicalEmbedder === undefined) {
-    return { memory: new Memory({ storage, options }), label, close: () => storage.close() };
+    return { memory: new Memory({ storage, options }), label, ...assumed, close: () => storage.close() };
   }
   try {
     // A store may know whether it has vectors only once it has started (it checks the database).
@@ -154,7 +181,7 @@ async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedSto
       embedder,
       options: { ...options, semanticRecall: settings.recall ?? true },
     });
-    return { memory, label, close: () => storage.close() };
+    return { memory, label, ...assumed, close: () => storage.close() };
   } catch (error) {
     await storage.close().catch(() => undefined);
     throw new StoreError(`cannot turn on semantic recall for ${label}: ${message(error)}`, { cause: error });

@@ -16,12 +16,14 @@ describe('HTTP API', () => {
   let opened: OpenedStore;
   let memory: Memory;
   let seeded: Seeded;
+  let spec: string;
   let readOnly: InspectorServer;
   let editable: InspectorServer;
 
   beforeAll(async () => {
     tmp = await tempDir();
     const store = await libsql.create('', tmp.dir);
+    spec = store.spec;
     opened = await openStore(store.spec, store.settings);
     memory = opened.memory;
     seeded = await seed(memory);
@@ -210,6 +212,31 @@ describe('HTTP API', () => {
       expect((await call(readOnly, '/api/info')).json().recall).toEqual({ configured: false, reason });
       const view = (await call(readOnly, `/api/threads/${seeded.trip}`)).json();
       expect(view.turnRecall).toBeNull();
+    });
+
+    it('the prompt panel carries the warning of an assumed configuration, or its refusal', async () => {
+      // The seeded store opened from its bare URL: Markdown mode is assumed over schema-mode data.
+      const bare = await openStore(spec);
+      const markdown = await bare.memory.createThread({ resourceId: 'r-md' });
+      await bare.memory.updateWorkingMemory({ resourceId: 'r-md', workingMemory: '# User\n- Name: Ada\n' });
+      const server = await startServer(new Inspector({ memory: bare.memory, assumed: bare.assumed }));
+      try {
+        const refused = (await call(server, `/api/threads/${seeded.trip}`)).json().prompt;
+        expect(refused.refused).toBe(true);
+        expect(refused.unavailable).toContain("the resource's stored working memory is a JSON object");
+        expect(refused.text).toBeUndefined();
+        const warned = (await call(server, `/api/threads/${markdown.id}`)).json().prompt;
+        expect(warned.text).toContain('Name: Ada');
+        expect(warned.warning).toContain('the working-memory mode and template were assumed');
+        expect(warned.warning).toContain('--schema <file.json>');
+        // Opened with its schema, the same store's prompt is exact: no warning.
+        const exact = (await call(readOnly, `/api/threads/${seeded.trip}`)).json().prompt;
+        expect(exact.text).toContain('book flights');
+        expect(exact.warning).toBeUndefined();
+      } finally {
+        await server.close();
+        await bare.close();
+      }
     });
 
     it('finds threads by id, by key=value metadata and by title', async () => {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,12 +99,61 @@ describe('engram-inspect CLI', () => {
       cli(['prompt', seeded.trip, ...storeArgs, '--json']),
     ]);
     expect(text.code).toBe(0);
+    // --schema gives the mode: the prompt is exact, so nothing is said on stderr.
+    expect(text.stderr).toBe('');
     expect(text.stdout).toBe(`${expected.content}\n`);
     expect(JSON.parse(json.stdout)).toEqual({
       threadId: seeded.trip,
       resourceId: seeded.resourceId,
       text: expected.content,
     });
+  });
+
+  it('prompt without --schema or --template: refused when the stored working memory is a JSON object', async () => {
+    // The seeded store is in schema mode: the resource's working memory is a JSON object.
+    const run = await cli(['prompt', seeded.trip, '--store', store.spec]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(
+      "engram-inspect: the resource's stored working memory is a JSON object, but the prompt would be composed in Markdown mode, which was assumed",
+    );
+    for (const way of [
+      '--schema <file.json>',
+      '--template <file.md>',
+      'a module exporting the configured Memory',
+    ]) {
+      expect(run.stderr).toContain(way);
+    }
+  });
+
+  it('prompt without --schema or --template over Markdown data: printed, with a warning on stderr', async () => {
+    const dbUrl = `file:${tmp.dir}/markdown.db`;
+    const markdown = await openStore(dbUrl);
+    const thread = await markdown.memory.createThread({ resourceId: 'r-md' });
+    await markdown.memory.updateWorkingMemory({ resourceId: 'r-md', workingMemory: '# User\n- Name: Ada\n' });
+    const expected = await WorkingMemory.fromMemory(markdown.memory).buildMessage({
+      threadId: thread.id,
+      resourceId: 'r-md',
+    });
+    const templateFile = `${tmp.dir}/template.md`;
+    await writeFile(templateFile, '# User\n- Name:\n');
+    await markdown.close();
+    const [guessed, json, given] = await Promise.all([
+      cli(['prompt', thread.id, '--store', dbUrl]),
+      cli(['prompt', thread.id, '--store', dbUrl, '--json']),
+      cli(['prompt', thread.id, '--store', dbUrl, '--template', templateFile]),
+    ]);
+    const warning =
+      "engram-inspect: WARNING: the working-memory mode and template were assumed (Markdown mode with core's default template), so the agent's prompt may differ: pass --schema <file.json> (JSON mode) or --template <file.md>, or open a module exporting the configured Memory\n";
+    expect(guessed.code).toBe(0);
+    expect(guessed.stdout).toBe(`${expected.content}\n`);
+    expect(guessed.stdout).toContain('Name: Ada');
+    expect(guessed.stderr).toBe(warning);
+    expect(json.stderr).toBe(warning);
+    expect(JSON.parse(json.stdout).warning).toBe(warning.slice('engram-inspect: WARNING: '.length, -1));
+    expect(given.code).toBe(0);
+    expect(given.stderr).toBe('');
+    expect(given.stdout).toContain('Name: Ada');
   });
 
   it('takes a module exporting a configured Memory (its scope and template are used)', async () => {
@@ -177,7 +227,8 @@ describe('engram-inspect CLI', () => {
     const view = JSON.parse(module.stdout);
     expect(view.recall.settings).toEqual({ topK: 2, before: 1, after: 1, scope: 'resource' });
     expect(view.turnRecall.text).toBe(recallText);
-    expect(flag.stderr).toBe('');
+    // A bare URL: the mode and template are assumed, and said so.
+    expect(flag.stderr).toContain('WARNING: the working-memory mode and template were assumed');
     expect(flag.stdout).toContain(`\n\n${recallText}`);
     expect(mismatch.code).toBe(0);
     expect(mismatch.stdout).toContain('(semantic recall failed: ');
