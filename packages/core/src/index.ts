@@ -125,6 +125,7 @@ export {
 } from './working-memory/json-schema.ts';
 export type { WorkingMemoryEdit } from './working-memory/location.ts';
 export { mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
+export type { InvalidStoredPolicy } from './working-memory/patch.ts';
 export {
   isStandardSchema,
   type ResolvedSchema,

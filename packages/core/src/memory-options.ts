@@ -3,6 +3,7 @@ import { assertKnownKeys } from './known-keys.ts';
 import type { ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
+import type { InvalidStoredPolicy } from './working-memory/patch.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
 
 /** Working-memory settings of a `Memory`. */
@@ -19,6 +20,16 @@ export interface WorkingMemoryOptions {
   version?: 'stable' | 'vnext';
   /** Experimental: deliver the memory as a state signal instead of a system message. */
   useStateSignals?: boolean;
+  /**
+   * Schema mode: what a merge does when the stored document itself fails the schema (say the
+   * schema changed since it was written). `'reject'` (default): `VALIDATION` naming the stored
+   * document's invalid fields, nothing written. `'reset'`: the patch is merged into `{}`, so
+   * the stored fields are dropped. A function `(stored, issues) => repaired`: synchronous and
+   * pure, its result must pass the schema (else `VALIDATION`) and the patch is merged into it.
+   * Either way the merged result must pass the schema, and it is written in the same atomic
+   * update. Only consulted when a merge fails; a valid stored document is never touched.
+   */
+  onInvalidStored?: InvalidStoredPolicy;
 }
 
 /**
@@ -71,6 +82,7 @@ export interface ResolvedMemoryOptions {
     readonly schema?: SchemaSource;
     readonly version: 'stable' | 'vnext';
     readonly useStateSignals: boolean;
+    readonly onInvalidStored: InvalidStoredPolicy;
   };
   /** `false` when off, else the settings with defaults filled in. */
   readonly semanticRecall: false | ResolvedSemanticRecall;
@@ -99,6 +111,7 @@ const WORKING_MEMORY_KEYS = Object.keys({
   schema: true,
   version: true,
   useStateSignals: true,
+  onInvalidStored: true,
 } satisfies Record<keyof WorkingMemoryOptions, true>);
 
 function invalid(message: string): MemoryError {
@@ -164,6 +177,18 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     throw invalid("options.workingMemory.useStateSignals cannot be combined with version 'vnext'");
   }
 
+  const onInvalidStored = w.onInvalidStored ?? 'reject';
+  if (onInvalidStored !== 'reject' && onInvalidStored !== 'reset' && typeof onInvalidStored !== 'function') {
+    throw invalid(
+      `options.workingMemory.onInvalidStored must be 'reject', 'reset' or a function (stored, issues) => repaired, got ${describe(onInvalidStored)}`,
+    );
+  }
+  if (w.onInvalidStored !== undefined && w.schema === undefined) {
+    throw invalid(
+      'options.workingMemory.onInvalidStored works with a schema only (template mode replaces the whole document)',
+    );
+  }
+
   return Object.freeze({
     lastMessages,
     readOnly,
@@ -175,6 +200,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
       schema: w.schema,
       version,
       useStateSignals,
+      onInvalidStored,
     }),
     semanticRecall,
   });

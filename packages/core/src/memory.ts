@@ -606,7 +606,8 @@ export class Memory {
     const schema = this.requireSchema(operation);
     const patch = parsePatch(rawPatch);
     const location = await this.locate(target, operation);
-    return patchWorkingMemory(this.storage, location, schema, patch, this.patchState, operation);
+    const rules = { schema, onInvalidStored: this.options.workingMemory.onInvalidStored };
+    return patchWorkingMemory(this.storage, location, rules, patch, this.patchState, operation);
   }
 }
 

@@ -51,9 +51,8 @@ describe('resolveSchema', () => {
     async (_name, source, vendor) => {
       const schema = resolveSchema(source);
       expect(schema.vendor).toBe(vendor);
-      expect(await schema.validate({ name: 'Sam', age: 3, prefs: { tone: 'formal' } })).toStrictEqual({
-        ok: true,
-      });
+      const doc = { name: 'Sam', age: 3, prefs: { tone: 'formal' } };
+      expect(await schema.validate(doc)).toStrictEqual({ ok: true, value: doc });
       const bad = await schema.validate({ name: 1, prefs: { tone: 'rude' } });
       expect(bad.ok).toBe(false);
       if (!bad.ok) {
@@ -119,7 +118,7 @@ describe('resolveSchema', () => {
     const result = await pending;
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.issues).toStrictEqual(['name is forbidden']);
-    expect(await schema.validate({ name: 'ok' })).toStrictEqual({ ok: true });
+    expect(await schema.validate({ name: 'ok' })).toStrictEqual({ ok: true, value: { name: 'ok' } });
   });
 
   it('a schema that cannot become JSON Schema is refused with INVALID_ARGUMENT', async () => {

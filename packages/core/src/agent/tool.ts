@@ -189,7 +189,11 @@ export async function createWorkingMemoryTool(
           'memory must be a JSON object holding the fields to change',
         );
       }
-      await memory.applyWorkingMemoryPatch({ ...ids, patch: patch as JsonObject | string });
+      try {
+        await memory.applyWorkingMemoryPatch({ ...ids, patch: patch as JsonObject | string });
+      } catch (error) {
+        throw toolError(error);
+      }
       return { success: true, outcome: 'merged', message: 'Working memory updated (merged).' };
     }
     if (typeof input.memory !== 'string') {
@@ -200,6 +204,21 @@ export async function createWorkingMemoryTool(
   };
 
   return { name, description: DESCRIPTIONS[mode], inputSchema, mode, execute };
+}
+
+/**
+ * The error the model sees: when the stored document is what fails the schema, says so briefly
+ * (the patch is not the cause, and the model cannot repair it); any other error as it is.
+ */
+function toolError(error: unknown): unknown {
+  const details = error instanceof MemoryError ? error.details : undefined;
+  if (!isPlainObject(details) || details.invalidStored !== true) return error;
+  const issues = Array.isArray(details.storedIssues) ? details.storedIssues.join('; ') : '';
+  return new MemoryError(
+    'VALIDATION',
+    `The stored working memory does not match the schema (${issues}), so no update can be merged into it; the fields you sent are not the cause. Nothing was written. The application must repair the stored memory (options.workingMemory.onInvalidStored, updateWorkingMemory, or the inspector with --allow-edits).`,
+    { cause: error, details },
+  );
 }
 
 const VNEXT_MESSAGES: Record<VNextOutcome, string> = {

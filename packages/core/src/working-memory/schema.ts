@@ -10,8 +10,12 @@ import { compileJsonSchema, type JsonSchema } from './json-schema.ts';
  */
 export type SchemaSource = StandardSchemaV1 | JsonSchema;
 
-/** The outcome of validating a working-memory document. */
-export type SchemaCheck = { ok: true } | { ok: false; issues: string[] };
+/**
+ * The outcome of validating a working-memory document. `value` is the schema's output: for a
+ * Standard Schema what its `validate` returned (Zod and Valibot `object` drop unknown keys,
+ * transforms and defaults apply), for a JSON Schema the document itself.
+ */
+export type SchemaCheck = { ok: true; value: unknown } | { ok: false; issues: string[] };
 
 /** A schema resolved once: a validator plus the JSON Schema shown to the model. */
 export interface ResolvedSchema {
@@ -97,7 +101,7 @@ function resolveJsonSchema(schema: JsonSchema): ResolvedSchema {
     jsonSchemaSource: 'json-schema',
     validate(value) {
       const issues = validator(value);
-      return issues.length === 0 ? { ok: true } : { ok: false, issues };
+      return issues.length === 0 ? { ok: true, value } : { ok: false, issues };
     },
   };
 }
@@ -151,7 +155,9 @@ function cleanJsonSchema(schema: Record<string, unknown>): JsonObject {
 }
 
 function toCheck(result: StandardSchemaV1.Result<unknown>): SchemaCheck {
-  if (!result.issues || result.issues.length === 0) return { ok: true };
+  if (!result.issues || result.issues.length === 0) {
+    return { ok: true, value: (result as StandardSchemaV1.SuccessResult<unknown>).value };
+  }
   return { ok: false, issues: result.issues.map(formatIssue) };
 }
 
