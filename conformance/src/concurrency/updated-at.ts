@@ -49,6 +49,8 @@ async function racingSaves(ctx: CheckContext): Promise<void> {
   }).finally(() => {
     done = true;
   });
+  // Awaited after the reads; a racer failing meanwhile must not be an unhandled rejection.
+  racing.catch(() => undefined);
   // Reads until every racer has finished its fixed number of saves, then once more.
   const seen: number[] = [];
   while (!done) {
