@@ -1,8 +1,8 @@
 import { Ledger, type Verdict, verify } from './checker.ts';
 import { runId } from './services.ts';
 import { type Child, sleep, spawnChild } from './spawn.ts';
-import { batchesAtomic, openStore, type Target } from './targets.ts';
-import { completeBatches, type Scene, schemaMemory } from './workload.ts';
+import { batchesAtomic, openScene, openStore, type Target } from './targets.ts';
+import { completeBatches, schemaMemory } from './workload.ts';
 
 /** Options of `runCrash`. */
 export interface CrashOptions {
@@ -55,19 +55,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   const writers = options.writers ?? 3;
   const maxLife = options.maxLifeMs ?? 2_000;
   const id = runId();
-  const scene: Scene = { resourceId: `crash-r-${id}`, threadId: `crash-t-${id}` };
-  const setup = await openStore(options.target);
-  await setup.init();
-  const now = new Date();
-  await setup.saveThread({
-    id: scene.threadId,
-    resourceId: scene.resourceId,
-    title: 'crash',
-    metadata: {},
-    createdAt: now,
-    updatedAt: now,
-  });
-  await setup.close();
+  const scene = await openScene(options.target, 'crash', 'crash', id);
 
   const ledger = new Ledger();
   const errors: Record<string, number> = {};

@@ -2,8 +2,7 @@ import { Ledger, type Verdict, verify } from './checker.ts';
 import type { ParentMessage } from './ipc.ts';
 import { runId } from './services.ts';
 import { type Child, sleep, spawnChild } from './spawn.ts';
-import { leaseMs, openStore, type Target } from './targets.ts';
-import type { Scene } from './workload.ts';
+import { leaseMs, openScene, openStore, type Target } from './targets.ts';
 
 /** Options of `runStopped`. */
 export interface StoppedOptions {
@@ -46,19 +45,7 @@ export async function runStopped(options: StoppedOptions): Promise<StoppedResult
   const stops = options.stops ?? 5;
   const stopMs = Math.max(1_000, 2 * leaseMs(options.target));
   const id = runId();
-  const scene: Scene = { resourceId: `stop-r-${id}`, threadId: `stop-t-${id}` };
-  const setup = await openStore(options.target);
-  await setup.init();
-  const now = new Date();
-  await setup.saveThread({
-    id: scene.threadId,
-    resourceId: scene.resourceId,
-    title: 'stopped writer',
-    metadata: {},
-    createdAt: now,
-    updatedAt: now,
-  });
-  await setup.close();
+  const scene = await openScene(options.target, 'stop', 'stopped writer', id);
 
   const ledger = new Ledger();
   const acks = { stopped: 0, others: 0 };

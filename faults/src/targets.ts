@@ -1,4 +1,5 @@
 import { InMemoryStore, type MemoryStorage } from '@engram/core';
+import type { Scene } from './workload.ts';
 
 /** The adapters the scenarios run against. */
 export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'oracle' | 'memory';
@@ -115,4 +116,25 @@ export function leaseMs(target: Target): number {
  */
 export function batchesAtomic(target: Target): boolean {
   return target.adapter !== 'mongodb';
+}
+
+/**
+ * A new resource and thread for one run (ids `<prefix>-r-<run>` and `<prefix>-t-<run>`), the
+ * thread saved through a store of its own that is closed again.
+ */
+export async function openScene(target: Target, prefix: string, title: string, run: string): Promise<Scene> {
+  const scene: Scene = { resourceId: `${prefix}-r-${run}`, threadId: `${prefix}-t-${run}` };
+  const setup = await openStore(target);
+  await setup.init();
+  const now = new Date();
+  await setup.saveThread({
+    id: scene.threadId,
+    resourceId: scene.resourceId,
+    title,
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
+  await setup.close();
+  return scene;
 }
