@@ -15,6 +15,10 @@ export interface AdapterEntry {
   compose?: string[];
   /** Why there is no service script on this machine, and how to get a server. */
   noServiceScript?: string;
+  /** Servers the faults restart scenario starts for it, in order (faults/src/servers.ts). */
+  dedicatedServers?: string[];
+  /** Why the restart scenario has no dedicated server for it. */
+  noDedicatedServer?: string;
 }
 
 /** Every adapter of adapters.json, in its order. */

@@ -2,8 +2,10 @@
 // docker-compose.yml parse as YAML, and every `pnpm <script>` and `bash <file>` they (and
 // .ci/run) call exists; and that everything wired per adapter agrees with adapters.json (the
 // one list of adapters): each package and its driver peer dependency, the changesets fixed
-// group, CI's adapter matrix and services, docker-compose.yml, the service scripts, the
-// faults targets and the bench targets. Prints one line per check; exits non-zero when any is broken.
+// group, CI's adapter matrix and services, docker-compose.yml, the service scripts, each
+// package's descriptor (`./descriptor`, naming the adapter and package), the inspector's adapter
+// list, the faults restart servers and the bench targets. Prints one line per check; exits
+// non-zero when any is broken.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -57,9 +59,14 @@ function checkAdapters() {
   const ci = parse(read('.github/workflows/ci.yml'));
   const job = ci.jobs.adapter;
   const composeServices = Object.keys(parse(read('docker-compose.yml')).services ?? {});
-  const targets = read('faults/src/targets.ts');
-  const provision = read('faults/src/services.ts');
-  const bench = read('bench/src/targets.ts');
+  const servers = read('faults/src/servers.ts');
+  const inspector = read('packages/inspector/src/adapters.ts');
+  const inspectorPkg = JSON.parse(read('packages/inspector/package.json'));
+  const listed = [...inspector.matchAll(/^\s*'(@engram\/[\w-]+)',$/gm)].map((m) => m[1]);
+  check(
+    JSON.stringify(listed) === JSON.stringify(adapters.map((a) => a.package)),
+    'inspector: ADAPTER_PACKAGES (packages/inspector/src/adapters.ts) lists the packages of adapters.json, in order',
+  );
   check(
     /fromJSON\(needs\.adapters\.outputs\.names\)/.test(String(job.strategy.matrix.adapter)),
     'ci.yml: the adapter matrix is read from adapters.json',
@@ -96,15 +103,34 @@ function checkAdapters() {
         `ci.yml: the adapter job starts a service for ${a.name}`,
       );
     }
+    const descriptor = existsSync(`${root}${dir}/src/descriptor.ts`) ? read(`${dir}/src/descriptor.ts`) : '';
     check(
-      targets.includes(`'${a.name}'`) &&
-        targets.includes(`case '${a.name}':`) &&
-        provision.includes(`case '${a.name}':`),
-      `faults: ${a.name} is a target (targets.ts openStore, services.ts provision)`,
+      pkg.exports?.['./descriptor']?.source === './src/descriptor.ts' &&
+        descriptor.includes(`name: '${a.name}'`) &&
+        descriptor.includes(`package: '${a.package}'`),
+      `${a.package}: exports ./descriptor naming ${a.name} and ${a.package}`,
     );
     check(
-      new RegExp(`^\\s*${a.name}: async \\(\\) => \\(await import\\('\\./adapters/`, 'm').test(bench),
-      `bench: ${a.name} is a target (bench/src/targets.ts)`,
+      Boolean(inspectorPkg.peerDependencies?.[a.package]) &&
+        inspectorPkg.peerDependenciesMeta?.[a.package]?.optional === true,
+      `inspector: ${a.package} is an optional peer dependency`,
+    );
+    for (const server of a.dedicatedServers ?? []) {
+      check(
+        new RegExp(`^\\s*${server}: async`, 'm').test(servers),
+        `faults: ${a.name}'s dedicated server ${server} is in DEDICATED_SERVERS (faults/src/servers.ts)`,
+      );
+    }
+    check(
+      Boolean(a.dedicatedServers?.length) || Boolean(a.noDedicatedServer),
+      `adapters.json ${a.name}: dedicated servers for the restart scenario, or the reason there are none`,
+    );
+    const bench = existsSync(`${root}bench/src/adapters/${a.name}.ts`)
+      ? read(`bench/src/adapters/${a.name}.ts`)
+      : '';
+    check(
+      /^export const target: BenchTarget = \{/m.test(bench),
+      `bench: ${a.name} is a target (bench/src/adapters/${a.name}.ts exports target)`,
     );
   }
 }

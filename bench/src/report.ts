@@ -46,7 +46,7 @@ export function toMarkdown(run: BenchRun): string {
   if (peers.length > 0) {
     lines.push(
       '',
-      'Atomicity of the writes compared. engram: a replace is one upsert; `mergeWorkingMemory` is an atomic read-modify-write across processes, validated before anything is written (libSQL and pg a compare-and-set on the value, then `BEGIN IMMEDIATE` after 5 lost races (libSQL) or the row lock after one (pg); Upstash a compare-and-set on a version, a lease after a lost race); `saveMessages` is all or nothing with thread checks, kept counts and `updatedAt` (libSQL one statement for new messages of one thread, else one transaction; pg one statement). Raw: a replace is one upsert; the merge is serialised (row 2 of bench/README.md); the save is one multi-row insert with no checks.',
+      'Atomicity of the writes compared. engram: a replace is one upsert; `mergeWorkingMemory` is an atomic read-modify-write across processes, validated before anything is written (libSQL and pg a compare-and-set on the value, then, after a lost race, `BEGIN IMMEDIATE` (libSQL) or the row lock (pg); Upstash a compare-and-set on a version, a lease after a lost race); `saveMessages` is all or nothing with thread checks, kept counts and `updatedAt` (libSQL one statement for new messages of one thread, else one transaction; pg one statement). Raw: a replace is one upsert; the merge is serialised (row 2 of bench/README.md); the save is one multi-row insert with no checks.',
       '',
       '| adapter | peer | replace | read-merge-write | saveMessages |',
       '|---|---|---|---|---|',

@@ -1,5 +1,5 @@
-import type { MemoryErrorCode } from '@engram/core';
-import { type JsonValue, jsonEqual } from '@engram/core';
+import type { JsonValue, MemoryErrorCode } from '@engram/core';
+import { jsonEqual } from '@engram/core/driver';
 
 /** A failed expectation of the suite. */
 export class ConformanceError extends Error {

@@ -62,7 +62,7 @@ describe('engram-conformance CLI', () => {
   it('exits 2 on bad usage, 1 when the module cannot create a store', async () => {
     expect((await cli()).code).toBe(2);
     expect((await cli(fixture('memory-module.ts'), '--area', 'nope')).code).toBe(2);
-    const missing = await cli(fixture('file-store-worker.ts'), '--area', 'records');
+    const missing = await cli(fixture('json-store-worker.ts'), '--area', 'records');
     expect(missing.code, missing.out).toBe(1);
   });
 });

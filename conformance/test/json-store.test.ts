@@ -1,7 +1,7 @@
 import { runConformance } from '../src/index.ts';
 import { create, fresh, name } from './fixtures/json-store-module.ts';
 
-// The worked example of docs/writing-an-adapter.md, a StoreBase on a locked JSON file: the whole
+// The worked example of docs/writing-an-adapter.md, a driver on a locked JSON file: the whole
 // suite, with 4 OS processes racing on one file through the same module.
 runConformance({
   name,

@@ -7,7 +7,7 @@ import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from
 import {
   BreakableMemoryStore,
   DeclaredStore,
-  LegacyNonAtomicStore,
+  PlainNonAtomicStore,
   unreachableWithSecret,
 } from './support/breakable.ts';
 import {
@@ -37,17 +37,21 @@ import {
   ScopeBlindVectorsStore,
   UncheckedVectorsStore,
 } from './support/broken-vectors.ts';
-import { FILE_LEASE_MS, type FileStoreDefect, JsonFileStore } from './support/file-store.ts';
+import { FILE_LEASE_MS, JsonStore, type JsonStoreDefect } from './support/json-store.ts';
 import { breakMemory } from './support/stores.ts';
 
-const fileWorker = new URL('./fixtures/file-store-worker.ts', import.meta.url);
+const fileWorker = new URL('./fixtures/json-store-worker.ts', import.meta.url);
+
+/** The JSON-file store without vectors (the areas raced here do not need them), with a defect. */
+const fileStore = (file: string, defect: JsonStoreDefect = 'none') =>
+  new JsonStore({ file, vectors: false, defect });
 
 // A run of the whole concurrency area includes the stopped-writer race, which waits out its
 // stops (5 × 1 s here) on top of the races: on a loaded machine that passes 60 s.
 vi.setConfig({ testTimeout: 180_000 });
 
 /** A fresh JSON file for a file-backed store, exported to the racing processes. */
-function sharedFile(defect: FileStoreDefect): string {
+function sharedFile(defect: JsonStoreDefect): string {
   const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
   process.env.ENGRAM_CONFORMANCE_FILE = file;
   process.env.ENGRAM_CONFORMANCE_DEFECT = defect;
@@ -74,10 +78,10 @@ function result(results: CheckResult[], prefix: string): CheckResult {
 }
 
 /** A `fresh` hook for the JSON file store: a new file, handed to the racers through the env. */
-function freshFile(defect: FileStoreDefect = 'none'): ConformanceInit['fresh'] {
+function freshFile(defect: JsonStoreDefect = 'none'): ConformanceInit['fresh'] {
   return () => {
     const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-fresh-')), 'store.json');
-    return { env: { ENGRAM_CONFORMANCE_FILE: file }, create: () => new JsonFileStore(file, defect) };
+    return { env: { ENGRAM_CONFORMANCE_FILE: file }, create: () => fileStore(file, defect) };
   };
 }
 
@@ -92,7 +96,7 @@ describe('the cross-process harness', RACES, () => {
   it('passes a store that is atomic across processes (a locked JSON file, 4 OS processes)', async () => {
     const file = sharedFile('none');
     const results = await area(
-      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker, fresh: freshFile() },
+      { name: 'json-file', create: () => fileStore(file), worker: fileWorker, fresh: freshFile() },
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
@@ -113,7 +117,7 @@ describe('the cross-process harness', RACES, () => {
   it('skips the concurrent-init race, naming why, when no fresh hook is supplied', async () => {
     const file = sharedFile('none');
     const results = await area(
-      { name: 'json-file', create: () => new JsonFileStore(file), worker: fileWorker },
+      { name: 'json-file', create: () => fileStore(file), worker: fileWorker },
       'concurrency',
     );
     const race = result(results, 'init() of one new store');
@@ -240,7 +244,7 @@ describe('the suite catches further defects', RACES, () => {
     const file = sharedFile('lease');
     const init = {
       name: 'unfenced-lease',
-      create: () => new JsonFileStore(file, 'lease'),
+      create: () => fileStore(file, 'lease'),
       worker: fileWorker,
       leaseMs: FILE_LEASE_MS,
     };
@@ -253,7 +257,7 @@ describe('the suite catches further defects', RACES, () => {
     const file = sharedFile('metadata');
     const init = {
       name: 'stale-metadata',
-      create: () => new JsonFileStore(file, 'metadata'),
+      create: () => fileStore(file, 'metadata'),
       worker: fileWorker,
     };
     const results = await area(init, 'concurrency');
@@ -266,7 +270,7 @@ describe('the suite catches further defects', RACES, () => {
 
   it('a save stamping updatedAt before waiting for its lock fails the updatedAt checks (4 OS processes)', async () => {
     const file = sharedFile('stamp');
-    const init = { name: 'pre-stamped', create: () => new JsonFileStore(file, 'stamp'), worker: fileWorker };
+    const init = { name: 'pre-stamped', create: () => fileStore(file, 'stamp'), worker: fileWorker };
     const results = await area(init, 'concurrency');
     const racing = result(results, 'thread.updatedAt never goes backwards');
     expect(racing.status).toBe('fail');
@@ -279,7 +283,7 @@ describe('the suite catches further defects', RACES, () => {
     const file = sharedFile('init');
     const init = {
       name: 'racy-init',
-      create: () => new JsonFileStore(file),
+      create: () => fileStore(file),
       worker: fileWorker,
       fresh: freshFile('init'),
     };
@@ -445,11 +449,8 @@ describe('capabilities drive skips', () => {
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
   });
 
-  it('the older field supportsAtomicWorkingMemoryMerge: false of a third-party store is still honoured', async () => {
-    const results = await area(
-      { name: 'legacy', create: () => new LegacyNonAtomicStore() },
-      'working-memory',
-    );
+  it('a third-party MemoryStorage that declares no capabilities is held to the non-atomic checks', async () => {
+    const results = await area({ name: 'plain', create: () => new PlainNonAtomicStore() }, 'working-memory');
     expect(failures(results)).toEqual([]);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
     expect(results.filter((r) => r.status === 'skip').length).toBeGreaterThan(0);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
 import { runConformance } from '../src/index.ts';
-import { JsonFileStore } from './support/file-store.ts';
+import { JsonStore } from './support/json-store.ts';
 import { referenceInit } from './support/stores.ts';
 
 // The whole suite against the reference store, with a backend the errors area can break.
@@ -19,6 +19,6 @@ process.env.ENGRAM_CONFORMANCE_FILE = file;
 process.env.ENGRAM_CONFORMANCE_DEFECT = 'none';
 runConformance({
   name: 'json-file',
-  create: () => new JsonFileStore(file),
-  worker: new URL('./fixtures/file-store-worker.ts', import.meta.url),
+  create: () => new JsonStore({ file, vectors: false }),
+  worker: new URL('./fixtures/json-store-worker.ts', import.meta.url),
 });

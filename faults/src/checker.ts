@@ -1,4 +1,5 @@
-import { compareMessages, type JsonObject, type MemoryStorage, type Message } from '@engram/core';
+import type { JsonObject, MemoryStorage, Message } from '@engram/core';
+import { compareMessages } from '@engram/core/driver';
 import { type Ack, batchOf, messageContent, statedSize } from './workload.ts';
 
 /** Every write some process was told succeeded, as reported to the parent. */

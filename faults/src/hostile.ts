@@ -2,11 +2,11 @@ import {
   isMemoryError,
   type JsonObject,
   type JsonValue,
-  jsonEqual,
   type MemoryStorage,
   type Message,
   type Thread,
 } from '@engram/core';
+import { jsonEqual } from '@engram/core/driver';
 import { runId } from './services.ts';
 import { schemaMemory } from './workload.ts';
 

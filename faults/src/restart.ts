@@ -1,8 +1,8 @@
-import { isMemoryError, type MemoryStorage } from '@engram/core';
+import { capabilitiesOf, isMemoryError, type MemoryStorage } from '@engram/core';
 import { Ledger, type Verdict, verify } from './checker.ts';
 import { runId } from './services.ts';
 import { sleep } from './spawn.ts';
-import { batchesAtomic, openStore, type Target } from './targets.ts';
+import { openStore, type Target } from './targets.ts';
 import { completeBatches, type Scene, schemaMemory, writeStep } from './workload.ts';
 
 /** One way to take the backend away and bring it back (the database, the bridge, …). */
@@ -57,7 +57,7 @@ export interface RestartResult {
   freshVerdict: Verdict;
   /**
    * Half-saved batches of failed calls found by the first check (only where batches are not
-   * atomic, see `batchesAtomic`); they were saved again before the fresh check.
+   * atomic: `transactionalBatches: false`); they were saved again before the fresh check.
    */
   partial: number;
 }
@@ -153,7 +153,7 @@ export async function runRestart(options: RestartOptions): Promise<RestartResult
 
   try {
     const same = stores[0] as MemoryStorage;
-    const allowPartialUnacknowledged = !batchesAtomic(options.target);
+    const allowPartialUnacknowledged = !capabilitiesOf(same).transactionalBatches;
     let verdict = await verify(same, ledger, { allowPartialUnacknowledged });
     const partial = verdict.partial.length;
     if (partial > 0) {

@@ -247,3 +247,30 @@ export async function startFerretDb(): Promise<DedicatedServer> {
   await server.start();
   return server;
 }
+
+/** A dedicated server as a restart scenario uses it: what its outage is called. */
+export interface NamedServer extends DedicatedServer {
+  /** How the outage reads in the report (`'postgres killed (pg_ctl stop -m immediate)'`). */
+  readonly outage: string;
+}
+
+/**
+ * The dedicated servers an adapter's restart scenario can start, by the names adapters.json lists
+ * in an adapter's `dedicatedServers` (in start order): each gets the URL of the one started
+ * before it (the bridge needs its Redis) and the REST token.
+ */
+export const DEDICATED_SERVERS: Record<
+  string,
+  (previous: string | undefined, token: string) => Promise<NamedServer>
+> = {
+  postgres: async () => ({
+    ...(await startPostgres()),
+    outage: 'postgres killed (pg_ctl stop -m immediate)',
+  }),
+  redis: async () => ({ ...(await startRedis()), outage: 'redis killed (SIGKILL, AOF fsync always)' }),
+  bridge: async (redis, token) => {
+    if (!redis) throw new Error('the bridge needs a Redis started before it');
+    return { ...(await startDedicatedBridge(redis, token)), outage: 'bridge closed' };
+  },
+  ferretdb: async () => ({ ...(await startFerretDb()), outage: 'ferretdb killed (SIGKILL)' }),
+};

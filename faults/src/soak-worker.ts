@@ -1,4 +1,5 @@
-import { compareMessages, isMemoryError, type MemoryStorage, type Message } from '@engram/core';
+import { isMemoryError, type MemoryStorage, type Message } from '@engram/core';
+import { compareMessages } from '@engram/core/driver';
 import { type Job, report } from './ipc.ts';
 import { type Ack, mergeKey, messageId, saveBatch, schemaMemory } from './workload.ts';
 

@@ -43,7 +43,7 @@ const BETWEEN_MS = 250;
  */
 export async function runStopped(options: StoppedOptions): Promise<StoppedResult> {
   const stops = options.stops ?? 5;
-  const stopMs = Math.max(1_000, 2 * leaseMs(options.target));
+  const stopMs = Math.max(1_000, 2 * (await leaseMs(options.target)));
   const id = runId();
   const scene = await openScene(options.target, 'stop', 'stopped writer', id);
 

@@ -1,88 +1,42 @@
-import { InMemoryStore, type MemoryStorage } from '@engram/core';
+import type { AdapterDescriptor, DescriptorOptions, MemoryStorage } from '@engram/core/driver';
+import { memoryDescriptor } from '@engram/core/driver';
+import { adapters } from '../../scripts/adapters.mjs';
 import type { Scene } from './workload.ts';
-
-/** The adapters the scenarios run against. */
-export type AdapterName = 'libsql' | 'pg' | 'upstash' | 'mongodb' | 'oracle' | 'memory';
 
 /**
  * Everything needed to open a store, as plain JSON: the parent builds one per run and hands it
  * to every child process (in `FAULTS_TARGET`), so each process opens its own store on the same
- * data.
+ * data, through the adapter's descriptor.
  */
-export type Target =
-  | { adapter: 'libsql'; url: string; busyTimeoutMs?: number; synchronous?: 'full' | 'normal' }
-  | { adapter: 'pg'; url: string; schemaName: string; connectTimeoutMs?: number }
-  | { adapter: 'upstash'; url: string; token: string; prefix: string; retries?: number }
-  | {
-      adapter: 'mongodb';
-      url: string;
-      dbName: string;
-      serverSelectionTimeoutMS?: number;
-      /** The lease of FerretDB's write locks (`lockLeaseMs`); default the adapter's 10 s. */
-      lockLeaseMs?: number;
-    }
-  | { adapter: 'oracle'; url: string; tablePrefix: string }
-  | { adapter: 'memory' };
+export interface Target {
+  /** The adapter's name in adapters.json, or `'memory'` for core's reference store. */
+  adapter: string;
+  url: string;
+  options: DescriptorOptions;
+  /** Credentials the URL does not hold (a REST token), read by the descriptor. */
+  env?: Record<string, string>;
+}
 
 /**
- * A new, not yet initialised store on the target's data. Only the target's driver is loaded, so
- * a child process starts quickly.
+ * The descriptor of an adapter of adapters.json (or core's reference store), loaded from its
+ * package's light `./descriptor` entry: a child process loads only its adapter's driver.
  */
+export async function descriptorOf(adapter: string): Promise<AdapterDescriptor> {
+  if (adapter === memoryDescriptor.name) return memoryDescriptor;
+  const entry = adapters.find((a) => a.name === adapter);
+  if (!entry)
+    throw new Error(
+      `unknown adapter ${adapter}; adapters.json lists ${adapters.map((a) => a.name).join(', ')}`,
+    );
+  return ((await import(`${entry.package}/descriptor`)) as { descriptor: AdapterDescriptor }).descriptor;
+}
+
+/** A new, not yet initialised store on the target's data. */
 export async function openStore(target: Target): Promise<MemoryStorage> {
-  switch (target.adapter) {
-    case 'libsql': {
-      const { LibSQLStore } = await import('@engram/libsql');
-      return new LibSQLStore({
-        url: target.url,
-        busyTimeoutMs: target.busyTimeoutMs,
-        synchronous: target.synchronous,
-      });
-    }
-    case 'pg': {
-      const { PostgresStore } = await import('@engram/pg');
-      return new PostgresStore({
-        connectionString: target.url,
-        schemaName: target.schemaName,
-        connectTimeoutMs: target.connectTimeoutMs,
-        maxConnections: 4,
-      });
-    }
-    case 'upstash': {
-      const [{ UpstashStore }, { Redis }] = await Promise.all([
-        import('@engram/upstash'),
-        import('@upstash/redis'),
-      ]);
-      return new UpstashStore({
-        client: new Redis({
-          url: target.url,
-          token: target.token,
-          automaticDeserialization: false,
-          enableTelemetry: false,
-          retry: { retries: target.retries ?? 2, backoff: (n) => 50 * 2 ** n },
-        }),
-        prefix: target.prefix,
-      });
-    }
-    case 'mongodb': {
-      const { MongoDBStore } = await import('@engram/mongodb');
-      return new MongoDBStore({
-        url: target.url,
-        dbName: target.dbName,
-        serverSelectionTimeoutMS: target.serverSelectionTimeoutMS,
-        lockLeaseMs: target.lockLeaseMs,
-      });
-    }
-    case 'oracle': {
-      const { OracleStore, parseOracleUrl } = await import('@engram/oracle');
-      return new OracleStore({
-        ...parseOracleUrl(target.url),
-        tablePrefix: target.tablePrefix,
-        poolAttributes: { poolMax: 4 },
-      });
-    }
-    case 'memory':
-      return new InMemoryStore();
-  }
+  return (await descriptorOf(target.adapter)).open(target.url, target.options, {
+    ...process.env,
+    ...target.env,
+  });
 }
 
 /** The target a child process was given, from `FAULTS_TARGET`. */
@@ -92,30 +46,21 @@ export function targetFromEnv(): Target {
   return JSON.parse(raw) as Target;
 }
 
-/** How long a writer may wait for another writer's lock on this target before failing, in ms. */
-export function lockTimeoutMs(target: Target): number {
-  if (target.adapter === 'libsql') return target.busyTimeoutMs ?? 5_000;
-  // FerretDB: a lock whose holder was killed is broken when its 10 s lease ends; waiters wait 15 s.
-  return target.adapter === 'mongodb' ? 15_000 : 5_000;
-}
-
 /**
  * The longest a lease of this target's store lives before other writers break it, in ms; 0 where
  * locks are held by the server (a row lock, SQLite's write lock) and never break.
  */
-export function leaseMs(target: Target): number {
-  if (target.adapter === 'mongodb') return target.lockLeaseMs ?? 10_000;
-  // The lease a working-memory writer takes after a lost compare-and-set (`LEASE_MS` there).
-  return target.adapter === 'upstash' ? 2_000 : 0;
+export async function leaseMs(target: Target): Promise<number> {
+  return (await descriptorOf(target.adapter)).leaseMs(target.options);
 }
 
 /**
- * False where a `saveMessages` that fails part-way may leave part of its batch written: MongoDB
- * without transactions (a standalone server, FerretDB), as the adapter documents. Saving the
- * batch again completes it.
+ * How long a writer may wait for another writer's lock on this target before failing, in ms:
+ * half as long again as a lease (a lock whose holder was killed is broken when its lease ends),
+ * and at least the 5 s every adapter waits for a lock the server holds.
  */
-export function batchesAtomic(target: Target): boolean {
-  return target.adapter !== 'mongodb';
+export async function lockTimeoutMs(target: Target): Promise<number> {
+  return Math.max(5_000, 1.5 * (await leaseMs(target)));
 }
 
 /**

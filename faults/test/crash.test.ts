@@ -26,7 +26,7 @@ forEachAdapter('writer crash (SIGKILL)', (adapter) => {
       expect(v.verifiedKeys).toBeGreaterThan(0);
       expect(v.verifiedBatches).toBeGreaterThan(0);
       expect(v.verifiedKeys + v.verifiedBatches).toBe(result.acks);
-      expect(result.freshMergeMs).toBeLessThan(lockTimeoutMs(space.target));
+      expect(result.freshMergeMs).toBeLessThan(await lockTimeoutMs(space.target));
     } finally {
       await space.cleanup();
     }
@@ -38,7 +38,7 @@ it('a crash run that stops making progress fails, saying so, instead of running 
   // Writers on the in-process target that live for 10 minutes: nobody is killed, so 1,000 kills
   // never get closer; acknowledged writes do not count, none being asked for.
   const run = runCrash({
-    target: { adapter: 'memory' },
+    target: { adapter: 'memory', url: 'memory:', options: {} },
     until: { kills: 1_000, acks: 0 },
     maxLifeMs: 600_000,
     stallMs: 3_000,

@@ -176,7 +176,9 @@ function hostileSuite(
 }
 
 describe('hostile input · memory (InMemoryStore, the reference)', () => {
-  hostileSuite('memory', async () => ({ store: await openStore({ adapter: 'memory' }) }));
+  hostileSuite('memory', async () => ({
+    store: await openStore({ adapter: 'memory', url: 'memory:', options: {} }),
+  }));
 });
 
 forEachAdapter('hostile input', (adapter) => {

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Outage, type RestartResult, runRestart } from '../src/restart.ts';
-import {
-  type DedicatedServer,
-  startDedicatedBridge,
-  startFerretDb,
-  startPostgres,
-  startRedis,
-} from '../src/servers.ts';
+import { DEDICATED_SERVERS, type NamedServer } from '../src/servers.ts';
 import { type AdapterService, runId } from '../src/services.ts';
 import type { Target } from '../src/targets.ts';
 import { forEachAdapter } from './support.ts';
@@ -15,44 +9,29 @@ import { forEachAdapter } from './support.ts';
 const BOUND_MS = 15_000;
 const TOKEN = 'engram-faults-token';
 
-/** Dedicated servers for the adapter, the target pointing at them, and the outages to inflict. */
+/**
+ * Dedicated servers for the adapter (adapters.json's `dedicatedServers`, started in order), the
+ * target pointing at the last one, and the outages to inflict: each server killed in turn.
+ */
 async function setUp(
-  adapter: AdapterService['name'],
-): Promise<{ target: Target; outages: Outage[]; servers: DedicatedServer[] }> {
-  switch (adapter) {
-    case 'pg': {
-      const pg = await startPostgres();
-      return {
-        target: { adapter: 'pg', url: pg.url, schemaName: 'faults', connectTimeoutMs: 3_000 },
-        outages: [{ name: 'postgres killed (pg_ctl stop -m immediate)', stop: pg.stop, start: pg.start }],
-        servers: [pg],
-      };
-    }
-    case 'upstash': {
-      const redis = await startRedis();
-      const bridge = await startDedicatedBridge(redis.url, TOKEN);
-      return {
-        target: { adapter: 'upstash', url: bridge.url, token: TOKEN, prefix: `faults-${runId()}` },
-        outages: [
-          { name: 'bridge closed', stop: bridge.stop, start: bridge.start },
-          { name: 'redis killed (SIGKILL, AOF fsync always)', stop: redis.stop, start: redis.start },
-        ],
-        servers: [bridge, redis],
-      };
-    }
-    case 'mongodb': {
-      const ferret = await startFerretDb();
-      return {
-        target: { adapter: 'mongodb', url: ferret.url, dbName: 'faults', serverSelectionTimeoutMS: 2_000 },
-        outages: [{ name: 'ferretdb killed (SIGKILL)', stop: ferret.stop, start: ferret.start }],
-        servers: [ferret],
-      };
-    }
-    case 'libsql':
-      throw new Error('libSQL is embedded');
-    case 'oracle':
-      throw new Error('no dedicated Oracle server can be started here');
+  adapter: AdapterService,
+): Promise<{ target: Target; outages: Outage[]; servers: NamedServer[] }> {
+  const servers: NamedServer[] = [];
+  for (const name of adapter.dedicatedServers ?? []) {
+    const start = DEDICATED_SERVERS[name];
+    if (!start) throw new Error(`adapters.json names an unknown dedicated server ${name}`);
+    servers.push(await start(servers.at(-1)?.url, TOKEN));
   }
+  const last = servers.at(-1);
+  if (!last) throw new Error(`${adapter.name} lists no dedicated servers`);
+  const target: Target = {
+    adapter: adapter.name,
+    url: last.url,
+    options: { prefix: `faults-${runId()}`, schema: 'faults', database: 'faults', connectTimeoutMs: 3_000 },
+    env: { ENGRAM_UPSTASH_TOKEN: TOKEN },
+  };
+  const outages = [...servers].reverse().map((s) => ({ name: s.outage, stop: s.stop, start: s.start }));
+  return { target, outages, servers };
 }
 
 function summary(adapter: string, result: RestartResult): string {
@@ -71,22 +50,15 @@ function summary(adapter: string, result: RestartResult): string {
 }
 
 forEachAdapter('server restart', (adapter) => {
-  if (adapter.name === 'libsql') {
-    describe('libsql', () => {
-      it.skip('does not apply: libSQL file: databases are embedded in the writing process, so there is no server to restart (a dying process is the writer-crash scenario)', () =>
-        undefined);
-    });
-    return;
-  }
-  if (adapter.name === 'oracle') {
-    describe('oracle', () => {
-      it.skip('does not apply yet: the scenario restarts a dedicated server it starts itself, and no Oracle server can be installed on this machine (the shared ENGRAM_ORACLE_URL server is never restarted)', () =>
+  if (!adapter.dedicatedServers) {
+    describe(adapter.name, () => {
+      it.skip(`does not apply: ${adapter.noDedicatedServer ?? 'adapters.json lists no dedicated server for it'}`, () =>
         undefined);
     });
     return;
   }
   it('fails calls during the outage with CONNECTION/STORAGE within the bound, recovers with the same store instances, loses nothing acknowledged', async () => {
-    const { target, outages, servers } = await setUp(adapter.name);
+    const { target, outages, servers } = await setUp(adapter);
     try {
       const result = await runRestart({ target, outages, downMs: 4_000 });
       console.log(summary(adapter.name, result));

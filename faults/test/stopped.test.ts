@@ -4,11 +4,11 @@ import { runStopped } from '../src/stopped.ts';
 import type { Target } from '../src/targets.ts';
 import { forEachAdapter } from './support.ts';
 
-/** FerretDB's write locks get a 1 s lease here, so that a stop outlasts it in 2 s. */
-const MONGODB_LEASE_MS = 1_000;
+/** Stores whose locks are leases (FerretDB's write locks) get a 1 s one here, so a stop outlasts it in 2 s. */
+const LEASE_MS = 1_000;
 
 function withShortLease(target: Target): Target {
-  return target.adapter === 'mongodb' ? { ...target, lockLeaseMs: MONGODB_LEASE_MS } : target;
+  return { ...target, options: { ...target.options, leaseMs: LEASE_MS } };
 }
 
 forEachAdapter('stopped writer (SIGSTOP past its lease)', (adapter) => {

@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsdown';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/adapter.ts'],
+  entry: ['src/index.ts', 'src/driver.ts'],
   format: 'esm',
   dts: true,
   clean: true,

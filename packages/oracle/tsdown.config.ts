@@ -1,3 +1,8 @@
 import { defineConfig } from 'tsdown';
 
-export default defineConfig({ entry: ['src/index.ts'], format: 'esm', dts: true, clean: true });
+export default defineConfig({
+  entry: ['src/index.ts', 'src/descriptor.ts'],
+  format: 'esm',
+  dts: true,
+  clean: true,
+});

@@ -21,7 +21,7 @@ function url(): string {
 }
 
 /** libSQL on an embedded `file:` database (WAL), the store and `@libsql/client` side by side. */
-export const libsql: BenchTarget = {
+export const target: BenchTarget = {
   name: 'libsql',
   async open(options) {
     // Every side at the same durability: Mastra's libSQL store sets synchronous=NORMAL on its

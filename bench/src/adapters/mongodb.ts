@@ -87,7 +87,7 @@ async function connect() {
   return { storage, client, db: client.db(dbName()), names: collectionNames(storage.collectionPrefix) };
 }
 
-export const mongodb: BenchTarget = {
+export const target: BenchTarget = {
   name: 'mongodb',
   async open() {
     const { storage, client, db, names } = await connect();
@@ -162,7 +162,7 @@ export const mongodb: BenchTarget = {
     const { storage, client, db, names } = await connect();
     const messages = db.collection<{ _id: string }>(names.messages);
     const vectors = db.collection<{ _id: string; vec: { buffer: Uint8Array } }>(names.vectors);
-    const cap = await mongodb.fixtureCap?.();
+    const cap = await target.fixtureCap?.();
     return {
       storage,
       ...(cap

@@ -17,7 +17,7 @@ const fallbackSchema = () => `${schema()}_real`;
 const table = (name: string, at = schema()) => `${quote(at)}.${quote(`engram_${name}`)}`;
 
 /** PostgreSQL at `ENGRAM_PG_URL`: the store and a `pg.Pool` side by side. */
-export const postgres: BenchTarget = {
+export const target: BenchTarget = {
   name: 'pg',
   async open(options) {
     const url = serviceUrl('pg') as string;

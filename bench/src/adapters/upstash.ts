@@ -74,7 +74,7 @@ return out
 const RECALL_SCAN_LIMIT = 100_000;
 
 /** Upstash REST (the local bridge in front of Redis): the store and `@upstash/redis` side by side. */
-export const upstash: BenchTarget = {
+export const target: BenchTarget = {
   name: 'upstash',
   async open() {
     const storage = new UpstashStore({ client: client(), prefix: prefix() });

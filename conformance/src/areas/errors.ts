@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
-import { capabilitiesOf, MAX_LISTING_COUNT, type MemoryStorage } from '@engram/core';
+import { capabilitiesOf, type MemoryStorage } from '@engram/core';
+import { MAX_LISTING_COUNT } from '@engram/core/driver';
 import {
   ConformanceError,
   describeError,

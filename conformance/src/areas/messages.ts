@@ -1,11 +1,5 @@
-import {
-  capabilitiesOf,
-  compareMessages,
-  jsonEqual,
-  type MemoryStorage,
-  type Message,
-  type Thread,
-} from '@engram/core';
+import { capabilitiesOf, type MemoryStorage, type Message, type Thread } from '@engram/core';
+import { compareMessages, jsonEqual } from '@engram/core/driver';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf, normalize, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';

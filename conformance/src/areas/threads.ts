@@ -1,4 +1,5 @@
-import { capabilitiesOf, compareIds, type JsonObject, type Thread } from '@engram/core';
+import { capabilitiesOf, type JsonObject, type Thread } from '@engram/core';
+import { compareIds } from '@engram/core/driver';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
 import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
 import { creatorThread } from '../concurrency/tasks.ts';

@@ -1,52 +1,87 @@
 import {
-  createErrorMapper,
   DEFAULT_CAPABILITIES,
-  InMemoryStore,
-  type MemoryError,
+  MemoryDriver,
+  MemoryError,
   type MemoryStorage,
+  Store,
   type StoreCapabilities,
-} from '@engram/core';
+} from '@engram/core/driver';
+
+/** The groups of a driver whose primitives reach the backend. */
+const GROUPS = ['threads', 'messages', 'resources', 'workingMemory', 'vectors'] as const;
 
 /**
- * The reference store with a backend that can fail: once broken, every operation's backend
- * call (but `close`) throws a driver-like error, which `StoreBase` maps to a `STORAGE` MemoryError.
+ * The reference driver with a backend that can fail: once `failure` returns an error, every
+ * primitive (and `open`, `write`) rejects with it; `close` still works.
  */
-export class BreakableMemoryStore extends InMemoryStore {
-  protected broken = false;
+export class FailingDriver extends MemoryDriver {
+  /** The error the backend fails with, or `undefined` while it works. */
+  failure: (() => unknown) | undefined;
+
+  constructor(options: { vectors?: boolean; capabilities?: Partial<StoreCapabilities> } = {}) {
+    super(options);
+    if (options.capabilities) {
+      Object.assign(this, { capabilities: { ...this.capabilities, ...options.capabilities } });
+    }
+    const self = this;
+    for (const name of GROUPS) {
+      const group = this[name] as Record<string, unknown> | undefined;
+      if (!group) continue;
+      const guarded = new Proxy(group, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            const failure = self.failure;
+            return failure ? Promise.reject(failure()) : value.apply(target, args);
+          };
+        },
+      });
+      Object.assign(this, { [name]: guarded });
+    }
+  }
+
+  override open(): Promise<void> {
+    return this.failure ? Promise.reject(this.failure()) : super.open();
+  }
+
+  override write<T>(fn: Parameters<MemoryDriver['write']>[0]): Promise<T> {
+    return this.failure ? Promise.reject(this.failure()) : (super.write(fn) as Promise<T>);
+  }
+}
+
+/**
+ * The reference store with a backend that can fail: once broken, every operation's backend call
+ * (but `close`) throws a driver-like error, which core maps to a `STORAGE` MemoryError.
+ */
+export class BreakableMemoryStore extends Store<FailingDriver> {
+  constructor(options: { vectors?: boolean; capabilities?: Partial<StoreCapabilities> } = {}) {
+    super(new FailingDriver(options));
+  }
 
   /** Makes every later call fail like a dropped connection. */
   breakBackend(): void {
-    this.broken = true;
+    this.driver.failure = () => new Error('ECONNRESET: the backend went away');
   }
 
-  protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    if (!this.broken || operation === 'close') return super.run(operation, fn);
-    return super.run(operation, () => Promise.reject(new Error('ECONNRESET: the backend went away')));
+  /** The reference driver's maps (private there; reached here on purpose by broken stores). */
+  protected get maps(): { messages: Map<string, unknown> } {
+    return { messages: (this.driver as unknown as { messageMap: Map<string, unknown> }).messageMap };
   }
 }
 
 /**
  * The reference store configured as if with a password or token against a server that cannot
  * be reached: every call (but `close`) fails with a driver-like error quoting the URL with the
- * secret in it, mapped by core's error mapper as an adapter's would be.
+ * secret in it, which core's error mapper must redact.
  */
-export class UnreachableMemoryStore extends InMemoryStore {
-  private readonly mapError = createErrorMapper({ adapter: 'memory', classify: () => 'CONNECTION' });
-
-  constructor(private readonly url: string) {
-    super();
-  }
-
-  protected override run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    if (operation === 'close') return super.run(operation, fn);
-    const refused = new Error(`connect ECONNREFUSED ${this.url}`);
-    return super.run(operation, () =>
-      Promise.reject(new TypeError(`fetch ${this.url} failed`, { cause: refused })),
-    );
-  }
-
-  protected override toMemoryError(error: unknown, operation: string): MemoryError {
-    return this.mapError(error, operation);
+export class UnreachableMemoryStore extends Store<FailingDriver> {
+  constructor(url: string) {
+    const driver = new FailingDriver();
+    Object.assign(driver, { errors: { classify: () => 'CONNECTION' } });
+    driver.failure = () =>
+      new TypeError(`fetch ${url} failed`, { cause: new Error(`connect ECONNREFUSED ${url}`) });
+    super(driver);
   }
 }
 
@@ -60,28 +95,21 @@ export function unreachableWithSecret(secret: string): Record<string, () => Unre
 
 /** The breakable reference store declaring other capabilities (default: the reference store's). */
 export class DeclaredStore extends BreakableMemoryStore {
-  override readonly capabilities: StoreCapabilities;
-
   constructor(declared: Partial<StoreCapabilities>) {
-    super();
-    this.capabilities = {
-      ...DEFAULT_CAPABILITIES,
-      atomicWorkingMemory: true,
-      processLocal: true,
-      ...declared,
-    };
+    super({
+      capabilities: { ...DEFAULT_CAPABILITIES, atomicWorkingMemory: true, processLocal: true, ...declared },
+    });
   }
 }
 
 /**
- * A third-party store written before `capabilities`: it declares only the older
- * `supportsAtomicWorkingMemoryMerge: false` and has no `updateWorkingMemoryAtomically`.
+ * A third-party store written without core's driver kit: it implements `MemoryStorage` itself,
+ * declares no capabilities (so no atomic working memory) and has no `updateWorkingMemoryAtomically`.
  */
-export class LegacyNonAtomicStore implements MemoryStorage {
-  readonly name = 'legacy';
-  readonly supportsAtomicWorkingMemoryMerge = false;
-  readonly processLocal = true;
-  private readonly inner = new InMemoryStore();
+export class PlainNonAtomicStore implements MemoryStorage {
+  readonly name = 'plain';
+  readonly capabilities = { processLocal: true };
+  private readonly inner = new Store(new MemoryDriver());
   init = () => this.inner.init();
   close = () => this.inner.close();
   getThreadById: MemoryStorage['getThreadById'] = (args) => this.inner.getThreadById(args);
@@ -97,4 +125,11 @@ export class LegacyNonAtomicStore implements MemoryStorage {
   deleteMessages: MemoryStorage['deleteMessages'] = (ids) => this.inner.deleteMessages(ids);
   getResourceById: MemoryStorage['getResourceById'] = (args) => this.inner.getResourceById(args);
   updateResource: MemoryStorage['updateResource'] = (args) => this.inner.updateResource(args);
+}
+
+/** A `MemoryError` whose cause quotes a credential, as a careless adapter's mapping would keep it. */
+export function leakyCredentialError(token: string): MemoryError {
+  return new MemoryError('CONNECTION', 'memory: the backend refused the login', {
+    cause: new Error(`auth refused for token ${token}`),
+  });
 }

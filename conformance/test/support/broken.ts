@@ -11,11 +11,10 @@ import {
   mergeMessageLists,
   pageInfo,
   type Resource,
-  type StoreCapabilities,
   type Thread,
-} from '@engram/core';
-import { BreakableMemoryStore } from './breakable.ts';
-import { JsonFileStore } from './file-store.ts';
+} from '@engram/core/driver';
+import { BreakableMemoryStore, leakyCredentialError } from './breakable.ts';
+import { JsonStore } from './json-store.ts';
 
 /**
  * Deliberately broken stores. Each keeps the reference behaviour except for one defect, and
@@ -23,8 +22,8 @@ import { JsonFileStore } from './file-store.ts';
  */
 
 /** (a) Claims atomic working-memory merges, but reads, awaits, then writes. */
-export function brokenAtomicStore(file: string): JsonFileStore {
-  return new JsonFileStore(file, 'atomic');
+export function brokenAtomicStore(file: string): JsonStore {
+  return new JsonStore({ file, vectors: false, defect: 'atomic' });
 }
 
 /** (b) Include windows ignore `resourceId`, leaking other resources' messages. */
@@ -214,8 +213,7 @@ export class RacyOwnershipStore extends BreakableMemoryStore {
       }
     }
     await tick();
-    const maps = this as unknown as { messages: Map<string, Message> };
-    for (const m of messages) maps.messages.delete(m.id);
+    for (const m of messages) this.maps.messages.delete(m.id);
     return super.saveMessages(messages);
   }
 }
@@ -242,15 +240,9 @@ export class LeakyErrorStore extends BreakableMemoryStore {
  * is: the message is redacted, but the cause names the token.
  */
 export class LeakyCredentialsStore extends BreakableMemoryStore {
-  constructor(private readonly token: string) {
+  constructor(token: string) {
     super();
-    this.broken = true;
-  }
-
-  protected override toMemoryError(error: unknown, operation: string): MemoryError {
-    return new MemoryError('CONNECTION', `memory: ${operation} failed`, {
-      cause: new Error(`auth refused for token ${this.token}`, { cause: error }),
-    });
+    this.driver.failure = () => leakyCredentialError(token);
   }
 }
 
@@ -335,11 +327,8 @@ export class KeylessCompareStore extends BreakableMemoryStore {
  * weaker one.
  */
 export class MessageByMessageStore extends BreakableMemoryStore {
-  override readonly capabilities: StoreCapabilities;
-
   constructor(transactionalBatches: boolean) {
-    super();
-    this.capabilities = { atomicWorkingMemory: true, transactionalBatches, processLocal: true };
+    super({ capabilities: { transactionalBatches } });
   }
 
   /** True when core would refuse the batch whole before writing (another resource's thread or id). */

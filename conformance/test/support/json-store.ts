@@ -1,272 +1,333 @@
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   bumpedUpdatedAt,
+  compareHits,
   compareIds,
-  createErrorMapper,
+  cosine,
+  type Driver,
   driverCode,
   type EmbeddingSpace,
   inDateRange,
   type LockedWorkingMemory,
-  MemoryError,
   type Message,
-  type MessagePatch,
-  type MessageRead,
-  messageOfAnotherResource,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  type NormalizedUpdateThread,
-  newestByThread,
+  type MessageDriver,
+  type Places,
+  RETRY,
   type Resource,
-  StoreBase,
+  type ResourceChange,
+  type ResourceDriver,
+  retry,
+  Store,
   type StoreCapabilities,
   shallowMerge,
   slicePage,
   sortMessages,
   type Thread,
-  type ThreadRead,
-  threadExists,
-  threadNotFound,
-  threadOfAnotherResource,
-  type UpdateResourceArgs,
-} from '@engram/core/adapter';
-import { JsonVectors } from './json-store-vectors.ts';
+  type ThreadChange,
+  type ThreadDriver,
+  type VectorDriver,
+  type VectorHit,
+} from '@engram/core/driver';
 
 /**
- * The worked example of docs/writing-an-adapter.md: a store on one JSON file that several OS
+ * The worked example of docs/writing-an-adapter.md: a driver on one JSON file that several OS
  * processes share. A write takes a lock file (created with O_EXCL), reads the file, changes it
  * and replaces it by an atomic rename; a read parses the last renamed file without the lock, so
- * it always sees a whole write. Core composes the listings and the working-memory updates from
- * the primitives below. Not a product: every write rewrites the whole file, and a process killed
- * while it holds the lock leaves the lock file behind.
+ * it always sees a whole write. Core builds the store from it and composes everything else. Not
+ * a product: every write rewrites the whole file, and a process killed while it holds the lock
+ * leaves the lock file behind.
+ *
+ * `defect` breaks it on purpose, for the suite's meta-tests (each must be caught):
+ * - `'atomic'`: the working-memory update reads, lets others run, then writes (a lost update);
+ * - `'metadata'`: `threads.update` and `resources.update` merge into a stale read the same way;
+ * - `'init'`: `open()` fails while another process opens the same file;
+ * - `'lease'`: the lock is a lease of `FILE_LEASE_MS` that fences nothing: a writer breaks an
+ *   older lock, and a holder that stood still past it writes its stale file back;
+ * - `'stamp'`: a write stamps the threads it bumps with a time taken before it waited for the
+ *   lock, as is, so a write that waited longer sets `updatedAt` back.
  */
 
-/** A store's records, by id. */
-export interface Records {
-  threads: Map<string, Thread>;
-  messages: Map<string, Message>;
-  resources: Map<string, Resource>;
+/** What is wrong with a `JsonStore`, if anything. */
+export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp';
+
+export interface JsonStoreOptions {
+  /** The file holding every record. */
+  file: string;
+  /** Semantic recall's vectors, kept in the same file. Default `true`. */
+  vectors?: boolean;
+  /** A deliberate defect, for the meta-tests. Default `'none'`. */
+  defect?: JsonStoreDefect;
 }
 
-/** The contents of the file: the records, the embedding space and one vector per message. */
-export interface FileData extends Records {
-  space: EmbeddingSpace | null;
-  vectors: Map<string, { messageId: string; hash: string; vector: Float32Array }>;
-}
-
-/** How `JsonVectors` reaches the file: the store's lock-free read and its locked write. */
-export interface FileAccess {
-  read(): Promise<FileData>;
-  write<T>(change: (data: FileData) => T): Promise<T>;
-}
-
+/** With the `'lease'` defect, a lock older than this is broken by the next writer. */
+export const FILE_LEASE_MS = 300;
 /** How long a writer waits for the lock before it gives up. */
 const LOCK_TIMEOUT_MS = 10_000;
 
-const toMemoryError = createErrorMapper({
-  adapter: 'json',
-  // Only the lock needs a code of its own; file-system errors take core's defaults.
-  classify: (error) => (driverCode(error) === 'ELOCKED' ? 'CONFLICT' : undefined),
-  driverDetails: (error) => ({ errno: driverCode(error) }),
-});
+/** The contents of the file, and what one write knows: the unit of work of this driver. */
+interface FileData {
+  threads: Map<string, Thread>;
+  messages: Map<string, Message>;
+  resources: Map<string, Resource>;
+  space: EmbeddingSpace | null;
+  vectors: Map<string, { messageId: string; hash: string; vector: Float32Array }>;
+  /** When the write began, before it waited for the lock (what the `'stamp'` defect stores). */
+  began: Date;
+}
 
-export class JsonStore extends StoreBase {
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+class JsonDriver implements Driver<FileData> {
   readonly name = 'json';
   /** The lock serialises writers of every process, and one write is one rename. */
-  override readonly capabilities: StoreCapabilities = {
+  readonly capabilities: StoreCapabilities = {
     atomicWorkingMemory: true,
     transactionalBatches: true,
     processLocal: false,
   };
-  readonly file: string;
-  /** Semantic recall: an exact scan of the vectors kept in the same file. */
-  readonly vectors: JsonVectors;
+  /** File-system errors take core's defaults (a lock held too long is core's `CONFLICT`). */
+  readonly errors = {
+    classify: () => undefined,
+    driverDetails: (error: unknown) => ({ errno: driverCode(error) }),
+  };
+  readonly vectors: VectorDriver<FileData> | undefined;
+  private readonly defect: JsonStoreDefect;
 
-  constructor(options: { file: string }) {
-    super();
-    if (typeof options?.file !== 'string' || options.file === '') {
-      throw new MemoryError('INVALID_ARGUMENT', 'json: file must be the path of the store file');
-    }
-    this.file = options.file;
-    const file: FileAccess = { read: () => this.read(), write: (change) => this.write(change) };
-    this.vectors = new JsonVectors(this.name, (operation, fn) => this.run(operation, fn), file);
+  constructor(
+    readonly file: string,
+    options: JsonStoreOptions,
+  ) {
+    this.defect = options.defect ?? 'none';
+    this.vectors = options.vectors === false ? undefined : this.vectorDomain;
   }
 
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
-    return toMemoryError(error, operation);
-  }
-
-  /** Creates the file once; safe when several processes open a new file at the same moment. */
-  protected async doInit(): Promise<void> {
+  /**
+   * Creates the file's folder; the file itself is written by the first write (a read of a file
+   * not written yet finds no records), so processes opening a new file at once never wait.
+   */
+  async open(): Promise<void> {
     await mkdir(dirname(this.file), { recursive: true });
-    await this.write(() => undefined);
-  }
-
-  protected async doClose(): Promise<void> {} // nothing stays open between operations
-
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
-    const thread = (await this.read()).threads.get(threadId);
-    return thread && (resourceId === undefined || thread.resourceId === resourceId) ? thread : null;
-  }
-
-  protected doCreateThread(thread: Thread): Promise<Thread> {
-    return this.write((data) => {
-      if (data.threads.has(thread.id)) throw threadExists(this.name, thread.id);
-      data.threads.set(thread.id, thread);
-      return structuredClone(thread);
-    });
-  }
-
-  protected doSaveThread(thread: Thread): Promise<Thread> {
-    return this.write((data) => {
-      data.threads.set(thread.id, thread);
-      return structuredClone(thread);
-    });
-  }
-
-  protected doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
-    return this.write((data) => {
-      const thread = data.threads.get(args.id);
-      if (!thread) throw threadNotFound(this.name, args.id);
-      if (args.title !== undefined) thread.title = args.title;
-      if (args.metadata) thread.metadata = shallowMerge(thread.metadata, args.metadata);
-      thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, new Date());
-      return thread;
-    });
-  }
-
-  protected doDeleteThread(threadId: string): Promise<void> {
-    return this.write((data) => {
-      data.threads.delete(threadId);
-      for (const m of data.messages.values()) {
-        if (m.threadId !== threadId) continue;
-        data.messages.delete(m.id);
-        data.vectors.delete(m.id);
-      }
-    });
-  }
-
-  /** Every thread of the resource in order; core filters the metadata and cuts the page. */
-  protected async readThreadPage(query: NormalizedListThreads): Promise<ThreadRead> {
-    const { orderBy, direction, resourceId } = query;
-    const threads = [...(await this.read()).threads.values()]
-      .filter((t) => resourceId === undefined || t.resourceId === resourceId)
-      .sort((a, b) => a[orderBy].getTime() - b[orderBy].getTime() || compareIds(a.id, b.id));
-    return { kind: 'candidates', threads: direction === 'ASC' ? threads : threads.reverse() };
-  }
-
-  protected doSaveMessages(messages: Message[]): Promise<Message[]> {
-    return this.write((data) => {
-      for (const m of messages) {
-        const thread = data.threads.get(m.threadId);
-        if (!thread) throw threadNotFound(this.name, m.threadId);
-        if (thread.resourceId !== m.resourceId) throw threadOfAnotherResource(this.name, m.id, m.resourceId);
-      }
-      for (const m of messages) {
-        const taken = data.messages.get(m.id);
-        if (taken && taken.resourceId !== m.resourceId) throw messageOfAnotherResource(this.name, m.id);
-      }
-      const touched = messages.flatMap((m) => [m.threadId, data.messages.get(m.id)?.threadId ?? m.threadId]);
-      for (const m of messages) data.messages.set(m.id, m);
-      touch(data, touched, newestByThread(messages));
-      return structuredClone(messages);
-    });
-  }
-
-  /** The page, its total and the include windows, all from one read of the file. */
-  protected async readMessagePage(query: NormalizedListMessages): Promise<MessageRead> {
-    const data = await this.read();
-    const visible = (m: Message) => query.resourceId === undefined || m.resourceId === query.resourceId;
-    const threadOf = (threadId: string) =>
-      sortMessages([...data.messages.values()].filter((m) => m.threadId === threadId && visible(m)));
-    const matching = threadOf(query.threadId).filter((m) => inDateRange(m.createdAt, query.dateRange));
-    const windows: Message[] = [];
-    for (const { id, withPreviousMessages, withNextMessages } of query.include) {
-      const target = data.messages.get(id);
-      if (!target || !visible(target)) continue;
-      const thread = threadOf(target.threadId);
-      const at = thread.findIndex((m) => m.id === id);
-      windows.push(...thread.slice(Math.max(0, at - withPreviousMessages), at + withNextMessages + 1));
+    if (this.defect === 'init') {
+      const marker = `${this.file}.init`;
+      await mkdir(marker).catch(() => {
+        throw new Error(`ECONNRESET: connection closed while another process initialises ${this.file}`);
+      });
+      await sleep(100).finally(() => rmdir(marker));
     }
-    const ordered = query.direction === 'ASC' ? matching : [...matching].reverse();
-    return { page: slicePage(ordered, query.page, query.perPage), total: matching.length, windows };
   }
 
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
-    const data = await this.read();
-    return sortMessages(ids.flatMap((id) => data.messages.get(id) ?? []));
-  }
+  async close(): Promise<void> {} // nothing stays open between operations
 
-  protected doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
-    return this.write((data) => {
-      const updated = new Map<string, Message>();
-      for (const { id, role, content, type, createdAt } of patches) {
-        const m = data.messages.get(id);
-        if (!m) continue;
-        Object.assign(m, {
-          role: role ?? m.role,
-          content: content === undefined ? m.content : content,
-          type: type ?? m.type,
-          createdAt: createdAt ?? m.createdAt,
-        });
-        updated.set(id, m);
-      }
-      touch(
-        data,
-        [...updated.values()].map((m) => m.threadId),
-        newestByThread(updated.values()),
-      );
-      return sortMessages(structuredClone([...updated.values()]));
-    });
-  }
-
-  protected doDeleteMessages(ids: string[]): Promise<void> {
-    return this.write((data) => {
-      const threadIds = ids.flatMap((id) => data.messages.get(id)?.threadId ?? []);
-      for (const id of ids) {
-        data.messages.delete(id);
-        data.vectors.delete(id);
-      }
-      touch(data, threadIds);
-    });
-  }
-
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
-    return (await this.read()).resources.get(resourceId) ?? null;
-  }
-
-  protected doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
-    return this.write((data) => {
-      const resource = resourceOf(data, args.resourceId);
-      if (args.workingMemory !== undefined) resource.workingMemory = args.workingMemory;
-      if (args.metadata) resource.metadata = shallowMerge(resource.metadata, args.metadata);
-      return resource;
-    });
-  }
-
-  /** Read-modify-write under the file lock, which no writer of any process can interleave with. */
-  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
-    kind: 'locked',
-    update: (cell, apply) =>
-      this.write((data) => {
-        if (cell.scope === 'resource') {
-          const resource = resourceOf(data, cell.resourceId);
-          resource.workingMemory = apply(resource.workingMemory);
-          return true;
+  /** Runs `fn` on the file's records under the lock and stores the result with an atomic rename. */
+  async write<T>(fn: (data: FileData) => Promise<T>): Promise<T> {
+    const began = new Date();
+    if (this.defect === 'stamp') await sleep(Math.random() * 3);
+    const lock = `${this.file}.lock`;
+    await retry(
+      async () => {
+        try {
+          return await writeFile(lock, String(process.pid), { flag: 'wx' }); // O_CREAT | O_EXCL
+        } catch (error) {
+          if (driverCode(error) !== 'EEXIST') throw error;
+          if (this.defect === 'lease') await this.breakExpired(lock);
+          return RETRY;
         }
-        const thread = data.threads.get(cell.threadId);
-        if (!thread) return false;
-        const current = thread.metadata.workingMemory;
-        thread.metadata = shallowMerge(thread.metadata, {
-          workingMemory: apply(typeof current === 'string' ? current : null),
-        });
-        thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, new Date());
+      },
+      { adapter: this.name, what: `taking the lock file ${lock}`, deadlineMs: LOCK_TIMEOUT_MS },
+    );
+    try {
+      const data = { ...(await this.read()), began };
+      const result = await fn(data);
+      await this.save(data);
+      return result;
+    } finally {
+      await unlink(lock).catch((error: unknown) => {
+        // A broken lease may be gone already.
+        if (this.defect !== 'lease' || driverCode(error) !== 'ENOENT') throw error;
+      });
+    }
+  }
+
+  readonly threads: ThreadDriver<FileData> = {
+    get: async (id) => (await this.read()).threads.get(id) ?? null,
+    insert: (thread) =>
+      this.write(async (data) => {
+        if (data.threads.has(thread.id)) return false;
+        data.threads.set(thread.id, thread);
         return true;
       }),
+    upsert: (thread) =>
+      this.write(async (data) => {
+        data.threads.set(thread.id, thread);
+      }),
+    update: (change) => this.change((data) => updateThread(data, change)),
+    touch: async (data, bumps) => {
+      for (const [id, newest] of bumps) {
+        const thread = data.threads.get(id);
+        if (!thread) continue;
+        thread.updatedAt =
+          this.defect === 'stamp'
+            ? data.began
+            : bumpedUpdatedAt(thread.updatedAt, new Date(), newest ? [newest] : []);
+      }
+    },
+    delete: async (data, id) => {
+      data.threads.delete(id);
+      for (const m of data.messages.values()) if (m.threadId === id) data.messages.delete(m.id);
+    },
+    /** Every thread of the resource in order; core filters the metadata and cuts the page. */
+    readPage: async ({ orderBy, direction, resourceId }) => {
+      const threads = [...(await this.read()).threads.values()]
+        .filter((t) => resourceId === undefined || t.resourceId === resourceId)
+        .sort((a, b) => a[orderBy].getTime() - b[orderBy].getTime() || compareIds(a.id, b.id));
+      return { kind: 'candidates', threads: direction === 'ASC' ? threads : threads.reverse() };
+    },
   };
 
+  readonly messages: MessageDriver<FileData> = {
+    /** The page, its total and the include windows, all from one read of the file. */
+    readPage: async (query) => {
+      const data = await this.read();
+      const visible = (m: Message) => query.resourceId === undefined || m.resourceId === query.resourceId;
+      const threadOf = (threadId: string) =>
+        sortMessages([...data.messages.values()].filter((m) => m.threadId === threadId && visible(m)));
+      const matching = threadOf(query.threadId).filter((m) => inDateRange(m.createdAt, query.dateRange));
+      const windows: Message[] = [];
+      for (const { id, withPreviousMessages, withNextMessages } of query.include) {
+        const target = data.messages.get(id);
+        if (!target || !visible(target)) continue;
+        const thread = threadOf(target.threadId);
+        const at = thread.findIndex((m) => m.id === id);
+        windows.push(...thread.slice(Math.max(0, at - withPreviousMessages), at + withNextMessages + 1));
+      }
+      const ordered = query.direction === 'ASC' ? matching : [...matching].reverse();
+      return { page: slicePage(ordered, query.page, query.perPage), total: matching.length, windows };
+    },
+    byIds: async (ids, data) => {
+      const { messages } = data ?? (await this.read());
+      return ids.flatMap((id) => messages.get(id) ?? []);
+    },
+    /** Under the lock already: nothing read here can change before the write ends. */
+    places: async (data, threadIds, messageIds) => {
+      const places: Places = { threads: new Map(), messages: new Map() };
+      for (const id of threadIds) {
+        const thread = data.threads.get(id);
+        if (thread) (places.threads as Map<string, string>).set(id, thread.resourceId);
+      }
+      for (const id of messageIds) {
+        const m = data.messages.get(id);
+        if (m) (places.messages as Map<string, Message>).set(id, m);
+      }
+      return places;
+    },
+    put: async (data, messages) => {
+      for (const m of messages) data.messages.set(m.id, m);
+    },
+    remove: async (data, ids) => {
+      for (const id of ids) data.messages.delete(id);
+    },
+  };
+
+  readonly resources: ResourceDriver = {
+    get: async (id) => (await this.read()).resources.get(id) ?? null,
+    update: (change) => this.change((data) => updateResource(data, change)),
+  };
+
+  /** Read-modify-write under the file lock, which no writer of any process can interleave with. */
+  readonly workingMemory: LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (cell, apply) => {
+      const set = (data: FileData, value: string | null): boolean => {
+        if (cell.scope === 'resource') {
+          updateResource(data, { id: cell.resourceId, workingMemory: value, now: new Date() });
+          return true;
+        }
+        return updateThread(data, { id: cell.threadId, metadata: { workingMemory: value } }) !== null;
+      };
+      const current = (data: FileData): string | null => {
+        if (cell.scope === 'resource') return data.resources.get(cell.resourceId)?.workingMemory ?? null;
+        const stored = data.threads.get(cell.threadId)?.metadata.workingMemory;
+        return typeof stored === 'string' ? stored : null;
+      };
+      if (this.defect !== 'atomic') {
+        return this.write(async (data) => {
+          if (cell.scope === 'thread' && !data.threads.has(cell.threadId)) return false;
+          return set(data, apply(current(data)));
+        });
+      }
+      // The defect: read, let others run, write what was computed from the stale read.
+      const read = await this.read();
+      if (cell.scope === 'thread' && !read.threads.has(cell.threadId)) return false;
+      const next = apply(current({ ...read, began: new Date() }));
+      await sleep(Math.random() * 3);
+      return this.write(async (data) => set(data, next));
+    },
+  };
+
+  /** Semantic recall: an exact scan of the vectors kept in the same file. */
+  private readonly vectorDomain: VectorDriver<FileData> = {
+    search: 'exact',
+    getSpace: async () => (await this.read()).space,
+    /** The first claim records its space, under the lock; later claims get the recorded one. */
+    claimSpace: (space) =>
+      this.write(async (data) => {
+        data.space ??= space;
+        return data.space;
+      }),
+    /** Vectors of messages that are gone (deleted meanwhile) are skipped. */
+    upsertVectors: (_space, vectors) =>
+      this.write(async (data) => {
+        for (const { messageId, hash, vector } of vectors) {
+          if (data.messages.has(messageId)) data.vectors.set(messageId, { messageId, hash, vector });
+        }
+      }),
+    getVectors: async (_space, ids) => {
+      const { vectors } = await this.read();
+      return ids.flatMap((id) => {
+        const stored = vectors.get(id);
+        return stored ? [{ messageId: id, hash: stored.hash }] : [];
+      });
+    },
+    deleteVectors: (_space, ids) =>
+      this.write(async (data) => {
+        for (const id of ids) data.vectors.delete(id);
+      }),
+    /** Scope and exclusions first, then the ranking: `topK` hits whenever that many are in scope. */
+    searchVectors: async (args) => {
+      const { messages, vectors } = await this.read();
+      const excluded = new Set(args.excludeIds);
+      const hits: VectorHit[] = [];
+      for (const { messageId, hash, vector } of vectors.values()) {
+        const message = messages.get(messageId);
+        if (!message || message.resourceId !== args.resourceId || excluded.has(messageId)) continue;
+        if (args.threadId !== undefined && message.threadId !== args.threadId) continue;
+        const { threadId, createdAt } = message;
+        hits.push({ messageId, threadId, hash, score: cosine(vector, args.vector), createdAt });
+      }
+      return hits.sort(compareHits).slice(0, args.topK);
+    },
+    deleteByThread: async (data, threadId) => {
+      for (const m of data.messages.values()) if (m.threadId === threadId) data.vectors.delete(m.id);
+    },
+    deleteByMessages: async (data, ids) => {
+      for (const id of ids) data.vectors.delete(id);
+    },
+  };
+
+  /**
+   * A change of one record under the lock; with the `'metadata'` defect, applied to a stale read
+   * of the whole file, which it then writes back over what others wrote meanwhile.
+   */
+  private async change<T>(apply: (data: FileData) => T): Promise<T> {
+    if (this.defect !== 'metadata') return this.write(async (data) => apply(data));
+    const stale = await this.read();
+    await sleep(Math.random() * 3);
+    return this.write(async (data) => apply(Object.assign(data, stale)));
+  }
+
   /** The last whole write of the file. */
-  private async read(): Promise<FileData> {
+  private async read(): Promise<Omit<FileData, 'began'>> {
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
@@ -288,43 +349,41 @@ export class JsonStore extends StoreBase {
     };
   }
 
-  /**
-   * Runs `change` on the file's records under the lock and stores the result with an atomic
-   * rename. A `change` that throws writes nothing.
-   */
-  private async write<T>(change: (data: FileData) => T): Promise<T> {
-    const lock = `${this.file}.lock`;
-    for (const started = Date.now(); ; ) {
-      try {
-        await writeFile(lock, String(process.pid), { flag: 'wx' }); // O_CREAT | O_EXCL
-        break;
-      } catch (error) {
-        if (driverCode(error) !== 'EEXIST') throw error;
-        if (Date.now() - started > LOCK_TIMEOUT_MS) {
-          throw Object.assign(new Error(`the lock file ${lock} was held for over ${LOCK_TIMEOUT_MS} ms`), {
-            code: 'ELOCKED',
-          });
-        }
-        await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 4));
-      }
+  private async save(data: FileData): Promise<void> {
+    const temp = `${this.file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    const stored: StoredFile = {
+      threads: [...data.threads.values()],
+      messages: [...data.messages.values()],
+      resources: [...data.resources.values()],
+      space: data.space,
+      vectors: [...data.vectors.values()].map((v) => ({ ...v, vector: Array.from(v.vector) })),
+    };
+    await writeFile(temp, JSON.stringify(stored));
+    await rename(temp, this.file);
+  }
+
+  /** Removes a lock held longer than its lease (the `'lease'` defect). */
+  private async breakExpired(lock: string): Promise<void> {
+    const since = await stat(lock).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (since > FILE_LEASE_MS) await unlink(lock).catch(() => undefined);
+  }
+}
+
+/** A store on one JSON file shared by processes (see `JsonDriver`). */
+export class JsonStore extends Store<JsonDriver> {
+  constructor(options: JsonStoreOptions) {
+    if (typeof options?.file !== 'string' || options.file === '') {
+      throw new TypeError('json: file must be the path of the store file');
     }
-    try {
-      const data = await this.read();
-      const result = change(data);
-      const temp = `${this.file}.${process.pid}.tmp`;
-      const stored: StoredFile = {
-        threads: [...data.threads.values()],
-        messages: [...data.messages.values()],
-        resources: [...data.resources.values()],
-        space: data.space,
-        vectors: [...data.vectors.values()].map((v) => ({ ...v, vector: Array.from(v.vector) })),
-      };
-      await writeFile(temp, JSON.stringify(stored));
-      await rename(temp, this.file);
-      return result;
-    } finally {
-      await unlink(lock);
-    }
+    super(new JsonDriver(options.file, options));
+  }
+
+  /** The file holding every record. */
+  get file(): string {
+    return this.driver.file;
   }
 }
 
@@ -346,30 +405,28 @@ function dates(record: { createdAt: Date | string; updatedAt?: Date | string }) 
   };
 }
 
-/**
- * Moves the `updatedAt` of the given threads (those that still exist) forward to now, or to the
- * newest `createdAt` the write stored in them when later; never back (core's `bumpedUpdatedAt`).
- */
-function touch(data: FileData, threadIds: string[], newest = new Map<string, Date>()): void {
-  const now = new Date();
-  for (const id of new Set(threadIds)) {
-    const thread = data.threads.get(id);
-    const written = newest.get(id);
-    if (thread) thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, now, written ? [written] : []);
-  }
+/** Applies a thread change: title, merged metadata, `updatedAt` raised (core's `bumpedUpdatedAt`). */
+function updateThread(data: FileData, { id, title, metadata }: ThreadChange): Thread | null {
+  const thread = data.threads.get(id);
+  if (!thread) return null;
+  if (title !== undefined) thread.title = title;
+  if (metadata) thread.metadata = shallowMerge(thread.metadata, metadata);
+  thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, new Date());
+  return thread;
 }
 
-/** The stored resource, or a new empty one added to `data`; its `updatedAt` moves to now. */
-function resourceOf(data: FileData, resourceId: string): Resource {
-  const now = new Date();
-  const resource = data.resources.get(resourceId) ?? {
-    id: resourceId,
+/** Applies a resource change, creating the resource when missing. */
+function updateResource(data: FileData, { id, workingMemory, metadata, now }: ResourceChange): Resource {
+  const resource = data.resources.get(id) ?? {
+    id,
     workingMemory: null,
     metadata: {},
     createdAt: now,
     updatedAt: now,
   };
+  if (workingMemory !== undefined) resource.workingMemory = workingMemory;
+  if (metadata) resource.metadata = shallowMerge(resource.metadata, metadata);
   resource.updatedAt = now;
-  data.resources.set(resourceId, resource);
+  data.resources.set(id, resource);
   return resource;
 }

@@ -1,6 +1,5 @@
 import {
   type AgentMessage,
-  isPlainObject,
   type JsonValue,
   type Message,
   type MessageInput,
@@ -8,6 +7,7 @@ import {
   STATE_MESSAGE_TYPE,
   stateSignalText,
 } from '@engram/core';
+import { isPlainObject } from '@engram/core/driver';
 import type { ModelMessage } from 'ai';
 
 /** `Message.type` of messages holding AI SDK parts (`content: { format: 2, parts }`). */

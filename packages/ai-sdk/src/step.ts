@@ -8,13 +8,13 @@ import {
   MemoryError,
   type Message,
   messagesToSave,
-  ownedThread,
   type RecallResult,
   recallHistory,
   stateSignalText,
   WorkingMemory,
   WorkingMemoryState,
 } from '@engram/core';
+import { ownedThread } from '@engram/core/driver';
 import type { ModelMessage, Tool, ToolSet } from 'ai';
 import { responseMessages, type StepMessages, stepBaseMessages, type TurnResult } from './ai-versions.ts';
 import { fromModelMessage, toModelMessages } from './messages.ts';

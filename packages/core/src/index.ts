@@ -1,5 +1,9 @@
-/** Everything of `@engram/core/adapter` is also exported here, as before that entry existed. */
-export * from './adapter.ts';
+/**
+ * `@engram/core`: what an application uses — `Memory`, the records and the storage contract, the
+ * error type, the agent-facing processors and tools, embedders, and the in-memory reference
+ * store. Adapter authors build drivers from `@engram/core/driver`.
+ */
+
 export { readMemoryIds } from './agent/context.ts';
 export {
   dropOrphanToolResults,
@@ -80,6 +84,7 @@ export {
   type VNextOutcome,
   type VNextUpdateReason,
 } from './agent/vnext.ts';
+export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
 export {
   type AddMessageInput,
   type HistoryArgs,
@@ -115,17 +120,24 @@ export {
   type LexicalEmbedderOptions,
 } from './recall/lexical-embedder.ts';
 export { messageText, textHash } from './recall/text.ts';
+export {
+  capabilitiesOf,
+  DEFAULT_CAPABILITIES,
+  type ResolvedCapabilities,
+  type StoreCapabilities,
+} from './storage/capabilities.ts';
+export type * from './storage/contract.ts';
+export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
-export { InMemoryVectors } from './storage/in-memory-vectors.ts';
+export type * from './storage/records.ts';
+export type * from './storage/vectors.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
   compileJsonSchema,
   type JsonSchema,
   type JsonSchemaValidator,
 } from './working-memory/json-schema.ts';
-export type { WorkingMemoryEdit } from './working-memory/location.ts';
 export { mergeWorkingMemory, parsePatch, parseStored } from './working-memory/merge.ts';
-export type { InvalidStoredPolicy } from './working-memory/patch.ts';
 export {
   isStandardSchema,
   type ResolvedSchema,
@@ -134,3 +146,4 @@ export {
   type SchemaSource,
 } from './working-memory/schema.ts';
 export { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
+export type { InvalidStoredPolicy, WorkingMemoryEdit } from './working-memory/update.ts';

@@ -3,8 +3,8 @@ import { assertKnownKeys } from './known-keys.ts';
 import type { ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
-import type { InvalidStoredPolicy } from './working-memory/patch.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
+import type { InvalidStoredPolicy } from './working-memory/update.ts';
 
 /** Working-memory settings of a `Memory`. */
 export interface WorkingMemoryOptions {

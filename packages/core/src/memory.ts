@@ -4,31 +4,21 @@ import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } 
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/engine.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
+import { requireDomain } from './storage/domains.ts';
 import { ownedThread } from './storage/ownership.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
-import {
-  editMemory,
-  isAtomicStorage,
-  locate,
-  readMemory,
-  replaceMemory,
-  threadMemory,
-  type WorkingMemoryEdit,
-  type WorkingMemoryLocation,
-  type WorkingMemoryTarget,
-} from './working-memory/location.ts';
-import { parsePatch } from './working-memory/merge.ts';
-import {
-  type PatchState,
-  parseDocument,
-  patchWorkingMemory,
-  throwIfInvalid,
-} from './working-memory/patch.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
 import { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
+import {
+  parseDocument,
+  throwIfInvalid,
+  type WorkingMemoryEdit,
+  type WorkingMemoryTarget,
+  WorkingMemoryUpdates,
+} from './working-memory/update.ts';
 
-export type { WorkingMemoryTarget } from './working-memory/location.ts';
+export type { WorkingMemoryTarget } from './working-memory/update.ts';
 
 /** A message to save: `id` (a UUID), `createdAt` and `type` (`'text'`) may be left out. */
 export type MessageInput = Omit<Message, 'id' | 'createdAt' | 'type'> & {
@@ -123,7 +113,8 @@ export class Memory {
   /** The options with every default filled in. */
   readonly options: ResolvedMemoryOptions;
   private readonly schema: ResolvedSchema | null;
-  private readonly patchState: PatchState = { asyncSchema: false };
+  /** Every working-memory read and write goes through here, on its way to the storage. */
+  private readonly workingMemory: WorkingMemoryUpdates;
   private readonly engine: RecallEngine | null = null;
   private readonly onEmbeddingError: (error: unknown, messageIds: string[]) => void;
 
@@ -149,6 +140,11 @@ export class Memory {
     this.options = resolveMemoryOptions(config.options);
     const source = this.options.workingMemory.schema;
     this.schema = source === undefined ? null : resolveSchema(source);
+    this.workingMemory = new WorkingMemoryUpdates(
+      storage,
+      this.options.workingMemory.scope,
+      this.options.workingMemory.onInvalidStored,
+    );
     if (config.embedder !== undefined) assertEmbedder(config.embedder);
     if (config.onEmbeddingError !== undefined && typeof config.onEmbeddingError !== 'function') {
       throw invalid('onEmbeddingError must be a function');
@@ -165,13 +161,7 @@ export class Memory {
       if (!config.embedder) {
         throw invalid('options.semanticRecall needs an embedder: new Memory({ storage, embedder, options })');
       }
-      if (!storage.vectors) {
-        throw new MemoryError(
-          'UNSUPPORTED',
-          `options.semanticRecall needs a storage with vector search; ${JSON.stringify(storage.name)} does not declare vectors`,
-        );
-      }
-      this.engine = new RecallEngine(storage, storage.vectors, config.embedder, recall);
+      this.engine = new RecallEngine(storage, requireDomain(storage, 'vectors'), config.embedder, recall);
     }
   }
 
@@ -440,9 +430,7 @@ export class Memory {
   /** The stored working memory of the configured scope, or `null` when none was written. */
   async getWorkingMemory(args: WorkingMemoryTarget): Promise<string | null> {
     this.assertEnabled('getWorkingMemory');
-    const location = await this.locate(args, 'getWorkingMemory');
-    if (location.scope === 'thread') return threadMemory(location.thread);
-    return readMemory(this.storage, location);
+    return this.workingMemory.get(args, 'getWorkingMemory');
   }
 
   /**
@@ -460,15 +448,13 @@ export class Memory {
     const value = args.workingMemory;
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
     if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
-    const location = await this.locate(args, 'updateWorkingMemory');
-    await replaceMemory(this.storage, location, value);
+    await this.workingMemory.replace(args, value, 'updateWorkingMemory');
   }
 
   /**
    * Merges a partial object into the JSON working memory (see `mergeWorkingMemory` for the
    * rules) in one atomic storage operation, and returns the stored document. Needs schema mode
-   * and a storage declaring `capabilities.atomicWorkingMemory` (or the older
-   * `supportsAtomicWorkingMemoryMerge`), else `UNSUPPORTED`; works for
+   * and a storage declaring `capabilities.atomicWorkingMemory`, else `UNSUPPORTED`; works for
    * both scopes. `VALIDATION` when the merged document fails the schema (nothing written).
    */
   async mergeWorkingMemory(
@@ -476,15 +462,15 @@ export class Memory {
   ): Promise<JsonObject> {
     this.assertEnabled('mergeWorkingMemory');
     this.assertWritable(args?.readOnly, 'mergeWorkingMemory');
-    this.requireSchema('mergeWorkingMemory');
-    if (!isAtomicStorage(this.storage)) {
+    const schema = this.requireSchema('mergeWorkingMemory');
+    if (!this.workingMemory.atomic) {
       throw new MemoryError(
         'UNSUPPORTED',
-        `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare capabilities.atomicWorkingMemory (nor the older supportsAtomicWorkingMemoryMerge; check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
+        `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare capabilities.atomicWorkingMemory (check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
       );
     }
     assertArgs(args, 'mergeWorkingMemory');
-    return this.patch(args, args.workingMemory, 'mergeWorkingMemory');
+    return this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory');
   }
 
   /**
@@ -497,9 +483,9 @@ export class Memory {
   ): Promise<JsonObject> {
     this.assertEnabled('applyWorkingMemoryPatch');
     this.assertWritable(args?.readOnly, 'applyWorkingMemoryPatch');
-    this.requireSchema('applyWorkingMemoryPatch');
+    const schema = this.requireSchema('applyWorkingMemoryPatch');
     assertArgs(args, 'applyWorkingMemoryPatch');
-    return this.patch(args, args.patch, 'applyWorkingMemoryPatch');
+    return this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch');
   }
 
   /**
@@ -515,13 +501,12 @@ export class Memory {
     this.assertWritable(args?.readOnly, 'editWorkingMemory');
     assertArgs(args, 'editWorkingMemory');
     if (typeof args.edit !== 'function') throw invalid('edit must be a function');
-    const location = await this.locate(args, 'editWorkingMemory');
-    return editMemory(this.storage, location, args.edit);
+    return this.workingMemory.edit(args, args.edit, 'editWorkingMemory');
   }
 
   /** `true` when the storage promises atomic working-memory updates across processes. */
   async supportsAtomicWorkingMemoryMerge(): Promise<boolean> {
-    return isAtomicStorage(this.storage);
+    return this.workingMemory.atomic;
   }
 
   /** The Markdown template (or the default one), or in schema mode the JSON Schema as a string. */
@@ -592,22 +577,6 @@ export class Memory {
       );
     }
     await this.assertDocument(value, `${operation}: metadata.workingMemory`);
-  }
-
-  private locate(args: WorkingMemoryTarget, operation: string): Promise<WorkingMemoryLocation> {
-    return locate(this.storage, this.options.workingMemory.scope, args, operation);
-  }
-
-  private async patch(
-    target: WorkingMemoryTarget,
-    rawPatch: unknown,
-    operation: string,
-  ): Promise<JsonObject> {
-    const schema = this.requireSchema(operation);
-    const patch = parsePatch(rawPatch);
-    const location = await this.locate(target, operation);
-    const rules = { schema, onInvalidStored: this.options.workingMemory.onInvalidStored };
-    return patchWorkingMemory(this.storage, location, rules, patch, this.patchState, operation);
   }
 }
 

@@ -1,4 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest';
+import type { Store } from '../src/driver.ts';
 import type {
   AddMessageInput,
   JsonObject,
@@ -9,7 +10,6 @@ import type {
   ResolvedMemoryOptions,
   ResolvedSchema,
   SchemaCheck,
-  StoreBase,
   StoreCapabilities,
   Thread,
   WorkingMemoryTemplate,
@@ -25,8 +25,7 @@ import {
 describe('public API types', () => {
   it('capabilities', () => {
     expectTypeOf<MemoryStorage['capabilities']>().toEqualTypeOf<Partial<StoreCapabilities> | undefined>();
-    expectTypeOf<StoreBase['capabilities']>().toEqualTypeOf<StoreCapabilities>();
-    expectTypeOf<StoreBase['supportsAtomicWorkingMemoryMerge']>().toEqualTypeOf<boolean>();
+    expectTypeOf<Store['capabilities']>().toEqualTypeOf<StoreCapabilities>();
     expectTypeOf<ReturnType<typeof capabilitiesOf>>().toEqualTypeOf<ResolvedCapabilities>();
     expectTypeOf<ResolvedCapabilities['vectors']>().toEqualTypeOf<boolean>();
   });

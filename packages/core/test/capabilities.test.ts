@@ -2,77 +2,31 @@ import { describe, expect, it } from 'vitest';
 import {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,
+  type Driver,
   InMemoryStore,
-  MemoryError,
+  MemoryDriver,
   type MemoryStorage,
-  type NormalizedAtomicUpdate,
-  StoreBase,
+  Store,
   type StoreCapabilities,
-} from '../src/index.ts';
+} from '../src/driver.ts';
 import { NonAtomicStore } from './support.ts';
 
-const unused = (): never => {
-  throw new Error('not used by these tests');
-};
-
-/** A StoreBase subclass that declares nothing and implements no atomic update. */
-class Bare extends StoreBase {
-  readonly name = 'bare';
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
-    return new MemoryError('STORAGE', `bare: ${operation} failed: ${String(error)}`);
-  }
-  protected async doInit(): Promise<void> {}
-  protected async doClose(): Promise<void> {}
-  protected doGetThreadById = unused;
-  protected doCreateThread = unused;
-  protected doSaveThread = unused;
-  protected doUpdateThread = unused;
-  protected doDeleteThread = unused;
-  protected readThreadPage = unused;
-  protected doSaveMessages = unused;
-  protected readMessagePage = unused;
-  protected doListMessagesById = unused;
-  protected doUpdateMessages = unused;
-  protected doDeleteMessages = unused;
-  protected doGetResourceById = unused;
-  protected doUpdateResource = unused;
-}
-
-/** The older way: the separate fields, declared as fields. */
-class Legacy extends Bare {
-  readonly supportsAtomicWorkingMemoryMerge = true;
-  readonly processLocal = true;
-  protected async doUpdateWorkingMemoryAtomically(args: NormalizedAtomicUpdate): Promise<string | null> {
-    return args.update('legacy');
-  }
-}
-
-/** Declares atomic updates but forgot to implement them. */
-class Forgetful extends Bare {
-  override readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, atomicWorkingMemory: true };
-}
-
-/** A capability only known once connected, as a getter. */
-class Discovering extends Bare {
-  transactions = false;
-  override get capabilities(): StoreCapabilities {
-    return { ...DEFAULT_CAPABILITIES, transactionalBatches: this.transactions };
-  }
+/** The reference driver declaring other capabilities, with or without a strategy. */
+function driverWith(capabilities: StoreCapabilities, strategy = true): Driver<unknown> {
+  const inner = new MemoryDriver();
+  return Object.assign(Object.create(inner) as MemoryDriver, {
+    capabilities,
+    workingMemory: strategy ? inner.workingMemory : undefined,
+  });
 }
 
 const update = { scope: 'resource' as const, resourceId: 'r', update: () => 'x' };
 
 describe('store capabilities', () => {
-  it('a StoreBase store that declares nothing has the defaults, and no atomic update', async () => {
-    const store = new Bare();
-    expect(store.capabilities).toEqual({
-      atomicWorkingMemory: false,
-      transactionalBatches: true,
-      processLocal: false,
-    });
-    expect(store.supportsAtomicWorkingMemoryMerge).toBe(false);
-    expect(store.processLocal).toBe(false);
-    expect(capabilitiesOf(store)).toEqual({ ...DEFAULT_CAPABILITIES, vectors: false });
+  it('a driver that declares no atomic working memory gives a store without the atomic update', async () => {
+    const store = new Store(driverWith(DEFAULT_CAPABILITIES, false));
+    expect(store.capabilities).toEqual(DEFAULT_CAPABILITIES);
+    expect(capabilitiesOf(store)).toMatchObject({ ...DEFAULT_CAPABILITIES, vectors: true });
     await expect(store.updateWorkingMemoryAtomically(update)).rejects.toMatchObject({
       code: 'UNSUPPORTED',
       message: expect.stringContaining('atomicWorkingMemory: false'),
@@ -83,62 +37,48 @@ describe('store capabilities', () => {
     });
   });
 
-  it('the older fields declared by a subclass still count, and derive capabilities', async () => {
-    const store = new Legacy();
-    expect(store.capabilities).toEqual({
-      atomicWorkingMemory: true,
-      transactionalBatches: true,
-      processLocal: true,
-    });
-    expect(capabilitiesOf(store).atomicWorkingMemory).toBe(true);
-    expect(await store.updateWorkingMemoryAtomically({ ...update, update: (v) => `${v}!` })).toBe('legacy!');
-  });
-
-  it('declared capabilities derive the older fields', () => {
+  it('the reference store declares atomic, transactional and process-local, with vectors', () => {
     const store = new InMemoryStore();
     expect(store.capabilities).toEqual({
       atomicWorkingMemory: true,
       transactionalBatches: true,
       processLocal: true,
     });
-    expect(store.supportsAtomicWorkingMemoryMerge).toBe(true);
-    expect(store.processLocal).toBe(true);
     expect(capabilitiesOf(store).vectors).toBe(true);
     expect(capabilitiesOf(new InMemoryStore({ vectors: false })).vectors).toBe(false);
+    expect(new InMemoryStore({ vectors: false }).vectors).toBeUndefined();
   });
 
-  it('declaring atomicWorkingMemory without doUpdateWorkingMemoryAtomically is UNSUPPORTED, naming the gap', async () => {
-    await expect(new Forgetful().updateWorkingMemoryAtomically(update)).rejects.toMatchObject({
-      code: 'UNSUPPORTED',
-      message: expect.stringContaining('implements no doUpdateWorkingMemoryAtomically'),
-    });
+  it('a driver declaring atomicWorkingMemory without a strategy is refused at construction', () => {
+    const declared = { ...DEFAULT_CAPABILITIES, atomicWorkingMemory: true };
+    expect(() => new Store(driverWith(declared, false))).toThrow(/supplies no workingMemory strategy/);
   });
 
   it('a getter can report a capability learnt at connect time', () => {
-    const store = new Discovering();
+    let transactions = false;
+    const inner = new MemoryDriver();
+    const driver = Object.create(inner) as MemoryDriver;
+    Object.defineProperty(driver, 'capabilities', {
+      get: () => ({ ...inner.capabilities, transactionalBatches: transactions }),
+    });
+    const store = new Store(driver);
     expect(capabilitiesOf(store).transactionalBatches).toBe(false);
-    store.transactions = true;
+    transactions = true;
     expect(capabilitiesOf(store).transactionalBatches).toBe(true);
   });
 
-  it('capabilitiesOf reads plain stores: capabilities first, then the older fields, then defaults', () => {
+  it('capabilitiesOf reads plain stores: what capabilities names, else the defaults', () => {
     const plain = new NonAtomicStore() as MemoryStorage;
     expect(capabilitiesOf(plain)).toEqual({ ...DEFAULT_CAPABILITIES, vectors: false });
     const method = { updateWorkingMemoryAtomically: async () => null };
-    const legacy = {
+    const declared = {
       ...plain,
       name: 'x',
-      supportsAtomicWorkingMemoryMerge: true,
-      processLocal: true,
+      capabilities: { atomicWorkingMemory: true, transactionalBatches: false, processLocal: true },
       ...method,
     };
-    expect(capabilitiesOf(legacy as MemoryStorage)).toMatchObject({
+    expect(capabilitiesOf(declared as MemoryStorage)).toMatchObject({
       atomicWorkingMemory: true,
-      processLocal: true,
-    });
-    const both = { ...legacy, capabilities: { atomicWorkingMemory: false, transactionalBatches: false } };
-    expect(capabilitiesOf(both as MemoryStorage)).toMatchObject({
-      atomicWorkingMemory: false,
       transactionalBatches: false,
       processLocal: true,
     });

@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { createErrorMapper, MemoryError, redactCredentials, redactDriverError } from '../src/index.ts';
+import { createErrorMapper, MemoryError, redactCredentials, redactDriverError } from '../src/driver.ts';
 
 const SECRET = 'pw-S3cr3t';
 

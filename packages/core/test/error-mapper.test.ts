@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createErrorMapper, driverCode, driverMessage, hasNetworkCode, MemoryError } from '../src/index.ts';
+import { createErrorMapper, driverCode, driverMessage, hasNetworkCode, MemoryError } from '../src/driver.ts';
 
 function driverError(message: string, fields: Record<string, unknown> = {}, cause?: unknown): Error {
   return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), fields);

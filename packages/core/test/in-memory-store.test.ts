@@ -28,9 +28,9 @@ async function store() {
 describe('InMemoryStore: the contract semantics Memory relies on', () => {
   it('declares atomic working-memory updates and is process-local', () => {
     const s = new InMemoryStore();
-    expect(s.supportsAtomicWorkingMemoryMerge).toBe(true);
+    expect(s.capabilities.atomicWorkingMemory).toBe(true);
     expect(typeof s.updateWorkingMemoryAtomically).toBe('function');
-    expect(s.processLocal).toBe(true);
+    expect(s.capabilities.processLocal).toBe(true);
   });
 
   it('init and close are idempotent', async () => {

@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { InMemoryStore, MemoryError, redactDriverError, StoreLifecycle } from '../src/index.ts';
+import { InMemoryStore, MemoryError, redactDriverError } from '../src/driver.ts';
+import { StoreLifecycle } from '../src/storage/lifecycle.ts';
 import { caught } from './support.ts';
 
 /** A lifecycle whose open and release are recorded and can be held open or made to fail. */

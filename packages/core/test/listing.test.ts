@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageTotal } from '../src/adapter.ts';
+import { pageTotal } from '../src/driver.ts';
 import type { Thread } from '../src/index.ts';
 import { threadPage } from '../src/storage/listing.ts';
 

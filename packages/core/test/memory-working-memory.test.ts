@@ -643,7 +643,7 @@ describe('mergeWorkingMemory rules', () => {
   it('a store claiming support without the method is treated as non-atomic', async () => {
     const inner = new NonAtomicStore();
     const liar = Object.assign(Object.create(inner) as NonAtomicStore, {
-      supportsAtomicWorkingMemoryMerge: true,
+      capabilities: { atomicWorkingMemory: true },
     });
     const memory = memoryWith({ enabled: true, schema: zodSchema }, liar);
     expect(await memory.supportsAtomicWorkingMemoryMerge()).toBe(false);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type Message, storedMessage } from '../src/adapter.ts';
+import { copyMessage, type Message } from '../src/driver.ts';
 
-describe('storedMessage', () => {
+describe('copyMessage', () => {
   const message: Message = {
     id: 'm1',
     threadId: 't1',
@@ -13,14 +13,14 @@ describe('storedMessage', () => {
   };
 
   it('copies every field of a message row, deep-equal to the input', () => {
-    expect(storedMessage(message)).toEqual(message);
+    expect(copyMessage(message)).toEqual(message);
     expect(
-      Object.is((storedMessage(message).content as { nested: { list: number[] } }).nested.list[1], -0),
+      Object.is((copyMessage(message).content as { nested: { list: number[] } }).nested.list[1], -0),
     ).toBe(true);
   });
 
   it('shares no object with the input, so later changes to either do not leak', () => {
-    const copy = storedMessage(message);
+    const copy = copyMessage(message);
     expect(copy.content).not.toBe(message.content);
     expect(copy.createdAt).not.toBe(message.createdAt);
     (copy.content as { parts: { text: string }[] }).parts[0]!.text = 'changed';
@@ -31,7 +31,7 @@ describe('storedMessage', () => {
 
   it('keeps only the fields a message row holds', () => {
     const extra = { ...message, extra: 'not stored' } as Message;
-    expect(Object.keys(storedMessage(extra)).sort()).toEqual(
+    expect(Object.keys(copyMessage(extra)).sort()).toEqual(
       ['content', 'createdAt', 'id', 'resourceId', 'role', 'threadId', 'type'].sort(),
     );
   });

@@ -15,12 +15,12 @@ const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A third-party-style storage without atomic working-memory updates: it declares
- * `supportsAtomicWorkingMemoryMerge: false`, has no `updateWorkingMemoryAtomically`, and every
+ * `capabilities.atomicWorkingMemory: false`, has no `updateWorkingMemoryAtomically`, and every
  * call yields to the event loop before and after reaching the data, like a remote database.
  */
 export class NonAtomicStore implements MemoryStorage {
   readonly name = 'non-atomic';
-  readonly supportsAtomicWorkingMemoryMerge = false;
+  readonly capabilities = { atomicWorkingMemory: false };
   readonly inner = new InMemoryStore();
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bumpedUpdatedAt, newestByThread } from '../src/adapter.ts';
+import { bumpedUpdatedAt, newestByThread } from '../src/driver.ts';
 
 const d = (ms: number) => new Date(ms);
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type {
   CompareAndSetWorkingMemory,
+  LeasedWorkingMemory,
   LockedWorkingMemory,
-  NormalizedUpdateThread,
-  Thread,
+  ThreadChange,
   WorkingMemoryCell,
-} from '../src/adapter.ts';
-import { InMemoryStore, MemoryError } from '../src/index.ts';
-import { WorkingMemoryRunner } from '../src/storage/working-memory-strategy.ts';
+} from '../src/driver.ts';
+import { MemoryDriver, MemoryError, RETRY_POLICY, Store } from '../src/driver.ts';
+import { WorkingMemoryRunner } from '../src/storage/working-memory.ts';
 
 const resource: WorkingMemoryCell = { scope: 'resource', resourceId: 'r1' };
 const thread: WorkingMemoryCell = { scope: 'thread', threadId: 't1' };
@@ -24,7 +24,6 @@ function casCell(losses: number, start: string | null = 'a') {
   let lost = 0;
   const strategy: CompareAndSetWorkingMemory<number> = {
     kind: 'compareAndSet',
-    retry: { attempts: 3, maxDelayMs: 0 },
     read: async () => {
       cell.reads++;
       return { value: cell.value, version: cell.version };
@@ -44,7 +43,7 @@ describe('WorkingMemoryRunner', () => {
   it('retries a lost compare-and-set and stores what the winning attempt computed', async () => {
     const { cell, strategy } = casCell(2);
     const calls: Array<string | null> = [];
-    const result = await new WorkingMemoryRunner(() => 'test').run(strategy, resource, (current) => {
+    const result = await new WorkingMemoryRunner('test', strategy).run(resource, (current: string | null) => {
       calls.push(current);
       return append(current);
     });
@@ -55,11 +54,11 @@ describe('WorkingMemoryRunner', () => {
     expect(new Set(cell.writes.map((w) => w.version)).size).toBe(3);
   });
 
-  it('gives up with CONFLICT after the bound, naming the adapter', async () => {
+  it("gives up with CONFLICT after core's one bound, naming the adapter", async () => {
     const { cell, strategy } = casCell(Number.POSITIVE_INFINITY);
-    const failure = new WorkingMemoryRunner(() => 'test').run(strategy, resource, append);
+    const failure = new WorkingMemoryRunner('test', strategy).run(resource, append);
     await expect(failure).rejects.toMatchObject({ code: 'CONFLICT', adapter: 'test' });
-    expect(cell.writes).toHaveLength(3);
+    expect(cell.writes).toHaveLength(RETRY_POLICY.attempts);
     expect(cell.value).toBe('a');
   });
 
@@ -73,9 +72,9 @@ describe('WorkingMemoryRunner', () => {
         return true;
       },
     };
-    const runner = new WorkingMemoryRunner(() => 'test');
+    const runner = new WorkingMemoryRunner('test', strategy);
     let called = false;
-    const missing = runner.run(strategy, thread, () => {
+    const missing = runner.run(thread, () => {
       called = true;
       return 'x';
     });
@@ -84,7 +83,7 @@ describe('WorkingMemoryRunner', () => {
       message: 'test: thread "t1" does not exist',
     });
     expect(called).toBe(false);
-    await expect(runner.run(strategy, resource, append)).resolves.toBe('+');
+    await expect(runner.run(resource, append)).resolves.toBe('+');
     expect(writes).toEqual([[null, '+']]);
   });
 
@@ -99,38 +98,118 @@ describe('WorkingMemoryRunner', () => {
         return true;
       },
     };
-    const runner = new WorkingMemoryRunner(() => 'test');
-    const withLock = { ...strategy, afterLostRace };
-    await expect(runner.run(withLock, thread, append)).resolves.toBe('a+');
+    const runner = new WorkingMemoryRunner('test', { ...strategy, afterLostRace });
+    await expect(runner.run(thread, append)).resolves.toBe('a+');
     expect(cell.writes).toHaveLength(1);
-    await expect(runner.run(withLock, thread, append)).resolves.toBe('a++');
+    await expect(runner.run(thread, append)).resolves.toBe('a++');
     expect(cell.reads).toBe(1);
     expect(locked).toEqual([thread, thread]);
     // Another cell is not contended: it tries the compare-and-set first.
-    await runner.run(withLock, resource, append);
+    await runner.run(resource, append);
     expect(cell.reads).toBe(2);
+  });
+
+  it('tries as many compare-and-sets as the strategy asks before the lock', async () => {
+    const { cell, strategy } = casCell(Number.POSITIVE_INFINITY);
+    const afterLostRace: LockedWorkingMemory = {
+      kind: 'locked',
+      update: async (_target, apply) => {
+        cell.value = apply(cell.value);
+        return true;
+      },
+    };
+    const runner = new WorkingMemoryRunner('test', { ...strategy, attempts: 4, afterLostRace });
+    await expect(runner.run(resource, append)).resolves.toBe('a+');
+    expect(cell.writes).toHaveLength(4);
+  });
+
+  it('after a lost race takes a lease: waits while it is busy, retries a write lost to an expired lease', async () => {
+    const { strategy } = casCell(Number.POSITIVE_INFINITY);
+    const events: string[] = [];
+    let busy = 2;
+    let lost = 1;
+    let value: string | null = 'a';
+    const lease: LeasedWorkingMemory<number> = {
+      kind: 'leased',
+      leaseMs: 1_000,
+      acquire: async (_cell, token) => {
+        if (busy-- > 0) {
+          events.push('busy');
+          return 'busy';
+        }
+        events.push(`acquire ${token.length}`);
+        return { value, version: 0 };
+      },
+      write: async (_cell, _expected, next) => {
+        if (lost-- > 0) {
+          events.push('lost');
+          return 'lost';
+        }
+        value = next;
+        events.push('ok');
+        return 'ok';
+      },
+      release: async () => {
+        events.push('release');
+      },
+    };
+    const runner = new WorkingMemoryRunner('test', { ...strategy, afterLostRace: lease });
+    await expect(runner.run(resource, append)).resolves.toBe('a+');
+    expect(value).toBe('a+');
+    expect(events).toEqual(['busy', 'busy', 'acquire 36', 'lost', 'acquire 36', 'ok']);
+  });
+
+  it('releases the lease when the update throws, and propagates the error', async () => {
+    const { strategy } = casCell(Number.POSITIVE_INFINITY);
+    const released: string[] = [];
+    const lease: LeasedWorkingMemory<number> = {
+      kind: 'leased',
+      leaseMs: 1_000,
+      acquire: async () => ({ value: 'a', version: 0 }),
+      write: async () => 'ok',
+      release: async (_cell, token) => {
+        released.push(token);
+      },
+    };
+    const runner = new WorkingMemoryRunner('test', { ...strategy, afterLostRace: lease });
+    const boom = new Error('boom');
+    let calls = 0;
+    await expect(
+      runner.run(resource, (current) => {
+        if (++calls > 1) throw boom;
+        return `${current}+`;
+      }),
+    ).rejects.toBe(boom);
+    expect(released).toHaveLength(1);
   });
 
   it('turns a locked update that finds no thread into NOT_FOUND', async () => {
     const strategy: LockedWorkingMemory = { kind: 'locked', update: async () => false };
-    await expect(new WorkingMemoryRunner(() => 'test').run(strategy, thread, append)).rejects.toBeInstanceOf(
+    await expect(new WorkingMemoryRunner('test', strategy).run(thread, append)).rejects.toBeInstanceOf(
       MemoryError,
     );
   });
 });
 
-/** Records what `doUpdateThread` was handed. */
-class Recording extends InMemoryStore {
-  readonly seen: NormalizedUpdateThread[] = [];
-  protected override doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
-    this.seen.push(args);
-    return super.doUpdateThread(args);
+/** The reference driver recording what `threads.update` was handed. */
+class Recording extends MemoryDriver {
+  readonly seen: ThreadChange[] = [];
+  constructor() {
+    super();
+    const update = this.threads.update;
+    Object.assign(this.threads, {
+      update: (change: ThreadChange) => {
+        this.seen.push(change);
+        return update(change);
+      },
+    });
   }
 }
 
-describe('StoreBase.updateThread', () => {
-  it('hands doUpdateThread a fresh working-memory version exactly when the update writes working memory', async () => {
-    const store = new Recording();
+describe('Store.updateThread', () => {
+  it('hands the driver a fresh working-memory version exactly when the update writes working memory', async () => {
+    const driver = new Recording();
+    const store = new Store(driver);
     const now = new Date();
     await store.saveThread({
       id: 't1',
@@ -144,7 +223,7 @@ describe('StoreBase.updateThread', () => {
     await store.updateThread({ id: 't1', metadata: { workingMemory: 'a' } });
     await store.updateThread({ id: 't1', metadata: { workingMemory: null } });
     await store.updateThread({ id: 't1', title: 'renamed' });
-    const versions = store.seen.map((args) => args.workingMemoryVersion);
+    const versions = driver.seen.map((change) => change.version);
     expect(versions[0]).toBeUndefined();
     expect(versions[3]).toBeUndefined();
     expect(typeof versions[1]).toBe('string');

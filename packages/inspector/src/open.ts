@@ -6,10 +6,11 @@ import {
   Memory,
   type MemoryOptions,
   type MemoryStorage,
-  redactCredentials,
   type SchemaSource,
   type SemanticRecallOptions,
 } from '@engram/core';
+import { redactCredentials } from '@engram/core/driver';
+import { openWithDescriptor } from './adapters.ts';
 
 /** How to build a `Memory` when the store is given as a URL (a module brings its own). */
 export interface StoreSettings {
@@ -75,11 +76,12 @@ interface StoreModule {
 }
 
 /**
- * True for the URL forms `openStore` handles itself (anything else is a module path). Read by
- * scheme only, never with `new URL`, which rejects multi-host URLs (`mongodb://h1,h2/db`).
+ * True for a URL, which `openStore` opens through the adapter whose descriptor claims its scheme
+ * (anything else is a module path). Read by scheme only, never with `new URL`, which rejects
+ * multi-host URLs (`mongodb://h1,h2/db`); a one-letter scheme is a Windows drive, not a URL.
  */
 export function isStoreUrl(spec: string): boolean {
-  return /^(file:|libsql:|wss?:|postgres(ql)?:|mongodb(\+srv)?:|https?:)/i.test(spec);
+  return /^[a-z][a-z0-9+.-]+:/i.test(spec);
 }
 
 /** The URL without its password, query string and hash, for printing. */
@@ -199,47 +201,29 @@ async function memoryOptions(settings: StoreSettings): Promise<MemoryOptions> {
 }
 
 async function storageFor(spec: string, settings: StoreSettings): Promise<MemoryStorage> {
-  const env = settings.env ?? process.env;
-  const scheme = spec.slice(0, spec.indexOf(':')).toLowerCase();
-  if (scheme === 'file' || scheme === 'libsql' || scheme === 'ws' || scheme === 'wss') {
-    const { LibSQLStore } = await loadAdapter<typeof import('@engram/libsql')>('@engram/libsql', spec);
-    return new LibSQLStore({ url: spec, authToken: env.ENGRAM_LIBSQL_TOKEN || undefined });
-  }
-  if (scheme === 'postgres' || scheme === 'postgresql') {
-    const { PostgresStore } = await loadAdapter<typeof import('@engram/pg')>('@engram/pg', spec);
-    return new PostgresStore({
-      connectionString: spec,
-      schemaName: settings.pgSchema,
-      tablePrefix: settings.prefix,
-      maxConnections: 4,
-    });
-  }
-  if (scheme === 'mongodb' || scheme === 'mongodb+srv') {
-    const { MongoDBStore } = await loadAdapter<typeof import('@engram/mongodb')>('@engram/mongodb', spec);
-    const path = urlPath(spec);
-    return new MongoDBStore({
-      url: spec,
-      dbName: settings.dbName ?? (path ? decodeURIComponent(path) : 'engram'),
-      collectionPrefix: settings.prefix,
-    });
-  }
-  const token = env.ENGRAM_UPSTASH_TOKEN || env.UPSTASH_REDIS_REST_TOKEN;
-  if (!token) {
-    throw new StoreError(
-      `an Upstash URL needs its REST token in ENGRAM_UPSTASH_TOKEN or UPSTASH_REDIS_REST_TOKEN (${redactUrl(spec)})`,
-    );
-  }
-  const { UpstashStore } = await loadAdapter<typeof import('@engram/upstash')>('@engram/upstash', spec);
-  return new UpstashStore({ url: spec, token, prefix: settings.prefix });
+  const options = {
+    prefix: settings.prefix,
+    schema: settings.pgSchema,
+    database: settings.dbName,
+    maxConnections: 4,
+  };
+  const opened = await openWithDescriptor(spec, options, settings.env ?? process.env);
+  if ('unknown' in opened) throw new StoreError(`cannot open ${redactUrl(spec)}: ${opened.unknown}`);
+  return loadAdapter(opened.descriptor.package, spec, () => opened.storage);
 }
 
 /**
- * Imports an optional adapter package; when it or a package it imports (its driver, such as
- * `@libsql/client`) is not installed, a `StoreError` names the package that is missing.
+ * Loads an optional adapter package (by default: imports it); when it or a package it imports
+ * (its driver, such as `@libsql/client`) is not installed, a `StoreError` names the package that
+ * is missing.
  */
-export async function loadAdapter<T>(name: string, spec: string): Promise<T> {
+export async function loadAdapter<T>(
+  name: string,
+  spec: string,
+  load: () => Promise<T> = () => import(name) as Promise<T>,
+): Promise<T> {
   try {
-    return (await import(name)) as T;
+    return await load();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const missing = /Cannot find (?:package|module) '([^']+)'/.exec(String((error as Error).message))?.[1];

@@ -350,6 +350,25 @@ describe('engram-inspect CLI', () => {
     expect(JSON.parse(json.stdout).messages[0].content).toBe(hostile);
   });
 
+  it('opens an Oracle URL through the Oracle adapter (no server here: it fails to reach it, naming it)', async () => {
+    const error = await openStore('oracle://app:OraclePw9@127.0.0.1:1/FREEPDB1').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    const { message } = error as Error;
+    expect(message).toContain(
+      'cannot reach the store oracle://app:***@127.0.0.1:1/FREEPDB1 (oracle): oracle: init failed',
+    );
+    expect(message).not.toContain('OraclePw9');
+  });
+
+  it('refuses a URL no adapter opens, naming the schemes that are known', async () => {
+    const error = await openStore('redis://127.0.0.1:6379').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    const { message } = error as Error;
+    expect(message).toContain('cannot open redis://127.0.0.1:6379: no installed adapter opens redis: URLs');
+    for (const scheme of ['file:', 'postgres:', 'https:', 'mongodb:', 'oracle:'])
+      expect(message).toContain(scheme);
+  });
+
   it('names the package to install when an adapter is missing', async () => {
     const error = await loadAdapter('@engram/not-installed', 'x://y').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);

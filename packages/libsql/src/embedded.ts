@@ -1,176 +1,132 @@
 import { createRequire } from 'node:module';
-import type { InStatement, InValue, ResultSet, Row } from '@libsql/client';
+import type { ResultSet, Row } from '@libsql/client';
+import type { Statement } from './sql.ts';
 
-/** The members of `libsql/promise`'s prepared statement this binding uses. */
+/** What a statement returns: its rows (by column name and index), or how many rows it changed. */
+export type Result = Pick<ResultSet, 'columns' | 'rows' | 'rowsAffected'>;
+
+/** Anything that runs statements: a client or an open transaction (whose `batch` takes no mode). */
+export interface Executor {
+  execute(statement: Statement | string): Promise<Result>;
+  batch(statements: (Statement | string)[], mode?: 'write' | 'read'): Promise<Result[]>;
+}
+
+/** A transaction: statements, then `commit`; `close` rolls back what was not committed. */
+export interface Transaction extends Executor {
+  commit(): Promise<void>;
+  close(): void;
+}
+
+/** What the store runs statements on: an `@libsql/client` client or an `EmbeddedDatabase`. */
+export interface Database extends Executor {
+  /** `'write'`: `BEGIN IMMEDIATE` on embedded databases, which takes the write lock at once. */
+  transaction(mode: 'write' | 'read'): Promise<Transaction>;
+  close(): void;
+}
+
+/** Runs statements in order (in a transaction when `db` is one), for writes that return nothing. */
+export async function exec(db: Executor, ...statements: (Statement | string)[]): Promise<void> {
+  for (const statement of statements) await db.execute(statement);
+}
+
+/** Runs `fn` in a transaction of `db` and commits; rolls back when it throws. */
+export async function inTransaction<T>(
+  db: Pick<Database, 'transaction'>,
+  fn: (tx: Transaction) => Promise<T>,
+  mode: 'write' | 'read' = 'write',
+): Promise<T> {
+  const tx = await db.transaction(mode);
+  try {
+    const result = await fn(tx);
+    await tx.commit();
+    return result;
+  } finally {
+    try {
+      tx.close();
+    } catch {
+      // The connection is already gone; there is nothing left to roll back.
+    }
+  }
+}
+
+/** The members of `libsql/promise`'s prepared statement and connection this binding uses. */
 interface NativeStatement {
   readonly reader: boolean;
   raw(toggle: boolean): NativeStatement;
   columns(): { name: string }[];
-  run(args: unknown): { changes: number; lastInsertRowid: number | bigint };
+  run(args: unknown): { changes: number };
+  get(args: unknown): unknown[] | undefined;
   all(args: unknown): Promise<unknown[][]>;
 }
-
-/** The members of `libsql/promise`'s database connection this binding uses. */
 interface NativeDatabase {
   readonly inTransaction: boolean;
   prepare(sql: string): Promise<NativeStatement>;
   close(): void;
 }
 
-const require = createRequire(import.meta.url);
 /** The `libsql` package's promise API (CommonJS, typed here by the members used). */
-const NativeDatabase = require('libsql/promise') as new (
+const NativeDatabase = createRequire(import.meta.url)('libsql/promise') as new (
   path: string,
   options: { timeout: number },
 ) => NativeDatabase;
 
 /**
  * Prepared statements kept per connection, least recently used dropped first. The store's SQL
- * comes from a bounded set of shapes (one per statement kind and chunk length), so in practice
- * every statement is prepared once; metadata filters with many distinct key sets are what
- * could push older ones out.
+ * has few shapes; metadata filters with many distinct key sets could push older ones out.
  */
 const STATEMENT_CACHE_SIZE = 256;
 
-/** A statement kept prepared, with its result columns (for rows) when it returns rows. */
-interface Prepared {
-  statement: NativeStatement;
-  columns: string[] | null;
-}
-
-/** An argument as the engine binds it, converted as `@libsql/client` converts it. */
-function toSql(value: InValue): unknown {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new RangeError('only finite numbers can be passed as arguments');
-    return value;
-  }
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.valueOf();
-  if (value instanceof ArrayBuffer) return Buffer.from(value);
-  if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
-    return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  }
-  if (value === undefined) throw new TypeError('undefined cannot be passed as argument to the database');
-  return value;
-}
-
-/** A column value as `@libsql/client` returns it (blobs as `ArrayBuffer`). */
-function fromSql(value: unknown): Row[number] {
-  if (Buffer.isBuffer(value)) {
-    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength) as ArrayBuffer;
-  }
-  return value as Row[number];
-}
-
-/** A row readable by column name and by index, like `@libsql/client`'s rows. */
+/** A row readable by column name and by index, like `@libsql/client`'s rows (blobs as `ArrayBuffer`). */
 function toRow(values: unknown[], columns: string[]): Row {
   const row: Record<string, unknown> = {};
   Object.defineProperty(row, 'length', { value: values.length });
-  for (let i = 0; i < values.length; i++) {
-    const value = fromSql(values[i]);
+  values.forEach((raw, i) => {
+    const value = Buffer.isBuffer(raw) ? new Uint8Array(raw).buffer : raw;
     Object.defineProperty(row, i, { value });
-    const column = columns[i]!;
-    if (!Object.hasOwn(row, column)) row[column] = value;
-  }
+    if (!Object.hasOwn(row, columns[i]!)) row[columns[i]!] = value;
+  });
   return row as Row;
-}
-
-function resultSet(
-  columns: string[],
-  rows: Row[],
-  rowsAffected: number,
-  lastInsertRowid?: bigint,
-): ResultSet {
-  return {
-    columns,
-    columnTypes: columns.map(() => ''),
-    rows,
-    rowsAffected,
-    lastInsertRowid,
-    toJSON: () => ({ columns, rows, rowsAffected, lastInsertRowid: lastInsertRowid?.toString() ?? null }),
-  };
-}
-
-/** A write transaction on an `EmbeddedDatabase`, shaped like `@libsql/client`'s. */
-export interface EmbeddedTransaction {
-  execute(statement: InStatement): Promise<ResultSet>;
-  batch(statements: InStatement[]): Promise<ResultSet[]>;
-  commit(): Promise<void>;
-  /** Rolls back what was not committed. */
-  close(): void;
 }
 
 /**
  * One connection to an embedded database (`file:` path or `:memory:`) through the `libsql`
- * package, with the subset of `@libsql/client`'s `Client` the store uses (same statements,
- * argument conversion, rows and error codes) and one difference: statements stay prepared.
- *
- * `@libsql/client` 0.18 prepares every statement anew on `libsql`'s synchronous API, whose
- * prepared statements and row readers are never freed: about 3.5 KB of native memory per
- * statement run (and a new connection per transaction or batch). Statements prepared once
- * and run through `libsql`'s promise API keep the process's memory flat.
+ * package, answering like `@libsql/client` (arguments, rows, error codes), statements kept prepared
+ * (`@libsql/client` 0.18 prepares each anew, leaking about 3.5 KB a run). A `one` statement is read
+ * by `get`, on this thread; `all` reads on libsql's worker thread (its synchronous twin leaks).
  */
-export class EmbeddedDatabase {
+export class EmbeddedDatabase implements Database {
   private readonly db: NativeDatabase;
-  private readonly statements = new Map<string, Prepared>();
+  private readonly statements = new Map<string, { statement: NativeStatement; columns: string[] | null }>();
 
   /** Opens `path` (`:memory:` for an in-memory database) with a busy timeout in milliseconds. */
   constructor(path: string, busyTimeoutMs: number) {
     this.db = new NativeDatabase(path, { timeout: busyTimeoutMs });
   }
 
-  /** Runs one statement: its rows, or the number of rows it changed. */
-  async execute(statement: InStatement): Promise<ResultSet> {
-    const { sql, args } = typeof statement === 'string' ? { sql: statement, args: [] } : statement;
-    const prepared = await this.prepared(sql);
-    const bound = Array.isArray(args) ? args.map(toSql) : namedArgs(args ?? {});
-    if (prepared.columns) {
-      const rows = await prepared.statement.all(bound);
-      return resultSet(
-        prepared.columns,
-        rows.map((values) => toRow(values, prepared.columns!)),
-        0,
-      );
-    }
-    const info = prepared.statement.run(bound);
-    return resultSet([], [], info.changes, BigInt(info.lastInsertRowid));
+  async execute(statement: Statement | string): Promise<Result> {
+    const { sql, args, one } = typeof statement === 'string' ? { sql: statement, args: [] } : statement;
+    const { statement: prepared, columns } = await this.prepared(sql);
+    // Booleans as `@libsql/client` binds them (the engine binds the rest alike).
+    const bound = args.map((value) => (typeof value === 'boolean' ? Number(value) : value));
+    if (!columns) return { columns: [], rows: [], rowsAffected: prepared.run(bound).changes };
+    const values = one ? [prepared.get(bound)].filter((row) => row !== undefined) : await prepared.all(bound);
+    return { columns, rows: values.map((row) => toRow(row, columns)), rowsAffected: 0 };
   }
 
   /** Runs the statements in one transaction (`BEGIN IMMEDIATE` for `'write'`), all or none. */
-  async batch(
-    statements: InStatement[],
-    mode: 'write' | 'read' | 'deferred' = 'deferred',
-  ): Promise<ResultSet[]> {
-    const tx = await this.begin(mode === 'write' ? 'BEGIN IMMEDIATE' : 'BEGIN DEFERRED');
-    try {
-      const results = await tx.batch(statements);
-      await tx.commit();
-      return results;
-    } finally {
-      tx.close();
-    }
+  batch(statements: (Statement | string)[], mode: 'write' | 'read' = 'read'): Promise<Result[]> {
+    return inTransaction(this, (tx) => tx.batch(statements), mode);
   }
 
-  /** Starts a write transaction (`BEGIN IMMEDIATE`) on this connection. */
-  transaction(_mode: 'write'): Promise<EmbeddedTransaction> {
-    return this.begin('BEGIN IMMEDIATE');
-  }
-
-  /** Closes the connection; its prepared statements go with it. */
-  close(): void {
-    this.statements.clear();
-    this.db.close();
-  }
-
-  private async begin(sql: string): Promise<EmbeddedTransaction> {
+  async transaction(mode: 'write' | 'read'): Promise<Transaction> {
     // Prepared before the transaction starts, so that `close` can roll back synchronously.
     const rollback = (await this.prepared('ROLLBACK')).statement;
-    await this.execute(sql);
+    await this.execute(mode === 'write' ? 'BEGIN IMMEDIATE' : 'BEGIN DEFERRED');
     let open = true;
-    const tx: EmbeddedTransaction = {
+    return {
       execute: (statement) => this.execute(statement),
       batch: async (statements) => {
-        const results: ResultSet[] = [];
+        const results: Result[] = [];
         for (const statement of statements) results.push(await this.execute(statement));
         return results;
       },
@@ -179,47 +135,30 @@ export class EmbeddedDatabase {
         open = false;
       },
       close: () => {
-        if (!open) return;
+        if (open && this.db.inTransaction) rollback.run([]);
         open = false;
-        try {
-          if (this.db.inTransaction) rollback.run([]);
-        } catch {
-          // The connection is broken; the engine rolled back or will on close.
-        }
       },
     };
-    return tx;
   }
 
-  private async prepared(sql: string): Promise<Prepared> {
-    const cached = this.statements.get(sql);
-    if (cached) {
-      // Most recently used last, so the first key is the one to drop.
-      this.statements.delete(sql);
-      this.statements.set(sql, cached);
-      return cached;
+  /** Closes the connection; its prepared statements go with it. */
+  close(): void {
+    this.statements.clear();
+    this.db.close();
+  }
+
+  private async prepared(sql: string): Promise<{ statement: NativeStatement; columns: string[] | null }> {
+    let prepared = this.statements.get(sql);
+    if (!prepared) {
+      const statement = await this.db.prepare(sql);
+      const columns = statement.reader ? statement.raw(true).columns() : undefined;
+      prepared = { statement, columns: columns?.map((column) => column.name) ?? null };
     }
-    const statement = await this.db.prepare(sql);
-    const columns = statement.reader
-      ? statement
-          .raw(true)
-          .columns()
-          .map((column) => column.name)
-      : null;
-    const prepared = { statement, columns };
+    // Most recently used last, so the first key is the one to drop.
+    this.statements.delete(sql);
     this.statements.set(sql, prepared);
-    if (this.statements.size > STATEMENT_CACHE_SIZE) {
+    if (this.statements.size > STATEMENT_CACHE_SIZE)
       this.statements.delete(this.statements.keys().next().value!);
-    }
     return prepared;
   }
-}
-
-/** Named arguments (`:name`, `@name`, `$name`) as the engine binds them (by bare name). */
-function namedArgs(args: Record<string, InValue>): Record<string, unknown> {
-  const bound: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(args)) {
-    bound[/^[:@$]/.test(name) ? name.slice(1) : name] = toSql(value);
-  }
-  return bound;
 }

@@ -1,42 +1,27 @@
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import {
-  createErrorMapper,
-  MemoryError,
-  type MemoryErrorCode,
-  NETWORK_ERROR_CODES,
-} from '@engram/core/adapter';
+import { type Driver, MemoryError, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core/driver';
 
 /** The adapter name used in every error this package raises. */
 export const ADAPTER = 'libsql';
 
 const CONNECTION_CODES = new Set([
-  'CLIENT_CLOSED',
-  'HRANA_CLOSED_ERROR',
-  'HRANA_WEBSOCKET_ERROR',
-  'HRANA_PROTO_ERROR',
-  'SERVER_ERROR',
-  'SQLITE_CANTOPEN',
-  'SQLITE_NOTADB',
-  'SQLITE_AUTH',
-  'SQLITE_PERM',
+  ...['CLIENT_CLOSED', 'HRANA_CLOSED_ERROR', 'HRANA_WEBSOCKET_ERROR', 'HRANA_PROTO_ERROR', 'SERVER_ERROR'],
+  ...['SQLITE_CANTOPEN', 'SQLITE_NOTADB', 'SQLITE_AUTH', 'SQLITE_PERM'],
 ]);
-
 const ARGUMENT_CODES = new Set(['URL_INVALID', 'URL_SCHEME_NOT_SUPPORTED', 'URL_PARAM_NOT_SUPPORTED']);
 
-/** The driver's codes found on an error and its causes (`code`, `extendedCode`). */
+/**
+ * The driver's codes found on an error and its causes (`code`, `extendedCode`). The `libsql`
+ * package reports only the extended code (`SQLITE_CANTOPEN_ISDIR`): its base code is its first word.
+ */
 function codesOf(error: unknown): string[] {
   const codes: string[] = [];
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     const { code, extendedCode } = current as { code?: unknown; extendedCode?: unknown };
     for (const value of [code, extendedCode]) {
-      if (typeof value !== 'string') continue;
-      codes.push(value);
-      // The `libsql` package reports only the extended code (`SQLITE_CANTOPEN_ISDIR`); its base
-      // code is the first word.
-      const base = /^SQLITE_[A-Z]+/.exec(value)?.[0];
-      if (base && base !== value) codes.push(base);
+      if (typeof value === 'string') codes.push(value, ...(/^SQLITE_[A-Z]+(?=_)/.exec(value) ?? []));
     }
     current = current.cause;
   }
@@ -45,8 +30,7 @@ function codesOf(error: unknown): string[] {
 
 /**
  * True when a statement failed because another connection held the database lock
- * (`SQLITE_BUSY`, `SQLITE_LOCKED` and their extended codes). A client that saw this must be
- * discarded: `@libsql/client` reports later writes on it as successful without committing them.
+ * (`SQLITE_BUSY`, `SQLITE_LOCKED`, their extended codes): a client that saw this is discarded.
  */
 export function isBusyError(error: unknown): boolean {
   if (error instanceof MemoryError) return isBusyError(error.cause);
@@ -56,8 +40,7 @@ export function isBusyError(error: unknown): boolean {
 /** libSQL's classification table; `undefined` leaves the error to core's defaults. */
 function classify(error: unknown): MemoryErrorCode | undefined {
   const codes = codesOf(error);
-  if (isBusyError(error)) return 'CONFLICT';
-  if (codes.some((code) => code.startsWith('SQLITE_CONSTRAINT'))) return 'CONFLICT';
+  if (isBusyError(error) || codes.some((code) => code.startsWith('SQLITE_CONSTRAINT'))) return 'CONFLICT';
   if (codes.some((code) => ARGUMENT_CODES.has(code))) return 'INVALID_ARGUMENT';
   if (codes.some((code) => CONNECTION_CODES.has(code) || NETWORK_ERROR_CODES.has(code))) return 'CONNECTION';
   if (error instanceof TypeError && /fetch failed|network/i.test(error.message)) return 'CONNECTION';
@@ -79,20 +62,17 @@ function cantOpenReason(error: unknown): string | undefined {
   const path = error instanceof Error ? CANT_OPEN.exec(error.message)?.[1] : undefined;
   if (path === undefined) return undefined;
   const directory = dirname(path);
-  if (!existsSync(directory)) {
-    return `cannot open the database file ${path}: its directory ${directory} does not exist (create it first)`;
-  }
-  return `cannot open the database file ${path} (SQLITE_CANTOPEN: check that it is a file this process may read and write)`;
+  return existsSync(directory)
+    ? `cannot open the database file ${path} (SQLITE_CANTOPEN: check that it is a file this process may read and write)`
+    : `cannot open the database file ${path}: its directory ${directory} does not exist (create it first)`;
 }
 
-/** Maps anything `@libsql/client` or the `libsql` package throws to a `MemoryError` naming the adapter and operation. */
-export const toMemoryError = createErrorMapper({
-  adapter: ADAPTER,
+/** How core maps anything `@libsql/client` or the `libsql` package throws to a `MemoryError`. */
+export const errors: Driver['errors'] = {
   classify,
   driverDetails: (error) => ({ driverCodes: codesOf(error) }),
-  describe: (_code, reason, error) => {
-    if (isBusyError(error))
-      return `${reason} (the database stayed locked by another writer past the busy timeout)`;
-    return cantOpenReason(error) ?? reason;
-  },
-});
+  describe: (_code, reason, error) =>
+    isBusyError(error)
+      ? `${reason} (the database stayed locked by another writer past the busy timeout)`
+      : (cantOpenReason(error) ?? reason),
+};

@@ -1,3 +1,4 @@
+export { LibSQLDriver } from './driver.ts';
 export { isBusyError } from './errors.ts';
 export { MIGRATIONS, type Migration, SCHEMA_VERSION } from './migrations.ts';
 export { TABLES } from './sql.ts';

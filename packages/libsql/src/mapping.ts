@@ -5,55 +5,45 @@ import {
   type Message,
   type MessageRole,
   type Resource,
-  resourceValues,
   type Thread,
   threadValues,
-} from '@engram/core/adapter';
+} from '@engram/core/driver';
 import type { InValue, Row } from '@libsql/client';
 import { ADAPTER } from './errors.ts';
 
-/**
- * Row ⇄ record conversion. Dates are stored as integer milliseconds since the epoch, JSON
- * (metadata, message content) as text.
- */
-
-function corrupt(column: string, value: unknown): MemoryError {
-  return new MemoryError('STORAGE', `${ADAPTER}: column ${column} holds an unexpected ${typeof value}`, {
-    adapter: ADAPTER,
-  });
+/** Row ⇄ record conversion: dates are integer epoch milliseconds, JSON values text. */
+function corrupt(column: string, detail: string, cause?: unknown): MemoryError {
+  return new MemoryError('STORAGE', `${ADAPTER}: column ${column} ${detail}`, { adapter: ADAPTER, cause });
 }
 
 function text(row: Row, column: string): string {
   const value = row[column];
-  if (typeof value !== 'string') throw corrupt(column, value);
+  if (typeof value !== 'string') throw corrupt(column, `holds an unexpected ${typeof value}`);
   return value;
 }
 
 function date(row: Row, column: string): Date {
   const value = row[column];
   if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value));
-  throw corrupt(column, value);
+  throw corrupt(column, `holds an unexpected ${typeof value}`);
 }
 
 function json(row: Row, column: string): JsonValue {
-  const raw = text(row, column);
   try {
-    return JSON.parse(raw) as JsonValue;
+    return JSON.parse(text(row, column)) as JsonValue;
   } catch (error) {
-    throw new MemoryError('STORAGE', `${ADAPTER}: column ${column} does not hold valid JSON`, {
-      adapter: ADAPTER,
-      cause: error,
-    });
+    throw error instanceof MemoryError ? error : corrupt(column, 'does not hold valid JSON', error);
   }
 }
 
 function jsonObject(row: Row, column: string): JsonObject {
   const value = json(row, column);
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw corrupt(column, value);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw corrupt(column, `holds an unexpected ${Array.isArray(value) ? 'array' : typeof value}`);
+  }
   return value;
 }
 
-/** Thread row → `Thread`. */
 export function toThread(row: Row): Thread {
   return {
     id: text(row, 'id'),
@@ -65,12 +55,9 @@ export function toThread(row: Row): Thread {
   };
 }
 
-/** `Thread` → values for `THREAD_COLUMNS`. */
-export function threadRow(thread: Thread): InValue[] {
-  return threadValues(thread, epochMs);
-}
+/** Values for `THREAD_COLUMNS`. */
+export const threadRow = (thread: Thread): InValue[] => threadValues(thread, (date) => date.getTime());
 
-/** Message row → `Message`. */
 export function toMessage(row: Row): Message {
   return {
     id: text(row, 'id'),
@@ -83,54 +70,18 @@ export function toMessage(row: Row): Message {
   };
 }
 
-/** `Message` → values for `MESSAGE_COLUMNS`. */
-export function messageRow(message: Message): InValue[] {
-  return [
-    message.id,
-    message.threadId,
-    message.resourceId,
-    message.role,
-    JSON.stringify(message.content),
-    message.type,
-    message.createdAt.getTime(),
-  ];
+/** Values for `MESSAGE_COLUMNS`. */
+export function messageRow(m: Message): InValue[] {
+  return [m.id, m.threadId, m.resourceId, m.role, JSON.stringify(m.content), m.type, m.createdAt.getTime()];
 }
 
-/** `Message` → one entry of a `saveMessageBatch` (the thread and resource are the batch's). */
-export function batchRow(message: Message): [string, string, string, string, number] {
-  return [
-    message.id,
-    message.role,
-    JSON.stringify(message.content),
-    message.type,
-    message.createdAt.getTime(),
-  ];
-}
-
-/** The `working_memory` column of a resource row, or `null` when there is no row. */
-export function workingMemoryOf(row: Row | undefined): string | null {
-  const value = row?.working_memory ?? null;
-  if (value !== null && typeof value !== 'string') throw corrupt('working_memory', value);
-  return value;
-}
-
-/** Resource row → `Resource`. */
 export function toResource(row: Row): Resource {
-  const workingMemory = row.working_memory;
-  if (workingMemory !== null && typeof workingMemory !== 'string')
-    throw corrupt('working_memory', workingMemory);
+  const workingMemory = row.working_memory ?? null;
   return {
     id: text(row, 'id'),
-    workingMemory: workingMemory ?? null,
+    workingMemory: workingMemory === null ? null : text(row, 'working_memory'),
     metadata: jsonObject(row, 'metadata'),
     createdAt: date(row, 'created_at'),
     updatedAt: date(row, 'updated_at'),
   };
 }
-
-/** `Resource` → values for `RESOURCE_COLUMNS`. */
-export function resourceRow(resource: Resource): InValue[] {
-  return resourceValues(resource, epochMs);
-}
-
-const epochMs = (date: Date) => date.getTime();

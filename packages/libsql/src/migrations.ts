@@ -1,5 +1,5 @@
-import { MemoryError } from '@engram/core/adapter';
-import { closeQuietly, type Database, type Executor } from './connection.ts';
+import { MemoryError } from '@engram/core/driver';
+import { type Database, type Executor, inTransaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
 import { NOW_MS, TABLES } from './sql.ts';
 
@@ -20,9 +20,12 @@ const { threads, messages, resources, messageCounts, migrations, vectors, vector
 export const BATCH_REFUSED = 'engram: batch needs the full save';
 
 /**
- * The trigger behind `engram_message_batches` (see migration 5), setting the thread's
- * `updated_at` to the SQL expression `updatedAt`. Part of stored schemas: a change is a new
- * migration that drops and recreates it.
+ * The trigger behind `engram_message_batches` (migration 5), setting the thread's `updated_at`
+ * to `updatedAt`. `NEW.messages`: [id, role, content, type, created_at] of new messages. No
+ * thread of this id and resource, or an id stored already (a re-save, a move, another resource's
+ * message): RAISE(ABORT) undoes the statement, and core's composed save refuses or replaces the
+ * batch. `json_extract`, not `->>`, so older SQLite tools read the schema. Part of stored
+ * schemas: a change is a new migration that drops and recreates it.
  */
 function saveTrigger(updatedAt: string): string {
   return `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
@@ -126,12 +129,6 @@ export const MIGRATIONS: readonly Migration[] = [
       // Never holds rows: an insert runs the trigger below instead.
       `CREATE VIEW ${messageBatches} AS
         SELECT NULL AS thread_id, NULL AS resource_id, NULL AS saved_at, NULL AS messages WHERE 0`,
-      // NEW.messages: a JSON array of [id, role, content (JSON text), type, created_at], all
-      // new ids. The thread's updated_at is set first: no row changed means the thread is
-      // missing or another resource's. An id already stored anywhere (a re-save, a move,
-      // another resource's message) inserts nothing. Either way RAISE(ABORT) undoes the whole
-      // statement and the batch is left to the store's full save, which refuses or replaces it.
-      // json_extract rather than ->>, so that older SQLite tools still read the schema.
       saveTrigger('NEW.saved_at'),
     ],
   },
@@ -144,6 +141,11 @@ export const MIGRATIONS: readonly Migration[] = [
         `MAX(updated_at, ${NOW_MS}, (SELECT MAX(json_extract(value, '$[4]')) FROM json_each(NEW.messages)))`,
       ),
     ],
+  },
+  {
+    name: 'vectors deleted by the store, in the write that deletes their messages',
+    // The vector domain's delete hooks run in that write, before the messages go.
+    statements: [`DROP TRIGGER ${vectors}_on_message_delete`],
   },
 ];
 
@@ -185,8 +187,7 @@ export async function migrate(client: Database, target: number = SCHEMA_VERSION)
   const before = await appliedVersion(client);
   if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
   if (before >= target) return;
-  const tx = await client.transaction('write');
-  try {
+  await inTransaction(client, async (tx) => {
     await tx.execute(CREATE_VERSION_TABLE);
     const current = await appliedVersion(tx);
     if (current > SCHEMA_VERSION) throw tooNew(current, SCHEMA_VERSION);
@@ -198,8 +199,5 @@ export async function migrate(client: Database, target: number = SCHEMA_VERSION)
         args: [version, migration.name, Date.now()],
       });
     }
-    await tx.commit();
-  } finally {
-    closeQuietly(tx);
-  }
+  });
 }

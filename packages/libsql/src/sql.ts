@@ -1,31 +1,27 @@
-import type {
-  DateRange,
-  Direction,
-  JsonObject,
-  JsonValue,
-  NormalizedListThreads,
-} from '@engram/core/adapter';
-import { MESSAGE_COLUMNS, RESOURCE_COLUMNS, THREAD_COLUMNS } from '@engram/core/adapter';
+import {
+  type JsonObject,
+  type JsonValue,
+  MESSAGE_COLUMNS,
+  type MessageCountChange,
+  type MessageQuery,
+  prefixedTables,
+  RESOURCE_COLUMNS,
+  THREAD_COLUMNS,
+  type ThreadQuery,
+  type WorkingMemoryCell,
+} from '@engram/core/driver';
 import type { InValue } from '@libsql/client';
 
-/** Table names. Prefixed so engram can share a database with an application's own tables. */
+/** Table names, prefixed so engram can share a database with an application's own tables. */
 export const TABLES = {
-  threads: 'engram_threads',
-  messages: 'engram_messages',
-  resources: 'engram_resources',
+  ...prefixedTables('engram_'),
   /** Messages per `(thread_id, resource_id)`, kept by every write, so totals cost one row read. */
   messageCounts: 'engram_message_counts',
-  migrations: 'engram_migrations',
   /** One vector (`F32_BLOB`) per message and embedding space. */
   vectors: 'engram_message_vectors',
-  /** The one embedding space this database's vectors are in (a single row). */
-  vectorSpace: 'engram_vector_space',
-  /**
-   * A view that is never read: inserting one row (a thread, its resource, a time and the
-   * thread's messages as JSON) saves the batch in one statement, through its trigger.
-   */
+  /** A view never read: an insert saves a thread's new messages through its trigger. */
   messageBatches: 'engram_message_batches',
-} as const;
+};
 
 const { threads, messages, resources, messageCounts } = TABLES;
 
@@ -33,357 +29,268 @@ const { threads, messages, resources, messageCounts } = TABLES;
 export interface Statement {
   sql: string;
   args: InValue[];
+  /** At most one row: embedded, read on the calling thread, without a round trip to a worker thread. */
+  one?: boolean;
 }
-
-/** Most ids bound in one `IN (…)` list; longer lists are split. */
-export const CHUNK = 500;
-
-/** Splits `items` into lists of at most `CHUNK`. */
-export function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
-  return out;
-}
-
-/** `?, ?, ?` for `n` values. */
-export function placeholders(n: number): string {
-  return Array.from({ length: n }, () => '?').join(', ');
-}
-
-export const selectThread = (id: string): Statement => ({
-  sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} WHERE id = ?`,
-  args: [id],
-});
-
-export const upsertThread = (row: InValue[]): Statement => ({
-  sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title,
-          metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at`,
-  args: row,
-});
-
-/** Inserts a thread unless its id exists; `rowsAffected` 0 means the id was taken. */
-export const insertThread = (row: InValue[]): Statement => ({
-  sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-  args: row,
-});
 
 /**
- * The database's clock in epoch milliseconds, read as the statement runs, after it has the
- * write lock: the time of a write that bumps a thread's `updated_at` (core's `bumpedUpdatedAt`).
- * `julianday` rather than `unixepoch('subsec')`, which older SQLite lacks.
+ * `IN` a list bound as one JSON array, however long (SQLite caps a statement's parameters); each
+ * value is still looked up in the column's index. Lists of rows are bound as arrays of arrays.
+ */
+export const IN_LIST = 'IN (SELECT value FROM json_each(?))';
+
+/** Element `n` of the row `value` of a `json_each` over a JSON array of arrays. */
+const at = (n: number) => `json_extract(value, '$[${n}]')`;
+
+/** `col = excluded.col` for each of `columns` but the first (the key): an upsert's update. */
+const replaceAll = (columns: string) =>
+  columns.replace(/^\w+, /, '').replace(/\w+/g, (column) => `${column} = excluded.${column}`);
+
+/**
+ * The database's clock in epoch ms, read once the statement has the write lock: the time of a
+ * write that bumps `updated_at`. `julianday`: older SQLite lacks `unixepoch('subsec')`.
  */
 export const NOW_MS = `CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)`;
+
+/** `columns` of the row of `table` with this `id`. */
+const byId = (columns: string, table: string, id: string): Statement => ({
+  sql: `SELECT ${columns} FROM ${table} WHERE id = ?`,
+  args: [id],
+  one: true,
+});
+
+export const selectThread = (id: string) => byId(THREAD_COLUMNS, threads, id);
+export const selectResource = (id: string) => byId(RESOURCE_COLUMNS, resources, id);
+
+/** Inserts a thread; `replace`: or replaces it, else `rowsAffected` 0 means the id was taken. */
+export const insertThread = (row: InValue[], replace: boolean): Statement => ({
+  sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO ${replace ? `UPDATE SET ${replaceAll(THREAD_COLUMNS)}` : 'NOTHING'}`,
+  args: row,
+});
 
 /** Writes a thread's title and metadata and bumps `updated_at`; returns the stored `updated_at`. */
 export const updateThreadRow = (id: string, title: string, metadata: string): Statement => ({
   sql: `UPDATE ${threads} SET title = ?, metadata = ?, updated_at = MAX(updated_at, ${NOW_MS}) WHERE id = ?
         RETURNING updated_at`,
   args: [title, metadata, id],
+  one: true,
 });
 
-/**
- * Bumps `updated_at` of the threads `ids`, to at least the `createdAt` (epoch ms) of the
- * messages written into each (`newest`: thread id → ms; see core's `bumpedUpdatedAt`).
- */
-export const touchThreads = (ids: string[], newest: Map<string, number>): Statement => ({
-  sql: `UPDATE ${threads} SET updated_at = MAX(updated_at, ${NOW_MS}, COALESCE(
-          (SELECT json_extract(value, '$[1]') FROM json_each(?) WHERE json_extract(value, '$[0]') = ${threads}.id),
-          0))
-        WHERE id IN (${placeholders(ids.length)})`,
-  args: [JSON.stringify(ids.flatMap((id) => (newest.has(id) ? [[id, newest.get(id)]] : []))), ...ids],
+/** Bumps `updated_at` of these threads, each to at least the `createdAt` given with it. */
+export const touchThreads = (bumps: ReadonlyMap<string, Date | undefined>): Statement => ({
+  sql: `UPDATE ${threads} SET updated_at = MAX(updated_at, ${NOW_MS},
+          COALESCE((SELECT ${at(1)} FROM json_each(?1) WHERE ${at(0)} = ${threads}.id), 0))
+        WHERE id IN (SELECT ${at(0)} FROM json_each(?1))`,
+  args: [JSON.stringify([...bumps].map(([id, newest]) => [id, newest?.getTime()]))],
 });
 
-/**
- * In one read: the threads among `threadIds` (`kind` 't': id, resource) and the messages among
- * `messageIds` that exist (`kind` 'm': id, resource, thread).
- */
-export const selectOwnersAndMessages = (threadIds: string[], messageIds: string[]): Statement => ({
-  sql: `SELECT 't' AS kind, id, resource_id, NULL AS thread_id FROM ${threads} WHERE id IN (${placeholders(threadIds.length)})
-        UNION ALL
-        SELECT 'm', id, resource_id, thread_id FROM ${messages} WHERE id IN (${placeholders(messageIds.length)})`,
-  args: [...threadIds, ...messageIds],
-});
-
-export const selectThreadOwners = (ids: string[]): Statement => ({
-  sql: `SELECT id, resource_id FROM ${threads} WHERE id IN (${placeholders(ids.length)})`,
-  args: ids,
-});
-
+/** Removes a thread, its messages and their counts (their vectors go first, by the vector hooks). */
 export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${messages} WHERE thread_id = ?`, args: [id] },
   { sql: `DELETE FROM ${messageCounts} WHERE thread_id = ?`, args: [id] },
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
 
-/** Adds each `delta` to the message count of its `(thread, resource)` pair, in one statement. */
-export const addToMessageCounts = (
-  changes: { threadId: string; resourceId: string; delta: number }[],
-): Statement => ({
-  sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) VALUES ${changes.map(() => '(?, ?, ?)').join(', ')}
-        ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
-  args: changes.flatMap(({ threadId, resourceId, delta }) => [threadId, resourceId, delta]),
+/** In one read: the owners of these threads (`kind` 't') and the places of these messages ('m'). */
+export const selectPlaces = (threadIds: string[], messageIds: string[]): Statement => ({
+  sql: `SELECT 't' AS kind, id, resource_id, NULL AS thread_id FROM ${threads} WHERE id ${IN_LIST}
+        UNION ALL SELECT 'm', id, resource_id, thread_id FROM ${messages} WHERE id ${IN_LIST}`,
+  args: [JSON.stringify(threadIds), JSON.stringify(messageIds)],
 });
 
-/** Drops the count rows that reached zero for these threads. */
-export const dropEmptyMessageCounts = (threadIds: string[]): Statement => ({
-  sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id IN (${placeholders(threadIds.length)})`,
-  args: threadIds,
-});
+/** Adds each change to its `(thread, resource)` count, then drops the counts that reached zero. */
+export const countStatements = (changes: readonly MessageCountChange[]): Statement[] => [
+  {
+    sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) SELECT ${at(0)}, ${at(1)}, ${at(2)}
+          FROM json_each(?) WHERE true ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
+    args: [JSON.stringify(changes.map((c) => [c.threadId, c.resourceId, c.delta]))],
+  },
+  {
+    sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id ${IN_LIST}`,
+    args: [JSON.stringify(changes.filter((c) => c.delta < 0).map((c) => c.threadId))],
+  },
+];
 
 /**
- * Saves new messages of one thread and one resource in one statement (the trigger of
- * `engram_message_batches`, migrations 5 and 6): bumps the thread's `updated_at` (to the
- * database's clock, never backwards, at least the newest `createdAt`) if it exists and belongs
- * to the resource, inserts the messages and adds them to the kept count. A write statement takes
- * the write lock before it reads, so nothing can slip in between the check and the writes. When
- * the thread is missing or another resource's, or an id is stored already, the trigger raises
- * `BATCH_REFUSED` (migrations.ts) and the statement leaves nothing behind.
+ * Saves new messages of one thread in one statement, through the trigger of
+ * `engram_message_batches` (see `saveTrigger`), which refuses the batch with `BATCH_REFUSED` and
+ * writes nothing unless the thread is the resource's and every id is new. A write statement takes
+ * the write lock before it reads. `rows`: each message's id, role, content, type, `createdAt`.
  */
-export const saveMessageBatch = (
-  threadId: string,
-  resourceId: string,
-  messages: [id: string, role: string, content: string, type: string, createdAt: number][],
-): Statement => ({
+export const saveMessageBatch = (threadId: string, resourceId: string, rows: InValue[][]): Statement => ({
   sql: `INSERT INTO ${TABLES.messageBatches} (thread_id, resource_id, saved_at, messages) VALUES (?, ?, NULL, ?)`,
-  args: [threadId, resourceId, JSON.stringify(messages)],
+  args: [threadId, resourceId, JSON.stringify(rows)],
 });
 
-export const selectMessagesByIds = (ids: string[]): Statement => ({
-  sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} WHERE id IN (${placeholders(ids.length)})
-        ORDER BY created_at, id`,
-  args: ids,
+/** The messages among `ids`, or (`remove`) their deletion. */
+export const messagesByIds = (ids: string[], remove = false): Statement => ({
+  sql: `${remove ? 'DELETE' : `SELECT ${MESSAGE_COLUMNS}`} FROM ${messages} WHERE id ${IN_LIST}`,
+  args: [JSON.stringify(ids)],
 });
 
-export const selectMessageThreads = (ids: string[]): Statement => ({
-  sql: `SELECT id, thread_id, resource_id FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
-  args: ids,
-});
-
-export const upsertMessage = (row: InValue[]): Statement => ({
-  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id,
-          role = excluded.role, content = excluded.content, type = excluded.type,
-          created_at = excluded.created_at`,
-  args: row,
-});
-
-/** Upserts several messages in one statement (rows in order, so a repeated id ends as its last row). */
+/** Upserts messages in one statement, rows (values for `MESSAGE_COLUMNS`) as one JSON array. */
 export const upsertMessages = (rows: InValue[][]): Statement => ({
-  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
-        ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id,
-          role = excluded.role, content = excluded.content, type = excluded.type,
-          created_at = excluded.created_at`,
-  args: rows.flat(),
-});
-
-export const deleteMessagesByIds = (ids: string[]): Statement => ({
-  sql: `DELETE FROM ${messages} WHERE id IN (${placeholders(ids.length)})`,
-  args: ids,
-});
-
-export const selectResource = (id: string): Statement => ({
-  sql: `SELECT ${RESOURCE_COLUMNS} FROM ${resources} WHERE id = ?`,
-  args: [id],
-});
-
-export const upsertResource = (row: InValue[]): Statement => ({
-  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?)
-        ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,
-          metadata = excluded.metadata, updated_at = excluded.updated_at`,
-  args: row,
+  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) SELECT ${MESSAGE_COLUMNS.split(', ').map((_, i) => at(i))}
+        FROM json_each(?) WHERE true ON CONFLICT (id) DO UPDATE SET ${replaceAll(MESSAGE_COLUMNS)}`,
+  args: [JSON.stringify(rows)],
 });
 
 /**
- * Creates or updates a resource in one statement without reading it first: `working_memory` is
- * replaced when `replace` is true (kept otherwise), metadata kept, `updated_at` set; returns the
- * row as stored when `returning`.
+ * Creates or updates a resource in one statement, without reading it: working memory and metadata
+ * replaced when given, else kept; returns the row as written. With `expected`, a compare-and-set:
+ * an existing resource is written only if its working memory is still `expected.value` (`null`:
+ * none is).
  */
-export const writeResourceMemory = (
+export const writeResource = (
   id: string,
-  workingMemory: string | null,
-  replace: boolean,
   now: number,
-  returning: boolean,
+  change: {
+    workingMemory?: string | null;
+    metadata?: JsonObject;
+    expected?: { value: string | null } | null;
+  },
 ): Statement => ({
-  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?)
-        ON CONFLICT (id) DO UPDATE SET
-          working_memory = CASE WHEN ? THEN excluded.working_memory ELSE working_memory END,
-          updated_at = excluded.updated_at${returning ? `\n        RETURNING ${RESOURCE_COLUMNS}` : ''}`,
-  args: [id, workingMemory, now, now, replace ? 1 : 0],
+  sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?1, ?2, COALESCE(?3, '{}'), ?4, ?4)
+        ON CONFLICT (id) DO UPDATE SET working_memory = CASE WHEN ?5 THEN ?2 ELSE working_memory END,
+          metadata = COALESCE(?3, metadata), updated_at = ?4
+        WHERE ${change.expected === undefined ? 'true' : change.expected ? 'working_memory IS ?6' : 'false'}
+        RETURNING ${RESOURCE_COLUMNS}`,
+  args: [
+    id,
+    change.workingMemory ?? null,
+    change.metadata ? JSON.stringify(change.metadata) : null,
+    now,
+    change.workingMemory !== undefined,
+    ...(change.expected ? [change.expected.value] : []),
+  ],
+  one: true,
 });
+
+/** A thread's working memory as core reads it: `metadata.workingMemory` if a string, else `NULL`. */
+const THREAD_MEMORY = `CASE json_type(metadata, '$.workingMemory') WHEN 'text' THEN json_extract(metadata, '$.workingMemory') END`;
+
+/** The working memory of `cell` as `value`; no row when its thread or resource does not exist. */
+export const selectMemory = (cell: WorkingMemoryCell): Statement =>
+  cell.scope === 'thread'
+    ? byId(`${THREAD_MEMORY} AS value`, threads, cell.threadId)
+    : byId('working_memory AS value', resources, cell.resourceId);
 
 /**
- * Writes a resource's working memory only if it is still what was read: `expected` when the row
- * existed (`existed`; a plain `UPDATE`, the usual case), else no row at all (then it is created).
- * `rowsAffected` is 1 when written.
+ * Writes the working memory of `cell` (a thread's bumps its `updated_at`); with `expected`, a
+ * compare-and-set (see `writeResource`). Returns a row when written.
  */
-export const compareAndSetResourceMemory = (
-  id: string,
-  existed: boolean,
-  expected: string | null,
+export const writeMemory = (
+  cell: WorkingMemoryCell,
   workingMemory: string | null,
   now: number,
+  expected?: { value: string | null } | null,
 ): Statement =>
-  existed
-    ? {
-        sql: `UPDATE ${resources} SET working_memory = ?, updated_at = ? WHERE id = ? AND working_memory IS ?`,
-        args: [workingMemory, now, id, expected],
-      }
+  cell.scope === 'resource'
+    ? writeResource(cell.resourceId, now, { workingMemory, expected })
     : {
-        sql: `INSERT INTO ${resources} (${RESOURCE_COLUMNS}) VALUES (?, ?, '{}', ?, ?) ON CONFLICT (id) DO NOTHING`,
-        args: [id, workingMemory, now, now],
+        sql: `UPDATE ${threads} SET metadata = json_set(metadata, '$.workingMemory', ?1),
+                updated_at = MAX(updated_at, ${NOW_MS})
+              WHERE id = ?2${expected ? ` AND ${THREAD_MEMORY} IS ?3` : ''} RETURNING id`,
+        args: [workingMemory, cell.threadId, ...(expected ? [expected.value] : [])],
+        one: true,
       };
-
-/** One resource's working memory, nothing else. */
-export const selectResourceMemory = (id: string): Statement => ({
-  sql: `SELECT working_memory FROM ${resources} WHERE id = ?`,
-  args: [id],
-});
-
-/** True for JSON values SQL can compare directly (everything but objects and arrays). */
-export function isScalar(value: JsonValue): value is string | number | boolean | null {
-  return value === null || typeof value !== 'object';
-}
 
 /**
  * One metadata filter key as SQL over `json_each(metadata)` (exact key match, so keys holding
  * `.`, `"` or `$` need no path quoting). Scalars are compared by JSON type and value; objects
- * and arrays are narrowed by type here and compared in JS by the caller.
+ * and arrays are narrowed by type here and compared in JS by core.
  */
-function metadataCondition(key: string, value: JsonValue): { sql: string; args: InValue[] } {
-  const each = `SELECT 1 FROM json_each(${threads}.metadata) AS m WHERE m.key = ?`;
-  if (value === null) return { sql: `EXISTS (${each} AND m.type = 'null')`, args: [key] };
-  if (typeof value === 'boolean') {
-    return { sql: `EXISTS (${each} AND m.type = '${value ? 'true' : 'false'}')`, args: [key] };
-  }
-  if (typeof value === 'number') {
-    return { sql: `EXISTS (${each} AND m.type IN ('integer', 'real') AND m.atom = ?)`, args: [key, value] };
-  }
-  if (typeof value === 'string') {
-    return { sql: `EXISTS (${each} AND m.type = 'text' AND m.atom = ?)`, args: [key, value] };
-  }
-  const type = Array.isArray(value) ? 'array' : 'object';
-  return { sql: `EXISTS (${each} AND m.type = '${type}')`, args: [key] };
-}
-
-/** `WHERE` clause and arguments for `listThreads` filters. */
-export function threadFilter(args: NormalizedListThreads): { where: string; args: InValue[] } {
-  const clauses: string[] = [];
-  const values: InValue[] = [];
-  if (args.resourceId !== undefined) {
-    clauses.push('resource_id = ?');
-    values.push(args.resourceId);
-  }
-  for (const [key, value] of Object.entries(args.metadata ?? {})) {
-    const condition = metadataCondition(key, value);
-    clauses.push(condition.sql);
-    values.push(...condition.args);
-  }
-  return { where: clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '', args: values };
+function metadataCondition([key, value]: [string, JsonValue]): Statement {
+  const atom = typeof value === 'number' || typeof value === 'string';
+  const types =
+    value === null || typeof value === 'boolean'
+      ? `'${value}'`
+      : typeof value === 'number'
+        ? `'integer', 'real'`
+        : `'${typeof value === 'string' ? 'text' : Array.isArray(value) ? 'array' : 'object'}'`;
+  return {
+    sql: `EXISTS (SELECT 1 FROM json_each(${threads}.metadata) AS m
+            WHERE m.key = ? AND m.type IN (${types})${atom ? ' AND m.atom = ?' : ''})`,
+    args: atom ? [key, value] : [key],
+  };
 }
 
 /** True when the metadata filter holds objects or arrays, which are compared in JS. */
 export function needsJsFilter(metadata: JsonObject | undefined): boolean {
-  return Object.values(metadata ?? {}).some((value) => !isScalar(value));
+  return Object.values(metadata ?? {}).some((value) => value !== null && typeof value === 'object');
 }
 
-/** Thread listing: one page (or every matching row when `limit` is undefined). */
+/** `listThreads`: one page (or every matching row when `limit` is undefined), and the count. */
 export function listThreadsStatements(
-  args: NormalizedListThreads,
+  query: ThreadQuery,
   limit?: { limit: number; offset: number },
 ): { rows: Statement; count: Statement } {
-  const filter = threadFilter(args);
-  const column = args.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
-  const order = `ORDER BY ${column} ${args.direction}, id ${args.direction}`;
-  const paging = limit ? ' LIMIT ? OFFSET ?' : '';
+  const conditions = Object.entries(query.metadata ?? {}).map(metadataCondition);
+  if (query.resourceId !== undefined)
+    conditions.unshift({ sql: 'resource_id = ?', args: [query.resourceId] });
+  const where = conditions.length > 0 ? `WHERE ${conditions.map((c) => c.sql).join(' AND ')}` : '';
+  const args = conditions.flatMap((c) => c.args);
+  const column = query.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
   return {
     rows: {
-      sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} ${filter.where} ${order}${paging}`,
-      args: limit ? [...filter.args, limit.limit, limit.offset] : filter.args,
+      sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} ${where}
+            ORDER BY ${column} ${query.direction}, id ${query.direction}${limit ? ' LIMIT ? OFFSET ?' : ''}`,
+      args: limit ? [...args, limit.limit, limit.offset] : args,
     },
-    count: { sql: `SELECT COUNT(*) AS total FROM ${threads} ${filter.where}`, args: filter.args },
+    count: { sql: `SELECT COUNT(*) AS total FROM ${threads} ${where}`, args, one: true },
   };
-}
-
-function dateConditions(range: DateRange | undefined, column: string): { sql: string[]; args: InValue[] } {
-  const sql: string[] = [];
-  const args: InValue[] = [];
-  if (range?.start) {
-    sql.push(`${column} ${range.startExclusive ? '>' : '>='} ?`);
-    args.push(range.start.getTime());
-  }
-  if (range?.end) {
-    sql.push(`${column} ${range.endExclusive ? '<' : '<='} ?`);
-    args.push(range.end.getTime());
-  }
-  return { sql, args };
 }
 
 /**
  * The page of `listMessages`, over the `(thread_id, created_at, id)` index, and its total: from
  * the kept counts (one row read, whatever the thread's length) unless a date range filters it.
  */
-export function messagePageStatements(args: {
-  threadId: string;
-  resourceId?: string;
-  direction: Direction;
-  dateRange?: DateRange;
-  limit?: { limit: number; offset: number };
-}): { rows: Statement; count: Statement } {
-  const clauses = ['thread_id = ?'];
-  const values: InValue[] = [args.threadId];
-  if (args.resourceId !== undefined) {
-    clauses.push('resource_id = ?');
-    values.push(args.resourceId);
-  }
-  const scope = clauses.join(' AND ');
-  const scopeArgs = [...values];
-  const dates = dateConditions(args.dateRange, 'created_at');
-  clauses.push(...dates.sql);
-  values.push(...dates.args);
-  const where = `WHERE ${clauses.join(' AND ')}`;
-  const paging = args.limit ? ' LIMIT ? OFFSET ?' : '';
-  const count: Statement =
-    dates.sql.length > 0
-      ? { sql: `SELECT COUNT(*) AS total FROM ${messages} ${where}`, args: values }
-      : { sql: `SELECT COALESCE(SUM(n), 0) AS total FROM ${messageCounts} WHERE ${scope}`, args: scopeArgs };
+export function messagePageStatements(
+  query: Pick<MessageQuery, 'threadId' | 'resourceId' | 'direction' | 'dateRange'>,
+  limit?: { limit: number; offset: number },
+): { rows: Statement; count: Statement } {
+  const { threadId, resourceId, direction, dateRange: range } = query;
+  const scope = `thread_id = ?${resourceId === undefined ? '' : ' AND resource_id = ?'}`;
+  const scopeArgs = resourceId === undefined ? [threadId] : [threadId, resourceId];
+  const dates = (
+    [
+      [`created_at ${range?.startExclusive ? '>' : '>='} ?`, range?.start],
+      [`created_at ${range?.endExclusive ? '<' : '<='} ?`, range?.end],
+    ] as const
+  ).flatMap(([sql, date]) => (date ? [{ sql, ms: date.getTime() }] : []));
+  const where = `WHERE ${[scope, ...dates.map((d) => d.sql)].join(' AND ')}`;
+  const args = [...scopeArgs, ...dates.map((d) => d.ms)];
+  const count =
+    dates.length > 0
+      ? `COUNT(*) AS total FROM ${messages} ${where}`
+      : `COALESCE(SUM(n), 0) AS total FROM ${messageCounts} WHERE ${scope}`;
   return {
     rows: {
       sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} ${where}
-            ORDER BY created_at ${args.direction}, id ${args.direction}${paging}`,
-      args: args.limit ? [...values, args.limit.limit, args.limit.offset] : values,
+            ORDER BY created_at ${direction}, id ${direction}${limit ? ' LIMIT ? OFFSET ?' : ''}`,
+      args: limit ? [...args, limit.limit, limit.offset] : args,
     },
-    count,
+    count: { sql: `SELECT ${count}`, args: dates.length > 0 ? args : scopeArgs, one: true },
   };
 }
 
-/**
- * An include window: the target message, up to `before` messages before it and `after` after it
- * in the target's own thread (all restricted to `resourceId` when given), in one statement.
- */
-export function includeWindowStatement(window: {
-  id: string;
-  before: number;
-  after: number;
-  resourceId?: string;
-}): Statement {
-  const scoped = window.resourceId !== undefined;
-  const scope = scoped ? ' AND m.resource_id = ?' : '';
-  const scopeArgs: InValue[] = scoped ? [window.resourceId as string] : [];
-  const cols = MESSAGE_COLUMNS.split(', ')
-    .map((c) => `m.${c}`)
-    .join(', ');
-  const side = (cmp: '<' | '>', dir: Direction) =>
-    `SELECT * FROM (SELECT ${cols} FROM ${messages} AS m, target AS t
+/** An include window: the target and the messages around it in its thread (of `resourceId`). */
+export function includeWindowStatement(
+  window: MessageQuery['include'][number],
+  resourceId?: string,
+): Statement {
+  const scope = resourceId === undefined ? '' : ' AND m.resource_id = ?2';
+  const side = (cmp: '<' | '>', dir: MessageQuery['direction'], limit: string) =>
+    `SELECT * FROM (SELECT m.* FROM ${messages} AS m, target AS t
        WHERE m.thread_id = t.thread_id${scope}
          AND (m.created_at ${cmp} t.created_at OR (m.created_at = t.created_at AND m.id ${cmp} t.id))
-       ORDER BY m.created_at ${dir}, m.id ${dir} LIMIT ?)`;
+       ORDER BY m.created_at ${dir}, m.id ${dir} LIMIT ${limit})`;
   return {
-    sql: `WITH target AS (SELECT thread_id, created_at, id FROM ${messages} AS m WHERE m.id = ?${scope})
-          SELECT ${cols} FROM ${messages} AS m, target AS t WHERE m.id = t.id
-          UNION ALL ${side('<', 'DESC')}
-          UNION ALL ${side('>', 'ASC')}`,
-    args: [window.id, ...scopeArgs, ...scopeArgs, window.before, ...scopeArgs, window.after],
+    sql: `WITH target AS (SELECT thread_id, created_at, id FROM ${messages} AS m WHERE m.id = ?1${scope})
+          SELECT m.* FROM ${messages} AS m, target AS t WHERE m.id = t.id
+          UNION ALL ${side('<', 'DESC', '?3')}
+          UNION ALL ${side('>', 'ASC', '?4')}`,
+    args: [window.id, resourceId ?? null, window.withPreviousMessages, window.withNextMessages],
   };
 }

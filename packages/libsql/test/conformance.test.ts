@@ -13,7 +13,7 @@ afterAll(cleanup);
 
 /** Closes the store's own client underneath it, as if the database handle had died. */
 function breakConnection(store: MemoryStorage): void {
-  (store as unknown as { connection: { client?: Client } }).connection.client?.close();
+  (store as unknown as { driver: { connection: { client?: Client } } }).driver.connection.client?.close();
 }
 
 let freshFiles = 0;

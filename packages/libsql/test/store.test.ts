@@ -57,9 +57,6 @@ describe('libsql: options', () => {
   });
 
   it('declares :memory: process-local and file: not', () => {
-    expect(new LibSQLStore({ url: ':memory:' }).processLocal).toBe(true);
-    expect(new LibSQLStore({ url: 'file:x.db' }).processLocal).toBe(false);
-    expect(new LibSQLStore({ url: ':memory:' }).supportsAtomicWorkingMemoryMerge).toBe(true);
     expect(new LibSQLStore({ url: ':memory:' }).capabilities).toEqual({
       atomicWorkingMemory: true,
       transactionalBatches: true,
@@ -114,11 +111,7 @@ describe('libsql: storage layout', () => {
     await open(url);
     const raw = createClient({ url });
     try {
-      const { rows } = messagePageStatements({
-        threadId: 't',
-        direction: 'DESC',
-        limit: { limit: 10, offset: 0 },
-      });
+      const { rows } = messagePageStatements({ threadId: 't', direction: 'DESC' }, { limit: 10, offset: 0 });
       const plan = await raw.execute({ sql: `EXPLAIN QUERY PLAN ${rows.sql}`, args: rows.args });
       const detail = plan.rows.map((r) => String(r.detail)).join('\n');
       expect(detail).toContain('engram_messages_thread_created_id');
@@ -302,7 +295,7 @@ describe('libsql: metadata filters', () => {
 });
 
 describe('libsql: locking', () => {
-  it('runs a working-memory update again on the value another writer left, each time it loses a race', async () => {
+  it('runs a working-memory update that lost its compare-and-set again under the write lock, on the value another writer left', async () => {
     const { url } = fileUrl();
     const store = await open(url);
     await store.updateResource({ resourceId: 'r1', workingMemory: 'v0' });
@@ -339,12 +332,29 @@ describe('libsql: locking', () => {
       result: 'v1+mine',
       stored: 'v1+mine',
     });
-    // Five lost races in a row (the sixth run is the one under the write lock).
-    const five = ['a', 'b', 'c', 'd', 'e'].map((v) => set('r1', v));
-    expect(await race('r1', five)).toEqual({
-      seen: ['v1+mine', 'a', 'b', 'c', 'd', 'e'],
-      result: 'e+mine',
-      stored: 'e+mine',
+    // A thread's working memory: the compare-and-set is on the value in its metadata.
+    await store.saveThread(thread('t1', 'r1', 1, { workingMemory: 'w0', other: 1 }));
+    const setThread = `UPDATE engram_threads SET metadata = json_set(metadata, '$.workingMemory', 'w1') WHERE id = 't1'`;
+    const seen: (string | null)[] = [];
+    const result = await store.updateWorkingMemoryAtomically({
+      scope: 'thread',
+      threadId: 't1',
+      update: (current) => {
+        seen.push(current);
+        if (seen.length === 1) void other.execute(setThread);
+        return `${current}+mine`;
+      },
+    });
+    expect({ seen, result }).toEqual({ seen: ['w0', 'w1'], result: 'w1+mine' });
+    expect((await store.getThreadById({ threadId: 't1' }))?.metadata).toEqual({
+      workingMemory: 'w1+mine',
+      other: 1,
+    });
+    // Lost a race within the last second: straight to the write lock, one run.
+    expect(await race('r1', [])).toEqual({
+      seen: ['v1+mine'],
+      result: 'v1+mine+mine',
+      stored: 'v1+mine+mine',
     });
   });
 

@@ -8,7 +8,7 @@ const { dir, cleanup } = tempDir('engram-libsql-vectors-');
 afterAll(cleanup);
 
 describe('libSQL vectors, read back through a separate client', () => {
-  it('stores one F32 blob of dimensions × 4 bytes per message, and the delete trigger drops it', async () => {
+  it('stores one F32 blob of dimensions × 4 bytes per message, and deleting the message drops it', async () => {
     const url = `file:${dir}/v.db`;
     const store = new LibSQLStore({ url });
     await store.init();
@@ -33,7 +33,7 @@ describe('libSQL vectors, read back through a separate client', () => {
     );
     const space = await raw.execute('SELECT embedder, dimensions FROM engram_vector_space');
     expect(space.rows.map((r) => [r.embedder, Number(r.dimensions)])).toEqual([['engram:lexical-48', 48]]);
-    await raw.execute({ sql: 'DELETE FROM engram_messages WHERE id = ?', args: [saved[0]?.id as string] });
+    await store.deleteMessages([saved[0]?.id as string]);
     const left = await raw.execute('SELECT message_id FROM engram_message_vectors');
     expect(left.rows.map((r) => r.message_id)).toEqual([saved[1]?.id]);
     raw.close();

@@ -1,5 +1,6 @@
-import { MemoryError, prefixedTables } from '@engram/core/adapter';
-import type { Binary, Collection, Db, IndexDescription, ObjectId } from 'mongodb';
+import { prefixedTables } from '@engram/core/driver';
+import type { Binary, Collection, Db, ObjectId } from 'mongodb';
+import { mongoError } from './errors.ts';
 import type { LockDocument } from './locks.ts';
 
 /** A thread as stored: `_id` is the thread id. */
@@ -13,11 +14,8 @@ export interface ThreadDocument {
   metadataHash: Record<string, string>;
   createdAt: Date;
   updatedAt: Date;
-  /**
-   * Replaced on every write that can change working memory; the compare-and-set token (an
-   * `ObjectId` from the store's own writes, a string from core's working-memory bookkeeping).
-   */
-  version: ObjectId | string;
+  /** The compare-and-set token, new on every write of working memory (`ObjectId` in older documents). */
+  version?: ObjectId | string;
 }
 
 /** A message as stored: `_id` is the message id. */
@@ -41,7 +39,7 @@ export interface ResourceDocument {
   createdAt: Date;
   updatedAt: Date;
   /** Replaced on every write of `workingMemory`; the compare-and-set token (as on threads). */
-  version: ObjectId | string;
+  version?: ObjectId | string;
 }
 
 /** A message's vector: `_id` is the message id (one space per database, see `VectorSpaceDocument`). */
@@ -74,7 +72,7 @@ export interface Collections {
   messages: Collection<MessageDocument>;
   resources: Collection<ResourceDocument>;
   migrations: Collection<MigrationDocument>;
-  /** Write locks, used only on servers whose single-document updates are not atomic. */
+  /** Write locks (`locks.ts`), on servers without transactions. */
   locks: Collection<LockDocument>;
   vectors: Collection<VectorDocument>;
   vectorSpace: Collection<VectorSpaceDocument>;
@@ -87,30 +85,9 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
 
 /** Typed handles on the store's collections in `db`. */
 export function collections(db: Db, prefix: string): Collections {
-  const names = collectionNames(prefix);
-  return {
-    threads: db.collection<ThreadDocument>(names.threads),
-    messages: db.collection<MessageDocument>(names.messages),
-    resources: db.collection<ResourceDocument>(names.resources),
-    migrations: db.collection<MigrationDocument>(names.migrations),
-    locks: db.collection<LockDocument>(names.locks),
-    vectors: db.collection<VectorDocument>(names.vectors),
-    vectorSpace: db.collection<VectorSpaceDocument>(names.vectorSpace),
-  };
+  const names = Object.entries(collectionNames(prefix));
+  return Object.fromEntries(names.map(([key, name]) => [key, db.collection(name)])) as unknown as Collections;
 }
-
-/** Indexes of the threads collection: listings by resource (or all), in either order, ties by id. */
-export const THREAD_INDEXES: IndexDescription[] = [
-  { key: { resourceId: 1, createdAt: 1, _id: 1 }, name: 'resource_created' },
-  { key: { resourceId: 1, updatedAt: 1, _id: 1 }, name: 'resource_updated' },
-  { key: { createdAt: 1, _id: 1 }, name: 'created' },
-  { key: { updatedAt: 1, _id: 1 }, name: 'updated' },
-];
-
-/** Indexes of the messages collection: a thread's page in `(createdAt, id)` order. */
-export const MESSAGE_INDEXES: IndexDescription[] = [
-  { key: { threadId: 1, createdAt: 1, _id: 1 }, name: 'thread_created' },
-];
 
 const PREFIX = /^[A-Za-z0-9_.-]{0,48}$/;
 // Characters MongoDB forbids in database names on any platform.
@@ -119,17 +96,15 @@ const DB_NAME = /^[^/\\. "$*<>:|?\0]{1,63}$/;
 /** Throws `INVALID_ARGUMENT` for a database name or collection prefix MongoDB would refuse. */
 export function checkNames(dbName: unknown, prefix: unknown): void {
   if (typeof dbName !== 'string' || !DB_NAME.test(dbName)) {
-    throw new MemoryError(
+    throw mongoError(
       'INVALID_ARGUMENT',
-      'mongodb: dbName must be 1-63 characters without / \\ . space " $ * < > : | ? or NUL',
-      { adapter: 'mongodb' },
+      'dbName must be 1-63 characters without / \\ . space " $ * < > : | ? or NUL',
     );
   }
   if (typeof prefix !== 'string' || !PREFIX.test(prefix) || prefix.startsWith('system.')) {
-    throw new MemoryError(
+    throw mongoError(
       'INVALID_ARGUMENT',
-      "mongodb: collectionPrefix must be at most 48 letters, digits, '_', '.' or '-', not starting with 'system.'",
-      { adapter: 'mongodb' },
+      "collectionPrefix must be at most 48 letters, digits, '_', '.' or '-', not starting with 'system.'",
     );
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram/core/adapter';
+import { defineKey, isPlainObject, type JsonObject, type JsonValue } from '@engram/core/driver';
+import { mongoError } from './errors.ts';
 
 /**
  * How JSON values (message content, metadata) become BSON documents and back.
@@ -7,21 +8,11 @@ import { defineKey, type JsonObject, type JsonValue, MemoryError } from '@engram
  * JSON allows any string as an object key; MongoDB field names may not be empty in update paths,
  * may not contain NUL, and keys holding `.` or starting with `$` are either rejected (FerretDB,
  * MongoDB before 5.0) or only reachable through `$getField`/`$setField` (MongoDB 5.0+); FerretDB
- * also refuses path elements with leading or trailing whitespace. So those characters are
- * percent-escaped, at every depth, and every other key is stored exactly as given:
- *
- * | in the key                        | stored as                     |
- * |-----------------------------------|-------------------------------|
- * | `%`                               | `%25`                         |
- * | `.`                               | `%2E`                         |
- * | NUL (`\u0000`)                    | `%00`                         |
- * | a leading `$`                     | `%24`                         |
- * | whitespace as first or last char  | `%20`, `%09`, … or `%uXXXX`   |
- * | the empty key                     | `%`                           |
- *
- * A literal `%` is always escaped, so every `%` in a stored key starts an escape and decoding is
- * exact. `__proto__` needs no escape: it is stored as an ordinary field and read back as an own
- * property, never as a prototype.
+ * also refuses path elements with leading or trailing whitespace. So at every depth `%`, `.` and
+ * NUL, a leading `$` and leading or trailing whitespace are percent-escaped (`%2E`, `%uXXXX`, …),
+ * the empty key is stored as `%`, and every other key exactly as given (the README has the
+ * table). A literal `%` is always escaped, so decoding is exact. `__proto__` is stored as an
+ * ordinary field and read back as an own property, never as a prototype.
  *
  * Arrays directly inside arrays are stored natively on MongoDB. Servers that cannot store them
  * (FerretDB 1.x answers "nested arrays are not supported") get each inner array wrapped as
@@ -53,21 +44,7 @@ function escapeChar(c: string): string {
  */
 export const MAX_VALUE_DEPTH = 96;
 
-/** Strings BSON can hold exactly: UTF-8 cannot encode an unpaired UTF-16 surrogate. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-function invalid(message: string): MemoryError {
-  return new MemoryError('INVALID_ARGUMENT', `mongodb: ${message}`, { adapter: 'mongodb' });
-}
-
-/** Throws `INVALID_ARGUMENT` when `value` holds an unpaired surrogate, which BSON would replace. */
-export function assertStorableString(value: string, field: string): void {
-  if (LONE_SURROGATE.test(value)) {
-    throw invalid(`${field} holds an unpaired UTF-16 surrogate, which BSON (UTF-8) cannot store`);
-  }
-}
-
-/** The stored form of one object key (see the table above). */
+/** The stored form of one object key. */
 export function encodeKey(key: string): string {
   if (key === '') return '%';
   let out = key.replace(/[%.\0]/g, escapeChar).replace(/^\$/, '%24');
@@ -90,7 +67,7 @@ export function decodeKey(stored: string): string {
 /**
  * The BSON-ready form of a JSON value: the same shape with every object key encoded (and inner
  * arrays wrapped when the codec says so). `depth` is the stored nesting level of `value`. Throws
- * `INVALID_ARGUMENT` for strings BSON cannot hold and for values nested too deeply.
+ * `INVALID_ARGUMENT` for values nested too deeply.
  */
 export function encodeValue(value: JsonValue, field: string, codec: Codec, depth = 0): unknown {
   return encode(value, field, codec, depth, false);
@@ -98,11 +75,8 @@ export function encodeValue(value: JsonValue, field: string, codec: Codec, depth
 
 function encode(value: JsonValue, field: string, codec: Codec, depth: number, inArray: boolean): unknown {
   if (depth > MAX_VALUE_DEPTH) {
-    throw invalid(`${field} is nested more than ${MAX_VALUE_DEPTH} levels deep; MongoDB stores at most 100`);
-  }
-  if (typeof value === 'string') {
-    assertStorableString(value, field);
-    return value;
+    const message = `${field} is nested more than ${MAX_VALUE_DEPTH} levels deep; MongoDB stores at most 100`;
+    throw mongoError('INVALID_ARGUMENT', message);
   }
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
@@ -111,28 +85,16 @@ function encode(value: JsonValue, field: string, codec: Codec, depth: number, in
     const items = value.map((item, i) => encode(item, `${field}[${i}]`, codec, level, true));
     return wrap ? { [ARRAY_WRAPPER]: items } : items;
   }
-  const out: Record<string, unknown> = {};
+  const out: JsonObject = {};
   for (const [key, item] of Object.entries(value)) {
-    assertStorableString(key, `a key of ${field}`);
-    Object.defineProperty(out, encodeKey(key), {
-      value: encode(item, `${field}.${key}`, codec, depth + 1, false),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    defineKey(out, encodeKey(key), encode(item, `${field}.${key}`, codec, depth + 1, false) as JsonValue);
   }
   return out;
 }
 
 /** True for `{ "%a": [...] }`, the stored form of an array inside an array. */
 function isWrappedArray(stored: unknown): stored is { [ARRAY_WRAPPER]: unknown[] } {
-  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return false;
-  const keys = Object.keys(stored);
-  return (
-    keys.length === 1 &&
-    keys[0] === ARRAY_WRAPPER &&
-    Array.isArray((stored as Record<string, unknown>)[ARRAY_WRAPPER])
-  );
+  return isPlainObject(stored) && Object.keys(stored).length === 1 && Array.isArray(stored[ARRAY_WRAPPER]);
 }
 
 /** The JSON value an `encodeValue` result came from. */

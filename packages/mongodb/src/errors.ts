@@ -1,33 +1,33 @@
-import { createErrorMapper, MemoryError, type MemoryErrorCode } from '@engram/core/adapter';
-
-const ADAPTER = 'mongodb';
+import { type Driver, MemoryError, type MemoryErrorCode, redactDriverError } from '@engram/core/driver';
 
 /** Duplicate key (`E11000`); 11001 is its legacy form. */
 const DUPLICATE_KEY = new Set([11000, 11001]);
 
-/** Server codes meaning the server is going away, unreachable, or timed the operation out. */
-const CONNECTION_CODES = new Set([
-  6, // HostUnreachable
-  7, // HostNotFound
-  50, // MaxTimeMSExpired
-  89, // NetworkTimeout
-  91, // ShutdownInProgress
-  189, // PrimarySteppedDown
-  262, // ExceededTimeLimit
-  9001, // SocketException
-  10107, // NotWritablePrimary
-  11600, // InterruptedAtShutdown
-  11602, // InterruptedDueToReplStateChange
-  13435, // NotPrimaryNoSecondaryOk
-  13436, // NotPrimaryOrSecondary
-]);
+/**
+ * Server codes meaning the server is going away, unreachable, or timed the operation out:
+ * HostUnreachable, HostNotFound, MaxTimeMSExpired, NetworkTimeout, ShutdownInProgress,
+ * PrimarySteppedDown, ExceededTimeLimit, SocketException, NotWritablePrimary,
+ * InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk,
+ * NotPrimaryOrSecondary.
+ */
+const CONNECTION_CODES = new Set([6, 7, 50, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 
-/** Server codes for values MongoDB cannot store (too large, nested too deeply). */
-const UNSTORABLE_CODES = new Set([
-  10334, // BSONObjectTooLarge
-  17419, // document too large for an update
-  15, // Overflow (nesting depth)
-]);
+/** Server codes for values MongoDB cannot store: BSONObjectTooLarge, too large for an update, Overflow (nesting). */
+const UNSTORABLE_CODES = new Set([10334, 17419, 15]);
+
+/** Driver classes (and their subclasses) meaning the server could not be reached or went away. */
+const CONNECTION_CLASSES = [
+  'MongoNetworkError',
+  'MongoServerSelectionError',
+  'MongoTopologyClosedError',
+  'MongoNotConnectedError',
+  'MongoClientClosedError',
+  'MongoServerClosedError',
+  'MongoOperationTimeoutError',
+];
+
+/** Driver classes for a value or argument the driver refuses before sending it. */
+const INVALID_CLASSES = ['BSONError', 'MongoInvalidArgumentError'];
 
 /**
  * The class names along an error's prototype chain (and its `name`). Errors are recognised by
@@ -47,30 +47,14 @@ function classNames(error: unknown): Set<string> {
   return names;
 }
 
-/** Driver classes (and their subclasses) meaning the server could not be reached or went away. */
-const CONNECTION_CLASSES = [
-  'MongoNetworkError',
-  'MongoServerSelectionError',
-  'MongoTopologyClosedError',
-  'MongoNotConnectedError',
-  'MongoClientClosedError',
-  'MongoServerClosedError',
-  'MongoOperationTimeoutError',
-];
-
-/** Driver classes for a value or argument the driver refuses before sending it. */
-const INVALID_CLASSES = ['BSONError', 'MongoInvalidArgumentError'];
-
+/** The server's code of a driver error, or of the first write error of a bulk write. */
 function numericCode(error: unknown): number | undefined {
   const names = classNames(error);
   const { code, writeErrors } = error as { code?: unknown; writeErrors?: unknown };
+  const first = names.has('MongoBulkWriteError') ? [writeErrors].flat()[0] : undefined;
   if (names.has('MongoError') && typeof code === 'number') return code;
-  if (names.has('MongoBulkWriteError')) {
-    const list = Array.isArray(writeErrors) ? writeErrors : [writeErrors];
-    const first = (list[0] as { code?: unknown } | undefined)?.code;
-    if (typeof first === 'number') return first;
-  }
-  return undefined;
+  const bulk = (first as { code?: unknown } | undefined)?.code;
+  return typeof bulk === 'number' ? bulk : undefined;
 }
 
 /** True for a duplicate-key error, also when it comes inside a bulk write. */
@@ -79,36 +63,31 @@ export function isDuplicateKey(error: unknown): boolean {
   return code !== undefined && DUPLICATE_KEY.has(code);
 }
 
-/** True when the error means the server could not be reached, the link dropped, or it timed out. */
-export function isConnectionError(error: unknown): boolean {
-  const names = classNames(error);
-  if (CONNECTION_CLASSES.some((name) => names.has(name))) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return names.has('MongoServerError') && typeof code === 'number' && CONNECTION_CODES.has(code);
-}
-
 /** The engram code for a driver error raised by `operation`. */
 export function classify(error: unknown, operation: string): MemoryErrorCode {
-  if (isConnectionError(error)) return 'CONNECTION';
-  if (operation === 'init') return 'MIGRATION';
-  if (isDuplicateKey(error)) return 'CONFLICT';
-  const code = numericCode(error);
-  if (code !== undefined && UNSTORABLE_CODES.has(code)) return 'INVALID_ARGUMENT';
   const names = classNames(error);
+  const code = numericCode(error);
+  const wrapped = (error as { errorResponse?: unknown }).errorResponse; // a bulk write's driver error
+  if (names.has('MongoBulkWriteError') && wrapped instanceof Error) return classify(wrapped, operation);
+  if (CONNECTION_CLASSES.some((name) => names.has(name))) return 'CONNECTION';
+  if (names.has('MongoServerError') && code !== undefined && CONNECTION_CODES.has(code)) return 'CONNECTION';
+  if (operation === 'init') return 'MIGRATION';
+  if (code !== undefined && DUPLICATE_KEY.has(code)) return 'CONFLICT';
+  if (code !== undefined && UNSTORABLE_CODES.has(code)) return 'INVALID_ARGUMENT';
   if (INVALID_CLASSES.some((name) => names.has(name))) return 'INVALID_ARGUMENT';
   return 'STORAGE';
 }
 
-/** Maps anything the driver throws to a `MemoryError` naming the adapter and the operation. */
-export const toMemoryError = createErrorMapper({
-  adapter: ADAPTER,
+/** The driver's error classification, for core's error mapper. */
+export const errors: Driver['errors'] = {
   classify,
   driverDetails: (error) => ({ serverCode: numericCode(error) }),
-});
+};
 
-/** `NOT_FOUND` for a thread a call needs. */
-export function threadNotFound(threadId: string, detail = 'does not exist'): MemoryError {
-  return new MemoryError('NOT_FOUND', `${ADAPTER}: thread ${JSON.stringify(threadId)} ${detail}`, {
-    adapter: ADAPTER,
+/** A `MemoryError` of this adapter (`mongodb: <message>`), with a redacted `cause` when given. */
+export function mongoError(code: MemoryErrorCode, message: string, cause?: unknown): MemoryError {
+  return new MemoryError(code, `mongodb: ${message}`, {
+    adapter: 'mongodb',
+    ...(cause !== undefined && { cause: redactDriverError(cause) }),
   });
 }

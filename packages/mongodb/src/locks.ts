@@ -1,199 +1,159 @@
 import { randomUUID } from 'node:crypto';
-import { MemoryError } from '@engram/core/adapter';
-import type { Collection } from 'mongodb';
-import { isDuplicateKey } from './errors.ts';
+import { RETRY, retry } from '@engram/core/driver';
+import type { ClientSession, Collection, MongoBulkWriteError } from 'mongodb';
+import { classify, isDuplicateKey } from './errors.ts';
 
-/** One held write lock: `_id` names the locked document (`threads:<id>`, `resources:<id>`). */
+/** A held write lock (`_id`: `threads:<id>`, `resources:<id>`, …), its holder's token and the end of its lease. */
 export interface LockDocument {
   _id: string;
-  /** A random token of the holder; only the holder releases it. */
   owner: string;
-  /** After this instant the holder is presumed dead and the lock may be broken. */
   expiresAt: Date;
 }
 
-/** How long a holder may keep a lock before others break it, by default. Every locked write is one or two commands. */
+/** How long a holder may keep a lock before others break it, by default. */
 export const DEFAULT_LEASE_MS = 10_000;
-/** How long a writer waits for a lock before giving up with `CONFLICT`, at least; always longer than a lease. */
-const MIN_WAIT_MS = 15_000;
+
+/** A unit of work of the driver (`Driver.write`): a transaction, or a set of write locks. */
+export interface MongoTx {
+  /** The session of the transaction, when the write runs in one. */
+  readonly session?: ClientSession;
+  /** Takes the write locks of `keys` not held yet, in the order given; held until the write ends. */
+  lock(keys: string[]): Promise<void>;
+  /** Awaited right before each command that writes: throws `LockLost` when a lock may be lost by then. */
+  fence(): Promise<void>;
+  /** Under locks, the message ids `messages.places` found (in threads locked): `put` inserts the others. */
+  stored?: Set<string>;
+}
+
+/** A held lock was broken, is too close to its end, or no longer covers what was read: start again. */
+export class LockLost extends Error {}
 
 /**
- * Per-document write locks for servers whose single-document updates are not atomic.
- *
- * MongoDB applies every update to one document atomically, so `$set` merges and the
- * compare-and-set on `version` need nothing more, and the store runs without locks there.
- * FerretDB 1.x executes an update as "read the document, apply the operators in the proxy, write
- * the whole document back" with no check in between, so two concurrent `$set`s of different keys
- * can lose one, and a `{ _id, version }` filter is no compare-and-set. Its one atomic primitive
- * is the unique `_id` of an insert, so a lock is a document inserted into `<prefix>locks`: the
- * insert that succeeds holds the lock, the others wait and retry, and the holder deletes it.
- *
- * A lock whose lease ran out (its holder died) is broken by deleting it. On FerretDB a filtered
- * delete is itself a read followed by a delete by `_id`, so two waiters breaking the same lock
- * could delete a fresh lock taken in between; breaking therefore happens under a lock of its own,
- * `break:<owner of the dead lock>`, and only its holder deletes. A breaker that dies is broken the
- * same way. Leases are stamped with the writer's clock, so clocks that disagree by more than the
- * lease shorten or lengthen it.
- *
- * A lock is a lease, not a fence: a holder that stands still past its lease (a GC pause, a frozen
- * VM, SIGSTOP) still believes it holds the lock when it resumes, while another writer broke it and
- * wrote. Every write made under a lock is therefore fenced twice:
- *
- * - `hold` hands the write a `fence` to await right before each command that writes: it reads
- *   the held lock documents and throws unless each is still this holder's with at least a
- *   quarter of its lease left; `hold` then lets the lock go, takes it again and runs the write
- *   anew (at most `LEASE_ATTEMPTS` times, then `CONFLICT`). So a resumed writer never sends a
- *   write while another holds the lock, which FerretDB could interleave with that one's.
- * - The write is conditional on the `version` the writer read and stores a new one (`writes.ts`,
- *   `working-memory.ts`): a writer that stands still between its fence and its write, past the
- *   rest of its lease, matches nothing once another has written, and reads again.
+ * Per-document write locks, for servers without transactions (README: "Consistency", "How writes
+ * under a lock are fenced"). A lock is a document inserted into `<prefix>locks` (the insert that
+ * succeeds holds it, the holder deletes it), taken in key order so writers never deadlock. A lock
+ * whose lease ran out is broken under a lock of its own, `break:<owner of the dead lock>` (on
+ * FerretDB a filtered delete is a read and a delete by `_id`, which could delete a fresh lock). A
+ * holder that stood still past its lease must not write: each command that writes under a lock
+ * awaits a `fence` first, which renews the leases if each lock is still the holder's with a
+ * quarter of its lease left, else throws `LockLost` and the write runs again from the start.
  */
 export class WriteLocks {
-  /** Waits this long for a lock before `CONFLICT`. */
-  private readonly waitMs: number;
-
-  /**
-   * @param locks the lock collection, or `undefined` when the server's own updates are atomic.
-   * @param leaseMs how long a holder may keep a lock before others break it.
-   */
+  /** `locks` is the lock collection, `undefined` when writes need no locks. */
   constructor(
     private readonly locks: Collection<LockDocument> | undefined,
-    private readonly leaseMs = DEFAULT_LEASE_MS,
-  ) {
-    this.waitMs = Math.max(MIN_WAIT_MS, 1.5 * leaseMs);
-  }
+    readonly leaseMs = DEFAULT_LEASE_MS,
+  ) {}
 
   /** True when writes are serialised through lock documents. */
   get enabled(): boolean {
     return this.locks !== undefined;
   }
 
+  /** Runs `write` with the locks it takes (see `MongoTx`), then releases them; again after `LockLost`. */
+  run<T>(write: (tx: MongoTx) => Promise<T>): Promise<T> {
+    return retry(
+      async () => {
+        const owner = randomUUID();
+        const held: string[] = [];
+        const tx: MongoTx = {
+          lock: (keys) => this.acquire(keys, owner, held),
+          fence: async () => {
+            if (!(await this.holds(held, owner))) throw new LockLost();
+          },
+        };
+        let unreachable = false;
+        try {
+          return await write(tx);
+        } catch (error) {
+          if (error instanceof LockLost) return RETRY;
+          unreachable = classify(error, 'write') === 'CONNECTION';
+          throw error;
+        } finally {
+          // A lock not released expires after its lease; with the server gone the call fails at once.
+          const released = this.release(held, owner).catch(() => undefined);
+          if (!unreachable) await released;
+        }
+      },
+      { adapter: 'mongodb', what: 'a write under the lease of its write locks' },
+    );
+  }
+
+  /** `run` holding the locks of `keys` from the start; `write` awaits its `fence` before each write. */
+  hold<T>(keys: string[], write: (fence: () => Promise<void>) => Promise<T>): Promise<T> {
+    return this.run(async (tx) => {
+      await tx.lock(keys);
+      return write(tx.fence);
+    });
+  }
+
   /**
-   * Runs `write` while holding the locks of `keys` (taken in sorted order, so never deadlocking).
-   * `write` awaits its `fence` right before each command that writes (see above); it may run
-   * more than once.
+   * Takes `keys` (those not in `held`, in order) for `owner`, waiting while other writers take and
+   * release them in turn, and two leases at most for any one holder (a dead one's lease runs out).
    */
-  async hold<T>(keys: string[], write: (fence: Fence) => Promise<T>): Promise<T> {
-    const locks = this.locks;
-    if (!locks || keys.length === 0) return write(NO_FENCE);
-    for (let attempt = 1; ; attempt++) {
-      const held: Held[] = [];
-      try {
-        for (const key of [...new Set(keys)].sort()) {
-          held.push({ key, owner: await acquire(locks, key, this.leaseMs, this.waitMs) });
-        }
-        return await write(() => this.fence(locks, held));
-      } catch (error) {
-        if (!(error instanceof LeaseLost)) throw error;
-        if (attempt >= LEASE_ATTEMPTS) {
-          throw new MemoryError(
-            'CONFLICT',
-            `mongodb: the write lock on ${error.key} ran out of its ${this.leaseMs} ms lease before the write, ${attempt} times`,
-            { adapter: 'mongodb' },
-          );
-        }
-      } finally {
-        // A lock that fails to be released (connection lost) expires after its lease.
-        await Promise.allSettled(held.map(({ key, owner }) => locks.deleteOne({ _id: key, owner })));
-      }
-    }
-  }
-
-  /** Throws `LeaseLost` unless every held lock is still ours with a quarter of its lease left. */
-  private async fence(locks: Collection<LockDocument>, held: Held[]): Promise<void> {
-    const current = await locks.find({ _id: { $in: held.map((h) => h.key) } }).toArray();
-    const until = Date.now() + this.leaseMs / 4;
-    for (const { key, owner } of held) {
-      const lock = current.find((doc) => doc._id === key);
-      if (lock?.owner !== owner || lock.expiresAt.getTime() < until) throw new LeaseLost(key);
-    }
-  }
-}
-
-/** Awaited right before a write made under a lock; throws when the lock may be lost by then. */
-export type Fence = () => Promise<void>;
-
-const NO_FENCE: Fence = async () => undefined;
-
-/** Times `hold` takes its locks again after a fence found one lost, before `CONFLICT`. */
-const LEASE_ATTEMPTS = 5;
-
-interface Held {
-  key: string;
-  owner: string;
-}
-
-/** A held lock was broken, or is too close to its end to write under. */
-class LeaseLost extends Error {
-  constructor(readonly key: string) {
-    super(`the write lock on ${key} was lost`);
-  }
-}
-
-/** Inserts the lock document; `false` when someone else holds `key`. */
-async function tryInsert(
-  locks: Collection<LockDocument>,
-  key: string,
-  owner: string,
-  leaseMs: number,
-): Promise<boolean> {
-  try {
-    await locks.insertOne({ _id: key, owner, expiresAt: new Date(Date.now() + leaseMs) });
-    return true;
-  } catch (error) {
-    if (isDuplicateKey(error)) return false;
-    throw error;
-  }
-}
-
-function expired(lock: LockDocument | null): lock is LockDocument {
-  return lock !== null && lock.expiresAt.getTime() < Date.now();
-}
-
-async function acquire(
-  locks: Collection<LockDocument>,
-  key: string,
-  leaseMs: number,
-  waitMs: number,
-): Promise<string> {
-  const owner = randomUUID();
-  const deadline = Date.now() + waitMs;
-  for (let n = 0; ; n++) {
-    if (await tryInsert(locks, key, owner, leaseMs)) return owner;
-    const current = await locks.findOne({ _id: key });
-    if (expired(current)) {
-      await breakDead(locks, current, leaseMs);
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new MemoryError(
-        'CONFLICT',
-        `mongodb: gave up waiting ${waitMs} ms for the write lock on ${key}`,
-        {
-          adapter: 'mongodb',
+  async acquire(keys: string[], owner: string, held: string[] = []): Promise<void> {
+    let todo = keys.filter((key) => !held.includes(key));
+    let holder: string | undefined;
+    while (this.locks && todo.length > 0) {
+      await retry(
+        async () => {
+          const next = await this.take(todo, owner);
+          held.push(...todo.slice(0, next.taken));
+          todo = todo.slice(next.taken);
+          if (todo.length > 0 && next.holder === holder) return RETRY;
+          holder = next.holder;
         },
+        { adapter: 'mongodb', what: 'waiting for a write lock', deadlineMs: 2 * this.leaseMs },
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * Math.min(25, 2 * n)));
   }
-}
 
-/** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */
-async function breakDead(
-  locks: Collection<LockDocument>,
-  dead: LockDocument,
-  leaseMs: number,
-): Promise<void> {
-  const claim = `break:${dead.owner}`;
-  const breaker = randomUUID();
-  if (!(await tryInsert(locks, claim, breaker, leaseMs))) {
-    const other = await locks.findOne({ _id: claim });
-    if (expired(other)) await breakDead(locks, other, leaseMs);
-    return;
+  /**
+   * One attempt to take `keys` in order (one ordered insert): how many were taken, up to the first
+   * held by another writer, and that writer. A lock whose holder is presumed dead is broken.
+   */
+  private async take(keys: string[], owner: string): Promise<{ taken: number; holder?: string }> {
+    const locks = this.locks as Collection<LockDocument>;
+    const expiresAt = new Date(Date.now() + this.leaseMs);
+    try {
+      await locks.insertMany(keys.map((_id) => ({ _id, owner, expiresAt })));
+      return { taken: keys.length };
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
+      const taken = first?.index ?? 0;
+      const current = await locks.findOne({ _id: keys[taken] });
+      if (current && current.expiresAt.getTime() < Date.now()) await this.breakDead(current);
+      return { taken, holder: current?.owner };
+    }
   }
-  try {
-    await locks.deleteOne({ _id: dead._id, owner: dead.owner });
-  } finally {
-    await locks.deleteOne({ _id: claim, owner: breaker });
+
+  /** True when every lock of `keys` is still `owner`'s with a quarter of its lease left; renews them then. */
+  async holds(keys: string[], owner: string): Promise<boolean> {
+    if (!this.locks || keys.length === 0) return true;
+    const now = Date.now();
+    const { matchedCount } = await this.locks.updateMany(
+      { _id: { $in: keys }, owner, expiresAt: { $gte: new Date(now + this.leaseMs / 4) } },
+      { $set: { expiresAt: new Date(now + this.leaseMs) } },
+    );
+    return matchedCount === keys.length;
+  }
+
+  /** Releases `owner`'s locks of `keys`. */
+  async release(keys: string[], owner: string): Promise<void> {
+    if (this.locks && keys.length > 0) await this.locks.deleteMany({ _id: { $in: keys }, owner });
+  }
+
+  /** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */
+  private async breakDead(dead: LockDocument): Promise<void> {
+    const locks = this.locks as Collection<LockDocument>;
+    const claim = `break:${dead.owner}`;
+    const breaker = randomUUID();
+    if ((await this.take([claim], breaker)).taken === 0) return;
+    try {
+      await locks.deleteOne({ _id: dead._id, owner: dead.owner });
+    } finally {
+      await locks.deleteOne({ _id: claim, owner: breaker });
+    }
   }
 }

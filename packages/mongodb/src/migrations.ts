@@ -1,13 +1,7 @@
-import { MemoryError } from '@engram/core/adapter';
-import { type Collections, MESSAGE_INDEXES, THREAD_INDEXES } from './collections.ts';
-import { isDuplicateKey } from './errors.ts';
+import type { Collections } from './collections.ts';
+import { mongoError } from './errors.ts';
 import { WriteLocks } from './locks.ts';
-
-/** One step of the schema. Each is idempotent, so two processes may run it at once. */
-export interface Migration {
-  name: string;
-  up(collections: Collections): Promise<void>;
-}
+import { insertNew } from './writes.ts';
 
 /** NamespaceExists: `create` of a collection that is already there. */
 const NAMESPACE_EXISTS = 48;
@@ -24,17 +18,26 @@ async function createCollection(collections: Collections, name: keyof Collection
 }
 
 /**
- * The schema, append-only: the version of a migration is its position (1-based). Applied
- * versions are recorded in the `<prefix>migrations` collection, one document per version.
+ * The schema, append-only: the version of a migration is its position (1-based), recorded in
+ * `<prefix>migrations`, one document per version. Each step is idempotent.
  */
-export const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly { name: string; up(collections: Collections): Promise<void> }[] = [
   {
     name: 'collections, thread listing indexes and the (threadId, createdAt, _id) message index',
     async up(collections) {
       for (const name of ['threads', 'messages', 'resources'] as const)
         await createCollection(collections, name);
-      await collections.threads.createIndexes(THREAD_INDEXES);
-      await collections.messages.createIndexes(MESSAGE_INDEXES);
+      // Thread listings by resource (or all), in either order, ties by id; a thread's messages in
+      // `(createdAt, id)` order.
+      await collections.threads.createIndexes([
+        { key: { resourceId: 1, createdAt: 1, _id: 1 }, name: 'resource_created' },
+        { key: { resourceId: 1, updatedAt: 1, _id: 1 }, name: 'resource_updated' },
+        { key: { createdAt: 1, _id: 1 }, name: 'created' },
+        { key: { updatedAt: 1, _id: 1 }, name: 'updated' },
+      ]);
+      await collections.messages.createIndexes([
+        { key: { threadId: 1, createdAt: 1, _id: 1 }, name: 'thread_created' },
+      ]);
     },
   },
   {
@@ -56,31 +59,24 @@ async function appliedVersions(collections: Collections): Promise<Set<number>> {
   );
   const newest = Math.max(0, ...applied);
   if (newest > LATEST_VERSION) {
-    throw new MemoryError(
-      'MIGRATION',
-      `mongodb: the database is at schema version ${newest}, newer than this package's ${LATEST_VERSION}; upgrade @engram/mongodb`,
-      { adapter: 'mongodb' },
-    );
+    const message = `the database is at schema version ${newest}, newer than this package's ${LATEST_VERSION}; upgrade @engram/mongodb`;
+    throw mongoError('MIGRATION', message);
   }
   return applied;
 }
 
-/** The lock document (in `<prefix>locks`) held while migrations are applied. */
-export const MIGRATION_LOCK = 'migrations';
-
 /**
- * Applies every migration not yet recorded, in order, and records it. Throws `MIGRATION` when the
- * database was written by a newer version of this package.
- *
- * A database already at the latest version costs one query. Otherwise the migrations run under
- * a lock document, one process at a time, on every server: each step is idempotent, but FerretDB
- * 1.x can panic and drop the connection when several clients create the same indexes of a new
- * database at once. Whoever gets the lock next finds the versions recorded and does nothing.
+ * Applies every migration not yet recorded, in order, and records it; `MIGRATION` when the database
+ * was written by a newer version of this package. A database at the latest version costs one query.
+ * Otherwise the migrations run under the lock document `migrations`, one process at a time, on
+ * every server: each step is idempotent, but FerretDB 1.x can panic and drop the connection when
+ * several clients create the same indexes of a new database at once. Whoever gets the lock next
+ * finds the versions recorded and does nothing.
  */
 export async function migrate(collections: Collections): Promise<void> {
   const applied = await appliedVersions(collections);
   if (MIGRATIONS.every((_, i) => applied.has(i + 1))) return;
-  await new WriteLocks(collections.locks).hold([MIGRATION_LOCK], () => applyPending(collections));
+  await new WriteLocks(collections.locks).hold(['migrations'], () => applyPending(collections));
 }
 
 async function applyPending(collections: Collections): Promise<void> {
@@ -89,11 +85,7 @@ async function applyPending(collections: Collections): Promise<void> {
     const version = i + 1;
     if (applied.has(version)) continue;
     await migration.up(collections);
-    try {
-      await collections.migrations.insertOne({ _id: version, name: migration.name, appliedAt: new Date() });
-    } catch (error) {
-      // Another process applied and recorded the same version meanwhile.
-      if (!isDuplicateKey(error)) throw error;
-    }
+    // Not inserted when another process applied and recorded the same version meanwhile.
+    await insertNew(collections.migrations, { _id: version, name: migration.name, appliedAt: new Date() });
   }
 }

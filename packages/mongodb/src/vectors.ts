@@ -1,14 +1,13 @@
-import type * as core from '@engram/core/adapter';
-import { compareHits, cosine, VectorStoreBase } from '@engram/core/adapter';
+import { compareHits, cosine, type VectorDriver, type VectorHit } from '@engram/core/driver';
 import { Binary } from 'mongodb';
-import type { Connection } from './connection.ts';
-import { isDuplicateKey } from './errors.ts';
+import type { Connection } from './driver.ts';
+import type { MongoTx } from './locks.ts';
+import { threadLock } from './threads.ts';
+import { bulkWrite, insertNew } from './writes.ts';
 
 /**
- * Message ids per `$in` when reading a scope's vectors. Large, because on FerretDB 1.x every such
- * query reads the whole collection (nothing is pushed down): 1,000 per query made a search of a
- * 10,000-message resource read it ten times. 10,000 ids of at most 255 characters (up to
- * about 10 MB in UTF-8) stay below MongoDB's 16 MB command limit.
+ * Message ids per `$in` when reading a scope's vectors: large, as FerretDB 1.x reads the whole
+ * collection for each such query; 10,000 ids of 255 characters stay below the 16 MB command limit.
  */
 const IDS_PER_QUERY = 10_000;
 
@@ -25,102 +24,88 @@ function fromBinary(binary: Binary): Float32Array {
 }
 
 /**
- * Vectors in `<prefix>vectors` (one document per message, `_id` = message id) in the database of
- * the messages. The store's `deleteMessages` and `deleteThread` delete them right after their
- * messages (in the same transaction where the server has them).
- *
- * Search filters on the server and ranks in the client: the scope's message ids come from the
- * messages collection (`resourceId`, or `threadId`, indexed), their vectors from the vectors
- * collection, and the cosine ranking is exact, in double precision, with core's tie rule. This
- * is the path FerretDB and MongoDB without Atlas Search take; `$vectorSearch` is not used (it
- * is eventually consistent, and FerretDB rejects it).
+ * Vectors in `<prefix>vectors`, one document per message (`_id` = message id); core deletes them
+ * in the write that deletes their messages. Search filters on the server (the scope's message ids
+ * from the messages collection, indexed) and ranks in the client, exactly, with core's tie rule:
+ * `$vectorSearch` is eventually consistent, and FerretDB rejects it.
  */
-export class MongoDBVectors extends VectorStoreBase {
-  readonly search = 'exact' as const;
-
-  constructor(
-    private readonly connect: () => Promise<Connection>,
-    run: core.VectorRunner,
-  ) {
-    super('mongodb', run);
-  }
-
-  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
-    const { collections: c } = await this.connect();
-    const doc = await c.vectorSpace.findOne({ _id: 1 });
+export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
+  const getSpace = async () => {
+    const doc = await c.collections.vectorSpace.findOne({ _id: 1 });
     return doc ? { id: doc.embedder, dimensions: doc.dimensions } : null;
-  }
-
-  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
-    const { collections: c } = await this.connect();
-    try {
-      await c.vectorSpace.insertOne({ _id: 1, embedder: space.id, dimensions: space.dimensions });
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
-    return (await this.doGetSpace()) as core.EmbeddingSpace;
-  }
-
-  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
-    const { collections: c } = await this.connect();
-    const existing = new Set(
-      (
-        await c.messages
-          .find({ _id: { $in: vectors.map((v) => v.messageId) } }, { projection: { _id: 1 } })
-          .toArray()
-      ).map((d) => d._id),
-    );
-    const writes = vectors
-      .filter((v) => existing.has(v.messageId))
-      .map((v) => ({
-        replaceOne: {
-          filter: { _id: v.messageId },
-          replacement: { space: space.id, hash: v.hash, vec: toBinary(v.vector) },
-          upsert: true,
-        },
-      }));
-    if (writes.length > 0) await c.vectors.bulkWrite(writes, { ordered: false });
-  }
-
-  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
-    const { collections: c } = await this.connect();
-    const docs = await c.vectors
-      .find({ _id: { $in: ids }, space: space.id }, { projection: { hash: 1 } })
-      .toArray();
-    return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
-  }
-
-  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
-    const { collections: c } = await this.connect();
-    await c.vectors.deleteMany({ _id: { $in: ids }, space: space.id });
-  }
-
-  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
-    const { collections: c } = await this.connect();
-    const filter = {
-      resourceId: args.resourceId,
-      ...(args.threadId === undefined ? {} : { threadId: args.threadId }),
-      ...(args.excludeIds?.length ? { _id: { $nin: args.excludeIds } } : {}),
-    };
-    const inScope = await c.messages.find(filter, { projection: { threadId: 1, createdAt: 1 } }).toArray();
-    const byId = new Map(inScope.map((m) => [m._id, m]));
-    const hits: core.VectorHit[] = [];
-    for (let at = 0; at < inScope.length; at += IDS_PER_QUERY) {
-      const ids = inScope.slice(at, at + IDS_PER_QUERY).map((m) => m._id);
-      const docs = await c.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
-      for (const doc of docs) {
-        const m = byId.get(doc._id);
-        const vector = fromBinary(doc.vec);
-        if (!m || vector.length !== args.vector.length) continue;
-        hits.push({
-          messageId: doc._id,
-          threadId: m.threadId,
-          hash: doc.hash,
-          score: cosine(vector, args.vector),
-          createdAt: new Date(m.createdAt),
-        });
+  };
+  return {
+    search: 'exact',
+    getSpace,
+    claimSpace: async (space) => {
+      const doc = { _id: 1, embedder: space.id, dimensions: space.dimensions };
+      await insertNew(c.collections.vectorSpace, doc);
+      return (await getSpace()) ?? space;
+    },
+    upsertVectors: async (space, vectors) => {
+      const ids = vectors.map((v) => v.messageId);
+      const found = await c.collections.messages
+        .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
+        .toArray();
+      const existing = new Set(found.map((d) => d._id));
+      const writes = vectors
+        .filter((v) => existing.has(v.messageId))
+        .map((v) => ({
+          replaceOne: {
+            filter: { _id: v.messageId },
+            replacement: { space: space.id, hash: v.hash, vec: toBinary(v.vector) },
+            upsert: true,
+          },
+        }));
+      await bulkWrite(c, c.collections.vectors, writes);
+    },
+    getVectors: async (space, ids) => {
+      const docs = await c.collections.vectors
+        .find({ _id: { $in: ids }, space: space.id }, { projection: { hash: 1 } })
+        .toArray();
+      return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
+    },
+    deleteVectors: async (space, ids) => {
+      await c.collections.vectors.deleteMany({ _id: { $in: ids }, space: space.id });
+    },
+    searchVectors: async (args) => {
+      const filter = {
+        resourceId: args.resourceId,
+        ...(args.threadId === undefined ? {} : { threadId: args.threadId }),
+        ...(args.excludeIds?.length ? { _id: { $nin: args.excludeIds } } : {}),
+      };
+      const inScope = await c.collections.messages
+        .find(filter, { projection: { threadId: 1, createdAt: 1 } })
+        .toArray();
+      const byId = new Map(inScope.map((m) => [m._id, m]));
+      const hits: VectorHit[] = [];
+      for (let at = 0; at < inScope.length; at += IDS_PER_QUERY) {
+        const ids = inScope.slice(at, at + IDS_PER_QUERY).map((m) => m._id);
+        const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
+        for (const doc of docs) {
+          const m = byId.get(doc._id);
+          const vector = fromBinary(doc.vec);
+          if (!m || vector.length !== args.vector.length) continue;
+          hits.push({
+            messageId: doc._id,
+            threadId: m.threadId,
+            hash: doc.hash,
+            score: cosine(vector, args.vector),
+            createdAt: new Date(m.createdAt),
+          });
+        }
       }
-    }
-    return hits.sort(compareHits).slice(0, args.topK);
-  }
+      return hits.sort(compareHits).slice(0, args.topK);
+    },
+    deleteByThread: async (tx, threadId) => {
+      await tx.lock([threadLock(threadId)]);
+      const ids = await c.collections.messages.distinct('_id', { threadId }, { session: tx.session });
+      await tx.fence();
+      await c.collections.vectors.deleteMany({ _id: { $in: ids } }, { session: tx.session });
+    },
+    deleteByMessages: async (tx, ids) => {
+      await tx.fence();
+      await c.collections.vectors.deleteMany({ _id: { $in: ids } }, { session: tx.session });
+    },
+  };
 }

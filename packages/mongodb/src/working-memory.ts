@@ -1,94 +1,74 @@
-import {
-  type CompareAndSetWorkingMemory,
-  type LockedWorkingMemory,
-  newVersion,
-  RETRY,
-  type RetryOptions,
-  retryOptimistic,
-  type VersionedValue,
-  type WorkingMemoryCell,
-} from '@engram/core/adapter';
-import type { Filter, ObjectId } from 'mongodb';
-import type { Collections, ResourceDocument, ThreadDocument } from './collections.ts';
-import { type Connection, resourceLock, storableIds, threadLock } from './connection.ts';
-import { assertStorableString, valueHash } from './encoding.ts';
-import { isDuplicateKey } from './errors.ts';
-import { assertDocumentSize, threadWorkingMemory } from './mapping.ts';
-import { assertStored } from './writes.ts';
+import type {
+  CompareAndSetWorkingMemory,
+  LeasedWorkingMemory,
+  VersionedValue,
+  WorkingMemoryCell,
+} from '@engram/core/driver';
+import type { Collection, ObjectId } from 'mongodb';
+import type { Collections } from './collections.ts';
+import type { Connection } from './driver.ts';
+import { valueHash } from './encoding.ts';
+import { assertDocumentSize, threadWorkingMemory, toResource } from './mapping.ts';
+import { resourceLock, threadLock } from './threads.ts';
+import { assertStored, insertNew } from './writes.ts';
 
 /** A stored version; `null` for a document written by other software without one. */
 type Version = ObjectId | string | null;
 
 /**
- * Working memory by compare-and-set (core runs the retries): read the document and its
- * `version`, then `findOneAndUpdate` filtered on `{ _id, version }` with a fresh version. A
- * writer that lost the race matches nothing. The first write of a missing resource is an
- * insert; losing that race to another insert is a duplicate key, and the retry takes the update
- * path.
- *
- * Under write locks (FerretDB 1.x, see `locks.ts`) each write holds the document's lock, so the
- * filtered update is a compare-and-set there too; and once the store knows it runs with locks, a
- * cell that lost a race is updated with its lock held from the read to the write
- * (`afterLostRace`), as every other writer of it waits for that lock: no more lost races.
+ * Working memory by compare-and-set (core's runner retries): read the document and its
+ * `version`, then `findOneAndUpdate` filtered on `{ _id, version }` with core's fresh version, or
+ * insert a missing resource (a duplicate key loses). Under write locks each write holds the
+ * document's lock (so the filter is a compare-and-set on FerretDB too), and a cell that lost a
+ * race is updated under a lease (`afterLostRace`): its lock held from the read to the write; a
+ * write whose lock was lost meanwhile is reported lost, and core takes the lease again.
  */
-export function workingMemoryStrategy(
-  connect: () => Promise<Connection>,
-  retry: RetryOptions,
-): CompareAndSetWorkingMemory<Version> {
-  let locked = false;
-  const connected = async () => {
-    const connection = await connect();
-    locked = connection.locks.enabled;
-    return connection;
-  };
-  const underLock: LockedWorkingMemory = {
-    kind: 'locked',
-    update: async (cell, apply) => {
-      const { collections: c, locks } = await connected();
-      return locks.hold([lockOf(cell)], (fence) =>
-        // Only a writer whose lease ran out can still interleave; then read and apply again.
-        retryOptimistic(async () => {
-          const stored = await read(c, cell);
-          if (!stored && cell.scope === 'thread') return false;
-          const next = apply(stored?.value ?? null);
-          await fence();
-          return (await write(c, cell, stored, next, newVersion())) ? true : RETRY;
-        }, retry),
-      );
+export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory<Version> {
+  const lockOf = (cell: WorkingMemoryCell) =>
+    cell.scope === 'resource' ? resourceLock(cell.resourceId) : threadLock(cell.threadId);
+  const leased: LeasedWorkingMemory<Version> = {
+    kind: 'leased',
+    get leaseMs() {
+      return c.locks.leaseMs;
     },
+    // Waits for the lock (while its holders come and go), so it is never 'busy'.
+    acquire: async (cell, token) => {
+      await c.locks.acquire([lockOf(cell)], token);
+      const stored = await read(c.collections, cell);
+      if (stored || cell.scope === 'resource') return stored;
+      await c.locks.release([lockOf(cell)], token);
+      return 'missing';
+    },
+    // When it throws, core releases the lock (once: an outage is not waited out twice).
+    write: async (cell, expected, value, version, token) => {
+      const ours = await c.locks.holds([lockOf(cell)], token);
+      const written = ours && (await write(c.collections, cell, expected, value, version));
+      await c.locks.release([lockOf(cell)], token);
+      return written ? 'ok' : 'lost';
+    },
+    release: (cell, token) => c.locks.release([lockOf(cell)], token),
   };
   return {
     kind: 'compareAndSet',
-    retry,
-    read: async (cell) => read((await connected()).collections, cell),
-    write: async (cell, expected, value, version) => {
-      const { collections: c, locks } = await connected();
-      return locks.hold([lockOf(cell)], async (fence) => {
+    read: (cell) => read(c.collections, cell),
+    write: (cell, expected, value, version) =>
+      c.locks.hold([lockOf(cell)], async (fence) => {
         await fence();
-        return write(c, cell, expected, value, version);
-      });
-    },
+        return write(c.collections, cell, expected, value, version);
+      }),
     get afterLostRace() {
-      return locked ? underLock : undefined;
+      return c.locks.enabled ? leased : undefined;
     },
   };
-}
-
-function lockOf(cell: WorkingMemoryCell): string {
-  return cell.scope === 'resource' ? resourceLock(cell.resourceId) : threadLock(cell.threadId);
 }
 
 async function read(c: Collections, cell: WorkingMemoryCell): Promise<VersionedValue<Version> | null> {
   if (cell.scope === 'resource') {
-    storableIds({ resourceId: cell.resourceId });
     const doc = await c.resources.findOne({ _id: cell.resourceId });
-    if (!doc) return null;
-    const value = typeof doc.workingMemory === 'string' ? doc.workingMemory : null;
-    return { value, version: doc.version ?? null };
+    return doc && { value: toResource(doc).workingMemory, version: doc.version ?? null };
   }
-  storableIds({ threadId: cell.threadId });
   const doc = await c.threads.findOne({ _id: cell.threadId });
-  return doc ? { value: threadWorkingMemory(doc), version: doc.version ?? null } : null;
+  return doc && { value: threadWorkingMemory(doc), version: doc.version ?? null };
 }
 
 /** Stores `value` if the cell is still at `expected`; the caller holds the cell's lock where locks are on. */
@@ -99,50 +79,24 @@ async function write(
   value: string | null,
   version: string,
 ): Promise<boolean> {
-  if (value !== null) {
-    assertStorableString(value, 'working memory');
-    assertDocumentSize({ workingMemory: value }, 'the working memory');
-  }
+  if (value !== null) assertDocumentSize({ workingMemory: value }, 'the working memory');
   const now = new Date();
-  if (cell.scope === 'resource') {
-    const _id = cell.resourceId;
-    if (!expected) {
-      try {
-        await c.resources.insertOne({
-          _id,
-          workingMemory: value,
-          metadata: {},
-          createdAt: now,
-          updatedAt: now,
-          version,
-        });
-        return true;
-      } catch (error) {
-        if (isDuplicateKey(error)) return false;
-        throw error;
-      }
-    }
-    const set = { workingMemory: value, updatedAt: now, version };
-    const won = await c.resources.findOneAndUpdate(
-      // A document written by other software may lack `version`: `null` matches the missing field.
-      { _id, version: expected.version } as Filter<ResourceDocument>,
-      { $set: set },
-      { returnDocument: 'after' },
-    );
-    if (won) assertStored(won, set, 'updateWorkingMemoryAtomically');
-    return won !== null;
+  const resource = cell.scope === 'resource';
+  const _id = resource ? cell.resourceId : cell.threadId;
+  if (resource && !expected) {
+    const created = { _id, workingMemory: value, metadata: {}, createdAt: now, updatedAt: now, version };
+    return insertNew(c.resources, created);
   }
-  const set = {
-    'metadata.workingMemory': value,
-    'metadataHash.workingMemory': valueHash(value),
-    version,
-  };
-  const won = await c.threads.findOneAndUpdate(
-    { _id: cell.threadId, version: expected?.version ?? null } as Filter<ThreadDocument>,
-    // Raised, never set back (core's `bumpedUpdatedAt`).
-    { $set: set, $max: { updatedAt: now } },
-    { returnDocument: 'after' },
-  );
+  const set = resource
+    ? { workingMemory: value, version }
+    : { 'metadata.workingMemory': value, 'metadataHash.workingMemory': valueHash(value), version };
+  const collection = (resource ? c.resources : c.threads) as unknown as Collection<{ _id: string }>;
+  // A document written by other software may lack `version`: `null` matches the missing field.
+  // `updatedAt` is raised, never set back (core's `bumpedUpdatedAt`).
+  const update = { $set: set, $max: { updatedAt: now } };
+  const won = await collection.findOneAndUpdate({ _id, version: expected?.version ?? null }, update, {
+    returnDocument: 'after',
+  });
   if (won) assertStored(won, set, 'updateWorkingMemoryAtomically');
   return won !== null;
 }

@@ -1,34 +1,28 @@
-import { MemoryError, RETRY, retryOptimistic } from '@engram/core/adapter';
-import { type Collection, ObjectId } from 'mongodb';
-import { isDuplicateKey } from './errors.ts';
-import type { Fence } from './locks.ts';
-import { newVersion } from './mapping.ts';
+import {
+  defineKey,
+  isPlainObject,
+  type JsonObject,
+  type JsonValue,
+  jsonEqual,
+  type MemoryError,
+  newVersion,
+  RETRY,
+  retry,
+} from '@engram/core/driver';
+import type { AnyBulkWriteOperation, Collection, Document, OptionalUnlessRequiredId } from 'mongodb';
+import type { Connection } from './driver.ts';
+import { isDuplicateKey, mongoError } from './errors.ts';
+import type { MongoTx } from './locks.ts';
 
 /**
- * Field updates (`$set` of top-level fields and `metadata.<key>` paths) that are stored on every
- * server, or refused loudly.
- *
- * FerretDB 1.x skips a `$set` whose new value it finds "identical" to the stored one, and its
- * identity test compares two documents value by value, position by position, without their keys.
- * So `$set: { 'metadata.prefs': { style: 'formal' } }` over `{ tone: 'formal' }` matches the
- * document, reports `modifiedCount: 0` and changes nothing; other fields of the same update are
- * written. A whole replacement document is compared with its keys, and is stored.
- *
- * On such servers (`replace: true`), a field update reads the document, applies the fields here
- * and writes it back as a replacement. Threads and resources are written under their write lock
- * there (see `locks.ts`), so nothing changes in between while the lock holds; the replacement is
- * still filtered on the `version` read and carries a new one, so a writer whose lease ran out
- * while it stood still is fenced out and starts again from a new read. A document deleted in
- * between is then reported missing, never re-created. Elsewhere the update is one atomic
- * `findOneAndUpdate`. Either way the document written back is checked: a server that acknowledged
- * a field and did not store it gets `STORAGE`, never a silent loss.
+ * Field updates (`$set` of top-level fields and `metadata.<key>` paths), stored on every server
+ * or refused. FerretDB 1.x skips a `$set` of a sub-document holding the same values under other
+ * keys (`{ style: 'formal' }` over `{ tone: 'formal' }`); a whole replacement is stored. So there
+ * (`replace`) an update reads the document, applies the fields here and replaces it, landing only
+ * on the `version` read with a fresh one (a writer whose lease ran out meanwhile matches nothing
+ * and reads again). Elsewhere it is one `findOneAndUpdate`. The document written is checked: an
+ * acknowledged field the server did not store is `STORAGE`, never a silent loss.
  */
-
-/**
- * Attempts of a replacement that lost a race: a concurrent insert of the same new `_id`, or a
- * write by another writer after the read (only possible once a lock holder's lease ran out).
- */
-const REPLACE_ATTEMPTS = 5;
 
 type Doc = { _id: string } & Record<string, unknown>;
 
@@ -44,143 +38,102 @@ export interface FieldUpdate {
 }
 
 /**
- * Applies `update` to the document `_id` of `collection` and returns the document as stored
- * afterwards, or `null` when it is missing (and not upserted). With `replace` (FerretDB 1.x), as
- * a read and a replacement; given the `fence` of a write lock held (threads and resources, see
- * `locks.ts`), each write awaits it first and the replacement is a compare-and-set on `version`.
- * Otherwise as one `findOneAndUpdate`.
+ * Applies `update` to the document `_id` and returns it as stored, or `null` when it is missing
+ * (and not upserted); each write awaits `fence` first. Tried again when it lost a race.
  */
-export async function updateFields<D extends { _id: string }>(
+export function updateFields<D extends { _id: string }>(
   collection: Collection<D>,
   _id: string,
   update: FieldUpdate,
   replace: boolean,
   operation: string,
-  fence?: Fence,
+  fence: () => Promise<void> = async () => undefined,
 ): Promise<D | null> {
   const raw = collection as unknown as Collection<Doc>;
-  const stored = replace
-    ? await replaceFields(raw, _id, update, operation, fence)
-    : await raw.findOneAndUpdate(
-        { _id },
-        {
-          $set: update.set,
-          ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }),
-          ...(update.later && { $max: update.later }),
-        },
-        { upsert: update.upsert ?? false, returnDocument: 'after' },
-      );
-  if (stored) assertStored(stored, update.set, operation);
-  return stored as D | null;
+  return retry(
+    async () => {
+      let stored: Doc | null | typeof RETRY;
+      if (replace) {
+        stored = await replaceFields(raw, _id, update, operation, fence);
+      } else {
+        await fence();
+        stored = await raw.findOneAndUpdate(
+          { _id },
+          {
+            $set: update.set,
+            ...(update.setOnInsert && { $setOnInsert: update.setOnInsert }),
+            ...(update.later && { $max: update.later }),
+          },
+          { upsert: update.upsert ?? false, returnDocument: 'after' },
+        );
+      }
+      if (stored && stored !== RETRY) assertStored(stored, update.set, operation);
+      return stored as D | null | typeof RETRY;
+    },
+    { adapter: 'mongodb', what: operation, retryable: isDuplicateKey },
+  );
 }
 
+/** One read and replacement; `RETRY` when another writer wrote or deleted the document in between. */
 async function replaceFields(
   collection: Collection<Doc>,
   _id: string,
   update: FieldUpdate,
   operation: string,
-  fence: Fence | undefined,
-): Promise<Doc | null> {
-  return retryOptimistic(
-    async () => {
-      const current = await collection.findOne({ _id });
-      if (!current) {
-        if (!update.upsert) return null;
-        const created = applyLater(applySet({ _id, ...update.setOnInsert }, update.set), update.later);
-        await fence?.();
-        try {
-          await collection.insertOne(created);
-          return created;
-        } catch (error) {
-          if (isDuplicateKey(error)) return RETRY;
-          throw error;
-        }
-      }
-      // Under a lock, fenced: the replacement carries a fresh version and lands only on the
-      // version read. A writer whose lock was broken while it stood still (its lease ran out)
-      // matches nothing once another writer has written, and reads and applies again.
-      const next = applyLater(
-        applySet(current, fence ? { version: newVersion(), ...update.set } : update.set),
-        update.later,
-      );
-      const { _id: _, ...replacement } = next;
-      await fence?.();
-      const result = await collection.replaceOne(
-        fence ? { _id, version: current.version ?? null } : { _id },
-        replacement,
-      );
-      // Written by another writer, or deleted, in between: the next attempt reads again.
-      if (result.matchedCount === 0) return RETRY;
-      if (result.modifiedCount === 0 && (fence || !sameValue(current, next))) {
-        throw notStored(operation, '(the document)');
-      }
-      return next;
-    },
-    { adapter: 'mongodb', attempts: REPLACE_ATTEMPTS },
-  );
+  fence: () => Promise<void>,
+): Promise<Doc | null | typeof RETRY> {
+  const current = await collection.findOne({ _id });
+  if (!current && !update.upsert) return null;
+  const next = applySet(current ?? { _id, ...update.setOnInsert }, { version: newVersion(), ...update.set });
+  for (const [field, value] of Object.entries(update.later ?? {})) {
+    const stored = next[field];
+    if (!(stored instanceof Date) || stored < value) next[field] = value;
+  }
+  await fence();
+  if (!current) {
+    await collection.insertOne(next);
+    return next;
+  }
+  const { _id: _, ...replacement } = next;
+  const result = await collection.replaceOne({ _id, version: current.version ?? null }, replacement);
+  if (result.matchedCount === 0) return RETRY;
+  // A replacement with a fresh version always modifies the document.
+  if (result.modifiedCount === 0) throw notStored(operation, '(the document)');
+  return next;
 }
 
 /** A copy of `doc` with each `$set` path of `set` applied, as the server would. */
 export function applySet<D extends Record<string, unknown>>(doc: D, set: Record<string, unknown>): D {
-  const out = { ...doc } as Record<string, unknown>;
+  const out = { ...doc } as JsonObject;
   for (const [path, value] of Object.entries(set)) {
     const keys = path.split('.');
     const last = keys.pop() as string;
     let target = out;
     for (const key of keys) {
       const child = Object.hasOwn(target, key) ? target[key] : undefined;
-      const copy = isDocument(child) ? { ...child } : {};
-      define(target, key, copy);
+      const copy = isPlainObject(child) ? { ...(child as JsonObject) } : {};
+      defineKey(target, key, copy);
       target = copy;
     }
-    define(target, last, value);
+    defineKey(target, last, value as JsonValue);
   }
   return out as D;
 }
 
-/** A copy of `doc` with each field of `later` raised to its value, as `$max` would. */
-function applyLater<D extends Record<string, unknown>>(doc: D, later: Record<string, Date> = {}): D {
-  const out = { ...doc } as Record<string, unknown>;
-  for (const [field, value] of Object.entries(later)) {
-    const stored = out[field];
-    if (!(stored instanceof Date) || stored < value) define(out, field, value);
-  }
-  return out as D;
-}
-
-/** Sets an own property, even `__proto__`, which a plain assignment would turn into a prototype. */
-function define(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
-/** The value at a `$set` path of a stored document (`undefined` when absent). */
-function valueAt(doc: Record<string, unknown>, path: string): unknown {
-  let value: unknown = doc;
-  for (const key of path.split('.')) {
-    if (!isDocument(value) || !Object.hasOwn(value, key)) return undefined;
-    value = value[key];
-  }
-  return value;
-}
-
-/**
- * Throws `STORAGE` unless every field of `set` holds its value in `stored`, the document the
- * server returned after the update (compared with keys, unlike FerretDB 1.x).
- */
+/** Throws `STORAGE` unless every field of `set` holds its value (as JSON) in the document `stored`. */
 export function assertStored(
   stored: Record<string, unknown>,
   set: Record<string, unknown>,
   operation: string,
 ): void {
   for (const [path, value] of Object.entries(set)) {
-    if (!sameValue(valueAt(stored, path), value)) throw notStored(operation, path);
+    let at: unknown = stored;
+    for (const key of path.split('.')) at = isPlainObject(at) && Object.hasOwn(at, key) ? at[key] : undefined;
+    if (!jsonEqual(at as JsonValue, value as JsonValue)) throw notStored(operation, path);
   }
 }
 
-/**
- * Throws `STORAGE` when a replacement that matched its document reports it unmodified. Callers
- * replace with a fresh `version`, so a stored replacement always modifies.
- */
+/** Throws `STORAGE` when a replacement (always with a fresh `version`) matched and did not modify. */
 export function assertReplaced(
   result: { matchedCount: number; modifiedCount: number; upsertedCount: number },
   operation: string,
@@ -191,49 +144,34 @@ export function assertReplaced(
 }
 
 function notStored(operation: string, what: string): MemoryError {
-  return new MemoryError(
-    'STORAGE',
-    `mongodb: ${operation}: the server acknowledged the update but did not store ${what}; refusing to report it as saved`,
-    { adapter: 'mongodb' },
-  );
+  const message = `${operation}: the server acknowledged the update but did not store ${what}; refusing to report it as saved`;
+  return mongoError('STORAGE', message);
 }
 
-function isDocument(value: unknown): value is Record<string, unknown> {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    !Array.isArray(value) &&
-    !(value instanceof Date) &&
-    !(value instanceof ObjectId)
-  );
+/** `ops` in ordered bulk writes, each after `tx.fence()`; 20 a command on FerretDB 1.x (`c.ferretdb1`). */
+export async function bulkWrite<D extends Document>(
+  c: Connection,
+  collection: Collection<D>,
+  ops: AnyBulkWriteOperation<D>[],
+  tx?: MongoTx,
+): Promise<void> {
+  // FerretDB 1.x holds a connection per update that matched till its command ends (100 a database).
+  for (let i = 0, n = c.ferretdb1 ? 20 : ops.length; i < ops.length; i += n) {
+    await tx?.fence();
+    await collection.bulkWrite(ops.slice(i, i + n), { session: tx?.session });
+  }
 }
 
-/**
- * Equality of BSON values as JSON sees them: keys compared as names (their order ignored), dates
- * and object ids by value, numbers by value (so `-0`, which FerretDB stores as `0`, equals `0`).
- */
-export function sameValue(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (a instanceof Date || b instanceof Date) {
-    return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+/** Inserts `doc` unless its `_id` is taken (an atomic insert-if-absent on every server); `false` then. */
+export async function insertNew<D extends { _id: unknown }>(
+  collection: Collection<D>,
+  doc: OptionalUnlessRequiredId<D>,
+): Promise<boolean> {
+  try {
+    await collection.insertOne(doc);
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
   }
-  if (a instanceof ObjectId || b instanceof ObjectId) {
-    return a instanceof ObjectId && b instanceof ObjectId && a.equals(b);
-  }
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return (
-      Array.isArray(a) &&
-      Array.isArray(b) &&
-      a.length === b.length &&
-      a.every((item, i) => sameValue(item, b[i]))
-    );
-  }
-  if (isDocument(a) && isDocument(b)) {
-    const keys = Object.keys(a);
-    return (
-      keys.length === Object.keys(b).length &&
-      keys.every((key) => Object.hasOwn(b, key) && sameValue(a[key], b[key]))
-    );
-  }
-  return false;
 }

@@ -101,9 +101,8 @@ describe('values', () => {
     expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
   });
 
-  it('rejects unpaired surrogates and nesting MongoDB cannot store', () => {
-    expect(() => encodeValue('\ud800', 'v', NATIVE)).toThrow(/surrogate/);
-    expect(() => encodeValue({ '\udc00x': 1 }, 'v', NATIVE)).toThrow(/surrogate/);
+  // Unpaired surrogates are refused by core before a value gets here (see store.test.ts).
+  it('rejects nesting MongoDB cannot store', () => {
     expect(encodeValue('\ud83d\ude00', 'v', NATIVE)).toBe('😀');
     let deep: JsonValue = 'leaf';
     for (let i = 0; i < 120; i++) deep = { d: deep };

@@ -1,9 +1,13 @@
 import { inspect } from 'node:util';
 import { MemoryError } from '@engram/core';
+import { createErrorMapper } from '@engram/core/driver';
 import { MongoClient, MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { classify, toMemoryError } from '../src/errors.ts';
+import { classify, errors } from '../src/errors.ts';
 import { MongoDBStore } from '../src/index.ts';
+
+/** How core maps what the driver throws, with this adapter's classification. */
+const toMemoryError = createErrorMapper({ adapter: 'mongodb', ...errors });
 
 describe('driver errors map to MemoryError codes', () => {
   it('duplicate key is CONFLICT, network and selection failures are CONNECTION, the rest STORAGE', () => {

@@ -170,9 +170,9 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(written).toBe(0);
   });
 
-  it('without transactions, a batch whose thread is deleted mid-save is backed out with NOT_FOUND', async () => {
+  it('without transactions, a batch waits for the locks of its threads; a thread deleted meanwhile refuses the whole batch with NOT_FOUND', async () => {
     const locks = raw.db(dbName).collection<{ _id: string; owner: string; expiresAt: Date }>('engram_locks');
-    // Write locks let the test pause saveMessages after its bulkWrite, at the thread bump.
+    // A lock held by the test keeps saveMessages waiting before it reads or writes anything.
     const paused = new MongoDBStore({ url, dbName, transactions: 'never', writeLocks: 'always' });
     try {
       await paused.init();
@@ -189,31 +189,25 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
       const saving = paused.saveMessages(batch);
       const messagesOf = (threadId: string) =>
         raw.db(dbName).collection('engram_messages').countDocuments({ threadId });
-      for (let i = 0; i < 100 && (await messagesOf(t.id)) === 0; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      expect(await messagesOf(t.id)).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await messagesOf(t.id)).toBe(0);
+      expect(await messagesOf(other.id)).toBe(0);
       await raw
         .db(dbName)
         .collection('engram_threads')
         .deleteOne({ _id: t.id as never });
       await locks.deleteOne({ _id: `threads:${t.id}` });
-      await expect(saving).rejects.toMatchObject({
-        code: 'NOT_FOUND',
-        message: expect.stringMatching(/deleted/),
-      });
+      await expect(saving).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      // The refusal comes before any write: nothing of the batch is saved, in either thread.
       expect(await messagesOf(t.id)).toBe(0);
-      // Messages of the batch for a thread that still exists stay saved (documented): the store
-      // declares the weaker promise, and saving the batch again once the thread exists completes it.
-      expect(await messagesOf(other.id)).toBe(1);
+      expect(await messagesOf(other.id)).toBe(0);
       expect(paused.capabilities.transactionalBatches).toBe(false);
       await paused.saveThread(t);
       await paused.saveMessages(batch);
-      expect(await messagesOf(t.id)).toBe(1);
-      expect(await messagesOf(other.id)).toBe(1);
       expect(await paused.listMessagesById({ ids: batch.map((m) => m.id) })).toEqual(
         [...batch].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()),
       );
+      expect(await locks.countDocuments({ owner: { $ne: 'test' } })).toBe(0);
     } finally {
       await paused.close();
     }
@@ -228,7 +222,6 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
         transactionalBatches: false,
         processLocal: false,
       });
-      expect(declared.supportsAtomicWorkingMemoryMerge).toBe(true);
       await declared.init();
       await never.init();
       const hello = await raw.db('admin').command({ hello: 1 });
@@ -263,18 +256,21 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(await raw.db(dbName).collection('engram_messages').countDocuments({ threadId })).toBe(0);
   });
 
-  it('writeLocks "never" sends no lock commands; "auto" uses them only on FerretDB 1.x', async () => {
+  it('writeLocks "never" sends no lock commands; "auto" uses them without transactions or on FerretDB 1.x', async () => {
     const t = thread();
     sent.length = 0;
     await store.saveThread(t);
     await store.updateThread({ id: t.id, metadata: { a: 1 } });
+    await store.saveMessages([message(t, 1)]);
     const lockCommands = sent.filter((s) => s.command[s.name] === 'engram_locks');
-    expect(lockCommands.length > 0).toBe(ferretdb);
+    expect(lockCommands.length > 0).toBe(ferretdb || !store.capabilities.transactionalBatches);
 
     const never = new MongoDBStore({ client, dbName, writeLocks: 'never' });
     await never.init();
     sent.length = 0;
     await never.updateThread({ id: t.id, metadata: { b: 2 } });
+    await never.saveMessages([message(t, 2)]);
+    await never.deleteThread({ threadId: t.id });
     expect(sent.filter((s) => s.command[s.name] === 'engram_locks')).toEqual([]);
     await never.close();
   });

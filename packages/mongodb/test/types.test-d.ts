@@ -17,7 +17,7 @@ expectTypeOf<{
   serverSelectionTimeoutMS: number;
   transactions: 'never';
   writeLocks: 'always';
-  retry: { attempts: number };
+  lockLeaseMs: number;
 }>().toMatchTypeOf<MongoDBStoreOptions>();
 expectTypeOf<{ url: string }>().not.toMatchTypeOf<MongoDBStoreOptions>();
 expectTypeOf<{ client: MongoClient; url: string; dbName: string }>().not.toMatchTypeOf<MongoDBStoreOptions>();

@@ -1,86 +1,302 @@
-import { createRequire } from 'node:module';
+import * as core from '@engram/core/driver';
+import { errorCode, ORACLE_ERRORS } from './errors.ts';
+import * as rows from './mapping.ts';
+import { migrate, serverMajorVersion } from './migrations.ts';
+import { loadOracledb, type OracleConnection, type OraclePool } from './oracledb.ts';
+import { executeOptions, Session } from './session.ts';
+import * as sql from './sql.ts';
+import type { OracleStoreOptions } from './store.ts';
+import { oracleVectors } from './vectors.ts';
+
+/** Attributes of a pool the driver creates, before the caller's `poolAttributes`. */
+const DEFAULT_POOL = {
+  poolMin: 0,
+  poolMax: 8,
+  poolIncrement: 1,
+  connectTimeout: 10,
+  transportConnectTimeout: 10,
+  queueTimeout: 30_000,
+  /** Runs `SESSION_SETUP` once per new session. */
+  sessionCallback: (connection: OracleConnection, _tag: string, done: (error?: unknown) => void) => {
+    connection.execute(sql.SESSION_SETUP.sql, {}, {}).then(() => done(), done);
+  },
+};
+
+/** Targets per statement in a window query (keeps bind counts small). */
+const WINDOWS_PER_STATEMENT = 50;
 
 /**
- * The part of the `oracledb` driver (node-oracledb 6+, thin mode) this adapter uses, typed
- * structurally so an injected pool from any caller satisfies it without extra type packages.
+ * The engram driver for Oracle Database (19c, 21c, 23ai/Free) through `oracledb` in thin mode.
+ * A unit of work is a transaction on one pooled connection (the `Session` is the `tx`); writes
+ * that compute from what is stored read the row with `SELECT … FOR UPDATE` first.
  */
+export class OracleDriver implements core.Driver<Session> {
+  readonly name = 'oracle';
+  /** Working-memory updates hold the row lock; batches and deletes are transactions. */
+  readonly capabilities = core.SERVER_CAPABILITIES;
+  readonly errors = ORACLE_ERRORS;
+  /** What a `TIMESTAMP(3)` column holds: years 1–9999. */
+  readonly dates = { min: new Date(rows.MIN_TIMESTAMP), max: new Date(rows.MAX_TIMESTAMP) };
+  /** The statements' view of the schema, set by `open()`. */
+  dialect!: sql.Dialect;
 
-/** A database type constant such as `oracledb.DB_TYPE_CLOB` (opaque to this adapter). */
-export type OracleDbType = object;
+  private readonly oracledb = loadOracledb();
+  private readonly executeOptions = executeOptions(this.oracledb);
+  private readonly names: sql.TableNames;
+  private pool: OraclePool | undefined;
+  private readonly vectorDriver = oracleVectors(this);
 
-/** A bind value: a plain JS value, or one with an explicit database type. */
-export type OracleBindValue =
-  | string
-  | number
-  | null
-  | { val: string | null; type: OracleDbType }
-  /** A vector (`oracledb.DB_TYPE_VECTOR`, 23ai). */
-  | { val: Float32Array; type: OracleDbType };
+  /** `options` as `OracleStore` checked them. */
+  constructor(private readonly options: OracleStoreOptions) {
+    this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
+    if ('pool' in options) this.pool = options.pool;
+  }
 
-/** Named binds: `{ thread_id: 'x' }` for `:thread_id`. */
-export type OracleBinds = Record<string, OracleBindValue>;
+  /** Vector search (23ai): declared until `open()` found a server without the `VECTOR` type. */
+  get vectors(): core.VectorDriver<Session> | undefined {
+    return this.dialect && !this.dialect.vectors ? undefined : this.vectorDriver;
+  }
 
-/** Column description handed to a `fetchTypeHandler`. */
-export interface OracleColumnMetadata {
-  name: string;
-  dbType?: OracleDbType;
-}
+  /** Creates the pool (unless one was injected) and migrates the schema. */
+  async open(): Promise<void> {
+    const options = this.options;
+    if (!this.pool && !('pool' in options)) {
+      const { user, password, connectString, poolAttributes: own } = options;
+      this.pool = await this.oracledb.createPool({ ...DEFAULT_POOL, ...own, user, password, connectString });
+    }
+    this.dialect = await this.read(async (session) => {
+      const major = serverMajorVersion(session);
+      const requested = options.jsonType ?? 'auto';
+      const preferred = requested === 'auto' ? (major >= 21 ? 'json' : 'clob') : requested;
+      return {
+        names: this.names,
+        json: await migrate(session, this.names, preferred),
+        clobType: this.oracledb.DB_TYPE_CLOB,
+        vectorType: this.oracledb.DB_TYPE_VECTOR,
+        vectors: major >= 23,
+      };
+    });
+  }
 
-/** The per-statement options this adapter passes to `execute`. */
-export interface OracleExecuteOptions {
-  /** `oracledb.OUT_FORMAT_OBJECT`: rows as objects keyed by upper-case column name. */
-  outFormat?: number;
-  autoCommit?: boolean;
-  /** Chooses the JS type of each column; used to fetch CLOBs as strings. */
-  fetchTypeHandler?: (metadata: OracleColumnMetadata) => { type: OracleDbType } | undefined;
-}
+  /** Closes the pool the driver created; an injected one stays open. */
+  async close(): Promise<void> {
+    if (!this.pool || 'pool' in this.options) return;
+    await this.pool.close(5).catch((error: unknown) => {
+      if (errorCode(error) !== 'NJS-065') throw error; // already closed
+    });
+  }
 
-/** What `execute` resolves to. */
-export interface OracleResult {
-  rows?: unknown[];
-  rowsAffected?: number;
-}
+  /** Runs `fn` on one pooled connection, without committing. */
+  async read<T>(fn: (session: Session) => Promise<T>): Promise<T> {
+    const connection = await (this.pool as OraclePool).getConnection();
+    const session = new Session(connection, this.executeOptions);
+    try {
+      return await fn(session);
+    } finally {
+      // A dropped connection cannot be released; the pool discards it.
+      await connection.close().catch(() => undefined);
+    }
+  }
 
-/** One session, taken from the pool for one operation. */
-export interface OracleConnection {
-  /** The server version as a number, e.g. `2304000000` for 23.4 (thin mode fills it at connect). */
-  readonly oracleServerVersion?: number;
-  execute(sql: string, binds: OracleBinds, options: OracleExecuteOptions): Promise<OracleResult>;
-  commit(): Promise<void>;
-  rollback(): Promise<void>;
-  close(): Promise<void>;
-}
+  /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
+  write<T>(fn: (session: Session) => Promise<T>): Promise<T> {
+    return this.read(async (session) => {
+      try {
+        const result = await fn(session);
+        await session.connection.commit();
+        return result;
+      } catch (error) {
+        await session.connection.rollback().catch(() => undefined); // the first error is the one to report
+        throw error;
+      }
+    });
+  }
 
-/** A connection pool (`oracledb.createPool()`), or anything that hands out connections. */
-export interface OraclePool {
-  getConnection(): Promise<OracleConnection>;
-  /** Closes the pool; `drainTime` 0 closes it at once. */
-  close(drainTime?: number): Promise<void>;
-}
+  readonly threads: core.ThreadDriver<Session> = {
+    get: async (id) => {
+      const [row] = await this.read((s) => s.rows<rows.ThreadRow>(sql.selectThread(this.dialect, id)));
+      return row ? rows.rowToThread(row) : null;
+    },
+    insert: (thread) =>
+      this.write((s) => s.run(sql.insertThread(this.dialect, thread))).then(
+        () => true,
+        (error: unknown) => {
+          if (errorCode(error) === 'ORA-00001') return false;
+          throw error;
+        },
+      ),
+    upsert: async (thread) => {
+      await this.write((s) => s.upsert(sql.upsertThread(this.dialect, thread)));
+    },
+    update: (change) => this.write((s) => this.updateThread(s, change.id, () => change)),
+    /** One statement per stamp: the time of the write, or the newest `createdAt` when later. */
+    touch: async (s, bumps) => {
+      const now = new Date();
+      const byStamp = new Map<number, string[]>();
+      for (const [id, newest] of bumps) {
+        const stamp = core.bumpedUpdatedAt(now, now, newest ? [newest] : []).getTime();
+        byStamp.set(stamp, [...(byStamp.get(stamp) ?? []), id]);
+      }
+      for (const [stamp, ids] of byStamp) {
+        const at = new Date(stamp);
+        for (const chunk of sql.chunks(ids)) await s.run(sql.touchThreads(this.dialect, chunk, at));
+      }
+    },
+    delete: async (s, id) => {
+      await s.run(sql.deleteThread(this.dialect, id));
+    },
+    readPage: (query) =>
+      this.read(async (s) => {
+        const list = async (paging: sql.Paging) =>
+          (await s.rows<rows.ThreadRow>(sql.listThreads(this.dialect, query, paging))).map(rows.rowToThread);
+        if (query.metadata && Object.keys(query.metadata).length > 0) {
+          // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: core matches them.
+          return { kind: 'candidates', threads: await list(undefined) };
+        }
+        const total = await s.count(sql.countThreads(this.dialect, query.resourceId));
+        const threads = query.perPage === 0 ? [] : await list(core.pageLimit(query.page, query.perPage));
+        return { kind: 'page', threads, total };
+      }),
+  };
 
-/** Attributes passed to `oracledb.createPool`. */
-export interface OraclePoolAttributes {
-  user: string;
-  password: string;
-  connectString: string;
-  [key: string]: unknown;
-}
+  readonly messages: core.MessageDriver<Session> = {
+    readPage: (query) =>
+      this.read(async (s) => {
+        const total = await s.count(sql.countMessages(this.dialect, query));
+        const paging = core.pageLimit(query.page, query.perPage);
+        const statement = sql.listMessages(this.dialect, query, query.direction, paging);
+        const page =
+          query.perPage === 0 ? [] : (await s.rows<rows.MessageRow>(statement)).map(rows.rowToMessage);
+        return { page, total, windows: await this.windows(s, query) };
+      }),
+    byIds: (ids, tx) => (tx ? this.byIds(tx, ids) : this.read((s) => this.byIds(s, ids))),
+    /** Locks the threads, then the messages, each in id order (one chunk after another). */
+    places: async (s, threadIds, messageIds) => {
+      type Row = Record<'ID' | 'THREAD_ID' | 'RESOURCE_ID', string>;
+      const lock = (table: 'threads' | 'messages', ids: string[]) =>
+        s.rowsByChunk<Row>([...ids].sort(core.compareIds), (part) =>
+          sql.selectForUpdate(this.dialect, table, part),
+        );
+      const threads = await lock('threads', threadIds);
+      const messages = await lock('messages', messageIds);
+      return {
+        threads: new Map(threads.map((r) => [r.ID, r.RESOURCE_ID])),
+        messages: new Map(messages.map((r) => [r.ID, { threadId: r.THREAD_ID, resourceId: r.RESOURCE_ID }])),
+      };
+    },
+    /** A message of another resource inserted after `places` is left alone by the `MERGE`: refused. */
+    put: async (s, messages) => {
+      for (const message of messages) {
+        if ((await s.upsert(sql.upsertMessage(this.dialect, message))) === 0) {
+          throw core.messageOfAnotherResource(this.name, message.id);
+        }
+      }
+    },
+    remove: async (s, ids) => {
+      for (const chunk of sql.chunks(ids)) await s.run(sql.deleteMessagesByIds(this.dialect, chunk));
+    },
+  };
 
-/** The driver module's members this adapter reads. */
-export interface OracleDriver {
-  createPool(attributes: OraclePoolAttributes): Promise<OraclePool>;
-  readonly OUT_FORMAT_OBJECT: number;
-  readonly DB_TYPE_CLOB: OracleDbType;
-  readonly DB_TYPE_NCLOB: OracleDbType;
-  readonly DB_TYPE_VARCHAR: OracleDbType;
-  /** 23ai vectors (node-oracledb 6.5+). */
-  readonly DB_TYPE_VECTOR: OracleDbType;
-}
+  readonly resources: core.ResourceDriver = {
+    get: async (id) => {
+      const [row] = await this.read((s) => s.rows<rows.ResourceRow>(sql.selectResource(this.dialect, id)));
+      return row ? rows.rowToResource(row) : null;
+    },
+    update: (change) => this.write((s) => this.updateResource(s, change.id, change.now, () => change)),
+  };
 
-let driver: OracleDriver | undefined;
+  /** Read and write under the row lock (`SELECT … FOR UPDATE`), in one transaction. */
+  readonly workingMemory: core.LockedWorkingMemory = {
+    kind: 'locked',
+    update: (cell, apply) =>
+      this.write(async (s) => {
+        if (cell.scope === 'resource') {
+          await this.updateResource(s, cell.resourceId, new Date(), (stored) => ({
+            workingMemory: apply(stored.workingMemory),
+          }));
+          return true;
+        }
+        const updated = await this.updateThread(s, cell.threadId, ({ metadata }) => {
+          const current = metadata.workingMemory;
+          return { metadata: { workingMemory: apply(typeof current === 'string' ? current : null) } };
+        });
+        return updated !== null;
+      }),
+  };
 
-/** Loads `oracledb` once. Thin mode is its default: no Oracle Client libraries are needed. */
-export function loadDriver(): OracleDriver {
-  driver ??= createRequire(import.meta.url)('oracledb') as OracleDriver;
-  return driver;
+  /**
+   * Reads and row-locks a thread and writes it back with `change(stored)` applied (the title
+   * replaced, the metadata shallow-merged) and `updatedAt` raised; `null` when it does not exist.
+   */
+  private async updateThread(
+    s: Session,
+    id: string,
+    change: (stored: core.Thread) => { title?: string; metadata?: core.JsonObject },
+  ): Promise<core.Thread | null> {
+    const [row] = await s.rows<rows.ThreadRow>(sql.selectThread(this.dialect, id, true));
+    if (!row) return null;
+    const stored = rows.rowToThread(row);
+    const { title, metadata } = change(stored);
+    const next: core.Thread = {
+      ...stored,
+      title: title ?? stored.title,
+      metadata: metadata ? core.shallowMerge(stored.metadata, metadata) : stored.metadata,
+      updatedAt: core.bumpedUpdatedAt(stored.updatedAt, new Date()),
+    };
+    await s.run(sql.upsertThread(this.dialect, next));
+    return next;
+  }
+
+  /**
+   * Reads and row-locks a resource and writes it back with `change(stored)` applied, creating an
+   * empty one first when it is missing. A concurrent creator makes that insert fail with
+   * ORA-00001 once it commits: the row exists then, and the locked read waits for and sees it.
+   */
+  private async updateResource(
+    s: Session,
+    id: string,
+    now: Date,
+    change: (stored: core.Resource) => { workingMemory?: string | null; metadata?: core.JsonObject },
+  ): Promise<core.Resource> {
+    await s.run(sql.insertMissingResource(this.dialect, id, now)).catch((error: unknown) => {
+      if (errorCode(error) !== 'ORA-00001') throw error;
+    });
+    const [row] = await s.rows<rows.ResourceRow>(sql.selectResource(this.dialect, id, true));
+    if (!row) throw new Error(`resource ${JSON.stringify(id)} vanished while being locked`);
+    const stored = rows.rowToResource(row);
+    const { workingMemory, metadata } = change(stored);
+    const next: core.Resource = {
+      ...stored,
+      workingMemory: workingMemory === undefined ? stored.workingMemory : workingMemory,
+      metadata: metadata ? core.shallowMerge(stored.metadata, metadata) : stored.metadata,
+      updatedAt: now,
+    };
+    await s.run(sql.updateResourceRow(this.dialect, next));
+    return next;
+  }
+
+  /** The include windows: each target (in scope) plus its neighbours in its own thread. */
+  private async windows(s: Session, { include, resourceId }: core.MessageQuery): Promise<core.Message[]> {
+    const targets = await s.rowsByChunk<rows.MessageRow>([...new Set(include.map((w) => w.id))], (chunk) =>
+      sql.selectMessagesByIds(this.dialect, chunk, resourceId),
+    );
+    const byId = new Map(targets.map((row) => [row.ID, rows.rowToMessage(row)]));
+    const requests = include.flatMap((w): sql.WindowRequest[] => {
+      const target = byId.get(w.id);
+      return target ? [{ target, before: w.withPreviousMessages, after: w.withNextMessages }] : [];
+    });
+    const found = [...byId.values()];
+    for (const chunk of sql.chunks(requests, WINDOWS_PER_STATEMENT)) {
+      const statement = sql.selectWindows(this.dialect, chunk, resourceId);
+      if (statement) found.push(...(await s.rows<rows.MessageRow>(statement)).map(rows.rowToMessage));
+    }
+    return found;
+  }
+
+  private async byIds(s: Session, ids: readonly string[]): Promise<core.Message[]> {
+    const found = await s.rowsByChunk<rows.MessageRow>(ids, (chunk) =>
+      sql.selectMessagesByIds(this.dialect, chunk),
+    );
+    return found.map(rows.rowToMessage);
+  }
 }

@@ -1,66 +1,36 @@
-import {
-  type JsonObject,
-  type JsonValue,
-  MemoryError,
-  type Message,
-  type Resource,
-  type Thread,
-} from '@engram/core/adapter';
-import type { OracleBindValue, OracleDbType } from './driver.ts';
+import * as core from '@engram/core/driver';
+import type { OracleBindValue, OracleDbType } from './oracledb.ts';
 
 /**
- * Row ⇄ record conversion. Pure functions: no driver, no connection.
- *
- * Dates travel as text in UTC (`YYYY-MM-DDTHH:MI:SS.FF3`) in both directions, so neither the
- * session time zone nor the client's `TZ` can shift them; columns are `TIMESTAMP(3)`.
- * Oracle stores `''` as NULL: `title` and `message_type` are always strings, so NULL reads back
- * as `''`; `working_memory` can be NULL or `''`, told apart by the `working_memory_empty` flag.
+ * Row ⇄ record conversion, pure. Dates travel as UTC text both ways (no session time zone or
+ * `TZ` shifts them) into `TIMESTAMP(3)` columns. Oracle stores `''` as NULL: a NULL `title` or
+ * `message_type` reads back as `''`; `working_memory` is told apart by `working_memory_empty`.
  */
 
 /** The `TO_TIMESTAMP` / `TO_CHAR` format matching `Date.prototype.toISOString()` without the `Z`. */
 export const TIMESTAMP_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.FF3';
 
-/** The last instant a `TIMESTAMP(3)` column holds with a 4-digit year. */
-export const MAX_TIMESTAMP = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** The first and last instants a `TIMESTAMP(3)` column holds (years 1–9999), inclusive. */
+export const MIN_TIMESTAMP = Date.parse('0001-01-01T00:00:00.000Z');
+export const MAX_TIMESTAMP = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** Text longer than this many UTF-8 bytes is bound as a temporary CLOB instead of a VARCHAR2. */
 export const MAX_VARCHAR_BIND_BYTES = 4000;
 
-const ADAPTER = 'oracle';
-
-function earliest(): number {
-  const d = new Date(0);
-  d.setUTCFullYear(1, 0, 1);
-  return d.getTime();
-}
-
-/** Year 1, January 1st, 00:00:00.000 UTC (`Date.UTC` maps year 1 to 1901, hence the detour). */
-export const MIN_TIMESTAMP = earliest();
-
 /** True when `date` fits a `TIMESTAMP(3)` column as written by this adapter. */
-export function isStorableDate(date: Date): boolean {
-  const t = date.getTime();
-  return t >= MIN_TIMESTAMP && t <= MAX_TIMESTAMP;
-}
+export const isStorableDate = (date: Date) =>
+  date.getTime() >= MIN_TIMESTAMP && date.getTime() <= MAX_TIMESTAMP;
 
-/**
- * The bind text for a date (`2024-05-01T10:20:30.123`, UTC). Throws `INVALID_ARGUMENT` for
- * dates outside years 1–9999, before anything reaches the database.
- */
+/** The bind text for a date (`2024-05-01T10:20:30.123`, UTC); `INVALID_ARGUMENT` outside years 1–9999. */
 export function toTimestampText(date: Date, field = 'date'): string {
   if (!isStorableDate(date)) {
-    throw new MemoryError(
+    throw new core.MemoryError(
       'INVALID_ARGUMENT',
       `oracle: ${field} ${date.toISOString()} is outside the years 1–9999 an Oracle TIMESTAMP holds`,
-      { adapter: ADAPTER, details: { field } },
+      { adapter: 'oracle', details: { field } },
     );
   }
   return date.toISOString().slice(0, 23);
-}
-
-/** Checks every date a write will store, so a bad one fails before any connection is taken. */
-export function assertStorableDates(dates: ReadonlyArray<readonly [Date | undefined, string]>): void {
-  for (const [date, field] of dates) if (date !== undefined) toTimestampText(date, field);
 }
 
 /** Parses the text `TO_CHAR(col, TIMESTAMP_FORMAT)` returns as a UTC instant. */
@@ -70,32 +40,19 @@ export function fromTimestampText(text: string): Date {
   return date;
 }
 
-/** JSON text for a value (metadata, message content). */
-export function encodeJson(value: JsonValue): string {
-  return JSON.stringify(value);
-}
-
-/** Parses stored JSON text. `JSON.parse` keeps keys such as `__proto__` as own properties. */
-export function decodeJson(text: string): JsonValue {
-  return JSON.parse(text) as JsonValue;
-}
-
-/** Parses stored metadata; a NULL column (never written by this adapter) reads as `{}`. */
-export function decodeJsonObject(text: string | null): JsonObject {
-  if (text === null) return {};
-  const value = decodeJson(text);
+/** Parses stored metadata (`__proto__` stays an own key); a NULL column (never written) is `{}`. */
+export function decodeJsonObject(text: string | null): core.JsonObject {
+  const value: core.JsonValue = text === null ? {} : JSON.parse(text);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error(`stored metadata is not a JSON object: ${text.slice(0, 80)}`);
+    throw new Error(`stored metadata is not a JSON object: ${text?.slice(0, 80)}`);
   }
   return value;
 }
 
 /**
- * A bind for text headed for a CLOB or JSON column. Up to 4,000 UTF-8 bytes it is a plain
- * string (a VARCHAR2 bind, valid anywhere in SQL); longer text is bound with the CLOB type,
- * which the driver sends as a temporary LOB, because a longer plain string would go as a LONG
- * bind, which Oracle refuses inside expressions and `USING (SELECT … FROM dual)`. `''` and
- * `null` both bind as NULL, as Oracle would store them anyway.
+ * A bind for text headed for a CLOB or JSON column: up to 4,000 UTF-8 bytes a VARCHAR2 bind (valid
+ * anywhere in SQL); longer, a temporary CLOB, since a longer string would go as a LONG bind, which
+ * Oracle refuses in expressions and `USING (SELECT … FROM dual)`. `''` and `null` bind as NULL.
  */
 export function textBind(text: string | null, clobType: OracleDbType): OracleBindValue {
   if (text === null || text === '') return null;
@@ -105,8 +62,7 @@ export function textBind(text: string | null, clobType: OracleDbType): OracleBin
 
 /** How a working-memory value is stored: the CLOB and the flag saying NULL means `''`. */
 export function workingMemoryColumns(value: string | null): { text: string | null; empty: 0 | 1 } {
-  if (value === '') return { text: null, empty: 1 };
-  return { text: value, empty: 0 };
+  return value === '' ? { text: null, empty: 1 } : { text: value, empty: 0 };
 }
 
 /** Reads a working-memory value back from its CLOB and flag. */
@@ -115,39 +71,26 @@ export function readWorkingMemory(text: string | null, empty: number | null): st
   return empty === 1 ? '' : null;
 }
 
-/** A `threads` row as selected by `threadColumns` (upper-case keys, CLOBs fetched as strings). */
-export interface ThreadRow {
-  ID: string;
-  RESOURCE_ID: string;
-  TITLE: string | null;
-  METADATA: string | null;
-  CREATED_AT_TEXT: string;
-  UPDATED_AT_TEXT: string;
-}
-
-/** A `messages` row as selected by `messageColumns`. */
-export interface MessageRow {
-  ID: string;
-  THREAD_ID: string;
-  RESOURCE_ID: string;
-  MESSAGE_ROLE: string;
-  MESSAGE_TYPE: string | null;
-  CONTENT: string;
-  CREATED_AT_TEXT: string;
-}
-
-/** A `resources` row as selected by `resourceColumns`. */
-export interface ResourceRow {
-  ID: string;
-  WORKING_MEMORY: string | null;
+/** Rows as selected: upper-case keys, CLOBs fetched as strings, dates as UTC text. */
+type Columns<Text extends string, Nullable extends string = never> = Record<Text, string> &
+  Record<Nullable, string | null>;
+export type ThreadRow = Columns<
+  'ID' | 'RESOURCE_ID' | 'CREATED_AT_TEXT' | 'UPDATED_AT_TEXT',
+  'TITLE' | 'METADATA'
+>;
+export type MessageRow = Columns<
+  'ID' | 'THREAD_ID' | 'RESOURCE_ID' | 'MESSAGE_ROLE' | 'CONTENT' | 'CREATED_AT_TEXT',
+  'MESSAGE_TYPE'
+>;
+export type ResourceRow = Columns<
+  'ID' | 'CREATED_AT_TEXT' | 'UPDATED_AT_TEXT',
+  'WORKING_MEMORY' | 'METADATA'
+> & {
   WORKING_MEMORY_EMPTY: number | null;
-  METADATA: string | null;
-  CREATED_AT_TEXT: string;
-  UPDATED_AT_TEXT: string;
-}
+};
 
 /** A thread from its row; a NULL title is `''`. */
-export function rowToThread(row: ThreadRow): Thread {
+export function rowToThread(row: ThreadRow): core.Thread {
   return {
     id: row.ID,
     resourceId: row.RESOURCE_ID,
@@ -159,20 +102,20 @@ export function rowToThread(row: ThreadRow): Thread {
 }
 
 /** A message from its row; a NULL type is `''`. */
-export function rowToMessage(row: MessageRow): Message {
+export function rowToMessage(row: MessageRow): core.Message {
   return {
     id: row.ID,
     threadId: row.THREAD_ID,
     resourceId: row.RESOURCE_ID,
-    role: row.MESSAGE_ROLE as Message['role'],
-    content: decodeJson(row.CONTENT),
+    role: row.MESSAGE_ROLE as core.Message['role'],
+    content: JSON.parse(row.CONTENT),
     type: row.MESSAGE_TYPE ?? '',
     createdAt: fromTimestampText(row.CREATED_AT_TEXT),
   };
 }
 
 /** A resource from its row; NULL working memory is `''` when the empty flag is set. */
-export function rowToResource(row: ResourceRow): Resource {
+export function rowToResource(row: ResourceRow): core.Resource {
   return {
     id: row.ID,
     workingMemory: readWorkingMemory(row.WORKING_MEMORY, row.WORKING_MEMORY_EMPTY),

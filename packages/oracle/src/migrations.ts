@@ -1,30 +1,27 @@
-import { MemoryError } from '@engram/core/adapter';
+import { MemoryError } from '@engram/core/driver';
 import { errorCode } from './errors.ts';
-import { TIMESTAMP_FORMAT } from './mapping.ts';
+import { toTimestampText } from './mapping.ts';
 import type { Session } from './session.ts';
-import type { JsonStorage, Statement, TableNames } from './sql.ts';
+import { type JsonStorage, type Statement, type TableNames, timestampBind } from './sql.ts';
 
 /** One DDL statement and the Oracle errors that mean "already done" (so a rerun is harmless). */
 export interface MigrationStep {
   sql: string;
-  /** e.g. `ORA-00955` (name already used) for `CREATE TABLE`. */
   alreadyDone: readonly string[];
 }
 
 /** One schema change. Its position in `MIGRATIONS` (counting from 1) is its version. */
 export interface Migration {
   description: string;
-  /**
-   * The oldest major server version the migration runs on (default: any). On an older server it
-   * is skipped and not recorded, so it runs once the database is upgraded.
-   */
+  /** The oldest major server version it runs on; skipped (not recorded) on an older one. */
   minMajorVersion?: number;
   steps: (names: TableNames, json: JsonStorage) => MigrationStep[];
 }
 
-/** Oracle has no `CREATE … IF NOT EXISTS` before 23ai: these errors mean the object exists. */
-const EXISTS = ['ORA-00955'];
-const INDEX_EXISTS = ['ORA-00955', 'ORA-01408'];
+/** Oracle has no `CREATE … IF NOT EXISTS` before 23ai: ORA-00955 (name already used) means done. */
+const table = (sql: string): MigrationStep => ({ sql, alreadyDone: ['ORA-00955'] });
+/** An index is also done when its columns are indexed already (ORA-01408). */
+const index = (sql: string): MigrationStep => ({ sql, alreadyDone: ['ORA-00955', 'ORA-01408'] });
 
 /** The DDL type of a metadata column: `JSON` (21c+) or a `CLOB` checked with `IS JSON`. */
 export function metadataColumn(json: JsonStorage, constraint: string): string {
@@ -34,17 +31,15 @@ export function metadataColumn(json: JsonStorage, constraint: string): string {
 }
 
 /**
- * Every schema change ever made, oldest first. Append only: a released migration is never
- * edited, so a database at any version is upgraded by running the ones after it; later
- * migrations add columns with `ALTER TABLE … ADD` (ORA-01430 when the column exists).
+ * Every schema change ever made, oldest first. Append only: a released migration is never edited
+ * (later ones add columns with `ALTER TABLE … ADD`, ORA-01430 when the column exists).
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
     description:
       'threads, messages and resources; messages indexed by (thread_id, created_at, id), threads by resource',
     steps: (n, json) => [
-      {
-        sql: `CREATE TABLE ${n.threads} (
+      table(`CREATE TABLE ${n.threads} (
   id VARCHAR2(255 CHAR) NOT NULL,
   resource_id VARCHAR2(255 CHAR) NOT NULL,
   title CLOB,
@@ -52,19 +47,10 @@ export const MIGRATIONS: readonly Migration[] = [
   created_at TIMESTAMP(3) NOT NULL,
   updated_at TIMESTAMP(3) NOT NULL,
   CONSTRAINT ${n.prefix}threads_pk PRIMARY KEY (id)
-)`,
-        alreadyDone: EXISTS,
-      },
-      {
-        sql: `CREATE INDEX ${n.prefix}threads_resource_idx ON ${n.threads} (resource_id, created_at, id)`,
-        alreadyDone: INDEX_EXISTS,
-      },
-      {
-        sql: `CREATE INDEX ${n.prefix}threads_updated_idx ON ${n.threads} (resource_id, updated_at, id)`,
-        alreadyDone: INDEX_EXISTS,
-      },
-      {
-        sql: `CREATE TABLE ${n.messages} (
+)`),
+      index(`CREATE INDEX ${n.prefix}threads_resource_idx ON ${n.threads} (resource_id, created_at, id)`),
+      index(`CREATE INDEX ${n.prefix}threads_updated_idx ON ${n.threads} (resource_id, updated_at, id)`),
+      table(`CREATE TABLE ${n.messages} (
   id VARCHAR2(255 CHAR) NOT NULL,
   thread_id VARCHAR2(255 CHAR) NOT NULL,
   resource_id VARCHAR2(255 CHAR) NOT NULL,
@@ -74,15 +60,9 @@ export const MIGRATIONS: readonly Migration[] = [
   created_at TIMESTAMP(3) NOT NULL,
   CONSTRAINT ${n.prefix}messages_pk PRIMARY KEY (id),
   CONSTRAINT ${n.prefix}messages_thread_fk FOREIGN KEY (thread_id) REFERENCES ${n.threads} (id) ON DELETE CASCADE
-)`,
-        alreadyDone: EXISTS,
-      },
-      {
-        sql: `CREATE INDEX ${n.prefix}messages_thread_idx ON ${n.messages} (thread_id, created_at, id)`,
-        alreadyDone: INDEX_EXISTS,
-      },
-      {
-        sql: `CREATE TABLE ${n.resources} (
+)`),
+      index(`CREATE INDEX ${n.prefix}messages_thread_idx ON ${n.messages} (thread_id, created_at, id)`),
+      table(`CREATE TABLE ${n.resources} (
   id VARCHAR2(255 CHAR) NOT NULL,
   working_memory CLOB,
   working_memory_empty NUMBER(1) DEFAULT 0 NOT NULL,
@@ -90,9 +70,7 @@ export const MIGRATIONS: readonly Migration[] = [
   created_at TIMESTAMP(3) NOT NULL,
   updated_at TIMESTAMP(3) NOT NULL,
   CONSTRAINT ${n.prefix}resources_pk PRIMARY KEY (id)
-)`,
-        alreadyDone: EXISTS,
-      },
+)`),
     ],
   },
   {
@@ -100,32 +78,23 @@ export const MIGRATIONS: readonly Migration[] = [
       'semantic recall (23ai): message vectors as VECTOR(*, FLOAT32) keyed by (message_id, space), cascading from messages; the recorded space; messages indexed by (resource_id, created_at, id)',
     minMajorVersion: 23,
     steps: (n) => [
-      {
-        sql: `CREATE TABLE ${n.vectorSpace} (
+      table(`CREATE TABLE ${n.vectorSpace} (
   id NUMBER(1) NOT NULL CONSTRAINT ${n.prefix}vector_space_one CHECK (id = 1),
   embedder VARCHAR2(512 CHAR) NOT NULL,
   dimensions NUMBER(5) NOT NULL,
   CONSTRAINT ${n.prefix}vector_space_pk PRIMARY KEY (id)
-)`,
-        alreadyDone: EXISTS,
-      },
-      {
-        // The dimension is the recorded space's, checked by core before every write: one column
-        // type serves whatever embedder the store is first used with.
-        sql: `CREATE TABLE ${n.vectors} (
+)`),
+      // The dimension is the recorded space's, checked by core before every write: one column
+      // type serves whatever embedder the store is first used with.
+      table(`CREATE TABLE ${n.vectors} (
   message_id VARCHAR2(255 CHAR) NOT NULL,
   space VARCHAR2(512 CHAR) NOT NULL,
   hash VARCHAR2(1000 CHAR) NOT NULL,
   embedding VECTOR(*, FLOAT32) NOT NULL,
   CONSTRAINT ${n.prefix}message_vectors_pk PRIMARY KEY (message_id, space),
   CONSTRAINT ${n.prefix}message_vectors_fk FOREIGN KEY (message_id) REFERENCES ${n.messages} (id) ON DELETE CASCADE
-)`,
-        alreadyDone: EXISTS,
-      },
-      {
-        sql: `CREATE INDEX ${n.prefix}messages_resource_idx ON ${n.messages} (resource_id, created_at, id)`,
-        alreadyDone: INDEX_EXISTS,
-      },
+)`),
+      index(`CREATE INDEX ${n.prefix}messages_resource_idx ON ${n.messages} (resource_id, created_at, id)`),
     ],
   },
 ];
@@ -140,15 +109,12 @@ export const LATEST_VERSION = MIGRATIONS.length;
 
 /** The table that records applied versions. */
 export function createMigrationsTable(n: TableNames): MigrationStep {
-  return {
-    sql: `CREATE TABLE ${n.migrations} (
+  return table(`CREATE TABLE ${n.migrations} (
   version NUMBER(10) NOT NULL,
   description VARCHAR2(400 CHAR) NOT NULL,
   applied_at TIMESTAMP(3) NOT NULL,
   CONSTRAINT ${n.prefix}migrations_pk PRIMARY KEY (version)
-)`,
-    alreadyDone: EXISTS,
-  };
+)`);
 }
 
 /** `SELECT` of the applied versions. */
@@ -164,8 +130,8 @@ export function insertAppliedVersion(
   at: Date,
 ): Statement {
   return {
-    sql: `INSERT INTO ${n.migrations} (version, description, applied_at) VALUES (:version, :description, TO_TIMESTAMP(:applied_at, '${TIMESTAMP_FORMAT}'))`,
-    binds: { version, description, applied_at: at.toISOString().slice(0, 23) },
+    sql: `INSERT INTO ${n.migrations} (version, description, applied_at) VALUES (:version, :description, ${timestampBind('applied_at')})`,
+    binds: { version, description, applied_at: toTimestampText(at) },
   };
 }
 
@@ -182,20 +148,16 @@ export const DDL_LOCK_TIMEOUT: Statement = { sql: 'ALTER SESSION SET DDL_LOCK_TI
 
 /** Runs one step, treating its "already done" errors as success. */
 export async function runStep(session: Session, step: MigrationStep): Promise<void> {
-  try {
-    await session.run({ sql: step.sql, binds: {} });
-  } catch (error) {
+  await session.run({ sql: step.sql, binds: {} }).catch((error: unknown) => {
     if (!step.alreadyDone.includes(errorCode(error) ?? '')) throw error;
-  }
+  });
 }
 
 /**
- * Brings the schema to `LATEST_VERSION`. Oracle commits every DDL statement on its own, so a
- * migration cannot be rolled back; instead each step is idempotent, and several processes may
- * run `init` at once: `DDL_LOCK_TIMEOUT` makes a step wait for a concurrent one instead of
- * failing with ORA-00054, and a step that finds its object already there moves on. A version
- * is recorded only after all its steps succeeded. Returns the storage the metadata columns
- * actually have (an existing schema keeps its own, whatever `preferred` says).
+ * Brings the schema to `LATEST_VERSION`. Oracle commits each DDL statement, so instead of a
+ * rollback every step is idempotent, and processes may migrate at once (`DDL_LOCK_TIMEOUT` waits
+ * for a concurrent step); a version is recorded once all its steps succeeded. Returns the
+ * storage the metadata columns actually have (an existing schema keeps its own).
  */
 export async function migrate(session: Session, n: TableNames, preferred: JsonStorage): Promise<JsonStorage> {
   await session.run(DDL_LOCK_TIMEOUT);
@@ -215,14 +177,15 @@ export async function migrate(session: Session, n: TableNames, preferred: JsonSt
     const version = i + 1;
     if (applied.has(version) || major < (migration.minMajorVersion ?? 0)) continue;
     for (const step of migration.steps(n, preferred)) await runStep(session, step);
-    try {
-      await session.run(insertAppliedVersion(n, version, migration.description, new Date()));
-      await session.commit();
-    } catch (error) {
-      if (errorCode(error) !== 'ORA-00001') throw error;
-      await session.rollbackQuietly();
-    }
+    // ORA-00001: a concurrent `init` recorded it first.
+    await session.run(insertAppliedVersion(n, version, migration.description, new Date())).then(
+      () => session.connection.commit(),
+      (error: unknown) => {
+        if (errorCode(error) !== 'ORA-00001') throw error;
+        return session.connection.rollback();
+      },
+    );
   }
-  const type = await session.rows<{ DATA_TYPE: string }>(selectMetadataType(n));
-  return type[0]?.DATA_TYPE === 'JSON' ? 'json' : 'clob';
+  const [type] = await session.rows<{ DATA_TYPE: string }>(selectMetadataType(n));
+  return type?.DATA_TYPE === 'JSON' ? 'json' : 'clob';
 }

@@ -1,10 +1,10 @@
-import { MemoryError } from '@engram/core/adapter';
+import { MemoryError } from '@engram/core/driver';
 
-/** Credentials and Easy Connect string taken from an `oracle://` URL. */
+/** Credentials and where to connect, as an `oracle://` URL gives them or `OracleStore` takes them. */
 export interface OracleConnectionConfig {
   user: string;
   password: string;
-  /** Easy Connect: `host:port/service`, plus `?…` parameters when the URL has any. */
+  /** Easy Connect (`host:1521/FREEPDB1`, with a URL's `?…` parameters), a TNS alias or a descriptor. */
   connectString: string;
 }
 
@@ -14,12 +14,8 @@ export interface OracleConnectionConfig {
  * `OracleStore` takes.
  */
 export function parseOracleUrl(url: string): OracleConnectionConfig {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid('is not a URL');
-  }
+  if (!URL.canParse(url)) throw invalid('is not a URL');
+  const parsed = new URL(url);
   if (parsed.protocol !== 'oracle:') throw invalid(`must start with oracle://, got ${parsed.protocol}//`);
   const service = decodeURIComponent(parsed.pathname.replace(/^\/+/, ''));
   if (!parsed.hostname) throw invalid('names no host');

@@ -1,117 +1,161 @@
-import * as core from '@engram/core/adapter';
+import * as core from '@engram/core/driver';
+import type { OracleDriver } from './driver.ts';
 import { errorCode } from './errors.ts';
-import { fromTimestampText } from './mapping.ts';
+import { fromTimestampText, TIMESTAMP_FORMAT } from './mapping.ts';
 import type { Session } from './session.ts';
-import { chunks, type Dialect } from './sql.ts';
-import * as vsql from './vector-sql.ts';
+import { chunks, type Dialect, inList, type Statement } from './sql.ts';
 
-/** What the store lends its vectors: the migrated dialect, sessions and transactions. */
-export interface OracleVectorAccess {
-  dialect(): Promise<Dialect>;
-  read<T>(fn: (session: Session) => Promise<T>): Promise<T>;
-  write<T>(fn: (session: Session) => Promise<T>): Promise<T>;
+/**
+ * Vectors in `<prefix>message_vectors` (`VECTOR(*, FLOAT32)`, one row per message and space,
+ * bound as `Float32Array` with `DB_TYPE_VECTOR`), next to the messages. Search is exact (see
+ * `searchVectors`). Needs Oracle 23ai; on an older server every primitive fails with
+ * `UNSUPPORTED` (and the driver stops declaring the domain once open).
+ */
+export function oracleVectors(driver: OracleDriver): core.VectorDriver<Session> {
+  const dialect = (): Dialect => {
+    if (driver.dialect.vectors) return driver.dialect;
+    const why = 'semantic recall needs Oracle Database 23ai or later (the VECTOR type); this server is older';
+    throw new core.MemoryError('UNSUPPORTED', `oracle: ${why}`, { adapter: 'oracle' });
+  };
+  const getSpace = async (): Promise<core.EmbeddingSpace | null> => {
+    const statement = selectVectorSpace(dialect());
+    const [row] = await driver.read((s) => s.rows<{ EMBEDDER: string; DIMENSIONS: number }>(statement));
+    return row ? { id: row.EMBEDDER, dimensions: Number(row.DIMENSIONS) } : null;
+  };
+  return {
+    search: 'exact',
+    getSpace,
+    claimSpace: async (space) => {
+      await driver.write((s) => s.upsert(claimVectorSpace(dialect(), space.id, space.dimensions)));
+      return (await getSpace()) as core.EmbeddingSpace;
+    },
+    upsertVectors: (space, vectors) =>
+      driver.write(async (s) => {
+        for (const v of vectors) {
+          // ORA-02291: the message was deleted by a session that committed after this MERGE read
+          // it. Oracle rolls back just this statement; the vector is skipped like any absent one.
+          await s.upsert(upsertVector(dialect(), space.id, v)).catch((error: unknown) => {
+            if (errorCode(error) !== 'ORA-02291') throw error;
+          });
+        }
+      }),
+    getVectors: (space, ids) =>
+      driver.read(async (s) => {
+        const rows = await s.rowsByChunk<Record<'MESSAGE_ID' | 'HASH', string>>(ids, (chunk) =>
+          selectVectors(dialect(), space.id, chunk),
+        );
+        return rows.map((row) => ({ messageId: row.MESSAGE_ID, hash: row.HASH }));
+      }),
+    deleteVectors: (space, ids) =>
+      driver.write(async (s) => {
+        for (const part of chunks(ids)) await s.run(deleteVectors(dialect(), space.id, part));
+      }),
+    searchVectors: async (args) => {
+      const statement = searchVectors(dialect(), args);
+      const rows = await driver.read((s) => s.rows<VectorHitRow>(statement));
+      return rows.map((row) => ({
+        messageId: row.ID,
+        threadId: row.THREAD_ID,
+        hash: row.HASH,
+        score: Number(row.SCORE),
+        createdAt: fromTimestampText(row.CREATED_AT_TEXT),
+      }));
+    },
+    // The vectors' foreign key cascades from the messages (ON DELETE CASCADE): the statements
+    // that delete messages delete their vectors, inside the same write.
+    deleteByThread: async () => {},
+    deleteByMessages: async () => {},
+  };
+}
+
+/** A row of `searchVectors`. */
+export type VectorHitRow = Record<'ID' | 'THREAD_ID' | 'CREATED_AT_TEXT' | 'HASH', string> & {
+  SCORE: number;
+};
+
+/** `SELECT` of the recorded space (at most one row). */
+export function selectVectorSpace(d: Dialect): Statement {
+  return { sql: `SELECT embedder, dimensions FROM ${d.names.vectorSpace} WHERE id = 1`, binds: {} };
 }
 
 /**
- * Vectors in `<prefix>message_vectors` (`VECTOR(*, FLOAT32)`, one row per message and space),
- * next to the messages. The foreign key cascades from the messages, so `deleteMessages` and
- * `deleteThread` remove the vectors in the same statement, inside their transaction.
- *
- * Search is exact: the scope is in the `WHERE` clause and rows are ranked by
- * `VECTOR_DISTANCE(…, COSINE)` with `FETCH FIRST :top_k ROWS ONLY`, so a scoped query returns
- * `topK` hits whenever that many exist. Needs Oracle 23ai; older servers get `UNSUPPORTED`.
+ * Records the space unless one is recorded: a `MERGE` that only inserts. Two sessions racing
+ * both try the insert and one gets ORA-00001 on the primary key; repeated, it finds the row.
  */
-export class OracleVectors extends core.VectorStoreBase {
-  readonly search = 'exact' as const;
+export function claimVectorSpace(d: Dialect, embedder: string, dimensions: number): Statement {
+  return {
+    sql: `MERGE INTO ${d.names.vectorSpace} s
+USING (SELECT 1 AS id FROM dual) x
+ON (s.id = x.id)
+WHEN NOT MATCHED THEN INSERT (id, embedder, dimensions) VALUES (1, :embedder, :dimensions)`,
+    binds: { embedder, dimensions },
+  };
+}
 
-  constructor(
-    private readonly access: OracleVectorAccess,
-    run: core.VectorRunner,
-  ) {
-    super('oracle', run);
-  }
+/**
+ * Stores or replaces one message's vector. The source row comes from the messages table, so a
+ * vector of an absent message inserts nothing.
+ */
+export function upsertVector(d: Dialect, space: string, v: core.MessageVector): Statement {
+  return {
+    sql: `MERGE INTO ${d.names.vectors} v
+USING (SELECT m.id AS message_id FROM ${d.names.messages} m WHERE m.id = :message_id) s
+ON (v.message_id = s.message_id AND v.space = :space)
+WHEN MATCHED THEN UPDATE SET v.hash = :hash, v.embedding = :embedding
+WHEN NOT MATCHED THEN INSERT (message_id, space, hash, embedding) VALUES (s.message_id, :space, :hash, :embedding)`,
+    binds: { message_id: v.messageId, space, hash: v.hash, embedding: { val: v.vector, type: d.vectorType } },
+  };
+}
 
-  /** The dialect, or `UNSUPPORTED` when the server has no `VECTOR` type. */
-  private async dialect(): Promise<Dialect> {
-    const d = await this.access.dialect();
-    if (!d.vectors) {
-      throw new core.MemoryError(
-        'UNSUPPORTED',
-        'oracle: semantic recall needs Oracle Database 23ai or later (the VECTOR type); this server is older',
-        { adapter: 'oracle' },
-      );
-    }
-    return d;
-  }
+/** The stored `(message_id, hash)` among at most 1,000 ids. */
+export function selectVectors(d: Dialect, space: string, ids: readonly string[]): Statement {
+  const list = inList('id', ids);
+  return {
+    sql: `SELECT message_id, hash FROM ${d.names.vectors} WHERE space = :space AND message_id IN (${list.sql})`,
+    binds: { space, ...list.binds },
+  };
+}
 
-  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
-    const d = await this.dialect();
-    const rows = await this.access.read((s) =>
-      s.rows<{ EMBEDDER: string; DIMENSIONS: number }>(vsql.selectVectorSpace(d)),
-    );
-    const row = rows[0];
-    return row ? { id: row.EMBEDDER, dimensions: Number(row.DIMENSIONS) } : null;
-  }
+/** Deletes the vectors of at most 1,000 messages (the messages stay). */
+export function deleteVectors(d: Dialect, space: string, ids: readonly string[]): Statement {
+  const list = inList('id', ids);
+  return {
+    sql: `DELETE FROM ${d.names.vectors} WHERE space = :space AND message_id IN (${list.sql})`,
+    binds: { space, ...list.binds },
+  };
+}
 
-  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
-    const d = await this.dialect();
-    await this.access.write((s) => s.upsert(vsql.claimVectorSpace(d, space.id, space.dimensions)));
-    return (await this.doGetSpace()) as core.EmbeddingSpace;
+/**
+ * Exact search: the scope (resource, thread, exclusions) is in the `WHERE` clause, so the rows
+ * ranked are only the scope's and `FETCH FIRST :top_k` returns `topK` hits whenever that many
+ * exist; `1 - VECTOR_DISTANCE(…, COSINE)` is the cosine similarity; ties order by `created_at`
+ * descending, then `id` in binary order (the sessions' `NLS_SORT`). No `APPROX`: no vector index.
+ */
+export function searchVectors(d: Dialect, q: core.VectorSearch): Statement {
+  const where = ['m.resource_id = :resource_id'];
+  const binds: Statement['binds'] = {
+    query: { val: q.vector, type: d.vectorType },
+    space: q.space.id,
+    resource_id: q.resourceId,
+    top_k: q.topK,
+  };
+  if (q.threadId !== undefined) {
+    where.push('m.thread_id = :thread_id');
+    binds.thread_id = q.threadId;
   }
-
-  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
-    const d = await this.dialect();
-    await this.access.write(async (s) => {
-      for (const v of vectors) {
-        try {
-          await s.upsert(vsql.upsertVector(d, space.id, v.messageId, v.hash, v.vector));
-        } catch (error) {
-          // The message was deleted by a session that committed after this MERGE read it:
-          // Oracle rolls back just this statement, and the vector is skipped like any absent one.
-          if (errorCode(error) !== 'ORA-02291') throw error;
-        }
-      }
-    });
-  }
-
-  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
-    const d = await this.dialect();
-    return this.access.read(async (s) => {
-      const out: core.StoredVector[] = [];
-      for (const part of chunks(ids)) {
-        const rows = await s.rows<{ MESSAGE_ID: string; HASH: string }>(
-          vsql.selectVectors(d, space.id, part),
-        );
-        for (const row of rows) out.push({ messageId: row.MESSAGE_ID, hash: row.HASH });
-      }
-      return out;
-    });
-  }
-
-  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
-    const d = await this.dialect();
-    await this.access.write(async (s) => {
-      for (const part of chunks(ids)) await s.run(vsql.deleteVectors(d, space.id, part));
-    });
-  }
-
-  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
-    const d = await this.dialect();
-    const statement = vsql.searchVectors(d, {
-      space: args.space.id,
-      vector: args.vector,
-      topK: args.topK,
-      resourceId: args.resourceId,
-      threadId: args.threadId,
-      excludeIds: args.excludeIds ?? [],
-    });
-    const rows = await this.access.read((s) => s.rows<vsql.VectorHitRow>(statement));
-    return rows.map((row) => ({
-      messageId: row.ID,
-      threadId: row.THREAD_ID,
-      hash: row.HASH,
-      score: Number(row.SCORE),
-      createdAt: fromTimestampText(row.CREATED_AT_TEXT),
-    }));
-  }
+  chunks(q.excludeIds ?? []).forEach((part, i) => {
+    const list = inList(`x${i}_`, part);
+    where.push(`m.id NOT IN (${list.sql})`);
+    Object.assign(binds, list.binds);
+  });
+  return {
+    sql: `SELECT m.id, m.thread_id, TO_CHAR(m.created_at, '${TIMESTAMP_FORMAT}') AS created_at_text, v.hash,
+  1 - VECTOR_DISTANCE(v.embedding, :query, COSINE) AS score
+FROM ${d.names.messages} m
+JOIN ${d.names.vectors} v ON v.message_id = m.id AND v.space = :space
+WHERE ${where.join('\n  AND ')}
+ORDER BY score DESC, m.created_at DESC, m.id ASC
+FETCH FIRST :top_k ROWS ONLY`,
+    binds,
+  };
 }

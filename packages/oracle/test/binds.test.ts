@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { OracleBinds } from '../src/driver.ts';
 import { insertAppliedVersion } from '../src/migrations.ts';
+import type { OracleBinds } from '../src/oracledb.ts';
 import * as sql from '../src/sql.ts';
 import { at, dialect, driverBinds, message, thread } from './fixtures.ts';
 
@@ -13,13 +13,11 @@ const statements: Array<[string, sql.Statement]> = [
   ['upsertThread (short)', sql.upsertThread(d, thread())],
   ['upsertThread (empty title, long metadata)', sql.upsertThread(d, thread({ title: '', metadata: nested }))],
   ['upsertThread (long title)', sql.upsertThread(d, thread({ title: long }))],
-  ['updateThreadRow', sql.updateThreadRow(d, { id: 't1', title: long, metadata: {}, updatedAt: at })],
   ['upsertMessage (string content)', sql.upsertMessage(d, message())],
   [
     'upsertMessage (long parts content, empty type)',
     sql.upsertMessage(d, message({ content: nested, type: '' })),
   ],
-  ['updateMessageRow', sql.updateMessageRow(d, { id: 'm1', content: long, role: 'tool', createdAt: at })!],
   [
     'listMessages',
     sql.listMessages(d, { threadId: 't1', resourceId: 'r1', dateRange: { start: at } }, 'ASC', {
@@ -31,8 +29,7 @@ const statements: Array<[string, sql.Statement]> = [
     'listThreads',
     sql.listThreads(
       d,
-      { resourceId: 'r1' },
-      { orderBy: 'updatedAt', direction: 'DESC' },
+      { resourceId: 'r1', orderBy: 'updatedAt', direction: 'DESC' },
       { offset: 100, limit: 100 },
     ),
   ],
@@ -71,10 +68,10 @@ describe('bind shapes as the driver processes them', () => {
     const thread = await byName(statements[2]![1].binds);
     expect(thread.title).toMatchObject({ type: 'DB_TYPE_CLOB' });
     expect(thread.metadata).toMatchObject({ type: 'DB_TYPE_VARCHAR' });
-    const page = await byName(statements[8]![1].binds);
+    const page = await byName(statements[6]![1].binds);
     expect(page.row_offset).toMatchObject({ type: 'DB_TYPE_NUMBER' });
     expect(page.row_limit).toMatchObject({ type: 'DB_TYPE_NUMBER' });
-    const content = await byName(statements[5]![1].binds);
+    const content = await byName(statements[4]![1].binds);
     expect(content.content).toMatchObject({ type: 'DB_TYPE_CLOB' });
     expect(content.message_type).toMatchObject({ type: 'DB_TYPE_VARCHAR', maxSize: 1 }); // NULL
   });

@@ -66,7 +66,14 @@ export async function dropTables(config: OracleConnectionConfig, prefix: string)
     });
     const connection = await pool.getConnection();
     try {
-      for (const table of ['messages', 'threads', 'resources', 'migrations']) {
+      for (const table of [
+        'message_vectors',
+        'vector_space',
+        'messages',
+        'threads',
+        'resources',
+        'migrations',
+      ]) {
         await connection.execute(`DROP TABLE ${prefix}${table} PURGE`, {}, {}).catch(() => undefined);
       }
     } finally {

@@ -1,11 +1,16 @@
 import { createRequire } from 'node:module';
 import type { Message, Thread } from '@engram/core';
-import type { OracleBinds } from '../src/driver.ts';
-import { loadDriver } from '../src/driver.ts';
+import {
+  loadOracledb,
+  type OracleBinds,
+  type OracleConnection,
+  type OraclePool,
+  type OracleResult,
+} from '../src/oracledb.ts';
 import { type Dialect, type JsonStorage, type Statement, tableNames } from '../src/sql.ts';
 
 /** The real driver module (loading it needs no server). */
-export const oracledb = loadDriver();
+export const oracledb = loadOracledb();
 
 /** A dialect as `init()` builds it, with the real `DB_TYPE_CLOB`. */
 export function dialect(json: JsonStorage = 'json', prefix = 'engram_'): Dialect {
@@ -116,4 +121,53 @@ export function message(overrides: Partial<Message> = {}): Message {
     createdAt: at,
     ...overrides,
   };
+}
+
+/** A statement as a fake connection received it. */
+export interface Sent {
+  sql: string;
+  binds: OracleBinds;
+}
+
+/**
+ * A pool of one fake connection (no server): it records every statement, answers the migration
+ * queries (no version applied yet, metadata of the JSON type), and everything else with
+ * `answer` (default: no rows, one row affected). `events` records commits, rollbacks, releases
+ * and the pool's close.
+ */
+export function fakePool(
+  serverVersion = 2_304_000_000,
+  answer: (sql: string, binds: OracleBinds) => OracleResult | Promise<OracleResult> = () => ({
+    rows: [],
+    rowsAffected: 1,
+  }),
+) {
+  const sent: Sent[] = [];
+  const events: string[] = [];
+  const connection: OracleConnection = {
+    oracleServerVersion: serverVersion,
+    execute: async (sql, binds) => {
+      sent.push({ sql, binds });
+      if (sql.startsWith('SELECT version')) return { rows: [] };
+      if (sql.includes('user_tab_columns')) return { rows: [{ DATA_TYPE: 'JSON' }] };
+      if (/^(CREATE|ALTER|INSERT INTO \w+_migrations)/.test(sql)) return { rowsAffected: 0 };
+      return answer(sql, binds);
+    },
+    commit: async () => {
+      events.push('commit');
+    },
+    rollback: async () => {
+      events.push('rollback');
+    },
+    close: async () => {
+      events.push('release');
+    },
+  };
+  const pool: OraclePool = {
+    getConnection: async () => connection,
+    close: async () => {
+      events.push('pool closed');
+    },
+  };
+  return { pool, sent, events };
 }

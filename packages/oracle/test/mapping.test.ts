@@ -2,9 +2,7 @@ import { createRequire } from 'node:module';
 import type { JsonValue } from '@engram/core';
 import { describe, expect, it } from 'vitest';
 import {
-  decodeJson,
   decodeJsonObject,
-  encodeJson,
   fromTimestampText,
   isStorableDate,
   MAX_VARCHAR_BIND_BYTES,
@@ -19,7 +17,8 @@ import {
   toTimestampText,
   workingMemoryColumns,
 } from '../src/mapping.ts';
-import { oracledb } from './fixtures.ts';
+import { upsertMessage } from '../src/sql.ts';
+import { dialect, message, oracledb } from './fixtures.ts';
 
 const CLOB = oracledb.DB_TYPE_CLOB;
 
@@ -93,7 +92,7 @@ describe("working memory: '' versus NULL", () => {
 });
 
 describe('JSON values', () => {
-  it('round-trips any JSON value deep-equal, including scalars at the top', () => {
+  it('round-trips any JSON value deep-equal as message content, including scalars at the top', () => {
     const values: JsonValue[] = [
       'hello',
       '',
@@ -112,7 +111,19 @@ describe('JSON values', () => {
       },
       { nested: { deep: { deeper: [[], {}, ''] } } },
     ];
-    for (const value of values) expect(decodeJson(encodeJson(value))).toEqual(value);
+    const row: MessageRow = {
+      ID: 'm1',
+      THREAD_ID: 't1',
+      RESOURCE_ID: 'r1',
+      MESSAGE_ROLE: 'user',
+      MESSAGE_TYPE: null,
+      CONTENT: '',
+      CREATED_AT_TEXT: '2024-05-01T10:20:30.123',
+    };
+    for (const value of values) {
+      const bound = upsertMessage(dialect(), message({ content: value })).binds.content as string;
+      expect(rowToMessage({ ...row, CONTENT: bound }).content).toEqual(value);
+    }
   });
 
   it('keeps a __proto__ key as data, never as a prototype', () => {
@@ -214,7 +225,7 @@ describe('why JSON travels as text, not as driver-encoded OSON', () => {
     ).decode();
     expect(Object.keys(viaDriver)).toEqual(['a']); // the key is lost…
     expect(Object.getPrototypeOf(viaDriver)).not.toBe(Object.prototype); // …and became the prototype
-    const viaText = decodeJsonObject(encodeJson(JSON.parse(text)));
+    const viaText = decodeJsonObject(JSON.stringify(JSON.parse(text)));
     expect(Object.keys(viaText)).toEqual(['__proto__', 'a']);
   });
 });

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import type { OracleDbType } from '../src/driver.ts';
+import type { OracleDbType } from '../src/oracledb.ts';
 import { executeOptions } from '../src/session.ts';
 import { oracledb } from './fixtures.ts';
 

@@ -47,13 +47,6 @@ describe('threads', () => {
     expect(bindsMatch(s)).toBe(true);
   });
 
-  it('restricts to the resource when one is given', () => {
-    const s = sql.selectThread(d, 't1', 'r1');
-    expect(s.sql).toContain('t.id = :thread_id AND t.resource_id = :resource_id');
-    expect(s.binds).toEqual({ thread_id: 't1', resource_id: 'r1' });
-    expect(bindsMatch(s)).toBe(true);
-  });
-
   it('serialises JSON-type metadata to CLOB text, and reads a CLOB column as is', () => {
     expect(sql.selectThread(d, 't1').sql).toContain('JSON_SERIALIZE(t.metadata RETURNING CLOB) AS metadata');
     const clob = sql.selectThread(c, 't1').sql;
@@ -62,7 +55,8 @@ describe('threads', () => {
   });
 
   it('locks the row for an update, without a row limit (ORA-02014)', () => {
-    const s = sql.selectThreadForUpdate(d, 't1');
+    expect(sql.selectThread(d, 't1').sql).not.toContain('FOR UPDATE');
+    const s = sql.selectThread(d, 't1', true);
     expect(s.sql).toMatch(/WHERE t\.id = :thread_id FOR UPDATE$/);
     expect(s.sql).not.toMatch(/FETCH|OFFSET/);
     expect(bindsMatch(s)).toBe(true);
@@ -128,21 +122,8 @@ describe('threads', () => {
     expect(String(error)).toMatch(/thread\.createdAt/);
   });
 
-  it('writes title, metadata and updatedAt after a locked read', () => {
-    const s = sql.updateThreadRow(d, { id: 't1', title: '', metadata: { a: null }, updatedAt: at });
-    expect(s.sql).toBe(
-      `UPDATE engram_threads SET title = :title, metadata = :metadata, updated_at = TO_TIMESTAMP(:updated_at, 'YYYY-MM-DD"T"HH24:MI:SS.FF3') WHERE id = :thread_id`,
-    );
-    expect(s.binds).toEqual({ thread_id: 't1', title: null, metadata: '{"a":null}', updated_at: AT });
-    expect(bindsMatch(s)).toBe(true);
-  });
-
-  it('deletes messages, then the thread', () => {
-    expect(sql.deleteThreadMessages(d, 't1')).toEqual({
-      sql: 'DELETE FROM engram_messages WHERE thread_id = :thread_id',
-      binds: { thread_id: 't1' },
-    });
-    expect(sql.deleteThreadRow(d, 't1')).toEqual({
+  it('deletes the thread row; the foreign keys cascade to its messages and their vectors', () => {
+    expect(sql.deleteThread(d, 't1')).toEqual({
       sql: 'DELETE FROM engram_threads WHERE id = :thread_id',
       binds: { thread_id: 't1' },
     });
@@ -151,8 +132,7 @@ describe('threads', () => {
   it('lists a page with OFFSET/FETCH NEXT bounds as binds, ordered with id as tie-breaker', () => {
     const s = sql.listThreads(
       d,
-      { resourceId: 'r1' },
-      { orderBy: 'createdAt', direction: 'DESC' },
+      { resourceId: 'r1', orderBy: 'createdAt', direction: 'DESC' },
       { offset: 20, limit: 10 },
     );
     expect(s.sql).toMatch(
@@ -163,23 +143,23 @@ describe('threads', () => {
   });
 
   it('orders by updated_at ascending and returns every row when there is no limit', () => {
-    const s = sql.listThreads(d, {}, { orderBy: 'updatedAt', direction: 'ASC' }, { offset: 0 });
+    const s = sql.listThreads(d, { orderBy: 'updatedAt', direction: 'ASC' }, undefined);
     expect(s.sql).toMatch(/FROM engram_threads t ORDER BY t\.updated_at ASC, t\.id ASC$/);
     expect(s.binds).toEqual({});
     expect(bindsMatch(s)).toBe(true);
   });
 
   it('counts with the same filter', () => {
-    expect(sql.countThreads(d, { resourceId: 'r1' })).toEqual({
+    expect(sql.countThreads(d, 'r1')).toEqual({
       sql: 'SELECT COUNT(*) AS total FROM engram_threads t WHERE t.resource_id = :resource_id',
       binds: { resource_id: 'r1' },
     });
-    expect(sql.countThreads(d, {}).sql).toBe('SELECT COUNT(*) AS total FROM engram_threads t');
+    expect(sql.countThreads(d, undefined).sql).toBe('SELECT COUNT(*) AS total FROM engram_threads t');
   });
 
-  it('checks owners and bumps updated_at through IN lists of named binds', () => {
-    const owners = sql.selectThreadOwners(d, ['a', 'b']);
-    expect(owners.sql).toBe('SELECT id, resource_id FROM engram_threads WHERE id IN (:t0, :t1)');
+  it('locks owners and bumps updated_at through IN lists of named binds', () => {
+    const owners = sql.selectForUpdate(d, 'threads', ['a', 'b']);
+    expect(owners.sql).toBe('SELECT id, resource_id FROM engram_threads WHERE id IN (:t0, :t1) FOR UPDATE');
     expect(owners.binds).toEqual({ t0: 'a', t1: 'b' });
     const touch = sql.touchThreads(d, ['a', 'b', 'c'], at);
     expect(touch.sql).toContain('WHERE id IN (:t0, :t1, :t2)');
@@ -247,21 +227,8 @@ describe('messages', () => {
     expect(sql.upsertMessage(d, message({ content: null })).binds.content).toBe('null');
   });
 
-  it('updates only the fields a patch names', () => {
-    expect(sql.updateMessageRow(d, { id: 'm1' })).toBeNull();
-    const s = sql.updateMessageRow(d, { id: 'm1', content: null, type: '' })!;
-    expect(s.sql).toBe(
-      'UPDATE engram_messages SET message_type = :message_type, content = :content WHERE id = :message_id',
-    );
-    expect(s.binds).toEqual({ message_id: 'm1', message_type: null, content: 'null' });
-    const all = sql.updateMessageRow(d, { id: 'm1', role: 'tool', type: 't', content: 1, createdAt: at })!;
-    expect(all.sql).toContain('message_role = :message_role');
-    expect(all.sql).toContain(`created_at = TO_TIMESTAMP(:created_at, 'YYYY-MM-DD"T"HH24:MI:SS.FF3')`);
-    expect(bindsMatch(s) && bindsMatch(all)).toBe(true);
-  });
-
   it('locks the messages a write touches and deletes by id', () => {
-    const lock = sql.selectMessageThreadsForUpdate(d, ['m1', 'm2']);
+    const lock = sql.selectForUpdate(d, 'messages', ['m1', 'm2']);
     expect(lock.sql).toBe(
       'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
     );
@@ -366,7 +333,8 @@ describe('resources', () => {
   });
 
   it('locks the resource row for the read-modify-write', () => {
-    const s = sql.selectResourceForUpdate(c, 'r1');
+    expect(sql.selectResource(c, 'r1').sql).not.toContain('FOR UPDATE');
+    const s = sql.selectResource(c, 'r1', true);
     expect(s.sql).toMatch(/FROM engram_resources r WHERE r\.id = :resource_id FOR UPDATE$/);
     expect(s.sql).toContain('r.working_memory, r.working_memory_empty, r.metadata AS metadata');
     expect(bindsMatch(s)).toBe(true);

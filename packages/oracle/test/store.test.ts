@@ -20,8 +20,6 @@ describe('OracleStore options', () => {
   it('declares its name and capabilities', () => {
     const store = new OracleStore(CLOSED);
     expect(store.name).toBe('oracle');
-    expect(store.supportsAtomicWorkingMemoryMerge).toBe(true);
-    expect(store.processLocal).toBe(false);
     expect(store.capabilities).toEqual({
       atomicWorkingMemory: true,
       transactionalBatches: true,

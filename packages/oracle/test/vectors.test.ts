@@ -4,11 +4,12 @@ import { OracleStore } from '../src/index.ts';
 import { LATEST_VERSION, MIGRATIONS, migrate } from '../src/migrations.ts';
 import type { Session } from '../src/session.ts';
 import { tableNames } from '../src/sql.ts';
-import * as vsql from '../src/vector-sql.ts';
+import * as vsql from '../src/vectors.ts';
 import { bindsMatch, dialect, driverBinds, parse } from './fixtures.ts';
 
 const d = dialect('json');
 const q = new Float32Array([0.5, -0.25, 1e-30, 3]);
+const space = { id: 'sp', dimensions: 4 };
 
 describe('vector DDL (migration 2, Oracle 23ai)', () => {
   const steps = MIGRATIONS[1]?.steps(tableNames('engram_'), 'json') ?? [];
@@ -38,7 +39,7 @@ describe('vector DDL (migration 2, Oracle 23ai)', () => {
 function recordingSession(serverVersion: number, applied: number[]): { session: Session; sent: string[] } {
   const sent: string[] = [];
   const session = {
-    connection: { oracleServerVersion: serverVersion },
+    connection: { oracleServerVersion: serverVersion, commit: async () => {}, rollback: async () => {} },
     run: async (s: { sql: string }) => {
       sent.push(s.sql);
       return 0;
@@ -48,8 +49,6 @@ function recordingSession(serverVersion: number, applied: number[]): { session: 
       if (s.sql.startsWith('SELECT version')) return applied.map((v) => ({ VERSION: v }));
       return [{ DATA_TYPE: 'JSON' }];
     },
-    commit: async () => {},
-    rollbackQuietly: async () => {},
   } as unknown as Session;
   return { session, sent };
 }
@@ -91,7 +90,7 @@ describe('vector statements', () => {
   });
 
   it('upserts a vector only for an existing message, binding the Float32Array as DB_TYPE_VECTOR', async () => {
-    const s = vsql.upsertVector(d, 'sp', "m' OR '1'='1", 'h', q);
+    const s = vsql.upsertVector(d, 'sp', { messageId: "m' OR '1'='1", hash: 'h', vector: q });
     expect(s.sql).toMatch(/^MERGE INTO engram_message_vectors v/);
     expect(s.sql).toContain(
       'USING (SELECT m.id AS message_id FROM engram_messages m WHERE m.id = :message_id) s',
@@ -125,7 +124,8 @@ describe('vector statements', () => {
   });
 
   it('searches exactly: scope in WHERE, VECTOR_DISTANCE COSINE, tie order, FETCH FIRST :top_k', async () => {
-    const s = vsql.searchVectors(d, { space: 'sp', vector: q, topK: 5, resourceId: 'r1', excludeIds: [] });
+    const s = vsql.searchVectors(d, { space, vector: q, topK: 5, resourceId: 'r1', excludeIds: [] });
+    expect(vsql.searchVectors(d, { space, vector: q, topK: 5, resourceId: 'r1' })).toEqual(s);
     expect(s.sql).toContain('1 - VECTOR_DISTANCE(v.embedding, :query, COSINE) AS score');
     expect(s.sql).toContain('JOIN engram_message_vectors v ON v.message_id = m.id AND v.space = :space');
     expect(s.sql).toContain('WHERE m.resource_id = :resource_id\n');
@@ -147,7 +147,7 @@ describe('vector statements', () => {
   it('adds the thread and the exclusions to the WHERE clause, in IN lists of at most 1,000', () => {
     const excludeIds = Array.from({ length: 1500 }, (_, i) => `x${i}`);
     const s = vsql.searchVectors(d, {
-      space: 'sp',
+      space,
       vector: q,
       topK: 3,
       resourceId: 'r1',
@@ -171,10 +171,10 @@ describe('vector statements', () => {
     const all = [
       vsql.selectVectorSpace(p),
       vsql.claimVectorSpace(p, 'e', 3),
-      vsql.upsertVector(p, 'e', 'm', 'h', q),
+      vsql.upsertVector(p, 'e', { messageId: 'm', hash: 'h', vector: q }),
       vsql.selectVectors(p, 'e', ['m']),
       vsql.deleteVectors(p, 'e', ['m']),
-      vsql.searchVectors(p, { space: 'e', vector: q, topK: 1, resourceId: 'r', excludeIds: [] }),
+      vsql.searchVectors(p, { space, vector: q, topK: 1, resourceId: 'r', excludeIds: [] }),
     ]
       .map((s) => s.sql)
       .join('\n');

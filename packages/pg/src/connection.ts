@@ -1,36 +1,21 @@
 import { createHash } from 'node:crypto';
-import { MemoryError } from '@engram/core/adapter';
+import { MemoryError, RETRY, retry } from '@engram/core/driver';
 import pg from 'pg';
-import { errorCode, isConnectionError, toMemoryError } from './errors.ts';
+import { errorCode, isConnectionError } from './errors.ts';
 import { LATEST_VERSION, migrate } from './migrations.ts';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, type PostgresStoreOptions } from './options.ts';
+import type { PostgresStoreOptions } from './options.ts';
 import type { Names } from './sql.ts';
 
-/**
- * Attempts in all for a transaction that PostgreSQL aborted (deadlock, serialization race) or
- * that found a message moved to a thread it had not locked.
- */
-const ATTEMPTS = 5;
+/** Thrown in a transaction to roll it back and run it again (a message moved to an unlocked thread). */
+export class RestartTransaction extends Error {}
 
-/** Thrown inside a transaction to roll it back and run it again from the start. */
-export class RestartTransaction extends Error {
-  constructor(message = 'a message moved to another thread while the transaction ran; try again') {
-    super(message);
-  }
-}
+type Values = (string | null)[];
 
-/**
- * The store's connections: a pool opened and migrated lazily through one memoised promise,
- * single statements, transactions with retries, and an idempotent close.
- */
+/** The store's pool (created unless given), its statements and transactions, retried by core's policy. */
 export class Connection {
   private pool: pg.Pool | undefined;
-  private readonly ownsPool: boolean;
-  private ready: Promise<pg.Pool> | undefined;
-  private closing: Promise<void> | undefined;
-  /** Whether `statement` names statements: the option, or detected once at open. */
+  /** Whether `query` names statements: the option, or detected at open. */
   prepared: boolean;
-  /** Statement names by text (see `statement`). */
   private readonly statementNames = new Map<string, string>();
 
   constructor(
@@ -38,51 +23,23 @@ export class Connection {
     private readonly names: Names,
   ) {
     this.pool = options.pool;
-    this.ownsPool = options.pool === undefined;
     this.prepared = options.preparedStatements ?? false;
   }
 
-  /**
-   * The query for a fixed statement text: a named prepared statement (parsed and planned once
-   * per connection; the name is a hash of the text, so stores on other schemas sharing a pool
-   * never clash) when enabled, else an unnamed one. Only for texts from a small fixed set.
-   */
-  statement(text: string, values: unknown[]): pg.QueryConfig {
-    if (!this.prepared) return { text, values };
-    let name = this.statementNames.get(text);
-    if (name === undefined) {
-      name = `engram_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
-      if (this.statementNames.size < 256) this.statementNames.set(text, name);
-    }
-    return { name, text, values };
-  }
-
-  /** The pool, connected and migrated once; a failed attempt is retried by the next call. */
-  connect(): Promise<pg.Pool> {
-    if (this.closing) {
-      return Promise.reject(new MemoryError('CONNECTION', 'pg: the store is closed', { adapter: 'pg' }));
-    }
-    this.ready ??= this.open().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    });
-    return this.ready;
-  }
-
-  private async open(): Promise<pg.Pool> {
+  /** Creates the pool unless one was given (a failed open reuses it), migrates, detects a proxy. */
+  async open(): Promise<void> {
     if (!this.pool) {
-      const pool = new pg.Pool({
-        connectionString: this.options.connectionString,
-        connectionTimeoutMillis: this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-        max: this.options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      const { connectionString, connectTimeoutMs = 5_000, maxConnections = 10 } = this.options;
+      this.pool = new pg.Pool({
+        connectionString,
+        connectionTimeoutMillis: connectTimeoutMs,
+        max: maxConnections,
       });
       // An idle connection that drops (server restart, pg_terminate_backend) is removed from the
       // pool; without a listener the pool's 'error' event would crash the process.
-      pool.on('error', () => undefined);
-      this.pool = pool;
+      this.pool.on('error', () => undefined);
     }
-    const pool = this.pool;
-    const client = await pool.connect();
+    const client = await this.pool.connect();
     const release = watch(client);
     let version: number;
     try {
@@ -91,7 +48,7 @@ export class Connection {
       release();
     } catch (error) {
       release(error);
-      throw toMemoryError(error, 'init');
+      throw error;
     }
     if (version > LATEST_VERSION) {
       throw new MemoryError(
@@ -100,42 +57,41 @@ export class Connection {
         { adapter: 'pg' },
       );
     }
-    return pool;
+  }
+
+  /** Ends the pool the store created (an injected pool stays open). */
+  async close(): Promise<void> {
+    if (!this.options.pool) await this.pool?.end();
   }
 
   /**
-   * One statement on a pooled connection. A statement runs in its own transaction, so one that
-   * PostgreSQL aborted to break a deadlock left nothing behind and is simply run again.
+   * One statement, run again when aborted to break a deadlock (it wrote nothing). `prepare` (fixed
+   * texts whose plan does not depend on the statistics): named, when enabled, by a hash of the text,
+   * so stores on other schemas sharing a pool never clash; planned once per connection.
    */
   async query<R extends pg.QueryResultRow>(
     text: string,
     values: unknown[] = [],
     prepare = false,
   ): Promise<R[]> {
-    const pool = await this.connect();
-    const query = prepare ? this.statement(text, values) : { text, values };
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await pool.query<R>(query)).rows;
-      } catch (error) {
-        if (!isRetryable(error) || attempt >= ATTEMPTS) throw error;
-      }
+    const pool = this.pool as pg.Pool;
+    const query: pg.QueryConfig = { text, values };
+    if (prepare && this.prepared) {
+      query.name =
+        this.statementNames.get(text) ??
+        `engram_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+      this.statementNames.set(text, query.name);
     }
+    return retry(async () => (await pool.query<R>(query)).rows, { adapter: 'pg', retryable: isRetryable });
   }
 
   /**
-   * Runs `fn` in a transaction on one connection (`delimited`: `fn` itself begins it with its
-   * first statement and commits it with its last, see `beginWith` and `commitWith`, saving two
-   * round trips; it must end the transaction on every path that returns). Rolled back when `fn` throws; run again from
-   * the start (calling `fn` again) when PostgreSQL aborted it to break a deadlock or a
-   * serialization race, or when `fn` threw `RestartTransaction`.
+   * `fn` in a transaction on one connection (`delimited`: `fn` begins and commits it), rolled back
+   * when `fn` throws; run again after a deadlock, a serialization failure or `RestartTransaction`.
    */
-  async transaction<T>(
-    fn: (client: pg.PoolClient) => Promise<T>,
-    { delimited = false }: { delimited?: boolean } = {},
-  ): Promise<T> {
-    const pool = await this.connect();
-    for (let attempt = 1; ; attempt++) {
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, delimited = false): Promise<T> {
+    const pool = this.pool as pg.Pool;
+    const attempt = async (): Promise<T | typeof RETRY> => {
       const client = await pool.connect();
       const release = watch(client);
       try {
@@ -149,65 +105,32 @@ export class Connection {
         if (!broken)
           await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
         release(broken);
-        const restart = error instanceof RestartTransaction;
-        if ((restart || isRetryable(error)) && attempt < ATTEMPTS) continue;
-        if (restart) {
-          throw new MemoryError('CONFLICT', `pg: ${error.message} (${ATTEMPTS} attempts)`, { adapter: 'pg' });
-        }
+        if (error instanceof RestartTransaction) return RETRY;
         throw error;
       }
-    }
-  }
-
-  /** Ends the pool the store created (an injected pool stays open). Idempotent. */
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.ready?.catch(() => undefined);
-      if (this.ownsPool && this.pool && !this.pool.ended && !this.pool.ending) await this.pool.end();
-    })();
-    return this.closing;
+    };
+    return retry(attempt, { adapter: 'pg', what: 'transaction', retryable: isRetryable });
   }
 }
 
-/**
- * `BEGIN` and a statement in one round trip: one simple-protocol message of two statements,
- * the values inlined as literals (see `inline`). Returns the statement's rows.
- */
-export async function beginWith<R extends pg.QueryResultRow>(
-  client: pg.PoolClient,
-  text: string,
-  values: (string | null)[],
-): Promise<R[]> {
+/** `BEGIN` and a statement in one round trip (one simple-protocol message, values `inline`d); its rows. */
+export async function beginWith<R extends pg.QueryResultRow>(c: pg.PoolClient, text: string, values: Values) {
   if (!inlinable(values)) {
-    await client.query('BEGIN');
-    return (await client.query<R>(text, values)).rows;
+    await c.query('BEGIN');
+    return (await c.query<R>(text, values)).rows;
   }
-  const results = (await client.query(`BEGIN; ${inline(text, values)}`)) as unknown as pg.QueryResult<R>[];
+  const results = (await c.query(`BEGIN; ${inline(text, values)}`)) as unknown as pg.QueryResult<R>[];
   return results[1]?.rows ?? [];
 }
 
 /** A statement and `COMMIT` in one round trip, like `beginWith`. */
-export async function commitWith(
-  client: pg.PoolClient,
-  text: string,
-  values: (string | null)[],
-): Promise<void> {
-  if (!inlinable(values)) {
-    await client.query(text, values);
-    await client.query('COMMIT');
-    return;
-  }
-  await client.query(`${inline(text, values)}; COMMIT`);
+export async function commitWith(c: pg.PoolClient, text: string, values: Values): Promise<void> {
+  if (inlinable(values)) await c.query(`${inline(text, values)}; COMMIT`);
+  else await c.query(text, values).then(() => c.query('COMMIT'));
 }
 
-/**
- * Whether values can travel as literals in a simple-protocol message: not with a NUL, which
- * ends the message's text (PostgreSQL refuses NUL in `text` anyway; sent as parameters, the
- * value then fails with the server's own error).
- */
-function inlinable(values: (string | null)[]): boolean {
-  return values.every((value) => value === null || !value.includes('\0'));
-}
+/** Values can travel as literals unless one holds a NUL, which ends a simple-protocol message. */
+const inlinable = (values: Values) => values.every((value) => value === null || !value.includes('\0'));
 
 /**
  * `text` with its placeholders (`$1`, …) replaced by the values as SQL string literals: quotes
@@ -215,7 +138,7 @@ function inlinable(values: (string | null)[]): boolean {
  * `standard_conforming_strings` says; `null` is `NULL`. Quoted identifiers and string literals
  * of `text` are left as they are, so a schema name holding `$1` is never a placeholder.
  */
-export function inline(text: string, values: (string | null)[]): string {
+export function inline(text: string, values: Values): string {
   return text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\$(\d+)/g, (token, n: string | undefined) => {
     if (n === undefined) return token;
     const value = values[Number(n) - 1];
@@ -227,9 +150,8 @@ export function inline(text: string, values: (string | null)[]): string {
 }
 
 /**
- * Guards a checked-out client: a connection error while it is out of the pool would otherwise
- * be an unhandled 'error' event. Returns the release function; passing an error (or anything
- * truthy) destroys the connection instead of returning it to the pool.
+ * Guards a checked-out client against an unhandled 'error' event. The release function it returns
+ * destroys the connection, instead of returning it to the pool, when given an error or one came.
  */
 function watch(client: pg.PoolClient): (error?: unknown) => void {
   let failed: unknown;
@@ -245,20 +167,16 @@ function watch(client: pg.PoolClient): (error?: unknown) => void {
 }
 
 /**
- * Whether `client` talks to the server directly: the server's own address and port for this
- * connection are the ones the socket connected to. Behind a proxy (PgBouncer, any pooler) the
- * server sees the proxy's connection, on another address or port; a Unix socket tells nothing,
- * so it counts as not direct.
+ * Whether the server sees this connection on the address and port the socket connected to; behind
+ * a proxy (PgBouncer, any pooler) it sees the proxy's. A Unix socket tells nothing: a proxy.
  */
 async function isDirect(client: pg.PoolClient): Promise<boolean> {
   const socket = (client as { connection?: { stream?: { remoteAddress?: string; remotePort?: number } } })
     .connection?.stream;
   if (!socket?.remoteAddress || socket.remotePort === undefined) return false;
-  const { rows } = await client.query<{ addr: string | null; port: number | null }>(
-    'SELECT host(inet_server_addr()) AS addr, inet_server_port() AS port',
-  );
-  const server = rows[0];
+  const { rows } = await client.query('SELECT host(inet_server_addr()) AS addr, inet_server_port() AS port');
   const plain = (address: string) => address.replace(/^::ffff:/, '');
+  const [server] = rows;
   return (
     server?.addr != null &&
     plain(server.addr) === plain(socket.remoteAddress) &&
@@ -267,7 +185,4 @@ async function isDirect(client: pg.PoolClient): Promise<boolean> {
 }
 
 /** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
-function isRetryable(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === '40P01' || code === '40001';
-}
+const isRetryable = (error: unknown) => ['40P01', '40001'].includes(errorCode(error) ?? '');

@@ -1,39 +1,24 @@
 import {
-  createErrorMapper,
   driverCode,
   driverMessage,
+  type ErrorMapperOptions,
   type MemoryErrorCode,
   NETWORK_ERROR_CODES,
-} from '@engram/core/adapter';
+} from '@engram/core/driver';
 
-const ADAPTER = 'pg';
-
-/** SQLSTATEs that mean the session is gone or cannot be had. */
-const CONNECTION_STATES = new Set([
-  '57P01', // admin_shutdown: pg_terminate_backend, server stopping
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now: starting up or shutting down
-  '53300', // too_many_connections
-  '3D000', // invalid_catalog_name: the database in the URL does not exist (the message names it)
-  '28P01', // invalid_password
-  '28000', // invalid_authorization_specification: no pg_hba.conf entry, unknown role
-]);
+/**
+ * SQLSTATEs that mean the session is gone or cannot be had (besides class 08): admin and crash
+ * shutdown (`pg_terminate_backend`), starting up, too many connections, no such database, and
+ * authentication (a wrong password, no `pg_hba.conf` entry, an unknown role).
+ */
+const CONNECTION_STATES = new Set(['57P01', '57P02', '57P03', '53300', '3D000', '28P01', '28000']);
 
 /** Values the server cannot hold: NUL characters, invalid Unicode, dates out of range. */
 const UNREPRESENTABLE_STATES = new Set(['22021', '22P05', '22008', '22007', '22P02']);
 
 /** Messages `pg` gives (without a code) when a socket closes or a connect times out. */
-const CONNECTION_MESSAGES = [
-  /connection terminated/i,
-  /connection timeout/i,
-  /timeout exceeded when trying to connect/i,
-  /timeout expired/i,
-  /not queryable/i,
-  /cannot use a pool after calling end/i,
-  /client was closed/i,
-  /connection (?:is )?closed/i,
-  /server closed the connection/i,
-];
+const CONNECTION_MESSAGE =
+  /connection (?:terminated|timeout|(?:is )?closed)|timeout (?:exceeded when trying to connect|expired)|not queryable|cannot use a pool after calling end|client was closed|server closed the connection/i;
 
 /** The `code` field of a driver or socket error, if any. */
 export const errorCode = driverCode;
@@ -41,15 +26,9 @@ export const errorCode = driverCode;
 /** True when the error says the connection is unusable (refused, dropped, terminated, timed out). */
 export function isConnectionError(error: unknown): boolean {
   if (error instanceof AggregateError) return error.errors.some(isConnectionError);
-  const code = errorCode(error);
-  if (
-    code !== undefined &&
-    (NETWORK_ERROR_CODES.has(code) || CONNECTION_STATES.has(code) || code.startsWith('08'))
-  ) {
-    return true;
-  }
-  const message = driverMessage(error);
-  return CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
+  const code = errorCode(error) ?? '';
+  if (NETWORK_ERROR_CODES.has(code) || CONNECTION_STATES.has(code) || code.startsWith('08')) return true;
+  return CONNECTION_MESSAGE.test(driverMessage(error));
 }
 
 /** The engram code for a driver error raised by `operation` (pg's classification table). */
@@ -65,16 +44,14 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
   return 'STORAGE';
 }
 
-/** Maps anything `pg` (or a socket) throws to a `MemoryError` naming the adapter and operation. */
-export const toMemoryError = createErrorMapper({
-  adapter: ADAPTER,
+/** pg's classification, which core's error mapper applies to anything `pg` (or a socket) throws. */
+export const errors: Omit<ErrorMapperOptions, 'adapter'> = {
   classify,
   driverDetails: (error) => ({ sqlState: errorCode(error) }),
-  describe: (code, reason) => {
-    if (code === 'INVALID_ARGUMENT') {
-      return `PostgreSQL cannot store this value (${reason}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`;
-    }
-    if (code === 'NOT_FOUND') return 'the thread does not exist (it was deleted concurrently)';
-    return reason;
-  },
-});
+  describe: (code, reason) =>
+    code === 'INVALID_ARGUMENT'
+      ? `PostgreSQL cannot store this value (${reason}); text and jsonb hold no NUL characters (\\u0000) or unpaired surrogates, and dates must lie between 4713 BC and 294276 AD`
+      : code === 'NOT_FOUND'
+        ? 'the thread does not exist (it was deleted concurrently)'
+        : reason,
+};

@@ -1,17 +1,12 @@
 import type { ClientBase } from 'pg';
 import { type Names, quoteIdent } from './sql.ts';
 
-/** One schema change. Its position in `MIGRATIONS` (counting from 1) is its version. */
-export interface Migration {
-  description: string;
-  statements: (n: Names) => string[];
-}
-
 /**
- * Every schema change ever made, oldest first. Append only: a released migration is never
- * edited, so a database at any version is upgraded by running the ones after it.
+ * Every schema change ever made, oldest first; a change's position (counting from 1) is its
+ * version. Append only: a released migration is never edited, so a database at any version is
+ * upgraded by running the ones after it.
  */
-export const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly { description: string; statements: (n: Names) => string[] }[] = [
   {
     description: 'threads, messages and resources; messages indexed by (thread_id, createdAt, id)',
     statements: (n) => [
@@ -105,25 +100,18 @@ export const LATEST_VERSION = MIGRATIONS.length;
 /** The first version whose columns are all snake_case (the version table's included). */
 const SNAKE_CASE_VERSION = 5;
 
-/** The schema's recorded version, or 0 when nothing was ever created. One round trip per check. */
-export async function currentVersion(client: ClientBase, n: Names): Promise<number> {
-  const exists = await client.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
-    n.version,
-  ]);
-  if (!exists.rows[0]?.found) return 0;
-  const result = await client.query<{ version: number }>(`SELECT version FROM ${n.version} WHERE id = 1`);
-  return result.rows[0]?.version ?? 0;
-}
-
 /**
- * Brings the schema up to `target` (default: the latest version) in one transaction, under a
- * transaction-scoped advisory lock keyed on the schema name, so any number of processes may
- * call it at once: the first does the work, the others wait and then find nothing to do.
- * Creates the schema when it is missing. Returns the version the schema is at afterwards (more
- * than `target` when the schema is newer).
+ * Brings the schema (created when missing) up to `target` in one transaction, under an advisory
+ * lock keyed on its name, so processes may call it at once: the first does the work, the others
+ * find nothing to do. Returns the version the schema is at afterwards (more when it is newer).
  */
 export async function migrate(client: ClientBase, n: Names, target = LATEST_VERSION): Promise<number> {
-  const found = await currentVersion(client, n);
+  // The recorded version, or 0 when nothing was ever created.
+  const [table] = (await client.query('SELECT to_regclass($1) AS found', [n.version])).rows;
+  const [row] = table?.found
+    ? (await client.query(`SELECT version FROM ${n.version} WHERE id = 1`)).rows
+    : [];
+  const found: number = row?.version ?? 0;
   if (found >= target) return found;
   await client.query('BEGIN');
   try {
@@ -140,9 +128,7 @@ export async function migrate(client: ClientBase, n: Names, target = LATEST_VERS
       `SELECT version FROM ${n.version} WHERE id = 1 FOR UPDATE`,
     );
     const from = row.rows[0]?.version ?? 0;
-    for (let version = from + 1; version <= target; version++) {
-      const migration = MIGRATIONS[version - 1];
-      if (!migration) throw new Error(`no migration ${version}`);
+    for (const migration of MIGRATIONS.slice(from, target)) {
       for (const statement of migration.statements(n)) await client.query(statement);
     }
     if (target > from) {

@@ -1,7 +1,11 @@
 import { inspect } from 'node:util';
 import { MemoryError } from '@engram/core';
+import { createErrorMapper } from '@engram/core/driver';
 import { describe, expect, it } from 'vitest';
-import { classify, toMemoryError } from '../src/errors.ts';
+import { classify, errors } from '../src/errors.ts';
+
+/** What core's store does with anything the driver throws. */
+const toMemoryError = createErrorMapper({ adapter: 'pg', ...errors });
 
 /** An error shaped like the ones `pg` and Node sockets raise. */
 function driverError(message: string, code?: string): Error {

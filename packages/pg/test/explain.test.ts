@@ -1,4 +1,5 @@
-import type { Message, NormalizedListMessages } from '@engram/core';
+import type { Message } from '@engram/core';
+import type { MessageQuery } from '@engram/core/driver';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
@@ -79,25 +80,24 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
     expect(scans.some((s) => s['Index Name'] === 'engram_messages_thread_idx')).toBe(true);
   }
 
-  const newest20: NormalizedListMessages = { threadId, page: 0, perPage: 20, direction: 'DESC', include: [] };
+  const newest20: MessageQuery = { threadId, page: 0, perPage: 20, direction: 'DESC', include: [] };
 
   // Planned with statistics, as autovacuum keeps them. (Right after a bulk load, before the first
   // ANALYZE, PostgreSQL guesses a thread holds a few dozen rows and may sort them instead.)
   it('the newest-20 page is an index scan that reads 20 rows, with no sort', async () => {
     await db.query('ANALYZE');
-    const statement = sql.pageMessages(names, newest20, 20, 0);
+    const statement = sql.pageMessages(names, newest20);
     expectIndexOnly(await explain(statement), 20);
-    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, resourceId }, 20, 0)), 20);
-    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, direction: 'ASC' }, 20, 0)), 20);
+    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, resourceId })), 20);
+    expectIndexOnly(await explain(sql.pageMessages(names, { ...newest20, direction: 'ASC' })), 20);
   });
 
   it('include windows are bounded index scans of the target thread', async () => {
     await db.query('ANALYZE');
-    const statement = sql.includeWindows(
-      names,
-      [{ id: `${threadId}-m005000`, withPreviousMessages: 5, withNextMessages: 5 }],
-      undefined,
-    );
+    const statement = sql.includeWindows(names, {
+      ...newest20,
+      include: [{ id: `${threadId}-m005000`, withPreviousMessages: 5, withNextMessages: 5 }],
+    });
     expectIndexOnly(await explain(statement), 5);
   });
 

@@ -316,7 +316,7 @@ describePg('lifecycle: migrations and init', (url) => {
     await store.close();
     const outcome = await initializing;
     if (outcome !== 'resolved') expect(outcome).toMatchObject({ code: 'CONNECTION' });
-    const pool = (store as unknown as { connection: { pool?: pg.Pool } }).connection.pool;
+    const pool = (store as unknown as { driver: { db: { pool?: pg.Pool } } }).driver.db.pool;
     expect(pool?.ended ?? true).toBe(true);
     expect(pool?.totalCount ?? 0).toBe(0);
     await expect(store.init()).rejects.toMatchObject({ code: 'CONNECTION', message: /the store is closed/ });

@@ -5,9 +5,9 @@ import {
   MemoryError,
   type MemoryStorage,
   type Message,
-  sortMessages,
   type Thread,
 } from '@engram/core';
+import { sortMessages } from '@engram/core/driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
 import { createDatabase, describePg, type TestDatabase } from './env.ts';

@@ -1,4 +1,4 @@
-export { encodeId, Keys } from './keys.ts';
-export { LAYOUT_VERSION } from './migrations.ts';
+export { UpstashDriver, type UpstashTx } from './driver.ts';
+export { encodeId, Keys, LAYOUT_VERSION } from './layout.ts';
 export { UpstashStore, type UpstashStoreOptions } from './store.ts';
-export { DEFAULT_VECTOR_SCAN_LIMIT, UpstashVectors } from './vectors.ts';
+export { DEFAULT_VECTOR_SCAN_LIMIT, type UpstashVectors } from './vectors.ts';

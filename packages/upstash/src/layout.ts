@@ -1,59 +1,45 @@
 /**
- * The one description of the key layout, read by `Keys` (TypeScript) and by the Lua prelude of
- * `scripts.ts` (generated `K.<name>(…)` functions), so both build every key the same way.
- *
- * Every key is `<prefix>:<path>`, where `{name}` in a path is an id percent-encoded by
- * `encodeId` (Lua: `enc`), so an encoded id never holds `:`, `*`, `{`, `}` or `%` unescaped and
- * each key splits back into its parts in exactly one way: `r1` and `r10` are different keys, and
- * no id can reach into another id's key.
- *
- * | key                        | type | holds                                                      |
- * |----------------------------|------|------------------------------------------------------------|
- * | `schema`                   | str  | layout version (migrations applied)                        |
- * | `thread`                   | hash | a thread (`.<key>` fields hold metadata)                   |
- * | `message`                  | hash | a message                                                  |
- * | `resource`                 | hash | a resource (`.<key>` fields hold metadata)                 |
- * | `threadsCreated`/`Updated` | zset | every thread id, scored by createdAt/updatedAt             |
- * | `resourceThreadsCreated`   | zset | a resource's thread ids, by createdAt                      |
- * | `resourceThreadsUpdated`   | zset | a resource's thread ids, by updatedAt                      |
- * | `threadMessages`           | zset | a thread's message ids, by createdAt                       |
- * | `threadResourceMessages`   | zset | the same, only messages of that resource                   |
- * | `threadResources`          | set  | resources with messages in the thread                      |
- * | `vector`                   | hash | a message's vector (`space`, `hash`, packed float32 `vec`) |
- * | `vectorSpace`              | hash | the one embedding space (`embedder`, `dimensions`)         |
- *
- * A working-memory lease is `<record key>:wmlock` (see `LEASE_HELPERS` in `scripts.ts`).
- * Scores are epoch milliseconds; members are raw ids, so equal scores order by the ids' bytes,
- * which is the `(createdAt, id)` order of the contract.
+ * The key layout, read by `Keys` and by the Lua `K.<name>(…)` functions alike. A key is
+ * `<prefix>:<path>`, each `{name}` an id percent-encoded by `encodeId` (Lua: `enc`), so a key
+ * splits into its parts one way only (`r1` and `r10` never meet). Scores are epoch ms and members
+ * raw ids, so ties order by the ids' bytes: the `(createdAt, id)` order of the contract. A
+ * working-memory lease is `<record key>:wmlock`, living `LEASE_MS`.
  */
 export const KEY_LAYOUT = {
-  schema: 'schema',
-  thread: 'thread:{thread}',
-  message: 'message:{message}',
-  resource: 'resource:{resource}',
-  threadsCreated: 'threads:created',
-  threadsUpdated: 'threads:updated',
-  resourceThreadsCreated: 'resource-threads:created:{resource}',
-  resourceThreadsUpdated: 'resource-threads:updated:{resource}',
-  threadMessages: 'thread-messages:{thread}',
-  threadResourceMessages: 'thread-messages:{thread}:{resource}',
-  threadResources: 'thread-resources:{thread}',
-  vector: 'vector:{message}',
-  vectorSpace: 'vector-space',
+  schema: 'schema', // string: the layout version (migrations applied)
+  thread: 'thread:{thread}', // hash: a thread (`.<key>` fields hold metadata)
+  message: 'message:{message}', // hash: a message
+  resource: 'resource:{resource}', // hash: a resource (`.<key>` fields hold metadata)
+  threadsCreated: 'threads:created', // zset: every thread id, by createdAt
+  threadsUpdated: 'threads:updated', // zset: every thread id, by updatedAt
+  resourceThreadsCreated: 'resource-threads:created:{resource}', // zset: a resource's thread ids
+  resourceThreadsUpdated: 'resource-threads:updated:{resource}', // zset: the same, by updatedAt
+  threadMessages: 'thread-messages:{thread}', // zset: a thread's message ids, by createdAt
+  threadResourceMessages: 'thread-messages:{thread}:{resource}', // zset: those of one resource
+  threadResources: 'thread-resources:{thread}', // set: resources with messages in the thread
+  vector: 'vector:{message}', // hash: a message's vector (`space`, `hash`, packed float32 `vec`)
+  vectorSpace: 'vector-space', // hash: the one embedding space (`embedder`, `dimensions`)
 } as const;
 
-/** The name of one key of the layout. */
-export type KeyName = keyof typeof KEY_LAYOUT;
+/** Hash field prefix of metadata keys; record fields never start with it. */
+export const META = '.';
+
+/** How long a working-memory lease lives when its holder never writes, in ms. */
+export const LEASE_MS = 2_000;
+
+/**
+ * The layout versions, append-only: entry `i` is the Lua of version `i + 1`, a comment first.
+ * `init()` runs, in one script, every version newer than the one recorded at `<prefix>:schema`,
+ * then records the latest, so an older layout is upgraded in place and atomically.
+ */
+export const MIGRATIONS: readonly string[] = [
+  '-- hashes per record; sorted-set indexes by createdAt/updatedAt',
+];
+
+/** The layout version this code reads and writes. */
+export const LAYOUT_VERSION = MIGRATIONS.length;
 
 const PLACEHOLDER = /\{([a-z]+)\}/g;
-
-/** A path's parts: literal text and the names of the ids between them. */
-function parts(path: string): { literals: string[]; ids: string[] } {
-  const literals = path.split(PLACEHOLDER).filter((_, i) => i % 2 === 0);
-  const ids = [...path.matchAll(PLACEHOLDER)].map((m) => m[1] as string);
-  return { literals, ids };
-}
-
 const UNRESERVED = /^[A-Za-z0-9._~-]$/;
 const utf8 = new TextEncoder();
 
@@ -71,16 +57,33 @@ export function encodeId(id: string): string {
 }
 
 /** The key `name` of the store with `prefix`, for the ids the path names, in path order. */
-export function layoutKey(prefix: string, name: KeyName, ...ids: string[]): string {
-  const { literals, ids: names } = parts(KEY_LAYOUT[name]);
-  if (ids.length !== names.length) {
-    throw new TypeError(`key ${name} takes ${names.length} ids, got ${ids.length}`);
-  }
-  let key = `${prefix}:${literals[0]}`;
-  ids.forEach((id, i) => {
-    key += encodeId(id) + literals[i + 1];
-  });
-  return key;
+export function layoutKey(prefix: string, name: keyof typeof KEY_LAYOUT, ...ids: string[]): string {
+  const path: string = KEY_LAYOUT[name];
+  const arity = path.split('{').length - 1;
+  if (ids.length !== arity) throw new TypeError(`key ${name} takes ${arity} ids, got ${ids.length}`);
+  let i = 0;
+  return `${prefix}:${path.replace(PLACEHOLDER, () => encodeId(ids[i++] as string))}`;
+}
+
+type Order = 'createdAt' | 'updatedAt';
+const by = (order: Order) => (order === 'createdAt' ? 'Created' : 'Updated');
+
+/** Builds the keys of one store (one prefix), from the layout. */
+export class Keys {
+  constructor(readonly prefix: string) {}
+  readonly schema = (): string => layoutKey(this.prefix, 'schema');
+  readonly thread = (id: string): string => layoutKey(this.prefix, 'thread', id);
+  readonly message = (id: string): string => layoutKey(this.prefix, 'message', id);
+  readonly resource = (id: string): string => layoutKey(this.prefix, 'resource', id);
+  readonly threads = (order: Order): string => layoutKey(this.prefix, `threads${by(order)}`);
+  readonly resourceThreads = (resourceId: string, order: Order): string =>
+    layoutKey(this.prefix, `resourceThreads${by(order)}`, resourceId);
+  readonly threadMessages = (threadId: string, resourceId?: string): string =>
+    resourceId === undefined
+      ? layoutKey(this.prefix, 'threadMessages', threadId)
+      : layoutKey(this.prefix, 'threadResourceMessages', threadId, resourceId);
+  readonly threadResources = (threadId: string): string =>
+    layoutKey(this.prefix, 'threadResources', threadId);
 }
 
 /**
@@ -88,20 +91,13 @@ export function layoutKey(prefix: string, name: KeyName, ...ids: string[]): stri
  * per key, building `P .. ':' .. path` with `P` the store's prefix.
  */
 export function luaKeyFunctions(): string {
-  const lines = [
-    'local function enc(id)',
-    "  return (string.gsub(id, '[^%w%.%-_~]', function(c) return string.format('%%%02X', string.byte(c)) end))",
-    'end',
-    'local K = {}',
-  ];
-  for (const [name, path] of Object.entries(KEY_LAYOUT)) {
-    const { literals, ids } = parts(path);
-    const pieces = [`P .. ':${literals[0]}'`];
-    ids.forEach((id, i) => {
-      pieces.push(`enc(${id})`);
-      if (literals[i + 1]) pieces.push(`'${literals[i + 1]}'`);
-    });
-    lines.push(`function K.${name}(${ids.join(', ')}) return ${pieces.join(' .. ')} end`);
-  }
-  return lines.join('\n');
+  const functions = Object.entries(KEY_LAYOUT).map(([name, path]) => {
+    const ids = [...path.matchAll(PLACEHOLDER)].map((m) => m[1]).join(', ');
+    return `function K.${name}(${ids}) return P .. ':${path.replace(PLACEHOLDER, "' .. enc($1) .. '")}' end`;
+  });
+  return `local function enc(id)
+  return (string.gsub(id, '[^%w%.%-_~]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local K = {}
+${functions.join('\n')}`;
 }

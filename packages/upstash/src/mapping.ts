@@ -1,14 +1,5 @@
-import {
-  defineKey,
-  type JsonObject,
-  type JsonValue,
-  type Message,
-  type MessageRole,
-  type Resource,
-  type Thread,
-} from '@engram/core/adapter';
-import { META } from './keys.ts';
-import type { MessageRecord } from './scripts.ts';
+import * as core from '@engram/core/driver';
+import { META } from './layout.ts';
 
 /** A script's reply after `unframe`: strings, nil and nested lists. */
 export type Frame = string | null | Frame[];
@@ -16,14 +7,10 @@ export type Frame = string | null | Frame[];
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/**
- * Reads back what a script's `frame` wrote (see `scripts.ts`). Lengths count UTF-8 bytes.
- * Uses only web APIs, so the store runs on edge runtimes too.
- */
+/** Reads back what a script's `frame` wrote (lengths in UTF-8 bytes), with web APIs only (edge runtimes). */
 export function unframe(reply: unknown): Frame {
-  if (typeof reply !== 'string') {
+  if (typeof reply !== 'string')
     throw new TypeError(`expected a framed string from the script, got ${typeof reply}`);
-  }
   const bytes = encoder.encode(reply);
   let at = 0;
   const read = (): Frame => {
@@ -37,13 +24,10 @@ export function unframe(reply: unknown): Frame {
     const n = Number(decoder.decode(bytes.subarray(at + 1, colon)));
     at = colon + 1;
     if (tag === 0x24) {
-      const text = decoder.decode(bytes.subarray(at, at + n));
       at += n;
-      return text;
+      return decoder.decode(bytes.subarray(at - n, at));
     }
-    const items: Frame[] = [];
-    for (let i = 0; i < n; i++) items.push(read());
-    return items;
+    return Array.from({ length: n }, read);
   };
   const frame = read();
   if (at !== bytes.length) throw new TypeError('malformed script reply: trailing bytes');
@@ -51,7 +35,7 @@ export function unframe(reply: unknown): Frame {
 }
 
 /** The list inside a frame (throws on anything else). */
-export function list(frame: Frame): Frame[] {
+export function list(frame: Frame | undefined): Frame[] {
   if (!Array.isArray(frame)) throw new TypeError('expected a list in the script reply');
   return frame;
 }
@@ -62,91 +46,83 @@ export function text(frame: Frame | undefined): string {
   return frame;
 }
 
+/** The records of a list of hashes, read by `read` (empty hashes left out). */
+export function records<T>(frame: Frame | undefined, read: (hash: Frame) => T | null): T[] {
+  return list(frame).flatMap((hash) => read(hash) ?? []);
+}
+
 /** A flat HGETALL reply as a map of field → value. */
-function fields(frame: Frame): Map<string, string> {
+export function fields(frame: Frame): Map<string, string> {
   const flat = list(frame);
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) map.set(text(flat[i]), text(flat[i + 1]));
   return map;
 }
 
-function required(map: Map<string, string>, field: string): string {
-  const value = map.get(field);
-  if (value === undefined) throw new TypeError(`stored record has no ${field} field`);
-  return value;
-}
-
-function date(map: Map<string, string>, field: string): Date {
-  return new Date(Number(required(map, field)));
-}
-
-function metadata(map: Map<string, string>): JsonObject {
-  const out: JsonObject = {};
-  for (const [field, value] of map) {
-    if (field.startsWith(META)) defineKey(out, field.slice(META.length), JSON.parse(value) as JsonValue);
+/** The named fields of a stored hash, each required; `null` for an empty hash. */
+function pick<K extends string>(map: Map<string, string>, names: readonly K[]): Record<K, string> | null {
+  if (map.size === 0) return null;
+  const picked = {} as Record<K, string>;
+  for (const name of names) {
+    const value = map.get(name);
+    if (value === undefined) throw new TypeError(`stored record has no ${name} field`);
+    picked[name] = value;
   }
-  return out;
+  return picked;
+}
+
+/** The metadata of a stored hash, from its `.<key>` fields. */
+function metadataOf(map: Map<string, string>): core.JsonObject {
+  const metadata: core.JsonObject = {};
+  for (const [field, value] of map) {
+    if (field.startsWith(META))
+      core.defineKey(metadata, field.slice(META.length), JSON.parse(value) as core.JsonValue);
+  }
+  return metadata;
+}
+
+const date = (ms: string) => new Date(Number(ms));
+
+/** A thread hash → `Thread`, or `null` for an empty hash. */
+export function toThread(frame: Frame): core.Thread | null {
+  const map = fields(frame);
+  const h = pick(map, ['id', 'resourceId', 'title', 'createdAt', 'updatedAt']);
+  return h && { ...h, metadata: metadataOf(map), createdAt: date(h.createdAt), updatedAt: date(h.updatedAt) };
+}
+
+/** A message hash → `Message`, or `null` for an empty hash. */
+export function toMessage(frame: Frame): core.Message | null {
+  const h = pick(fields(frame), ['id', 'threadId', 'resourceId', 'role', 'type', 'content', 'createdAt']);
+  const content = h && (JSON.parse(h.content) as core.JsonValue);
+  return h && { ...h, role: h.role as core.MessageRole, content, createdAt: date(h.createdAt) };
+}
+
+/** A resource hash → `Resource`, or `null` for an empty hash. */
+export function toResource(frame: Frame): core.Resource | null {
+  const map = fields(frame);
+  const h = pick(map, ['id', 'createdAt', 'updatedAt']);
+  const rest = { workingMemory: map.get('workingMemory') ?? null, metadata: metadataOf(map) };
+  return h && { ...h, ...rest, createdAt: date(h.createdAt), updatedAt: date(h.updatedAt) };
 }
 
 /** Metadata as hash fields: `.key` → the JSON text of the value. */
-export function metadataFields(meta: JsonObject | undefined): Record<string, string> {
+export function metadataFields(meta: core.JsonObject | undefined): Record<string, string> {
   if (!meta) return {};
   return Object.fromEntries(Object.entries(meta).map(([key, value]) => [META + key, JSON.stringify(value)]));
 }
 
-/** A thread hash → `Thread`, or `null` for an empty hash. */
-export function toThread(frame: Frame): Thread | null {
-  const map = fields(frame);
-  if (map.size === 0) return null;
-  return {
-    id: required(map, 'id'),
-    resourceId: required(map, 'resourceId'),
-    title: required(map, 'title'),
-    metadata: metadata(map),
-    createdAt: date(map, 'createdAt'),
-    updatedAt: date(map, 'updatedAt'),
-  };
+/** A thread as the `createThread` and `saveThread` scripts take it, with its working-memory version. */
+export function threadRecord(thread: core.Thread, version: string) {
+  const { id, resourceId, title, createdAt, updatedAt } = thread;
+  const metadata = metadataFields(thread.metadata);
+  return { id, resourceId, title, createdAt: ms(createdAt), updatedAt: ms(updatedAt), version, metadata };
 }
 
-/** A message hash → `Message`, or `null` for an empty hash. */
-export function toMessage(frame: Frame): Message | null {
-  const map = fields(frame);
-  if (map.size === 0) return null;
-  return {
-    id: required(map, 'id'),
-    threadId: required(map, 'threadId'),
-    resourceId: required(map, 'resourceId'),
-    role: required(map, 'role') as MessageRole,
-    content: JSON.parse(required(map, 'content')) as JsonValue,
-    type: required(map, 'type'),
-    createdAt: date(map, 'createdAt'),
-  };
-}
-
-/** A resource hash → `Resource`, or `null` for an empty hash. */
-export function toResource(frame: Frame): Resource | null {
-  const map = fields(frame);
-  if (map.size === 0) return null;
-  return {
-    id: required(map, 'id'),
-    workingMemory: map.get('workingMemory') ?? null,
-    metadata: metadata(map),
-    createdAt: date(map, 'createdAt'),
-    updatedAt: date(map, 'updatedAt'),
-  };
-}
-
-/** One message as the `saveMessages` script takes it. */
-export function messageRecord(message: Message): MessageRecord {
-  return {
-    id: message.id,
-    threadId: message.threadId,
-    resourceId: message.resourceId,
-    role: message.role,
-    type: message.type,
-    content: JSON.stringify(message.content),
-    createdAt: ms(message.createdAt),
-  };
+/** A message as the scripts write it (content as JSON text). */
+export function messageRecord(m: core.Message) {
+  const { id, threadId, resourceId, role, type } = m;
+  const content = JSON.stringify(m.content);
+  return { id, threadId, resourceId, role, type, content, createdAt: ms(m.createdAt) };
 }
 
 /** Epoch milliseconds as a script argument. */

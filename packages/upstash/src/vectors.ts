@@ -1,114 +1,62 @@
-import type * as core from '@engram/core/adapter';
-import { compareHits, MemoryError, VectorStoreBase } from '@engram/core/adapter';
-import type { Redis } from '@upstash/redis';
-import { ADAPTER } from './errors.ts';
-import { type Frame, list, text, unframe } from './mapping.ts';
-import { scriptArgument } from './scripts.ts';
-import { VECTOR_SCRIPTS, type VectorScriptArgs, type VectorScriptName } from './vector-scripts.ts';
+import { compareHits, type EmbeddingSpace, type VectorDriver } from '@engram/core/driver';
+import type { UpstashTx } from './driver.ts';
+import { type Frame, list, text } from './mapping.ts';
+import type { Call } from './scripts.ts';
 
 /** Vectors one search scans at most, by default (see `UpstashStoreOptions.vectorScanLimit`). */
 export const DEFAULT_VECTOR_SCAN_LIMIT = 5_000;
 
-type ScriptHandle = ReturnType<Redis['createScript']>;
-
-/** The float32 values as JSON numbers, which the script decodes back to the same values. */
-function numbers(vector: Float32Array): number[] {
-  return Array.from(vector);
-}
+/** The vector domain of `UpstashDriver`. */
+export type UpstashVectors = VectorDriver<UpstashTx>;
 
 /**
- * Vectors in Redis next to the messages (`<p>:vector:<message>`, float32 packed by the script),
- * deleted by the store's delete scripts with their message. Each search is one Lua script that
- * walks the scope's messages (a thread, or the resource's threads by latest activity, newest
- * message first), ranks them exactly and returns the best `topK`: at most `scanLimit` vectors are
- * read per query, so a resource with more messages than that is searched over its newest
- * `scanLimit` only, and the script (which blocks the server while it runs) stays bounded.
+ * Vectors next to the messages (`vector-scripts.ts`), dropped in the commit that deletes their
+ * message. A search is one Lua script ranking the scope exactly, newest messages first, reading at
+ * most `scanLimit` vectors: a larger resource is searched over its newest ones, and the script
+ * (which blocks the server while it runs) stays bounded.
  */
-export class UpstashVectors extends VectorStoreBase {
-  readonly search = 'exact' as const;
-  private readonly scripts = new Map<VectorScriptName, ScriptHandle>();
-
-  constructor(
-    private readonly client: () => Redis,
-    private readonly prefix: string,
-    readonly scanLimit: number,
-    run: core.VectorRunner,
-  ) {
-    super(ADAPTER, run);
-    if (!Number.isInteger(scanLimit) || scanLimit < 1) {
-      throw new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: vectorScanLimit must be a positive integer`, {
-        adapter: ADAPTER,
-      });
-    }
-  }
-
-  private async call<N extends VectorScriptName>(name: N, args: VectorScriptArgs[N]): Promise<Frame> {
-    let script = this.scripts.get(name);
-    if (!script) {
-      script = this.client().createScript<string>(VECTOR_SCRIPTS[name]);
-      this.scripts.set(name, script);
-    }
-    return unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
-  }
-
-  protected async doGetSpace(): Promise<core.EmbeddingSpace | null> {
-    const reply = await this.call('getSpace', {});
-    return reply === null ? null : toSpace(reply);
-  }
-
-  protected async doClaimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
-    return toSpace(await this.call('claimSpace', { space: space.id, dimensions: space.dimensions }));
-  }
-
-  protected async doUpsertVectors(space: core.EmbeddingSpace, vectors: core.MessageVector[]): Promise<void> {
-    await this.call('upsert', {
-      space: space.id,
-      dimensions: space.dimensions,
-      vectors: vectors.map((v) => ({ id: v.messageId, hash: v.hash, values: numbers(v.vector) })),
-    });
-  }
-
-  protected async doGetVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.StoredVector[]> {
-    return list(await this.call('get', { space: space.id, ids })).map((pair) => {
-      const [messageId, hash] = list(pair);
-      return { messageId: text(messageId), hash: text(hash) };
-    });
-  }
-
-  protected async doDeleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
-    await this.call('delete', { space: space.id, ids });
-  }
-
-  protected async doSearchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
-    const exclude = args.excludeIds ?? [];
-    const reply = list(
-      await this.call('search', {
-        space: args.space.id,
-        dimensions: args.space.dimensions,
-        resourceId: args.resourceId,
-        threadId: args.threadId,
-        topK: args.topK,
-        scanLimit: this.scanLimit,
-        exclude,
-        query: numbers(args.vector),
+export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
+  return {
+    search: 'exact',
+    getSpace: async () => {
+      const reply = await call('space', {});
+      return reply === null ? null : toSpace(reply);
+    },
+    claimSpace: async (space) =>
+      toSpace(await call('space', { space: space.id, dimensions: space.dimensions })),
+    upsertVectors: async (space, vectors) => {
+      // The float32 values as JSON numbers, which the script decodes back to the same values.
+      const rows = vectors.map((v) => ({ id: v.messageId, hash: v.hash, values: Array.from(v.vector) }));
+      await call('upsertVectors', { space: space.id, dimensions: space.dimensions, vectors: rows });
+    },
+    getVectors: async (space, ids) =>
+      list(await call('getVectors', { space: space.id, ids })).map((pair) => {
+        const [messageId, hash] = list(pair).map(text);
+        return { messageId: messageId as string, hash: hash as string };
       }),
-    );
-    // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
-    const hits = list(reply[0] ?? []).map((frame) => {
-      const [id, threadId, createdAt, hash, score] = list(frame).map(text);
-      return {
-        messageId: id as string,
-        threadId: threadId as string,
-        createdAt: new Date(Number(createdAt)),
-        hash: hash as string,
-        score: Number(score),
-      };
-    });
-    return hits.sort(compareHits);
-  }
+    deleteVectors: async (space, ids) => {
+      await call('deleteVectors', { space: space.id, ids });
+    },
+    searchVectors: async ({ space, vector, excludeIds, ...scope }) => {
+      const dims = { space: space.id, dimensions: space.dimensions };
+      const args = { ...scope, ...dims, scanLimit, exclude: excludeIds, query: Array.from(vector) };
+      const hits = list(list(await call('searchVectors', args))[0]).map((frame) => {
+        const [messageId = '', threadId = '', createdAt, hash = '', score] = list(frame).map(text);
+        return { messageId, threadId, createdAt: new Date(Number(createdAt)), hash, score: Number(score) };
+      });
+      // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
+      return hits.sort(compareHits);
+    },
+    deleteByThread: async (tx, threadId) => {
+      tx.ops.push({ op: 'dropThreadVectors', id: threadId });
+    },
+    deleteByMessages: async (tx, ids) => {
+      tx.ops.push({ op: 'dropVectors', ids });
+    },
+  };
 }
 
-function toSpace(frame: Frame): core.EmbeddingSpace {
+function toSpace(frame: Frame): EmbeddingSpace {
   const [id, dimensions] = list(frame).map(text);
   return { id: id as string, dimensions: Number(dimensions) };
 }

@@ -1,5 +1,6 @@
 import { runConformance } from '@engram/conformance';
 import { afterAll } from 'vitest';
+import { descriptor } from '../src/descriptor.ts';
 import type { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip, upstashUrl } from './env.ts';
 import { breakStore, dropPrefix, storesWithSecret, testStore } from './stores.ts';
@@ -26,8 +27,8 @@ runConformance({
     };
   },
   processes: 4,
-  // The lease a working-memory writer takes after a lost compare-and-set (LEASE_MS of store.ts).
-  leaseMs: 2_000,
+  // The lease a working-memory writer takes after a lost compare-and-set.
+  leaseMs: descriptor.leaseMs(),
   breakConnection: (store) => breakStore(store as UpstashStore),
   withSecret: storesWithSecret,
 });

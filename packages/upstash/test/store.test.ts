@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { InMemoryStore, type JsonObject, MemoryError, type Message, type Thread } from '@engram/core';
 import { Redis } from '@upstash/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { descriptor } from '../src/descriptor.ts';
 import { encodeId, Keys, LAYOUT_VERSION, UpstashStore } from '../src/index.ts';
 import { SCRIPTS } from '../src/scripts.ts';
 import { runPrefix, upstashSkip, upstashToken, upstashUrl } from './env.ts';
@@ -182,7 +183,7 @@ describe.skipIf(upstashSkip)(title, () => {
     );
     for (const id of ids) await store.saveThread(thread(id, id));
     for (const id of ids) {
-      // The keys the Lua scripts wrote are the keys keys.ts names (a backdoor read).
+      // The keys the Lua scripts wrote are the keys layout.ts names (a backdoor read).
       const hash = (await raw.hgetall(keys.thread(id))) as unknown as string[];
       expect(hash.slice(0, 2)).toEqual(['id', id]);
       expect(await raw.zscore(keys.resourceThreads(id, 'createdAt'), id)).toBe(String(at(0).getTime()));
@@ -264,21 +265,22 @@ describe.skipIf(upstashSkip)(title, () => {
     });
   });
 
-  it('gives up with CONFLICT after one compare-and-set and the bounded attempts under a lease', async () => {
+  it('gives up with CONFLICT after one compare-and-set and writes under leases for twice a lease at most', async () => {
     const client = testClient();
     const rid = uid('res');
-    const casSha = createHash('sha1').update(SCRIPTS.casResourceWorkingMemory).digest('hex');
+    const casSha = createHash('sha1').update(SCRIPTS.casWorkingMemory).digest('hex');
     // A rival writer that always gets in between the read and the compare-and-set.
     client.use(async (req, next) => {
       const bodies = req.path?.[0] === 'pipeline' ? (req.body as unknown[][]) : [req.body as unknown[]];
-      if (bodies.some((b) => b[1] === casSha || String(b[1]).includes('engram:casResourceWorkingMemory'))) {
+      if (bodies.some((b) => b[1] === casSha || String(b[1]).includes('engram:casWorkingMemory'))) {
         await raw.hset(keys.resource(rid), { wmv: `rival-${Math.random()}` });
       }
       return next(req);
     });
-    const s = new UpstashStore({ client, prefix, casAttempts: 3 });
+    const s = new UpstashStore({ client, prefix });
     await store.updateResource({ resourceId: rid, metadata: { kept: true } });
     let calls = 0;
+    const started = Date.now();
     const error = await s
       .updateWorkingMemoryAtomically({
         scope: 'resource',
@@ -291,9 +293,13 @@ describe.skipIf(upstashSkip)(title, () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MemoryError);
     expect((error as MemoryError).code).toBe('CONFLICT');
-    // One optimistic attempt, then casAttempts under a lease (only an expired lease or a writer
-    // that ignores leases, like this rival, can beat it).
-    expect(calls).toBe(4);
+    // One optimistic attempt, then writes under leases of its own (only an expired lease or a
+    // writer that ignores leases, like this rival, can beat them) until core's bound for a
+    // leased update, twice the lease, has passed.
+    const elapsed = Date.now() - started;
+    expect(calls).toBeGreaterThan(2);
+    expect(elapsed).toBeGreaterThanOrEqual(2 * descriptor.leaseMs());
+    expect(elapsed).toBeLessThan(2 * descriptor.leaseMs() + 2_000);
     expect((await store.getResourceById({ resourceId: rid }))?.workingMemory ?? null).toBeNull();
     expect(await raw.exists(`${keys.resource(rid)}:wmlock`)).toBe(0);
   });

@@ -13,7 +13,11 @@ expectTypeOf<{
   prefix: string;
   retry: false;
 }>().toMatchTypeOf<UpstashStoreOptions>();
-expectTypeOf<{ client: Redis; prefix: string; casAttempts: number }>().toMatchTypeOf<UpstashStoreOptions>();
+expectTypeOf<{
+  client: Redis;
+  prefix: string;
+  vectorScanLimit: number;
+}>().toMatchTypeOf<UpstashStoreOptions>();
 expectTypeOf<{ url: string }>().not.toMatchTypeOf<UpstashStoreOptions>();
 expectTypeOf<{ client: Redis; url: string; token: string }>().not.toMatchTypeOf<UpstashStoreOptions>();
 expectTypeOf<UpstashStore['capabilities']['atomicWorkingMemory']>().toEqualTypeOf<true>();

@@ -3,14 +3,13 @@ import type { MemoryStorage } from './contract.ts';
 /**
  * What a store promises beyond the contract's baseline, declared once as `store.capabilities`.
  * Each key has a default (`DEFAULT_CAPABILITIES`); a store declares the keys where it differs.
- * `Memory` and the conformance suite read them through `capabilitiesOf(store)`, which also
- * accepts the older separate fields (`supportsAtomicWorkingMemoryMerge`, `processLocal`).
+ * `Memory` and the conformance suite read them through `capabilitiesOf(store)`.
  */
 export interface StoreCapabilities {
   /**
    * `updateWorkingMemoryAtomically` is a read-modify-write no other writer can interleave with,
-   * across processes and machines. Default `false`: the store omits the method (or, on
-   * `StoreBase`, it rejects with `UNSUPPORTED`) and `Memory` serialises writers in-process only.
+   * across processes and machines. Default `false`: the store omits the method (or it rejects
+   * with `UNSUPPORTED`) and `Memory` serialises writers in-process only.
    */
   readonly atomicWorkingMemory: boolean;
   /**
@@ -52,20 +51,16 @@ export interface ResolvedCapabilities extends StoreCapabilities {
 }
 
 /**
- * The capabilities of any store: `store.capabilities` where it names a key, else the older
- * field (`supportsAtomicWorkingMemoryMerge`, `processLocal`), else the default.
+ * The capabilities of any store: `store.capabilities` where it names a key, else the default.
  * `atomicWorkingMemory` also needs `updateWorkingMemoryAtomically` to be a function.
  */
 export function capabilitiesOf(store: MemoryStorage): ResolvedCapabilities {
   const declared: Partial<StoreCapabilities> = store.capabilities ?? {};
-  const atomic =
-    declared.atomicWorkingMemory ??
-    store.supportsAtomicWorkingMemoryMerge ??
-    DEFAULT_CAPABILITIES.atomicWorkingMemory;
   return {
-    atomicWorkingMemory: atomic === true && typeof store.updateWorkingMemoryAtomically === 'function',
+    atomicWorkingMemory:
+      declared.atomicWorkingMemory === true && typeof store.updateWorkingMemoryAtomically === 'function',
     transactionalBatches: declared.transactionalBatches ?? DEFAULT_CAPABILITIES.transactionalBatches,
-    processLocal: (declared.processLocal ?? store.processLocal ?? DEFAULT_CAPABILITIES.processLocal) === true,
+    processLocal: declared.processLocal === true,
     vectors: store.vectors !== undefined,
   };
 }

@@ -137,7 +137,8 @@ export interface AtomicWorkingMemoryUpdate {
  * Lifecycle, the same for every store: it connects and migrates lazily on first use, through
  * one memoised open, so `init()` is optional (call it to fail fast at startup). `close()` is
  * idempotent; after it, every call, `init()` included, rejects with `CONNECTION` ("the store
- * is closed"): create a new store to connect again. `StoreBase` implements this rule.
+ * is closed"): create a new store to connect again. `Store` (built from a driver) implements
+ * this rule.
  */
 export interface MemoryStorage {
   /** The adapter's name, used in error messages (`'libsql'`, `'pg'`, …). */
@@ -145,25 +146,13 @@ export interface MemoryStorage {
   /**
    * What this store promises beyond the baseline (see `StoreCapabilities` for each key and its
    * default): name the keys where the store differs. Read them with `capabilitiesOf(store)`.
-   * Optional: a store without it is read through the older fields below, then the defaults.
    */
   readonly capabilities?: Partial<StoreCapabilities>;
   /**
-   * The older form of `capabilities.atomicWorkingMemory`, still honoured when `capabilities`
-   * does not name it: `true` promises that `updateWorkingMemoryAtomically` is a read-modify-write
-   * no other writer can interleave with, across processes and machines. `StoreBase` derives it.
-   */
-  readonly supportsAtomicWorkingMemoryMerge?: boolean;
-  /**
-   * The older form of `capabilities.processLocal`, still honoured when `capabilities` does not
-   * name it: `true` when the data lives inside this process only. Default `false`.
-   */
-  readonly processLocal?: boolean;
-  /**
-   * The vector primitives semantic recall needs (see `vectors.ts`). Absent by default: a
-   * `Memory` with `semanticRecall` on such a store is refused with `UNSUPPORTED` naming it.
-   * A store that declares it must delete a message's vectors in the same write as the message
-   * (`deleteMessages`, `deleteThread`).
+   * Optional domain: the vector primitives semantic recall needs (see `vectors.ts`). Absent by
+   * default: a `Memory` with `semanticRecall` on such a store is refused with `UNSUPPORTED`
+   * naming it. A store that declares it deletes a message's vectors in the same write as the
+   * message (`deleteMessages`, `deleteThread`).
    */
   readonly vectors?: VectorStore;
 

@@ -1,4 +1,3 @@
-import { MemoryError } from '../errors.ts';
 import type { DateRange, Page } from './contract.ts';
 import type { Direction, JsonObject, JsonValue, Message } from './records.ts';
 import { isPlainObject } from './validate.ts';
@@ -100,39 +99,6 @@ export function jsonEqual(a: JsonValue | undefined, b: JsonValue | undefined): b
 export function matchesMetadata(metadata: JsonObject, filter: JsonObject | undefined): boolean {
   if (!filter) return true;
   return Object.entries(filter).every(([k, v]) => Object.hasOwn(metadata, k) && jsonEqual(metadata[k], v));
-}
-
-/** Bounds for optimistic (compare-and-set) retries. */
-export interface RetryOptions {
-  /** Attempts before giving up with `CONFLICT`. Default 50. */
-  attempts?: number;
-  /** Upper bound of the random back-off between attempts, in ms. Default 20. */
-  maxDelayMs?: number;
-  /** Adapter name for the `CONFLICT` error. */
-  adapter: string;
-}
-
-/** The value an optimistic attempt returns when another writer won the race. */
-export const RETRY = Symbol('engram.retry');
-
-/**
- * Runs `attempt` until it returns something other than `RETRY`, with a small random back-off;
- * past the bound it throws `CONFLICT`. Used by compare-and-set adapters (MongoDB, Upstash).
- */
-export async function retryOptimistic<T>(
-  attempt: (n: number) => Promise<T | typeof RETRY>,
-  options: RetryOptions,
-): Promise<T> {
-  const attempts = options.attempts ?? 50;
-  const maxDelay = options.maxDelayMs ?? 20;
-  for (let n = 0; n < attempts; n++) {
-    const result = await attempt(n);
-    if (result !== RETRY) return result;
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(maxDelay, 1 + n * 2)));
-  }
-  throw new MemoryError('CONFLICT', `${options.adapter}: gave up after ${attempts} conflicting writes`, {
-    adapter: options.adapter,
-  });
 }
 
 /** One net change to a kept per-(thread, resource) message count. */

@@ -1,223 +1,214 @@
-import { MemoryError } from '../errors.ts';
-import {
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  type NormalizedUpdateThread,
-  StoreBase,
-} from './base.ts';
 import type { StoreCapabilities } from './capabilities.ts';
-import type { MessagePatch, UpdateResourceArgs } from './contract.ts';
+import { copyMessage, copyResource, copyThread } from './copy.ts';
+import type { AdapterDescriptor } from './descriptor.ts';
+import type {
+  Driver,
+  MessageDriver,
+  Places,
+  ResourceChange,
+  ResourceDriver,
+  ThreadChange,
+  ThreadDriver,
+} from './driver.ts';
 import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
-import { InMemoryVectors } from './in-memory-vectors.ts';
-import { type MessageRead, slicePage, type ThreadRead } from './listing.ts';
-import {
-  messageOfAnotherResource,
-  threadExists,
-  threadNotFound,
-  threadOfAnotherResource,
-} from './ownership.ts';
+import { slicePage } from './listing.ts';
 import type { Message, Resource, Thread } from './records.ts';
-import { bumpedUpdatedAt, newestByThread } from './updated-at.ts';
-import type { VectorStore } from './vectors.ts';
-import type { LockedWorkingMemory } from './working-memory-strategy.ts';
+import { Store } from './store.ts';
+import { bumpedUpdatedAt } from './updated-at.ts';
+import { cosine } from './vector-store.ts';
+import {
+  compareHits,
+  type EmbeddingSpace,
+  type StoredVector,
+  type VectorDriver,
+  type VectorHit,
+} from './vectors.ts';
+import type { LockedWorkingMemory } from './working-memory.ts';
+
+/** A unit of work of the in-memory driver: its changes, applied together when it commits. */
+export interface MemoryTx {
+  changes: Array<() => void>;
+}
+
+interface VectorRow {
+  hash: string;
+  vector: Float32Array;
+}
 
 /**
- * The reference implementation of `MemoryStorage`, kept in plain maps in this process.
- *
- * Written to be obviously right rather than fast: it is the oracle the conformance suite
- * compares every adapter against. Every record goes in and comes out as a deep copy, and every
- * method body runs without awaiting, so each call is atomic within the process.
+ * The reference driver: records in plain maps of this process, written to be obviously right
+ * rather than fast. It keeps its own copies (records in and out are copied), runs its writes one
+ * at a time, and applies a write's changes together when it commits, so every operation is
+ * atomic within the process and readers never see half of one.
  */
-export class InMemoryStore extends StoreBase {
-  readonly name = 'memory';
-  /** Atomic within the process (no method awaits mid-way), which holds all its data. */
+export class MemoryDriver implements Driver<MemoryTx> {
+  readonly name: string = 'memory';
+  /** Atomic within the process, which holds all its data. */
   readonly capabilities: StoreCapabilities = {
     atomicWorkingMemory: true,
     transactionalBatches: true,
     processLocal: true,
   };
+  readonly errors = {
+    classify: () => undefined,
+  };
 
-  private threads = new Map<string, Thread>();
-  private messages = new Map<string, Message>();
-  private resources = new Map<string, Resource>();
-  /**
-   * Exact vector search over this store's messages (the suite's recall oracle); `undefined`
-   * when constructed with `{ vectors: false }`.
-   */
-  readonly vectors: VectorStore | undefined;
-  /** The same object as `vectors`, typed for the deletes that drop rows in the same step. */
-  protected readonly memoryVectors: InMemoryVectors | undefined;
+  protected readonly threadMap = new Map<string, Thread>();
+  protected readonly messageMap = new Map<string, Message>();
+  protected readonly resourceMap = new Map<string, Resource>();
+  private space: EmbeddingSpace | null = null;
+  /** Space key → message id → vector. */
+  private readonly vectorRows = new Map<string, Map<string, VectorRow>>();
+  /** The tail of the queue of writes. */
+  private writes: Promise<unknown> = Promise.resolve();
 
-  /** `vectors: false` builds a store without the vector capability. Default `true`. */
+  /** `vectors: false` leaves out the vector domain. Default `true`. */
   constructor(options: { vectors?: boolean } = {}) {
-    super();
-    this.memoryVectors =
-      options.vectors === false
-        ? undefined
-        : new InMemoryVectors(this.name, (operation, fn) => this.run(operation, fn), this.messages);
-    this.vectors = this.memoryVectors;
+    if (options.vectors === false) this.vectors = undefined;
   }
 
-  protected toMemoryError(error: unknown, operation: string): MemoryError {
-    return new MemoryError('STORAGE', `memory: ${operation} failed: ${String(error)}`, {
-      adapter: this.name,
-      cause: error,
+  async open(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  write<T>(fn: (tx: MemoryTx) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      const tx: MemoryTx = { changes: [] };
+      const result = await fn(tx);
+      for (const change of tx.changes) change();
+      return result;
     });
   }
 
-  protected async doInit(): Promise<void> {}
-
-  protected async doClose(): Promise<void> {}
-
-  protected async doGetThreadById(threadId: string, resourceId?: string): Promise<Thread | null> {
-    const thread = this.threads.get(threadId);
-    if (!thread || (resourceId !== undefined && thread.resourceId !== resourceId)) return null;
-    return copy(thread);
+  /** Runs `fn` after every write queued before it, alone. */
+  private exclusive<T>(fn: () => T | Promise<T>): Promise<T> {
+    const result = this.writes.then(fn);
+    this.writes = result.catch(() => undefined);
+    return result;
   }
 
-  protected async doCreateThread(thread: Thread): Promise<Thread> {
-    if (this.threads.has(thread.id)) throw threadExists(this.name, thread.id);
-    this.threads.set(thread.id, copy(thread));
-    return copy(thread);
-  }
+  readonly threads: ThreadDriver<MemoryTx> = {
+    get: async (id) => {
+      const thread = this.threadMap.get(id);
+      return thread ? copyThread(thread) : null;
+    },
+    insert: (thread) =>
+      this.exclusive(() => {
+        if (this.threadMap.has(thread.id)) return false;
+        this.threadMap.set(thread.id, copyThread(thread));
+        return true;
+      }),
+    upsert: (thread) =>
+      this.exclusive(() => {
+        this.threadMap.set(thread.id, copyThread(thread));
+      }),
+    update: (change) => this.exclusive(() => this.updateThread(change)),
+    touch: async (tx, bumps) => {
+      tx.changes.push(() => {
+        const now = new Date();
+        for (const [id, newest] of bumps) {
+          const thread = this.threadMap.get(id);
+          if (thread) thread.updatedAt = bumpedUpdatedAt(thread.updatedAt, now, newest ? [newest] : []);
+        }
+      });
+    },
+    delete: async (tx, id) => {
+      tx.changes.push(() => {
+        this.threadMap.delete(id);
+        for (const [messageId, message] of this.messageMap) {
+          if (message.threadId === id) this.messageMap.delete(messageId);
+        }
+      });
+    },
+    readPage: async (query) => {
+      const threads = [...this.threadMap.values()].filter(
+        (t) => query.resourceId === undefined || t.resourceId === query.resourceId,
+      );
+      threads.sort(
+        (a, b) => a[query.orderBy].getTime() - b[query.orderBy].getTime() || compareIds(a.id, b.id),
+      );
+      if (query.direction === 'DESC') threads.reverse();
+      return { kind: 'candidates', threads: threads.map(copyThread) };
+    },
+  };
 
-  protected async doSaveThread(thread: Thread): Promise<Thread> {
-    this.threads.set(thread.id, copy(thread));
-    return copy(thread);
-  }
+  readonly messages: MessageDriver<MemoryTx> = {
+    readPage: async (query) => {
+      const ofThread = (threadId: string) =>
+        sortMessages([...this.messageMap.values()].filter((m) => m.threadId === threadId));
+      const inScope = (m: Message) => query.resourceId === undefined || m.resourceId === query.resourceId;
+      const filtered = ofThread(query.threadId).filter(
+        (m) => inScope(m) && inDateRange(m.createdAt, query.dateRange),
+      );
+      const ordered = query.direction === 'ASC' ? filtered : [...filtered].reverse();
+      const windows = query.include.flatMap((window) => {
+        const target = this.messageMap.get(window.id);
+        if (!target || !inScope(target)) return [];
+        const thread = ofThread(target.threadId).filter(inScope);
+        const at = thread.findIndex((m) => m.id === target.id);
+        return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
+      });
+      return {
+        page: slicePage(ordered, query.page, query.perPage).map(copyMessage),
+        total: filtered.length,
+        windows: windows.map(copyMessage),
+      };
+    },
+    byIds: async (ids) => ids.flatMap((id) => this.messageMap.get(id) ?? []).map(copyMessage),
+    places: async (_tx, threadIds, messageIds) => {
+      const places: Places = { threads: new Map(), messages: new Map() };
+      for (const id of threadIds) {
+        const thread = this.threadMap.get(id);
+        if (thread) (places.threads as Map<string, string>).set(id, thread.resourceId);
+      }
+      for (const id of messageIds) {
+        const message = this.messageMap.get(id);
+        if (message) {
+          const { threadId, resourceId } = message;
+          (places.messages as Map<string, { threadId: string; resourceId: string }>).set(id, {
+            threadId,
+            resourceId,
+          });
+        }
+      }
+      return places;
+    },
+    put: async (tx, messages) => {
+      const copies = messages.map(copyMessage);
+      tx.changes.push(() => {
+        for (const message of copies) this.messageMap.set(message.id, message);
+      });
+    },
+    remove: async (tx, ids) => {
+      tx.changes.push(() => {
+        for (const id of ids) this.messageMap.delete(id);
+      });
+    },
+  };
 
-  protected async doUpdateThread(args: NormalizedUpdateThread): Promise<Thread> {
-    const stored = this.requireThread(args.id);
+  readonly resources: ResourceDriver = {
+    get: async (id) => {
+      const resource = this.resourceMap.get(id);
+      return resource ? copyResource(resource) : null;
+    },
+    update: (change) => this.exclusive(() => this.updateResource(change)),
+  };
+
+  private updateThread({ id, title, metadata }: ThreadChange): Thread | null {
+    const stored = this.threadMap.get(id);
+    if (!stored) return null;
     const next: Thread = {
       ...stored,
-      title: args.title ?? stored.title,
-      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      title: title ?? stored.title,
+      metadata: metadata ? shallowMerge(stored.metadata, metadata) : stored.metadata,
       updatedAt: bumpedUpdatedAt(stored.updatedAt, new Date()),
     };
-    this.threads.set(next.id, copy(next));
-    return copy(next);
+    this.threadMap.set(id, copyThread(next));
+    return copyThread(next);
   }
 
-  protected async doDeleteThread(threadId: string): Promise<void> {
-    this.threads.delete(threadId);
-    for (const [id, message] of this.messages) {
-      if (message.threadId !== threadId) continue;
-      this.messages.delete(id);
-      this.memoryVectors?.forget([id]);
-    }
-  }
-
-  protected async readThreadPage(args: NormalizedListThreads): Promise<ThreadRead> {
-    const ofResource = [...this.threads.values()].filter(
-      (t) => args.resourceId === undefined || t.resourceId === args.resourceId,
-    );
-    ofResource.sort(
-      (a, b) => a[args.orderBy].getTime() - b[args.orderBy].getTime() || compareIds(a.id, b.id),
-    );
-    if (args.direction === 'DESC') ofResource.reverse();
-    return { kind: 'candidates', threads: ofResource.map(copy) };
-  }
-
-  protected async doSaveMessages(messages: Message[]): Promise<Message[]> {
-    for (const message of messages) {
-      const thread = this.threads.get(message.threadId);
-      if (!thread) {
-        throw threadNotFound(this.name, message.threadId);
-      }
-      if (thread.resourceId !== message.resourceId) {
-        throw threadOfAnotherResource(this.name, message.id, message.resourceId);
-      }
-    }
-    // Threads first, then ids: the contract's order of refusals.
-    for (const message of messages) {
-      const stored = this.messages.get(message.id);
-      if (stored && stored.resourceId !== message.resourceId) {
-        throw messageOfAnotherResource(this.name, message.id);
-      }
-    }
-    const now = new Date();
-    const touched = new Set<string>();
-    for (const message of messages) {
-      const previous = this.messages.get(message.id);
-      if (previous) touched.add(previous.threadId);
-      touched.add(message.threadId);
-      this.messages.set(message.id, copy(message));
-    }
-    this.touch(touched, now, newestByThread(messages));
-    return messages.map(copy);
-  }
-
-  protected async readMessagePage(args: NormalizedListMessages): Promise<MessageRead> {
-    const ofThread = (threadId: string) =>
-      sortMessages([...this.messages.values()].filter((m) => m.threadId === threadId));
-    const inScope = (m: Message) => args.resourceId === undefined || m.resourceId === args.resourceId;
-
-    const filtered = ofThread(args.threadId).filter(
-      (m) => inScope(m) && inDateRange(m.createdAt, args.dateRange),
-    );
-    const ordered = args.direction === 'ASC' ? filtered : [...filtered].reverse();
-    const windows = args.include.flatMap((window) => {
-      const target = this.messages.get(window.id);
-      if (!target || !inScope(target)) return [];
-      const thread = ofThread(target.threadId).filter(inScope);
-      const at = thread.findIndex((m) => m.id === target.id);
-      return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
-    });
-    return {
-      page: slicePage(ordered, args.page, args.perPage).map(copy),
-      total: filtered.length,
-      windows: windows.map(copy),
-    };
-  }
-
-  protected async doListMessagesById(ids: string[]): Promise<Message[]> {
-    const found = ids.flatMap((id) => this.messages.get(id) ?? []);
-    return sortMessages(found).map(copy);
-  }
-
-  protected async doUpdateMessages(patches: MessagePatch[]): Promise<Message[]> {
-    const now = new Date();
-    const touched = new Set<string>();
-    const written: Message[] = [];
-    for (const patch of patches) {
-      const stored = this.messages.get(patch.id);
-      if (!stored) continue;
-      const next: Message = {
-        ...stored,
-        role: patch.role ?? stored.role,
-        content: patch.content === undefined ? stored.content : patch.content,
-        type: patch.type ?? stored.type,
-        createdAt: patch.createdAt ?? stored.createdAt,
-      };
-      this.messages.set(next.id, copy(next));
-      touched.add(next.threadId);
-      written.push(next);
-    }
-    this.touch(touched, now, newestByThread(written));
-    return this.doListMessagesById([...new Set(patches.map((p) => p.id))]);
-  }
-
-  protected async doDeleteMessages(ids: string[]): Promise<void> {
-    const touched = new Set<string>();
-    for (const id of ids) {
-      const stored = this.messages.get(id);
-      if (!stored) continue;
-      touched.add(stored.threadId);
-      this.messages.delete(id);
-      this.memoryVectors?.forget([id]);
-    }
-    this.touch(touched, new Date());
-  }
-
-  protected async doGetResourceById(resourceId: string): Promise<Resource | null> {
-    const resource = this.resources.get(resourceId);
-    return resource ? copy(resource) : null;
-  }
-
-  protected async doUpdateResource(args: UpdateResourceArgs): Promise<Resource> {
-    const now = new Date();
-    const stored = this.resources.get(args.resourceId) ?? {
-      id: args.resourceId,
+  private updateResource({ id, workingMemory, metadata, now }: ResourceChange): Resource {
+    const stored = this.resourceMap.get(id) ?? {
+      id,
       workingMemory: null,
       metadata: {},
       createdAt: now,
@@ -225,59 +216,120 @@ export class InMemoryStore extends StoreBase {
     };
     const next: Resource = {
       ...stored,
-      workingMemory: args.workingMemory === undefined ? stored.workingMemory : args.workingMemory,
-      metadata: args.metadata ? shallowMerge(stored.metadata, args.metadata) : stored.metadata,
+      workingMemory: workingMemory === undefined ? stored.workingMemory : workingMemory,
+      metadata: metadata ? shallowMerge(stored.metadata, metadata) : stored.metadata,
       updatedAt: now,
     };
-    this.resources.set(next.id, copy(next));
-    return copy(next);
+    this.resourceMap.set(id, copyResource(next));
+    return copyResource(next);
   }
 
-  /** Locked by construction: the read and the write run without awaiting in between. */
-  protected readonly workingMemoryStrategy: LockedWorkingMemory = {
+  /** Locked: the read and the write run alone, without awaiting in between. */
+  readonly workingMemory: LockedWorkingMemory = {
     kind: 'locked',
-    update: async (cell, apply) => {
-      if (cell.scope === 'resource') {
-        const current = this.resources.get(cell.resourceId)?.workingMemory ?? null;
-        await this.doUpdateResource({ resourceId: cell.resourceId, workingMemory: apply(current) });
+    update: (cell, apply) =>
+      this.exclusive(() => {
+        if (cell.scope === 'resource') {
+          const current = this.resourceMap.get(cell.resourceId)?.workingMemory ?? null;
+          this.updateResource({ id: cell.resourceId, workingMemory: apply(current), now: new Date() });
+          return true;
+        }
+        const stored = this.threadMap.get(cell.threadId)?.metadata.workingMemory;
+        if (!this.threadMap.has(cell.threadId)) return false;
+        const next = apply(typeof stored === 'string' ? stored : null);
+        this.updateThread({ id: cell.threadId, metadata: { workingMemory: next } });
         return true;
+      }),
+  };
+
+  /** Exact vector search in double precision: the oracle of the suite's recall checks. */
+  vectors: VectorDriver<MemoryTx> | undefined = {
+    search: 'exact',
+    getSpace: async () => (this.space ? { ...this.space } : null),
+    claimSpace: async (space) => {
+      this.space ??= { ...space };
+      return { ...this.space };
+    },
+    upsertVectors: async (space, vectors) => {
+      const rows = this.rowsOf(space);
+      for (const v of vectors) {
+        if (this.messageMap.has(v.messageId)) {
+          rows.set(v.messageId, { hash: v.hash, vector: Float32Array.from(v.vector) });
+        }
       }
-      const thread = this.threads.get(cell.threadId);
-      if (!thread) return false;
-      const stored = thread.metadata.workingMemory;
-      const next = apply(typeof stored === 'string' ? stored : null);
-      await this.doUpdateThread({
-        id: thread.id,
-        metadata: { workingMemory: next },
-        workingMemoryVersion: undefined,
+    },
+    getVectors: async (space, messageIds) => {
+      const rows = this.rowsOf(space);
+      return messageIds.flatMap((id): StoredVector[] => {
+        const row = rows.get(id);
+        return row ? [{ messageId: id, hash: row.hash }] : [];
       });
-      return true;
+    },
+    deleteVectors: async (space, messageIds) => {
+      const rows = this.rowsOf(space);
+      for (const id of messageIds) rows.delete(id);
+    },
+    searchVectors: async (args) => {
+      const excluded = new Set(args.excludeIds);
+      const hits: VectorHit[] = [];
+      for (const [id, row] of this.rowsOf(args.space)) {
+        const m = this.messageMap.get(id);
+        if (!m || m.resourceId !== args.resourceId || excluded.has(id)) continue;
+        if (args.threadId !== undefined && m.threadId !== args.threadId) continue;
+        hits.push({
+          messageId: id,
+          threadId: m.threadId,
+          hash: row.hash,
+          score: cosine(row.vector, args.vector),
+          createdAt: new Date(m.createdAt),
+        });
+      }
+      return hits.sort(compareHits).slice(0, args.topK);
+    },
+    deleteByThread: async (tx, threadId) => {
+      const ids = [...this.messageMap.values()].filter((m) => m.threadId === threadId).map((m) => m.id);
+      tx.changes.push(() => this.forget(ids));
+    },
+    deleteByMessages: async (tx, ids) => {
+      tx.changes.push(() => this.forget(ids));
     },
   };
 
-  private requireThread(threadId: string): Thread {
-    const thread = this.threads.get(threadId);
-    if (!thread) {
-      throw threadNotFound(this.name, threadId);
-    }
-    return thread;
+  /** Drops the vectors of these messages in every space. */
+  private forget(ids: Iterable<string>): void {
+    for (const id of ids) for (const rows of this.vectorRows.values()) rows.delete(id);
   }
 
-  /** Bumps `updatedAt` of these threads (see `bumpedUpdatedAt`); `newest`: the messages written per thread. */
-  private touch(threadIds: Set<string>, now: Date, newest = new Map<string, Date>()): void {
-    for (const id of threadIds) {
-      const thread = this.threads.get(id);
-      const written = newest.get(id);
-      if (thread) {
-        this.threads.set(id, {
-          ...thread,
-          updatedAt: bumpedUpdatedAt(thread.updatedAt, now, written ? [written] : []),
-        });
-      }
+  private rowsOf(space: EmbeddingSpace): Map<string, VectorRow> {
+    const key = `${space.id}\u0000${space.dimensions}`;
+    let rows = this.vectorRows.get(key);
+    if (!rows) {
+      rows = new Map();
+      this.vectorRows.set(key, rows);
     }
+    return rows;
   }
 }
 
-function copy<T>(value: T): T {
-  return structuredClone(value);
+/**
+ * The reference implementation of `MemoryStorage`, kept in plain maps in this process: the
+ * oracle the conformance suite compares every adapter against.
+ */
+export class InMemoryStore extends Store<MemoryDriver> {
+  /** `vectors: false` builds a store without the vector domain. Default `true`. */
+  constructor(options: { vectors?: boolean } = {}) {
+    super(new MemoryDriver(options));
+  }
 }
+
+/** The descriptor of the reference store (`memory:`), for tools that open stores by descriptor. */
+export const memoryDescriptor: AdapterDescriptor = {
+  name: 'memory',
+  package: '@engram/core',
+  schemes: ['memory:'],
+  open: async () => new InMemoryStore(),
+  leaseMs: () => 0,
+  service: {
+    provision: async () => ({ url: 'memory:', options: {}, drop: async () => {} }),
+  },
+};

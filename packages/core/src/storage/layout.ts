@@ -1,5 +1,4 @@
-import { copyJson } from '../working-memory/merge.ts';
-import type { Message, Resource, Thread } from './records.ts';
+import type { Resource, Thread } from './records.ts';
 
 /**
  * The storage layout the adapters share, described once: the names of the record tables (or
@@ -48,21 +47,4 @@ export function resourceValues<D>(
 ): [string, string | null, string, D, D] {
   const { id, workingMemory, metadata, createdAt, updatedAt } = resource;
   return [id, workingMemory, JSON.stringify(metadata), date(createdAt), date(updatedAt)];
-}
-
-/**
- * A saved message as a store returns it: the fields a message row holds, sharing no objects
- * with the caller's (the content deep-copied as JSON, the date a new `Date`), without the cost
- * of a `structuredClone`.
- */
-export function storedMessage(message: Message): Message {
-  return {
-    id: message.id,
-    threadId: message.threadId,
-    resourceId: message.resourceId,
-    role: message.role,
-    content: copyJson(message.content),
-    type: message.type,
-    createdAt: new Date(message.createdAt.getTime()),
-  };
 }

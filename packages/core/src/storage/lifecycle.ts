@@ -19,7 +19,7 @@ export function storeClosedError(adapter: string, operation: string): MemoryErro
  *   every later operation, rejects with `CONNECTION`), waits for an open in flight to settle and
  *   then releases what it opened: a close during `init()` never leaves a connection behind.
  *
- * `StoreBase` uses it for every adapter built on it; an adapter written from scratch can use it
+ * `Store` uses it for every store built from a driver; a `MemoryStorage` written from scratch can use it
  * directly.
  */
 export class StoreLifecycle {

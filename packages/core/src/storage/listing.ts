@@ -15,7 +15,7 @@ import type { Direction, JsonObject, Message, Thread } from './records.ts';
  */
 export type RowCount = number | (() => Promise<number>);
 
-/** What `StoreBase.readMessagePage` returns for one `listMessages` call. */
+/** What a driver's `messages.readPage` returns for one `listMessages` call. */
 export interface MessageRead {
   /** The page of messages: `perPage` rows from `page × perPage`, in `direction` (none for `perPage: 0`). */
   page: Message[];
@@ -28,7 +28,7 @@ export interface MessageRead {
   windows: Message[];
 }
 
-/** What `StoreBase.readThreadPage` returns for one `listThreads` call. */
+/** What a driver's `threads.readPage` returns for one `listThreads` call. */
 export type ThreadRead =
   /** The page, filtered, ordered and sliced by the query, and the count of all matching threads. */
   | { kind: 'page'; threads: Thread[]; total: RowCount }

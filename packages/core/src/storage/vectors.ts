@@ -1,3 +1,4 @@
+import type { DomainHooks } from './domains.ts';
 import { compareIds } from './helpers.ts';
 
 /**
@@ -7,8 +8,8 @@ import { compareIds } from './helpers.ts';
  *
  * Rules every implementation keeps:
  * - Vectors live in the same database as the messages, one per `(message id, space)`.
- * - Deleting a message, or a thread with its messages, removes their vectors in the same write
- *   (`deleteMessages` / `deleteThread` of the store, not a later clean-up).
+ * - Deleting a message, or a thread with its messages, removes their vectors in the same write:
+ *   core calls the driver's `deleteByMessages` / `deleteByThread` inside the store's write.
  * - Scope is applied before ranking: a search never returns a message of another resource (or,
  *   with `threadId`, of another thread), and returns `topK` hits whenever that many exist.
  * - The resource and thread of a hit are the message's current ones (a moved message is found
@@ -105,4 +106,19 @@ export interface VectorStore {
   deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   /** The `topK` nearest vectors in scope, ordered by `compareHits`. */
   searchVectors(args: VectorSearch): Promise<VectorHit[]>;
+}
+
+/**
+ * The vector domain of a driver: the primitives of `VectorStore` without the validation (core
+ * validates ids, spaces, dimensions and `topK`, and checks the space against the recorded one
+ * before each call), plus the cascade hooks core calls inside the writes that delete messages.
+ */
+export interface VectorDriver<Tx = unknown> extends DomainHooks<Tx> {
+  readonly search: 'exact' | 'index';
+  getSpace(): Promise<EmbeddingSpace | null>;
+  claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace>;
+  upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
+  getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
+  deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
+  searchVectors(args: VectorSearch & { excludeIds: string[] }): Promise<VectorHit[]>;
 }

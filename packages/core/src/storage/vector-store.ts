@@ -1,9 +1,11 @@
 import { MemoryError } from '../errors.ts';
+import type { DomainRunner } from './domains.ts';
 import { assertId, assertIds, describe, isPlainObject } from './validate.ts';
 import type {
   EmbeddingSpace,
   MessageVector,
   StoredVector,
+  VectorDriver,
   VectorHit,
   VectorSearch,
   VectorStore,
@@ -14,46 +16,40 @@ export const MAX_TOP_K = 1000;
 /** Largest vector dimension accepted. */
 export const MAX_DIMENSIONS = 16_384;
 
-/** Runs an adapter operation, mapping foreign errors to `MemoryError` (a store's `run`). */
-export type VectorRunner = <T>(operation: string, fn: () => Promise<T>) => Promise<T>;
-
 /**
- * The base of adapters' `VectorStore`s: public methods validate their arguments once (space,
- * ids, dimensions, `topK`) and call the protected `do*` primitive through the store's error
- * mapping. Adapters implement only the `do*` methods.
+ * The store's `vectors`: validates every argument once (space, ids, dimensions, `topK`), checks
+ * the space against the recorded one, and calls the driver's primitive through the store's
+ * lifecycle and error mapping.
  */
-export abstract class VectorStoreBase implements VectorStore {
-  abstract readonly search: 'exact' | 'index';
+export class ValidatedVectors implements VectorStore {
   /** The recorded space once read (it never changes once recorded). */
   private recorded: EmbeddingSpace | null = null;
 
   constructor(
     /** The store's name, for messages. */
-    protected readonly adapter: string,
-    private readonly run: VectorRunner,
+    private readonly adapter: string,
+    private readonly driver: VectorDriver<unknown>,
+    private readonly run: DomainRunner,
   ) {}
 
-  protected abstract doGetSpace(): Promise<EmbeddingSpace | null>;
-  protected abstract doClaimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace>;
-  protected abstract doUpsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
-  protected abstract doGetVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
-  protected abstract doDeleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
-  protected abstract doSearchVectors(args: VectorSearch): Promise<VectorHit[]>;
+  get search(): 'exact' | 'index' {
+    return this.driver.search;
+  }
 
   async getSpace(): Promise<EmbeddingSpace | null> {
     if (this.recorded) return { ...this.recorded };
-    const space = await this.run('getSpace', () => this.doGetSpace());
-    if (space) this.recorded = { ...space };
-    return space;
+    const space = await this.run('getSpace', () => this.driver.getSpace());
+    if (space) this.recorded = { id: space.id, dimensions: space.dimensions };
+    return space ? { id: space.id, dimensions: space.dimensions } : null;
   }
 
   async claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace> {
     assertSpace(space);
     const claimed = await this.run('claimSpace', () =>
-      this.doClaimSpace({ id: space.id, dimensions: space.dimensions }),
+      this.driver.claimSpace({ id: space.id, dimensions: space.dimensions }),
     );
-    this.recorded = { ...claimed };
-    return claimed;
+    this.recorded = { id: claimed.id, dimensions: claimed.dimensions };
+    return { ...this.recorded };
   }
 
   /**
@@ -91,21 +87,24 @@ export abstract class VectorStoreBase implements VectorStore {
     });
     if (vectors.length === 0) return;
     await this.sameSpace(space, true);
-    return this.run('upsertVectors', () => this.doUpsertVectors(space, vectors));
+    const normalized = vectors.map((v) => ({ messageId: v.messageId, hash: v.hash, vector: v.vector }));
+    return this.run('upsertVectors', () => this.driver.upsertVectors(spaceOf(space), normalized));
   }
 
   async getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]> {
     assertSpace(space);
     assertIds(messageIds, 'messageIds');
     if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return [];
-    return this.run('getVectors', () => this.doGetVectors(space, [...new Set(messageIds)]));
+    return this.run('getVectors', () => this.driver.getVectors(spaceOf(space), [...new Set(messageIds)]));
   }
 
   async deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void> {
     assertSpace(space);
     assertIds(messageIds, 'messageIds');
     if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return;
-    return this.run('deleteVectors', () => this.doDeleteVectors(space, [...new Set(messageIds)]));
+    return this.run('deleteVectors', () =>
+      this.driver.deleteVectors(spaceOf(space), [...new Set(messageIds)]),
+    );
   }
 
   async searchVectors(args: VectorSearch): Promise<VectorHit[]> {
@@ -119,8 +118,8 @@ export abstract class VectorStoreBase implements VectorStore {
     assertId(args.resourceId, 'resourceId');
     if (args.threadId !== undefined) assertId(args.threadId, 'threadId');
     if (args.excludeIds !== undefined) assertIds(args.excludeIds, 'excludeIds');
-    const normalized: VectorSearch = {
-      space: { id: args.space.id, dimensions: args.space.dimensions },
+    const normalized: VectorSearch & { excludeIds: string[] } = {
+      space: spaceOf(args.space),
       vector: args.vector,
       topK: args.topK,
       resourceId: args.resourceId,
@@ -128,8 +127,13 @@ export abstract class VectorStoreBase implements VectorStore {
       excludeIds: args.excludeIds ?? [],
     };
     if (!(await this.sameSpace(normalized.space, false))) return [];
-    return this.run('searchVectors', () => this.doSearchVectors(normalized));
+    return this.run('searchVectors', () => this.driver.searchVectors(normalized));
   }
+}
+
+/** The space's two fields, in a new object. */
+function spaceOf(space: EmbeddingSpace): EmbeddingSpace {
+  return { id: space.id, dimensions: space.dimensions };
 }
 
 function invalid(message: string): MemoryError {

@@ -1,10 +1,9 @@
 /**
- * `@engram/core/adapter`: what an adapter author builds a store from, and nothing an
- * application needs. A store extends `StoreBase` (and `VectorStoreBase` for semantic recall),
- * supplies the primitives its database does well (a working-memory strategy, a read of a message
- * page with its total and include windows, a read of a thread page) and lets core compose the
- * operations, validate arguments, map errors and run the lifecycle. See the README's
- * "For adapter authors".
+ * `@engram/core/driver`: what an adapter author builds a store from, and nothing an application
+ * needs. A driver supplies `open`/`close`, a unit of work, small primitives per record kind, one
+ * working-memory strategy and optional domains; `createStore(driver)` (or a subclass of `Store`)
+ * turns it into a `MemoryStorage`, with validation, the lifecycle, error mapping and every
+ * cross-cutting rule of the contract in core, once. See the core README, "The driver contract".
  */
 export {
   isMemoryError,
@@ -13,15 +12,7 @@ export {
   type MemoryErrorOptions,
   NETWORK_ERROR_CODES,
 } from './errors.ts';
-export {
-  assertWorkingMemoryField,
-  type NormalizedAtomicUpdate,
-  type NormalizedInclude,
-  type NormalizedListMessages,
-  type NormalizedListThreads,
-  type NormalizedUpdateThread,
-  StoreBase,
-} from './storage/base.ts';
+export { assertWorkingMemoryField } from './storage/arguments.ts';
 export {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,
@@ -31,7 +22,20 @@ export {
 } from './storage/capabilities.ts';
 export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
 export type * from './storage/contract.ts';
+export { copyMessage, copyResource, copyThread } from './storage/copy.ts';
 export { REDACTED, redactCredentials } from './storage/credentials.ts';
+export type { AdapterDescriptor, DescriptorOptions, ProvisionedStore } from './storage/descriptor.ts';
+export {
+  DOMAIN_NAMES,
+  DOMAINS,
+  type DomainHooks,
+  type DomainName,
+  type DomainRunner,
+  type DriverDomains,
+  requireDomain,
+  type StoreDomains,
+} from './storage/domains.ts';
+export type * from './storage/driver.ts';
 export { redactDriverError } from './storage/driver-error.ts';
 export {
   createErrorMapper,
@@ -54,12 +58,10 @@ export {
   mergeMessageLists,
   pageInfo,
   pageOffset,
-  RETRY,
-  type RetryOptions,
-  retryOptimistic,
   shallowMerge,
   sortMessages,
 } from './storage/helpers.ts';
+export { InMemoryStore, MemoryDriver, type MemoryTx, memoryDescriptor } from './storage/in-memory.ts';
 export {
   MESSAGE_COLUMNS,
   type PrefixedTables,
@@ -67,11 +69,9 @@ export {
   RECORD_TABLES,
   RESOURCE_COLUMNS,
   resourceValues,
-  storedMessage,
   THREAD_COLUMNS,
   threadValues,
 } from './storage/layout.ts';
-export { StoreLifecycle, storeClosedError } from './storage/lifecycle.ts';
 export {
   type MessageRead,
   pageLimit,
@@ -89,6 +89,8 @@ export {
   threadOfAnotherResource,
 } from './storage/ownership.ts';
 export type * from './storage/records.ts';
+export { RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
+export { createStore, Store } from './storage/store.ts';
 export { bumpedUpdatedAt, newestByThread } from './storage/updated-at.ts';
 export {
   assertId,
@@ -106,19 +108,19 @@ export {
   cosine,
   MAX_DIMENSIONS,
   MAX_TOP_K,
-  type VectorRunner,
-  VectorStoreBase,
-} from './storage/vector-base.ts';
+  ValidatedVectors,
+} from './storage/vector-store.ts';
 export type * from './storage/vectors.ts';
 export { compareHits } from './storage/vectors.ts';
 export {
   type CompareAndSetWorkingMemory,
+  type LeasedWorkingMemory,
   type LockedWorkingMemory,
   newVersion,
   type VersionedValue,
   type WorkingMemoryApply,
   type WorkingMemoryCell,
   type WorkingMemoryStrategy,
-} from './storage/working-memory-strategy.ts';
+} from './storage/working-memory.ts';
 /** A deep copy of a JSON value, cheaper than `structuredClone` for records a store returns. */
 export { copyJson } from './working-memory/merge.ts';

@@ -1,0 +1,143 @@
+import { MemoryError } from '../errors.ts';
+import type { DateRange, MessagePatch } from './contract.ts';
+import type { Direction, JsonObject, Message, Thread } from './records.ts';
+import {
+  assertCount,
+  assertDate,
+  assertId,
+  assertJson,
+  assertJsonObject,
+  assertText,
+  describe,
+  isPlainObject,
+  isStorableId,
+  isStorableJson,
+  isStorableText,
+  MAX_LISTING_COUNT,
+} from './validate.ts';
+
+/**
+ * Validation of the arguments of `MemoryStorage` calls, run once by `Store` before a driver sees
+ * them: each throws `INVALID_ARGUMENT` naming the argument.
+ */
+
+const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
+
+export function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message);
+}
+
+export function assertArgs(args: unknown, operation: string): void {
+  if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
+}
+
+/**
+ * Validates `page` and `perPage` (each an integer from 0 to `MAX_LISTING_COUNT`, `perPage` also
+ * `false`) and their row offset `page × perPage`, which must not pass `MAX_LISTING_COUNT` either.
+ */
+export function assertPaging(
+  page: unknown,
+  perPage: unknown,
+  defaultPerPage: number,
+): { page: number; perPage: number | false } {
+  const p = assertCount(page, 'page') ?? 0;
+  const size = perPage === false ? false : (assertCount(perPage, 'perPage') ?? defaultPerPage);
+  if (size !== false && p * size > MAX_LISTING_COUNT) {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `page × perPage (the row offset) must be at most ${MAX_LISTING_COUNT}, got ${p} × ${size}; with perPage ${size}, page is at most ${Math.floor(MAX_LISTING_COUNT / size)}`,
+      { details: { field: 'page', min: 0, max: Math.floor(MAX_LISTING_COUNT / size) } },
+    );
+  }
+  return { page: p, perPage: size };
+}
+
+export function assertDirection(direction: unknown, fallback: Direction): Direction {
+  if (direction === undefined) return fallback;
+  if (direction !== 'ASC' && direction !== 'DESC') {
+    throw invalid(`direction must be 'ASC' or 'DESC', got ${describe(direction)}`);
+  }
+  return direction;
+}
+
+export function assertDateRange(range: unknown): asserts range is DateRange {
+  assertArgs(range, 'dateRange');
+  const { start, end } = range as DateRange;
+  if (start !== undefined) assertDate(start, 'dateRange.start');
+  if (end !== undefined) assertDate(end, 'dateRange.end');
+}
+
+export function assertThread(thread: unknown, operation: string): asserts thread is Thread {
+  assertArgs(thread, operation);
+  const t = thread as Thread;
+  assertId(t.id, 'thread.id');
+  assertId(t.resourceId, 'thread.resourceId');
+  if (typeof t.title !== 'string') throw invalid(`thread.title must be a string, got ${describe(t.title)}`);
+  assertText(t.title, 'thread.title', true);
+  assertJsonObject(t.metadata, 'thread.metadata');
+  assertWorkingMemoryField(t.metadata);
+  assertDate(t.createdAt, 'thread.createdAt');
+  assertDate(t.updatedAt, 'thread.updatedAt');
+}
+
+/** Thread-scoped working memory must be a string (or null) where it is stored. */
+export function assertWorkingMemoryField(metadata: JsonObject): void {
+  const value = metadata.workingMemory;
+  if (value !== undefined && value !== null && typeof value !== 'string') {
+    throw invalid(`metadata.workingMemory must be a string, got ${describe(value)}`);
+  }
+}
+
+/**
+ * True for a message `assertMessage` accepts, checked without building a field name per check:
+ * a batch of valid messages (the usual case) costs no strings; anything else goes through
+ * `assertMessage`, which names the problem.
+ */
+export function isStorableMessage(message: unknown): message is Message {
+  if (!isPlainObject(message)) return false;
+  const m = message as unknown as Message;
+  return (
+    isStorableId(m.id) &&
+    isStorableId(m.threadId) &&
+    isStorableId(m.resourceId) &&
+    ROLES.has(m.role) &&
+    m.content !== undefined &&
+    isStorableJson(m.content, 0) &&
+    typeof m.type === 'string' &&
+    isStorableText(m.type, true) &&
+    m.createdAt instanceof Date &&
+    !Number.isNaN(m.createdAt.getTime())
+  );
+}
+
+export function assertMessage(message: unknown, field: string): asserts message is Message {
+  assertArgs(message, field);
+  const m = message as Message;
+  assertId(m.id, `${field}.id`);
+  assertId(m.threadId, `${field}.threadId`);
+  assertId(m.resourceId, `${field}.resourceId`);
+  if (!ROLES.has(m.role)) throw invalid(`${field}.role must be user, assistant, system or tool`);
+  if (m.content === undefined) throw invalid(`${field}.content is missing`);
+  assertJson(m.content, `${field}.content`);
+  if (typeof m.type !== 'string') throw invalid(`${field}.type must be a string, got ${describe(m.type)}`);
+  assertText(m.type, `${field}.type`, true);
+  assertDate(m.createdAt, `${field}.createdAt`);
+}
+
+export function assertPatch(patch: unknown, field: string): asserts patch is MessagePatch {
+  assertArgs(patch, field);
+  const p = patch as MessagePatch;
+  assertId(p.id, `${field}.id`);
+  if (p.role !== undefined && !ROLES.has(p.role)) {
+    throw invalid(`${field}.role must be user, assistant, system or tool`);
+  }
+  if (p.content !== undefined) assertJson(p.content, `${field}.content`);
+  if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
+  if (p.type !== undefined) assertText(p.type, `${field}.type`, true);
+  if (p.createdAt !== undefined) assertDate(p.createdAt, `${field}.createdAt`);
+  for (const key of ['threadId', 'resourceId']) {
+    if (Object.hasOwn(p, key)) {
+      throw invalid(`${field}.${key}: updateMessages cannot move a message; save it again with saveMessages`);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { MemoryError } from '../errors.ts';
+import type { MemoryStorage } from './contract.ts';
+import { ValidatedVectors } from './vector-store.ts';
+import type { VectorDriver, VectorStore } from './vectors.ts';
+
+/**
+ * Optional domains: groups of primitives a driver may add beside threads, messages and
+ * resources, each behind a feature of `Memory`. Adding one means: its driver interface (with
+ * these hooks), an entry in `DOMAINS`, its key in `DriverDomains` and `StoreDomains`, one file
+ * per adapter that supports it, and one conformance area.
+ */
+
+/** Runs a domain's driver operation through the store: waits until it is open, maps foreign errors. */
+export type DomainRunner = <T>(operation: string, fn: () => Promise<T>) => Promise<T>;
+
+/** What core calls on every present domain inside the writes that delete messages. */
+export interface DomainHooks<Tx = unknown> {
+  /** Inside a write: removes what the domain keeps for every message of the thread. */
+  deleteByThread(tx: Tx, threadId: string): Promise<void>;
+  /** Inside a write: removes what the domain keeps for these messages (ids that exist). */
+  deleteByMessages(tx: Tx, messageIds: string[]): Promise<void>;
+}
+
+/** The optional domains of a driver, by key. */
+export interface DriverDomains<Tx> {
+  /** Vector search for semantic recall. */
+  vectors?: VectorDriver<Tx>;
+}
+
+/** The optional domains of a store, as applications see them (validated). */
+export interface StoreDomains {
+  vectors?: VectorStore;
+}
+
+/** The name of an optional domain. */
+export type DomainName = keyof DriverDomains<unknown>;
+
+interface DomainDefinition<K extends DomainName> {
+  /** What the domain does, for messages. */
+  what: string;
+  /** The `Memory` option that needs it. */
+  feature: string;
+  /** The store-side object of the domain: validation in front of the driver's primitives. */
+  wrap(
+    adapter: string,
+    driver: NonNullable<DriverDomains<unknown>[K]>,
+    run: DomainRunner,
+  ): NonNullable<StoreDomains[K]>;
+}
+
+/** Every optional domain, in the order core runs their cascade hooks. */
+export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
+  vectors: {
+    what: 'vector search',
+    feature: 'options.semanticRecall',
+    wrap: (adapter, driver, run) => new ValidatedVectors(adapter, driver, run),
+  },
+};
+
+/** The names of every optional domain. */
+export const DOMAIN_NAMES = Object.keys(DOMAINS) as DomainName[];
+
+/**
+ * The domain `name` of `storage`, or `UNSUPPORTED` naming the domain, the feature that needs it
+ * and the store: the check `Memory` runs at construction for each configured feature.
+ */
+export function requireDomain<K extends DomainName>(
+  storage: MemoryStorage,
+  name: K,
+): NonNullable<StoreDomains[K]> {
+  const domain = (storage as StoreDomains)[name];
+  if (domain) return domain as NonNullable<StoreDomains[K]>;
+  const { what, feature } = DOMAINS[name];
+  throw new MemoryError(
+    'UNSUPPORTED',
+    `${feature} needs a storage with ${what} (the optional domain "${name}"); ${JSON.stringify(storage.name)} does not declare ${name}`,
+    { adapter: storage.name, details: { domain: name } },
+  );
+}

@@ -1,0 +1,171 @@
+import {
+  type CompareAndSetWorkingMemory,
+  type Driver,
+  type Message,
+  type MessageDriver,
+  type Resource,
+  type ResourceDriver,
+  SERVER_CAPABILITIES,
+  type Thread,
+  type ThreadDriver,
+} from '@engram/core/driver';
+import type pg from 'pg';
+import { Connection, RestartTransaction } from './connection.ts';
+import { errorCode, errors } from './errors.ts';
+import { messageArrays, threadParams, timestamp } from './mapping.ts';
+import { checkOptions, type PostgresStoreOptions } from './options.ts';
+import * as sql from './sql.ts';
+import { PostgresVectorDriver } from './vectors.ts';
+import { workingMemory } from './working-memory.ts';
+
+/** A write of `PostgresDriver`: a transaction on one pooled connection. */
+export interface PostgresTx {
+  client: pg.PoolClient;
+  /** Threads to lock as well: where an earlier attempt of the write found its messages. */
+  hints: Set<string>;
+  /** The existing messages `places` locked: the only rows `put` may replace. */
+  locked: Set<string>;
+}
+
+/**
+ * The PostgreSQL driver. Writes are transactions that lock thread rows before message rows, each in
+ * id order (`SELECT … FOR UPDATE`), so writers of the same rows queue up instead of deadlocking.
+ */
+export class PostgresDriver implements Driver<PostgresTx> {
+  readonly name = 'pg';
+  /** Working memory is compare-and-set, then row-locked; batches and deletes are transactions. */
+  readonly capabilities = SERVER_CAPABILITIES;
+  readonly errors = errors;
+  /** The schema, the prefix and the qualified table names. */
+  readonly names: sql.Names;
+  private readonly sql: sql.Statements;
+  /** The pool, its statements and transactions. */
+  readonly db: Connection;
+  readonly vectors: PostgresVectorDriver;
+  readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
+
+  constructor(options: PostgresStoreOptions) {
+    const { schemaName, prefix } = checkOptions(options);
+    this.names = sql.names(schemaName, prefix);
+    this.sql = sql.statements(this.names);
+    this.db = new Connection(options, this.names);
+    this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
+    this.workingMemory = workingMemory(this.db, this.sql);
+  }
+
+  readonly open = () => this.db.open();
+  readonly close = () => this.db.close();
+
+  /** A transaction, run again whole (`fn` too) after a deadlock or a `RestartTransaction`. */
+  write<T>(fn: (tx: PostgresTx) => Promise<T>): Promise<T> {
+    const hints = new Set<string>();
+    return this.db.transaction((client) => fn({ client, hints, locked: new Set() }));
+  }
+
+  /** The first row of a prepared statement (see `Connection.query`), or `null`. */
+  private async one<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | null> {
+    return (await this.db.query<R>(text, values, true))[0] ?? null;
+  }
+
+  /** The rows of a page or count statement (unnamed: planned for the values of each call). */
+  private rows<R extends pg.QueryResultRow>({ text, values }: sql.Statement): Promise<R[]> {
+    return this.db.query<R>(text, values);
+  }
+
+  private async count(statement: sql.Statement): Promise<number> {
+    return (await this.rows<{ total: number }>(statement))[0]?.total ?? 0;
+  }
+
+  readonly threads: ThreadDriver<PostgresTx> = {
+    get: (id) => this.one<Thread>(this.sql.getThread, [id]),
+    insert: async (thread) => (await this.one(this.sql.insertThread, threadParams(thread))) !== null,
+    upsert: async (thread) => {
+      await this.one(this.sql.upsertThread, threadParams(thread));
+    },
+    update: ({ id, title, metadata }) =>
+      this.one<Thread>(this.sql.updateThread, [id, title ?? null, JSON.stringify(metadata ?? {})]),
+    touch: async (tx, bumps) => {
+      if (bumps.size === 0) return;
+      const newest = [...bumps.values()].map((date) => (date ? timestamp(date) : null));
+      await tx.client.query(this.sql.touchThreads, [[...bumps.keys()], newest]);
+    },
+    delete: async (tx, id) => {
+      await tx.client.query(this.sql.deleteThread, [id]);
+    },
+    readPage: async (query) => {
+      const { page, count } = sql.listThreads(this.names, query);
+      return { kind: 'page', threads: await this.rows<Thread>(page), total: () => this.count(count) };
+    },
+  };
+
+  readonly messages: MessageDriver<PostgresTx> = {
+    readPage: async (query) => ({
+      page: query.perPage === 0 ? [] : await this.rows<Message>(sql.pageMessages(this.names, query)),
+      total: () => this.count(sql.countMessages(this.names, query)),
+      windows:
+        query.include.length === 0 ? [] : await this.rows<Message>(sql.includeWindows(this.names, query)),
+    }),
+    byIds: async (ids, tx) =>
+      tx
+        ? (await tx.client.query<Message>(this.sql.messagesById, [ids])).rows
+        : this.db.query<Message>(this.sql.messagesById, [ids]),
+    /**
+     * Locks the threads, then (when any message existed) the messages, in a statement whose view is
+     * taken after the thread locks were granted: a message that moved to an unlocked thread in
+     * between makes the write start over, locking that thread too.
+     */
+    places: async (tx, threadIds, messageIds) => {
+      const locked = await tx.client.query<{ id: string; resource_id: string; existing: boolean }>(
+        this.sql.lockThreads,
+        [[...new Set([...threadIds, ...tx.hints])], messageIds],
+      );
+      const threads = new Map(locked.rows.map((t) => [t.id, t.resource_id]));
+      const messages = new Map<string, { threadId: string; resourceId: string }>();
+      if (!locked.rows.some((t) => t.existing)) return { threads, messages };
+      const { rows } = await tx.client.query<{ id: string; thread_id: string; resource_id: string }>(
+        this.sql.lockMessages,
+        [messageIds],
+      );
+      for (const row of rows) {
+        tx.hints.add(row.thread_id);
+        tx.locked.add(row.id);
+        messages.set(row.id, { threadId: row.thread_id, resourceId: row.resource_id });
+      }
+      if (rows.some((row) => !threads.has(row.thread_id))) throw new RestartTransaction();
+      return { threads, messages };
+    },
+    put: async (tx, messages) => {
+      const values = [...messageArrays(messages), [...tx.locked]];
+      const { rows } = await tx.client.query<{ written: number }>(this.sql.putMessages, values);
+      // One of them exists but was not locked (another writer saved it since): start over.
+      if (rows[0]?.written !== messages.length) throw new RestartTransaction();
+    },
+    remove: async (tx, ids) => {
+      await tx.client.query(this.sql.deleteMessages, [ids]);
+    },
+    count: async (tx, changes) => {
+      const columns = (['threadId', 'resourceId', 'delta'] as const).map((key) => changes.map((c) => c[key]));
+      if (changes.length > 0) await tx.client.query(this.sql.addCounts, columns);
+    },
+    /** One statement (see `sql.saveMessagesAtOnce`); `false` when it wrote nothing, or failed on NOT NULL. */
+    save: async (messages) => {
+      const values = [...messageArrays(messages), [...new Set(messages.map((m) => m.threadId))]];
+      try {
+        return (await this.one<{ ok: boolean }>(this.sql.saveMessagesAtOnce, values))?.ok === true;
+      } catch (error) {
+        if (errorCode(error) !== '23502' || (error as { column?: string }).column !== 'thread_id')
+          throw error;
+        return false;
+      }
+    },
+  };
+
+  readonly resources: ResourceDriver = {
+    get: (id) => this.one<Resource>(this.sql.getResource, [id]),
+    update: async ({ id, workingMemory, metadata, now }) => {
+      const json = JSON.stringify(metadata ?? {});
+      const values = [id, workingMemory ?? null, json, timestamp(now), workingMemory !== undefined];
+      return (await this.one<Resource>(this.sql.upsertResource, values)) as Resource;
+    },
+  };
+}
