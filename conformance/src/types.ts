@@ -13,6 +13,7 @@ export const AREAS = [
   'errors',
   'differential',
   'recall',
+  'observations',
 ] as const;
 
 /** One area of the suite. */
@@ -31,6 +32,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   errors: 'errors',
   differential: 'differential (property tests)',
   recall: 'semantic recall (vectors)',
+  observations: 'observational memory',
 };
 
 /** How an adapter hands its store to the suite. */

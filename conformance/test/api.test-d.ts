@@ -47,4 +47,5 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'errors'
   | 'differential'
   | 'recall'
+  | 'observations'
 >();

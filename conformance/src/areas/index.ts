@@ -5,6 +5,7 @@ import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
 import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
+import { observationsChecks } from './observations.ts';
 import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
@@ -18,6 +19,7 @@ export {
   isolationChecks,
   lifecycleChecks,
   messagesChecks,
+  observationsChecks,
   recallChecks,
   recordsChecks,
   resourcesChecks,
@@ -38,4 +40,5 @@ export const CHECKS: readonly Check[] = [
   ...errorsChecks,
   ...differentialChecks,
   ...recallChecks,
+  ...observationsChecks,
 ];

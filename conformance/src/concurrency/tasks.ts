@@ -37,6 +37,11 @@ export type RaceTask =
    * `<threadId>-p<n>-<j>`), while the parent reads the thread's `updatedAt` (`updated-at.ts`).
    */
   | { kind: 'save-now'; threadId: string; resourceId: string; ops: number }
+  /**
+   * `ops` compare-and-set swaps of one observation log (`observations.swap`), each adding the
+   * racer's entry `p<n>-<j>` to the body; every third one starts a new generation.
+   */
+  | { kind: 'observation-swap'; threadId: string; resourceId: string; ops: number }
   /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
   | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] }
   /**
@@ -128,6 +133,11 @@ export function racerOps(
       return task.resourceIds.map((resourceId) => ({
         key: `${resourceId}/p${racer}`,
         run: (s) => atomic(s)({ scope: 'resource', resourceId, update: addKey(`p${racer}`) }),
+      }));
+    case 'observation-swap':
+      return Array.from({ length: task.ops }, (_, j) => ({
+        key: `p${racer}-${j}`,
+        run: (s) => swapEntry(s, task, `p${racer}-${j}`, j % 3 === 2),
       }));
     case 'embed-save':
       return [
@@ -353,6 +363,34 @@ function atomic(store: MemoryStorage) {
 }
 
 /** Runs one racer's operations one after another and reports what happened. */
+/** Adds `entry` to the body of one thread's observation log, retrying until its swap wins. */
+export async function swapEntry(
+  store: MemoryStorage,
+  task: { threadId: string; resourceId: string },
+  entry: string,
+  newGeneration: boolean,
+): Promise<void> {
+  const log = store.observations;
+  if (!log) throw new Error(`${store.name} declares no observations`);
+  const key = `thread:${task.threadId}`;
+  for (let attempt = 0; attempt < 10_000; attempt++) {
+    const head = await log.head(key);
+    const entries = head ? (JSON.parse(head.body) as string[]) : [];
+    const next = {
+      key,
+      resourceId: task.resourceId,
+      threadId: task.threadId,
+      generation: head ? head.generation + (newGeneration ? 1 : 0) : 1,
+      version: head ? head.version + 1 : 1,
+      body: JSON.stringify([...entries, entry]),
+      updatedAt: new Date(),
+    };
+    if (await log.swap(head && { generation: head.generation, version: head.version }, next)) return;
+    await sleep(Math.random() * 2);
+  }
+  throw new Error(`${entry}: no swap won in 10,000 attempts`);
+}
+
 export async function runRacer(store: MemoryStorage, task: RaceTask, racer: number): Promise<RacerReport> {
   const report: RacerReport = { written: [], conflicts: 0, failures: [] };
   if (task.kind === 'merge-until-stopped') await mergeUntilStopped(store, task, racer, report);

@@ -12,6 +12,8 @@ import {
   type LockedWorkingMemory,
   type Message,
   type MessageDriver,
+  type ObservationDriver,
+  type ObservationRow,
   type Places,
   RETRY,
   type Resource,
@@ -23,6 +25,7 @@ import {
   shallowMerge,
   slicePage,
   sortMessages,
+  swapRows,
   type Thread,
   type ThreadChange,
   type ThreadDriver,
@@ -56,6 +59,8 @@ export interface JsonStoreOptions {
   file: string;
   /** Semantic recall's vectors, kept in the same file. Default `true`. */
   vectors?: boolean;
+  /** Observational memory's logs, kept in the same file. Default `true`. */
+  observations?: boolean;
   /** A deliberate defect, for the meta-tests. Default `'none'`. */
   defect?: JsonStoreDefect;
 }
@@ -72,6 +77,8 @@ interface FileData {
   resources: Map<string, Resource>;
   space: EmbeddingSpace | null;
   vectors: Map<string, { messageId: string; hash: string; vector: Float32Array }>;
+  /** Observation logs: key → generations, oldest first. */
+  logs: Map<string, ObservationRow[]>;
   /** When the write began, before it waited for the lock (what the `'stamp'` defect stores). */
   began: Date;
 }
@@ -92,6 +99,7 @@ class JsonDriver implements Driver<FileData> {
     driverDetails: (error: unknown) => ({ errno: driverCode(error) }),
   };
   readonly vectors: VectorDriver<FileData> | undefined;
+  readonly observations: ObservationDriver<FileData> | undefined;
   private readonly defect: JsonStoreDefect;
 
   constructor(
@@ -100,6 +108,7 @@ class JsonDriver implements Driver<FileData> {
   ) {
     this.defect = options.defect ?? 'none';
     this.vectors = options.vectors === false ? undefined : this.vectorDomain;
+    this.observations = options.observations === false ? undefined : this.observationDomain;
   }
 
   /**
@@ -315,6 +324,22 @@ class JsonDriver implements Driver<FileData> {
     },
   };
 
+  /** Observation logs: a swap is one write under the lock. */
+  private readonly observationDomain: ObservationDriver<FileData> = {
+    head: async (key) => (await this.read()).logs.get(key)?.at(-1) ?? null,
+    generations: async (key) => (await this.read()).logs.get(key) ?? [],
+    swap: (expected, next) =>
+      this.write(async (data) => {
+        const rows = swapRows(data.logs.get(next.key) ?? [], expected, next);
+        if (rows) data.logs.set(next.key, rows);
+        return rows !== null;
+      }),
+    deleteByThread: async (data, threadId) => {
+      data.logs.delete(`thread:${threadId}`);
+    },
+    deleteByMessages: async () => {},
+  };
+
   /**
    * A change of one record under the lock; with the `'metadata'` defect, applied to a stale read
    * of the whole file, which it then writes back over what others wrote meanwhile.
@@ -333,7 +358,7 @@ class JsonDriver implements Driver<FileData> {
       text = await readFile(this.file, 'utf8');
     } catch (error) {
       if (driverCode(error) !== 'ENOENT') throw error;
-      text = '{"threads":[],"messages":[],"resources":[],"space":null,"vectors":[]}';
+      text = '{"threads":[],"messages":[],"resources":[],"space":null,"vectors":[],"logs":[]}';
     }
     const stored = JSON.parse(text) as StoredFile;
     const byId = <T extends { id: string; createdAt: Date; updatedAt?: Date }>(records: T[]) =>
@@ -346,6 +371,12 @@ class JsonDriver implements Driver<FileData> {
       vectors: new Map(
         stored.vectors.map((v) => [v.messageId, { ...v, vector: Float32Array.from(v.vector) }]),
       ),
+      logs: new Map(
+        (stored.logs ?? []).map((rows) => [
+          rows[0]?.key ?? '',
+          rows.map((r) => ({ ...r, updatedAt: new Date(r.updatedAt) })),
+        ]),
+      ),
     };
   }
 
@@ -357,6 +388,7 @@ class JsonDriver implements Driver<FileData> {
       resources: [...data.resources.values()],
       space: data.space,
       vectors: [...data.vectors.values()].map((v) => ({ ...v, vector: Array.from(v.vector) })),
+      logs: [...data.logs.values()],
     };
     await writeFile(temp, JSON.stringify(stored));
     await rename(temp, this.file);
@@ -394,6 +426,8 @@ interface StoredFile {
   resources: Resource[];
   space: EmbeddingSpace | null;
   vectors: { messageId: string; hash: string; vector: number[] }[];
+  /** Each log's generations. */
+  logs?: ObservationRow[][];
 }
 
 /** The dates of a record parsed from JSON, as `Date`s again. */

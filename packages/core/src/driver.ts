@@ -81,6 +81,16 @@ export {
   type ThreadRead,
 } from './storage/listing.ts';
 export {
+  MAX_OBSERVATION_BODY,
+  type ObservationDriver,
+  type ObservationRow,
+  type ObservationStore,
+  type ObservationVersion,
+  observationKey,
+  swapRows,
+  ValidatedObservations,
+} from './storage/observations.ts';
+export {
   messageOfAnotherResource,
   ownedThread,
   threadExists,

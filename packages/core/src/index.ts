@@ -129,6 +129,7 @@ export {
 export type * from './storage/contract.ts';
 export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
 export type * from './storage/records.ts';
 export type * from './storage/vectors.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';

@@ -47,6 +47,8 @@ describe('store capabilities', () => {
     expect(capabilitiesOf(store).vectors).toBe(true);
     expect(capabilitiesOf(new InMemoryStore({ vectors: false })).vectors).toBe(false);
     expect(new InMemoryStore({ vectors: false }).vectors).toBeUndefined();
+    expect(capabilitiesOf(new InMemoryStore()).observations).toBe(true);
+    expect(new InMemoryStore({ observations: false }).observations).toBeUndefined();
   });
 
   it('a driver declaring atomicWorkingMemory without a strategy is refused at construction', () => {
@@ -69,7 +71,7 @@ describe('store capabilities', () => {
 
   it('capabilitiesOf reads plain stores: what capabilities names, else the defaults', () => {
     const plain = new NonAtomicStore() as MemoryStorage;
-    expect(capabilitiesOf(plain)).toEqual({ ...DEFAULT_CAPABILITIES, vectors: false });
+    expect(capabilitiesOf(plain)).toEqual({ ...DEFAULT_CAPABILITIES, vectors: false, observations: false });
     const method = { updateWorkingMemoryAtomically: async () => null };
     const declared = {
       ...plain,

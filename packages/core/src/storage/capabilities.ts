@@ -44,10 +44,12 @@ export const SERVER_CAPABILITIES = Object.freeze({
   processLocal: false,
 } as const);
 
-/** Every capability of a store, resolved; `vectors` is the presence of `store.vectors`. */
+/** Every capability of a store, resolved; `vectors` and `observations` are the presence of those domains. */
 export interface ResolvedCapabilities extends StoreCapabilities {
   /** `store.vectors` is present: semantic recall works on this store (see `vectors.ts`). */
   readonly vectors: boolean;
+  /** `store.observations` is present: observational memory works on this store (see `observations.ts`). */
+  readonly observations: boolean;
 }
 
 /**
@@ -62,5 +64,6 @@ export function capabilitiesOf(store: MemoryStorage): ResolvedCapabilities {
     transactionalBatches: declared.transactionalBatches ?? DEFAULT_CAPABILITIES.transactionalBatches,
     processLocal: declared.processLocal === true,
     vectors: store.vectors !== undefined,
+    observations: store.observations !== undefined,
   };
 }

@@ -1,4 +1,5 @@
 import type { StoreCapabilities } from './capabilities.ts';
+import type { ObservationStore } from './observations.ts';
 import type {
   Direction,
   JsonObject,
@@ -155,6 +156,11 @@ export interface MemoryStorage {
    * message (`deleteMessages`, `deleteThread`).
    */
   readonly vectors?: VectorStore;
+  /**
+   * Optional domain: the observation logs observational memory keeps (see `observations.ts`).
+   * A store that declares it removes a thread's log in the same write as the thread.
+   */
+  readonly observations?: ObservationStore;
 
   /**
    * Connects and creates or migrates tables, indexes and collections, once per store (memoised;

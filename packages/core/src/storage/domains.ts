@@ -1,5 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
+import { type ObservationDriver, type ObservationStore, ValidatedObservations } from './observations.ts';
 import { ValidatedVectors } from './vector-store.ts';
 import type { VectorDriver, VectorStore } from './vectors.ts';
 
@@ -25,11 +26,14 @@ export interface DomainHooks<Tx = unknown> {
 export interface DriverDomains<Tx> {
   /** Vector search for semantic recall. */
   vectors?: VectorDriver<Tx>;
+  /** Observation logs for observational memory. */
+  observations?: ObservationDriver<Tx>;
 }
 
 /** The optional domains of a store, as applications see them (validated). */
 export interface StoreDomains {
   vectors?: VectorStore;
+  observations?: ObservationStore;
 }
 
 /** The name of an optional domain. */
@@ -54,6 +58,11 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     what: 'vector search',
     feature: 'options.semanticRecall',
     wrap: (adapter, driver, run) => new ValidatedVectors(adapter, driver, run),
+  },
+  observations: {
+    what: 'observation logs',
+    feature: 'options.observationalMemory',
+    wrap: (adapter, driver, run) => new ValidatedObservations(adapter, driver, run),
   },
 };
 

@@ -12,6 +12,7 @@ import type {
 } from './driver.ts';
 import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
 import { slicePage } from './listing.ts';
+import { type ObservationDriver, type ObservationRow, swapRows } from './observations.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import { Store } from './store.ts';
 import { bumpedUpdatedAt } from './updated-at.ts';
@@ -59,12 +60,15 @@ export class MemoryDriver implements Driver<MemoryTx> {
   private space: EmbeddingSpace | null = null;
   /** Space key → message id → vector. */
   private readonly vectorRows = new Map<string, Map<string, VectorRow>>();
+  /** Log key → its generations, oldest first. */
+  private readonly logs = new Map<string, ObservationRow[]>();
   /** The tail of the queue of writes. */
   private writes: Promise<unknown> = Promise.resolve();
 
-  /** `vectors: false` leaves out the vector domain. Default `true`. */
-  constructor(options: { vectors?: boolean } = {}) {
+  /** `vectors: false` / `observations: false` leave out that domain. Default `true`. */
+  constructor(options: { vectors?: boolean; observations?: boolean } = {}) {
     if (options.vectors === false) this.vectors = undefined;
+    if (options.observations === false) this.observations = undefined;
   }
 
   async open(): Promise<void> {}
@@ -295,6 +299,22 @@ export class MemoryDriver implements Driver<MemoryTx> {
     },
   };
 
+  /** Observation logs, swapped one at a time with the other writes. */
+  observations: ObservationDriver<MemoryTx> | undefined = {
+    head: async (key) => copyRows(this.logs.get(key) ?? []).at(-1) ?? null,
+    generations: async (key) => copyRows(this.logs.get(key) ?? []),
+    swap: (expected, next) =>
+      this.exclusive(() => {
+        const rows = swapRows(this.logs.get(next.key) ?? [], expected, next);
+        if (rows) this.logs.set(next.key, copyRows(rows));
+        return rows !== null;
+      }),
+    deleteByThread: async (tx, threadId) => {
+      tx.changes.push(() => this.logs.delete(`thread:${threadId}`));
+    },
+    deleteByMessages: async () => {},
+  };
+
   /** Drops the vectors of these messages in every space. */
   private forget(ids: Iterable<string>): void {
     for (const id of ids) for (const rows of this.vectorRows.values()) rows.delete(id);
@@ -316,8 +336,8 @@ export class MemoryDriver implements Driver<MemoryTx> {
  * oracle the conformance suite compares every adapter against.
  */
 export class InMemoryStore extends Store<MemoryDriver> {
-  /** `vectors: false` builds a store without the vector domain. Default `true`. */
-  constructor(options: { vectors?: boolean } = {}) {
+  /** `vectors: false` / `observations: false` build a store without that domain. Default `true`. */
+  constructor(options: { vectors?: boolean; observations?: boolean } = {}) {
     super(new MemoryDriver(options));
   }
 }
@@ -333,3 +353,7 @@ export const memoryDescriptor: AdapterDescriptor = {
     provision: async () => ({ url: 'memory:', options: {}, drop: async () => {} }),
   },
 };
+
+function copyRows(rows: readonly ObservationRow[]): ObservationRow[] {
+  return rows.map((r) => ({ ...r, updatedAt: new Date(r.updatedAt) }));
+}

@@ -98,6 +98,11 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     return domainOf(this, this.driver, this.domains, 'vectors');
   }
 
+  /** Observation logs for observational memory, when the driver declares the domain. */
+  get observations(): StoreDomains['observations'] {
+    return domainOf(this, this.driver, this.domains, 'observations');
+  }
+
   /** The cascade hooks of every domain the driver declares. */
   private hooks(): DomainHooks<unknown>[] {
     return DOMAIN_NAMES.flatMap((name) => this.driver[name] ?? []);

@@ -1,0 +1,201 @@
+import { capabilitiesOf, type MemoryStorage, type ObservationRow, type ObservationStore } from '@engram/core';
+import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
+import { raceProcesses } from '../concurrency/harness.ts';
+import { runRacer } from '../concurrency/tasks.ts';
+import { defineArea } from '../define.ts';
+import { thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import { HOSTILE_SUFFIXES } from './isolation.ts';
+
+const check = defineArea('observations');
+
+/** Name suffix of checks that apply only to stores declaring `observations`. */
+export const NEEDS_OBSERVATIONS = ' [needs observations]';
+
+export function observationsOf(store: MemoryStorage): ObservationStore {
+  if (!store.observations) skipCheck(`${store.name} declares no observations (no observational memory)`);
+  return store.observations;
+}
+
+/** Text a log body may hold: every plane of Unicode, control characters, markup, a lone NUL. */
+const ODD_TEXT =
+  'Dates 📅 2026-12-01 — “quoted” <observations></observations> \u0000 \t\r\n é 中文 \u{10FFFF}';
+
+function row(
+  threadId: string,
+  resourceId: string,
+  generation: number,
+  version: number,
+  body: string,
+): ObservationRow {
+  return {
+    key: `thread:${threadId}`,
+    resourceId,
+    threadId,
+    generation,
+    version,
+    body,
+    updatedAt: new Date(Date.UTC(2026, 11, 1, 12, 0, 0, version)),
+  };
+}
+
+const at = (r: ObservationRow) => ({ generation: r.generation, version: r.version });
+
+/** The observation logs: exact round trip, compare-and-set, generations, the delete cascade. */
+export const observationsChecks = [
+  check(
+    `a log round-trips exactly and the first swap creates generation 1${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      expectEqual(await log.head(`thread:${t}`), null, 'head of a log never written');
+      expectEqual(await log.generations(`thread:${t}`), [], 'generations of a log never written');
+      const first = row(t, r, 1, 1, ODD_TEXT);
+      expectTrue(await log.swap(null, first), 'the first swap of a log wins');
+      expectEqual(await log.head(`thread:${t}`), first, 'head after the first swap');
+      expectTrue(!(await log.swap(null, first)), 'a second "first" swap loses');
+      const resourceRow: ObservationRow = { ...first, key: `resource:${r}`, threadId: null, body: '[]' };
+      expectTrue(await log.swap(null, resourceRow), 'the first swap of a resource log wins');
+      expectEqual(await log.head(`resource:${r}`), resourceRow, 'head of the resource log');
+      expectEqual(await log.head(`thread:${t}`), first, 'the thread log is a separate key');
+    },
+  ),
+
+  check(`a swap wins only against the newest generation as read${NEEDS_OBSERVATIONS}`, async (ctx) => {
+    const store = await ctx.store();
+    const log = observationsOf(store);
+    const r = ctx.id('r');
+    const t = `${r}-t`;
+    await store.saveThread(thread(t, r));
+    const v1 = row(t, r, 1, 1, 'a');
+    await log.swap(null, v1);
+    const v2 = row(t, r, 1, 2, 'ab');
+    expectTrue(await log.swap(at(v1), v2), 'a swap from the head wins');
+    expectTrue(!(await log.swap(at(v1), row(t, r, 1, 2, 'stale'))), 'a swap from a stale version loses');
+    expectEqual(await log.head(`thread:${t}`), v2, 'head after a lost swap');
+    // a new generation keeps the old one readable and makes swaps from it lose
+    const g2 = row(t, r, 2, 3, 'condensed');
+    expectTrue(await log.swap(at(v2), g2), 'a swap starting generation 2 wins');
+    expectTrue(!(await log.swap(at(v2), row(t, r, 1, 3, 'late'))), 'a swap into the sealed generation loses');
+    expectTrue(!(await log.swap(at(v2), row(t, r, 2, 3, 'twin'))), 'a second generation 2 loses');
+    const all = await log.generations(`thread:${t}`);
+    expectEqual(
+      all.map((x) => [x.generation, x.body]),
+      [
+        [1, 'ab'],
+        [2, 'condensed'],
+      ],
+      'generations after a reflection',
+    );
+    expectEqual(await log.head(`thread:${t}`), g2, 'the head is the newest generation');
+    const g2b = row(t, r, 2, 4, 'condensed+1');
+    expectTrue(await log.swap(at(g2), g2b), 'a swap within generation 2 wins');
+    expectEqual((await log.generations(`thread:${t}`)).length, 2, 'still two generations');
+  }),
+
+  check(`bad rows are INVALID_ARGUMENT and write nothing${NEEDS_OBSERVATIONS}`, async (ctx) => {
+    const store = await ctx.store();
+    const log = observationsOf(store);
+    const r = ctx.id('r');
+    const t = `${r}-t`;
+    const good = row(t, r, 1, 1, 'x');
+    const bad: [string, () => Promise<unknown>][] = [
+      ['a key of no scope', () => log.head(`session:${t}`)],
+      ['an empty id', () => log.generations('thread:')],
+      ['a thread row naming another thread', () => log.swap(null, { ...good, threadId: `${t}-x` })],
+      ['a resource row with a thread', () => log.swap(null, { ...good, key: `resource:${r}` })],
+      ['generation 0', () => log.swap(null, { ...good, generation: 0 })],
+      ['a first row of version 2', () => log.swap(null, { ...good, version: 2 })],
+      ['a version that skips', () => log.swap({ generation: 1, version: 1 }, { ...good, version: 3 })],
+      [
+        'a generation that skips',
+        () => log.swap({ generation: 1, version: 1 }, { ...good, generation: 3, version: 2 }),
+      ],
+      ['a body that is not text', () => log.swap(null, { ...good, body: { x: 1 } as never })],
+      ['an invalid date', () => log.swap(null, { ...good, updatedAt: new Date(Number.NaN) })],
+    ];
+    for (const [what, call] of bad) await expectRejects(call, ['INVALID_ARGUMENT'], what);
+    expectEqual(await log.head(`thread:${t}`), null, 'nothing written by the refused calls');
+  }),
+
+  check(
+    `deleting a thread deletes its log in the same write; other logs stay${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const ids = [`${r}-t`, ...HOSTILE_SUFFIXES.map((s) => `${r}-t${s}`)];
+      for (const id of ids) {
+        await store.saveThread(thread(id, r));
+        await log.swap(null, row(id, r, 1, 1, id));
+        await log.swap(at(row(id, r, 1, 1, id)), row(id, r, 2, 2, `${id}/2`));
+      }
+      const resourceRow: ObservationRow = {
+        ...row(ids[0] as string, r, 1, 1, 'r'),
+        key: `resource:${r}`,
+        threadId: null,
+      };
+      await log.swap(null, resourceRow);
+      await store.deleteThread({ threadId: ids[0] as string });
+      expectEqual(await log.generations(`thread:${ids[0]}`), [], 'generations of the deleted thread');
+      for (const id of ids.slice(1)) {
+        expectEqual(
+          (await log.generations(`thread:${id}`)).map((x) => x.body),
+          [id, `${id}/2`],
+          `the log of thread ${JSON.stringify(id)}, whose id only differs by a suffix`,
+        );
+      }
+      expectEqual(await log.head(`resource:${r}`), resourceRow, 'the resource log');
+      // a thread re-created with the same id starts with no log
+      await store.saveThread(thread(ids[0] as string, r));
+      expectEqual(await log.head(`thread:${ids[0]}`), null, 'a re-created thread has no log');
+    },
+  ),
+
+  check(
+    (init) =>
+      `racing swaps across ${init.processes ?? 4} OS processes: every acknowledged swap survives${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      const n = Math.max(2, ctx.init.processes ?? 4);
+      const ops = 6;
+      const task = { kind: 'observation-swap', threadId: t, resourceId: r, ops } as const;
+      const remote = !capabilitiesOf(store).processLocal && ctx.init.worker;
+      const reports = remote
+        ? await raceProcesses(ctx.init.worker as URL | string, task, n)
+        : await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+      const failures = reports.flatMap((x) => x.failures);
+      if (failures.length) throw new ConformanceError(`swaps failed: ${failures.slice(0, 3).join('; ')}`);
+      const head = await log.head(`thread:${t}`);
+      const entries = head ? (JSON.parse(head.body) as string[]) : [];
+      const written = reports.flatMap((x) => x.written);
+      ctx.log(
+        `${n} ${remote ? 'OS processes' : 'callers in one process'} made ${written.length} swaps; ${entries.length} survived, ${head?.generation} generations`,
+      );
+      expectEqual([...entries].sort(), [...written].sort(), 'entries in the newest generation');
+      expectEqual(head?.version, n * ops, 'version after every swap');
+      const all = await log.generations(`thread:${t}`);
+      expectEqual(all.length, head?.generation, 'one row per generation');
+      expectEqual(
+        all.map((x) => x.generation),
+        Array.from({ length: all.length }, (_, i) => i + 1),
+        'generations numbered without gaps',
+      );
+      for (let i = 1; i < all.length; i++) {
+        const older = JSON.parse(all[i - 1]?.body ?? '[]') as string[];
+        const newer = JSON.parse(all[i]?.body ?? '[]') as string[];
+        expectTrue(
+          older.every((e) => newer.includes(e)),
+          `generation ${i + 1} carries every entry of generation ${i}`,
+        );
+      }
+    },
+  ),
+];

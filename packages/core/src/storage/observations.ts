@@ -1,0 +1,186 @@
+import { MemoryError } from '../errors.ts';
+import type { DomainHooks, DomainRunner } from './domains.ts';
+import { assertId, describe, isPlainObject } from './validate.ts';
+
+/**
+ * The observational-memory domain a store may declare (`MemoryStorage.observations`). Core's
+ * engine (`observations/engine.ts`) owns what an observation log says; a store keeps, per log
+ * key, a short series of generations — each a versioned opaque body — and swaps the newest one
+ * atomically.
+ *
+ * Rules every implementation keeps:
+ * - A log key is `thread:<threadId>` or `resource:<resourceId>`. Rows of a thread-scope log carry
+ *   `threadId`; deleting the thread removes them in the same write (core calls `deleteByThread`).
+ * - `swap` is one atomic compare-and-set on the newest generation: it succeeds only when the
+ *   newest row of the key is exactly `expected` (no row at all when `expected` is `null`). A swap
+ *   that starts a new generation leaves the older rows readable and unchanged except their
+ *   `version`, which it raises so that a concurrent swap expecting the old row fails.
+ * - Rows are read back exactly as written (body byte for byte, `updatedAt` to the millisecond).
+ */
+
+/** One generation of one observation log. */
+export interface ObservationRow {
+  /** `thread:<threadId>` or `resource:<resourceId>`. */
+  key: string;
+  /** The resource the log belongs to. */
+  resourceId: string;
+  /** The thread of a thread-scope log; `null` for a resource-scope log. */
+  threadId: string | null;
+  /** 1 for the first generation; each reflection starts the next. */
+  generation: number;
+  /** Raised by every swap of the key; compared by the next one. */
+  version: number;
+  /** Core's serialised state of the generation (opaque to the store). */
+  body: string;
+  /** When the row was last written (core's clock). */
+  updatedAt: Date;
+}
+
+/** What a swap expects the newest generation to be. */
+export interface ObservationVersion {
+  generation: number;
+  version: number;
+}
+
+/** The observation primitives of a store, as applications and the engine see them. */
+export interface ObservationStore {
+  /** The newest generation of the log, or `null` when none was written. */
+  head(key: string): Promise<ObservationRow | null>;
+  /** Every generation of the log, oldest first. */
+  generations(key: string): Promise<ObservationRow[]>;
+  /**
+   * Writes `next` when the newest generation is `expected` (`null`: no row yet). `next.generation`
+   * is `expected.generation` (the row is replaced) or one more (a new generation is added);
+   * `next.version` is `expected.version + 1` (1 for the first row). `false` when another swap won.
+   */
+  swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
+}
+
+/**
+ * The observation domain of a driver: `ObservationStore`'s primitives without the validation,
+ * plus the cascade hooks. `deleteByMessages` may do nothing: a log summarises messages and is
+ * not rewritten when one is deleted.
+ */
+export interface ObservationDriver<Tx = unknown> extends DomainHooks<Tx> {
+  head(key: string): Promise<ObservationRow | null>;
+  generations(key: string): Promise<ObservationRow[]>;
+  swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
+}
+
+/** Largest serialised body a row may hold (characters). */
+export const MAX_OBSERVATION_BODY = 4_000_000;
+
+const KEY = /^(thread|resource):(.+)$/s;
+
+/** The log key of a thread-scope or resource-scope log. */
+export function observationKey(scope: 'thread' | 'resource', id: string): string {
+  return `${scope}:${id}`;
+}
+
+/** The store's `observations`: validates every argument once, then calls the driver. */
+export class ValidatedObservations implements ObservationStore {
+  constructor(
+    private readonly adapter: string,
+    private readonly driver: ObservationDriver<unknown>,
+    private readonly run: DomainRunner,
+  ) {}
+
+  async head(key: string): Promise<ObservationRow | null> {
+    assertKey(key);
+    const row = await this.run('observations.head', () => this.driver.head(key));
+    return row ? copyRow(row) : null;
+  }
+
+  async generations(key: string): Promise<ObservationRow[]> {
+    assertKey(key);
+    const rows = await this.run('observations.generations', () => this.driver.generations(key));
+    return rows.map(copyRow).sort((a, b) => a.generation - b.generation);
+  }
+
+  async swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean> {
+    assertRow(next);
+    if (expected === null) {
+      if (next.generation !== 1 || next.version !== 1)
+        throw invalid(`${this.adapter}: the first row of a log has generation 1 and version 1`);
+    } else {
+      if (!isPlainObject(expected) || !isCount(expected.generation) || !isCount(expected.version))
+        throw invalid(`expected must be { generation, version } or null, got ${describe(expected)}`);
+      if (next.generation !== expected.generation && next.generation !== expected.generation + 1)
+        throw invalid(`next.generation must be ${expected.generation} or ${expected.generation + 1}`);
+      if (next.version !== expected.version + 1)
+        throw invalid(`next.version must be ${expected.version + 1}`);
+    }
+    return this.run('observations.swap', () =>
+      this.driver.swap(
+        expected && { generation: expected.generation, version: expected.version },
+        copyRow(next),
+      ),
+    );
+  }
+}
+
+function copyRow(row: ObservationRow): ObservationRow {
+  return {
+    key: row.key,
+    resourceId: row.resourceId,
+    threadId: row.threadId ?? null,
+    generation: Number(row.generation),
+    version: Number(row.version),
+    body: row.body,
+    updatedAt: new Date(row.updatedAt.getTime()),
+  };
+}
+
+function assertKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || !KEY.test(key))
+    throw invalid(`an observation key is "thread:<id>" or "resource:<id>", got ${describe(key)}`);
+  assertId(key.slice(key.indexOf(':') + 1), 'the id of an observation key');
+}
+
+function assertRow(row: unknown): asserts row is ObservationRow {
+  if (!isPlainObject(row)) throw invalid(`an observation row must be an object, got ${describe(row)}`);
+  const r = row as unknown as ObservationRow;
+  assertKey(r.key);
+  assertId(r.resourceId, 'resourceId');
+  const scope = r.key.slice(0, r.key.indexOf(':'));
+  const id = r.key.slice(r.key.indexOf(':') + 1);
+  if (scope === 'thread') {
+    assertId(r.threadId, 'threadId');
+    if (r.threadId !== id)
+      throw invalid(`threadId must be ${JSON.stringify(id)} for key ${JSON.stringify(r.key)}`);
+  } else if (r.threadId !== null || r.resourceId !== id) {
+    throw invalid(`a resource log has threadId null and resourceId ${JSON.stringify(id)}`);
+  }
+  if (!isCount(r.generation))
+    throw invalid(`generation must be a positive integer, got ${describe(r.generation)}`);
+  if (!isCount(r.version)) throw invalid(`version must be a positive integer, got ${describe(r.version)}`);
+  if (typeof r.body !== 'string') throw invalid(`body must be a string, got ${describe(r.body)}`);
+  if (r.body.length > MAX_OBSERVATION_BODY)
+    throw invalid(`body is ${r.body.length} characters; at most ${MAX_OBSERVATION_BODY}`);
+  if (!(r.updatedAt instanceof Date) || Number.isNaN(r.updatedAt.getTime()))
+    throw invalid(`updatedAt must be a valid Date, got ${describe(r.updatedAt)}`);
+}
+
+function isCount(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) >= 1;
+}
+
+function invalid(message: string): MemoryError {
+  return new MemoryError('INVALID_ARGUMENT', message);
+}
+
+/**
+ * A swap applied to the rows of one key held in memory (oldest first): the rows after it, or
+ * `null` when the newest row is not `expected`. For drivers that keep a log's rows as one value.
+ */
+export function swapRows(
+  rows: readonly ObservationRow[],
+  expected: ObservationVersion | null,
+  next: ObservationRow,
+): ObservationRow[] | null {
+  const head = rows.at(-1);
+  if (expected === null) return head ? null : [next];
+  if (!head || head.generation !== expected.generation || head.version !== expected.version) return null;
+  if (next.generation === head.generation) return [...rows.slice(0, -1), next];
+  return [...rows.slice(0, -1), { ...head, version: next.version }, next];
+}
