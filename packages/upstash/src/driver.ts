@@ -4,6 +4,7 @@ import { ADAPTER, ERRORS } from './errors.ts';
 import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
 import { list, metadataFields, ms, records, text } from './mapping.ts';
+import { type UpstashObservations, upstashObservations } from './observations.ts';
 import { type Expectation, type Operation, SCRIPTS, type ScriptName, scriptArgument } from './scripts.ts';
 import { type UpstashVectors, upstashVectors } from './vectors.ts';
 
@@ -29,6 +30,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly errors = ERRORS;
   /** Semantic recall: exact, one bounded Lua scan per query (see `upstashVectors`). */
   readonly vectors: UpstashVectors;
+  /** Observation logs: one hash per log, each swap one script (see `upstashObservations`). */
+  readonly observations: UpstashObservations;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
 
   constructor(
@@ -37,6 +40,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     vectorScanLimit: number,
   ) {
     this.vectors = upstashVectors((name, args) => this.call(name, args), vectorScanLimit);
+    this.observations = upstashObservations((name, args) => this.call(name, args));
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */

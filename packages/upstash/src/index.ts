@@ -1,4 +1,5 @@
 export { UpstashDriver, type UpstashTx } from './driver.ts';
 export { encodeId, Keys, LAYOUT_VERSION } from './layout.ts';
+export type { UpstashObservations } from './observations.ts';
 export { UpstashStore, type UpstashStoreOptions } from './store.ts';
 export { DEFAULT_VECTOR_SCAN_LIMIT, type UpstashVectors } from './vectors.ts';

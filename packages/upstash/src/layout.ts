@@ -19,6 +19,8 @@ export const KEY_LAYOUT = {
   threadResources: 'thread-resources:{thread}', // set: resources with messages in the thread
   vector: 'vector:{message}', // hash: a message's vector (`space`, `hash`, packed float32 `vec`)
   vectorSpace: 'vector-space', // hash: the one embedding space (`embedder`, `dimensions`)
+  threadObservations: 'observations:thread:{thread}', // hash: a thread's observation log
+  resourceObservations: 'observations:resource:{resource}', // hash: a resource's observation log
 } as const;
 
 /** Hash field prefix of metadata keys; record fields never start with it. */

@@ -11,6 +11,7 @@
 
 import { LAYOUT_VERSION, luaKeyFunctions, MIGRATIONS } from './layout.ts';
 import type { Frame, messageRecord } from './mapping.ts';
+import { OBSERVATION_BODIES } from './observations.ts';
 import { VECTOR_BODIES } from './vector-scripts.ts';
 
 /** What a read of a unit of work saw: a field of a record, `false` when absent. */
@@ -21,7 +22,7 @@ export type Operation =
   | { op: 'put'; messages: ReturnType<typeof messageRecord>[] }
   | { op: 'remove' | 'dropVectors'; ids: string[] }
   | { op: 'touch'; bumps: { id: string; newest?: number }[] }
-  | { op: 'deleteThread' | 'dropThreadVectors'; id: string };
+  | { op: 'deleteThread' | 'dropThreadVectors' | 'dropThreadObservations'; id: string };
 
 /** The one argument of a script: `args` and the prefix as JSON, without nulls (truthy in cjson). */
 export function scriptArgument(prefix: string, args: object): string {
@@ -109,7 +110,9 @@ function OP.remove(o) for _, id in ipairs(o.ids) do unlinkMessage(id) end end
 function OP.touch(o) for _, b in ipairs(o.bumps) do touchThread(b.id, b.newest) end end
 function OP.dropVectors(o) for _, id in ipairs(o.ids) do redis.call('DEL', K.vector(id)) end end
 function OP.dropThreadVectors(o) OP.dropVectors({ids = redis.call('ZRANGE', K.threadMessages(o.id), 0, -1)}) end
--- The thread, its messages and its indexes (vectors: dropThreadVectors).
+function OP.dropThreadObservations(o) redis.call('DEL', K.threadObservations(o.id)) end
+-- The thread, its messages and its indexes (vectors: dropThreadVectors; its observation log:
+-- dropThreadObservations).
 function OP.deleteThread(o)
   local t, key, mz = o.id, K.thread(o.id), K.threadMessages(o.id)
   for _, mid in ipairs(redis.call('ZRANGE', mz, 0, -1)) do redis.call('DEL', K.message(mid)) end
@@ -377,6 +380,7 @@ const BODIES = {
   readWorkingMemory: READ_WM,
   casWorkingMemory: CAS_WM,
   ...VECTOR_BODIES,
+  ...OBSERVATION_BODIES,
 };
 
 /** The name of one script. */
