@@ -5,7 +5,15 @@ import type { OracleStoreOptions } from './store.ts';
 import { parseOracleUrl } from './url.ts';
 
 /** The tables under a prefix, children first. */
-const TABLES = ['message_vectors', 'vector_space', 'messages', 'threads', 'resources', 'migrations'];
+const TABLES = [
+  'observations',
+  'message_vectors',
+  'vector_space',
+  'messages',
+  'threads',
+  'resources',
+  'migrations',
+];
 
 /**
  * The Oracle adapter for tools (the inspector, the faults and bench runs): loading it loads

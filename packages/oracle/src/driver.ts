@@ -2,6 +2,7 @@ import * as core from '@engram/core/driver';
 import { errorCode, ORACLE_ERRORS } from './errors.ts';
 import * as rows from './mapping.ts';
 import { migrate, serverMajorVersion } from './migrations.ts';
+import { oracleObservations } from './observations.ts';
 import { loadOracledb, type OracleConnection, type OraclePool } from './oracledb.ts';
 import { executeOptions, Session } from './session.ts';
 import * as sql from './sql.ts';
@@ -45,6 +46,8 @@ export class OracleDriver implements core.Driver<Session> {
   private readonly names: sql.TableNames;
   private pool: OraclePool | undefined;
   private readonly vectorDriver = oracleVectors(this);
+  /** Observation logs for observational memory (every server version). */
+  readonly observations = oracleObservations(this);
 
   /** `options` as `OracleStore` checked them. */
   constructor(private readonly options: OracleStoreOptions) {

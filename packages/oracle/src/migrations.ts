@@ -97,6 +97,23 @@ export const MIGRATIONS: readonly Migration[] = [
       index(`CREATE INDEX ${n.prefix}messages_resource_idx ON ${n.messages} (resource_id, created_at, id)`),
     ],
   },
+  {
+    description:
+      'observation logs for observational memory: one row per (log_key, generation), the body a JSON string literal in a CLOB; indexed by thread_id',
+    steps: (n) => [
+      table(`CREATE TABLE ${n.observations} (
+  log_key VARCHAR2(300 CHAR) NOT NULL,
+  generation NUMBER(16) NOT NULL,
+  resource_id VARCHAR2(255 CHAR) NOT NULL,
+  thread_id VARCHAR2(255 CHAR),
+  version NUMBER(16) NOT NULL,
+  body CLOB NOT NULL,
+  updated_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}observations_pk PRIMARY KEY (log_key, generation)
+)`),
+      index(`CREATE INDEX ${n.prefix}observations_thread_idx ON ${n.observations} (thread_id)`),
+    ],
+  },
 ];
 
 /** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */

@@ -27,6 +27,8 @@ export interface TableNames extends core.PrefixedTables {
   /** Message vectors for semantic recall (23ai), and the recorded embedding space (one row). */
   vectors: string;
   vectorSpace: string;
+  /** Observation logs for observational memory, one row per (log_key, generation). */
+  observations: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -56,7 +58,12 @@ export function tableNames(prefix: string): TableNames {
     );
   }
   const p = prefix.toLowerCase();
-  return { prefix: p, ...core.prefixedTables(p), vectors: `${p}message_vectors` };
+  return {
+    prefix: p,
+    ...core.prefixedTables(p),
+    vectors: `${p}message_vectors`,
+    observations: `${p}observations`,
+  };
 }
 
 /** Run on every new session of a pool the store creates: ids in binary order, as `compareIds`. */

@@ -78,9 +78,15 @@ describe('the Oracle adapter descriptor', () => {
       connectString: '127.0.0.1:1521/FREEPDB1',
     });
     expect(fake.sent.map((s) => s.sql)).toEqual(
-      ['message_vectors', 'vector_space', 'messages', 'threads', 'resources', 'migrations'].map(
-        (table) => `DROP TABLE ${prefix}${table} PURGE`,
-      ),
+      [
+        'observations',
+        'message_vectors',
+        'vector_space',
+        'messages',
+        'threads',
+        'resources',
+        'migrations',
+      ].map((table) => `DROP TABLE ${prefix}${table} PURGE`),
     );
     expect(fake.events).toEqual(['release', 'pool closed']);
   });

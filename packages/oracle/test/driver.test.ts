@@ -153,7 +153,7 @@ describe('other writes through the driver (fake connection)', () => {
     expect(sent[2]?.binds).toMatchObject({ message_id: 'm1', content: '"bye"' });
   });
 
-  it('deleteMessages deletes the messages found and bumps their threads; deleteThread is one statement', async () => {
+  it('deleteMessages deletes the messages found and bumps their threads; deleteThread deletes its logs, then the thread', async () => {
     const { store, sent } = await storeOn(places({}, [{ ID: 'm1', THREAD_ID: 't1', RESOURCE_ID: 'r1' }]));
     await store.deleteMessages(['m1', 'm1', 'absent']);
     expect(heads(sent)).toEqual([
@@ -163,7 +163,10 @@ describe('other writes through the driver (fake connection)', () => {
     ]);
     sent.length = 0;
     await store.deleteThread({ threadId: 't1' });
-    expect(heads(sent)).toEqual(['DELETE FROM engram_threads WHERE id = :thread_id']);
+    expect(heads(sent)).toEqual([
+      'DELETE FROM engram_observations WHERE thread_id = :thread_id',
+      'DELETE FROM engram_threads WHERE id = :thread_id',
+    ]);
   });
 
   it('updates thread working memory under the row lock; a missing thread is NOT_FOUND', async () => {

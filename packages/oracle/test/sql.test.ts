@@ -17,6 +17,7 @@ describe('table names', () => {
       migrations: 'app_migrations',
       vectors: 'app_message_vectors',
       vectorSpace: 'app_vector_space',
+      observations: 'app_observations',
     });
   });
 
