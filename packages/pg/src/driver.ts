@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
 import { errorCode, errors } from './errors.ts';
 import { messageArrays, threadParams, timestamp } from './mapping.ts';
+import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
 import * as sql from './sql.ts';
 import { PostgresVectorDriver } from './vectors.ts';
@@ -42,6 +43,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
   /** The pool, its statements and transactions. */
   readonly db: Connection;
   readonly vectors: PostgresVectorDriver;
+  readonly observations: PostgresObservationDriver;
   readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
 
   constructor(options: PostgresStoreOptions) {
@@ -50,6 +52,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
     this.sql = sql.statements(this.names);
     this.db = new Connection(options, this.names);
     this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
+    this.observations = new PostgresObservationDriver(this.db, this.names);
     this.workingMemory = workingMemory(this.db, this.sql);
   }
 

@@ -92,6 +92,23 @@ export const MIGRATIONS: readonly { description: string; statements: (n: Names) 
       `ALTER TABLE ${n.version} RENAME COLUMN "updatedAt" TO updated_at`,
     ],
   },
+  {
+    description: 'observation logs for observational memory, one row per (key, generation)',
+    statements: (n) => [
+      // `body` holds the body as a JSON string literal: text holds no NUL character.
+      `CREATE TABLE ${n.observations} (
+        key text COLLATE "C" NOT NULL,
+        generation bigint NOT NULL,
+        resource_id text COLLATE "C" NOT NULL,
+        thread_id text COLLATE "C",
+        version bigint NOT NULL,
+        body text NOT NULL,
+        updated_at timestamptz(3) NOT NULL,
+        PRIMARY KEY (key, generation)
+      )`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}observations_thread_idx`)} ON ${n.observations} (thread_id)`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

@@ -21,6 +21,8 @@ export function names(schemaName: string, prefix: string) {
     version: table('schema_version'),
     vectors: table('message_vectors'),
     vectorSpace: table('vector_space'),
+    /** Observation logs: one row per (key, generation). */
+    observations: table('observations'),
   };
 }
 

@@ -67,8 +67,9 @@ describePg('lifecycle: migrations and init', (url) => {
       `SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'engram\\_%'`,
       [schema],
     );
-    // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space
-    expect(tables[0]!.n).toBe(7);
+    // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space,
+    // observations
+    expect(tables[0]!.n).toBe(8);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
