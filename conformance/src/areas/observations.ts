@@ -1,9 +1,11 @@
 import { capabilitiesOf, type MemoryStorage, type ObservationRow, type ObservationStore } from '@engram/core';
+import fc from 'fast-check';
 import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
-import { runRacer } from '../concurrency/tasks.ts';
+import { observingMemory, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { thread } from '../fixtures.ts';
+import { expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
 
@@ -115,6 +117,7 @@ export const observationsChecks = [
         () => log.swap({ generation: 1, version: 1 }, { ...good, generation: 3, version: 2 }),
       ],
       ['a body that is not text', () => log.swap(null, { ...good, body: { x: 1 } as never })],
+      ['a body with an unpaired surrogate', () => log.swap(null, { ...good, body: 'a\ud800b' })],
       ['an invalid date', () => log.swap(null, { ...good, updatedAt: new Date(Number.NaN) })],
     ];
     for (const [what, call] of bad) await expectRejects(call, ['INVALID_ARGUMENT'], what);
@@ -197,5 +200,117 @@ export const observationsChecks = [
         );
       }
     },
+  ),
+
+  check(
+    `random turns never lose a message from the agent's view (property test, both scopes)${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      observationsOf(store);
+      const op = fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc.record({
+            kind: fc.constant('save' as const),
+            words: fc.integer({ min: 1, max: 90 }),
+            thread: fc.nat(1),
+          }),
+        },
+        {
+          weight: 2,
+          arbitrary: fc.record({
+            kind: fc.constant('late' as const),
+            words: fc.integer({ min: 1, max: 40 }),
+            thread: fc.nat(1),
+          }),
+        },
+        { weight: 3, arbitrary: fc.record({ kind: fc.constant('turn' as const), thread: fc.nat(1) }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant('idle' as const), thread: fc.nat(1) }) },
+      );
+      let run = 0;
+      let observed = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('thread' as const, 'resource' as const),
+          fc.boolean(),
+          fc.array(op, { minLength: 10, maxLength: 50 }),
+          async (scope, buffered, ops) => {
+            const r = ctx.id(`r${run++}`);
+            const memory = observingMemory(store, scope, buffered ? 0.25 : false);
+            const threads = [`${r}-a`, `${r}-b`];
+            for (const t of threads) await memory.createThread({ threadId: t, resourceId: r });
+            let n = 0;
+            for (const o of ops) {
+              const target = { threadId: threads[o.thread] as string, resourceId: r };
+              if (o.kind === 'save' || o.kind === 'late') {
+                const id = `${target.threadId}-m${n++}`;
+                await memory.saveMessages({
+                  messages: [
+                    {
+                      id,
+                      ...target,
+                      role: n % 2 ? 'user' : 'assistant',
+                      content: observedContent(id, 'word '.repeat(o.words)),
+                      // a late message is dated before everything saved so far
+                      ...(o.kind === 'late' ? { createdAt: new Date(Date.UTC(2000, 0, 1, 0, 0, n)) } : {}),
+                    },
+                  ],
+                });
+              } else if (o.kind === 'turn') {
+                await memory.observations?.prepare(target);
+              } else {
+                await memory.observations?.idle();
+              }
+              for (const t of threads) await expectObservedOrInTail(memory, { threadId: t, resourceId: r });
+            }
+            await memory.observations?.idle();
+            for (const t of threads) {
+              const target = { threadId: t, resourceId: r };
+              await expectObservedOrInTail(memory, target);
+              const snapshot = await memory.observations?.inspect(target);
+              observed += snapshot ? observedIds(snapshot.state).length : 0;
+            }
+          },
+        ),
+        { numRuns: 20, seed: 26 },
+      );
+      ctx.log(`20 random runs; ${observed} observations in their logs at the end`);
+      expectTrue(observed > 0, 'the random runs observed messages');
+    },
+  ),
+
+  ...(['thread', 'resource'] as const).map((scope) =>
+    check(
+      (init) =>
+        `${init.processes ?? 4} OS processes driving turns at once (${scope} scope): no message lost, none observed twice${NEEDS_OBSERVATIONS}`,
+      async (ctx) => {
+        const store = await ctx.store();
+        observationsOf(store);
+        const r = ctx.id('r');
+        const threadIds = scope === 'thread' ? [`${r}-t`] : [`${r}-a`, `${r}-b`];
+        for (const t of threadIds) await store.saveThread(thread(t, r));
+        const n = Math.max(2, ctx.init.processes ?? 4);
+        const task = { kind: 'observation-turns', threadIds, resourceId: r, turns: 8, scope } as const;
+        const remote = !capabilitiesOf(store).processLocal && ctx.init.worker;
+        const reports = remote
+          ? await raceProcesses(ctx.init.worker as URL | string, task, n)
+          : await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+        const failures = reports.flatMap((x) => x.failures);
+        if (failures.length) throw new ConformanceError(`turns failed: ${failures.slice(0, 3).join('; ')}`);
+        const memory = observingMemory(store, scope);
+        let observed = 0;
+        for (const t of threadIds) {
+          const target = { threadId: t, resourceId: r };
+          await expectObservedOrInTail(memory, target);
+          const snapshot = await memory.observations?.inspect(target);
+          observed += snapshot ? observedIds(snapshot.state).filter((id) => id.startsWith(t)).length : 0;
+        }
+        const total = n * 8 * 2;
+        ctx.log(
+          `${n} ${remote ? 'OS processes' : 'callers in one process'} saved ${total} messages in ${threadIds.length} thread(s); ${observed} observed, the rest in the raw tail`,
+        );
+        expectTrue(observed > 0, 'the turns observed some messages');
+      },
+    ),
   ),
 ];

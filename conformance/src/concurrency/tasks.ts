@@ -2,6 +2,7 @@ import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capabilitiesOf, type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 import { at } from '../fixtures.ts';
+import { conformanceModel, observedContent } from '../observer.ts';
 import { conformanceEmbedder } from '../vectors.ts';
 import { waitForFile } from './signal.ts';
 
@@ -42,6 +43,18 @@ export type RaceTask =
    * racer's entry `p<n>-<j>` to the body; every third one starts a new generation.
    */
   | { kind: 'observation-swap'; threadId: string; resourceId: string; ops: number }
+  /**
+   * `turns` turns of observational memory (tiny thresholds, the suite's mock Observer): each saves
+   * a user message, prepares the turn, saves an answer. Racer `p<n>` uses thread
+   * `threadIds[n % threadIds.length]` of `resourceId`; `scope` is the log's.
+   */
+  | {
+      kind: 'observation-turns';
+      threadIds: string[];
+      resourceId: string;
+      turns: number;
+      scope: 'thread' | 'resource';
+    }
   /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
   | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] }
   /**
@@ -139,6 +152,8 @@ export function racerOps(
         key: `p${racer}-${j}`,
         run: (s) => swapEntry(s, task, `p${racer}-${j}`, j % 3 === 2),
       }));
+    case 'observation-turns':
+      return [{ key: `p${racer}`, run: (s) => observationTurns(s, task, racer) }];
     case 'embed-save':
       return [
         {
@@ -363,6 +378,54 @@ function atomic(store: MemoryStorage) {
 }
 
 /** Runs one racer's operations one after another and reports what happened. */
+/** A memory with observational memory at tiny thresholds and the suite's mock models. */
+export function observingMemory(
+  store: MemoryStorage,
+  scope: 'thread' | 'resource',
+  buffer: number | false = 0.25,
+): Memory {
+  return new Memory({
+    storage: store,
+    onObservationIssue: (issue) => {
+      throw issue.error;
+    },
+    options: {
+      observationalMemory: {
+        model: conformanceModel(),
+        scope,
+        observation: { messageTokens: 120, bufferTokens: buffer, blockAfter: 1.5 },
+        reflection: { observationTokens: 400 },
+        timeoutMs: 20_000,
+      },
+    },
+  });
+}
+
+async function observationTurns(
+  store: MemoryStorage,
+  task: Extract<RaceTask, { kind: 'observation-turns' }>,
+  racer: number,
+): Promise<void> {
+  const memory = observingMemory(store, task.scope);
+  const threadId = task.threadIds[racer % task.threadIds.length] as string;
+  const target = { threadId, resourceId: task.resourceId };
+  const issues: unknown[] = [];
+  for (let turn = 0; turn < task.turns; turn++) {
+    const id = `${threadId}-p${racer}-${turn}`;
+    const message = (suffix: string, role: 'user' | 'assistant') => ({
+      id: `${id}${suffix}`,
+      ...target,
+      role,
+      content: observedContent(`${id}${suffix}`, 'words '.repeat(5 + ((turn * 7 + racer) % 20))),
+    });
+    await memory.saveMessages({ messages: [message('-u', 'user')] });
+    await memory.observations?.prepare(target).catch((error: unknown) => issues.push(error));
+    await memory.saveMessages({ messages: [message('-a', 'assistant')] });
+  }
+  await memory.observations?.idle();
+  if (issues.length) throw issues[0];
+}
+
 /** Adds `entry` to the body of one thread's observation log, retrying until its swap wins. */
 export async function swapEntry(
   store: MemoryStorage,

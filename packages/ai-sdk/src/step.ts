@@ -8,6 +8,8 @@ import {
   MemoryError,
   type Message,
   messagesToSave,
+  type ObservedHistory,
+  observedHistory,
   type RecallResult,
   recallHistory,
   stateSignalText,
@@ -98,6 +100,11 @@ export interface MemoryStep<TOOLS extends ToolSet = Record<never, never>> {
    * and the embedding tokens the query cost). `undefined` when recall is off.
    */
   recall?: RecallResult;
+  /**
+   * With `options.observationalMemory`: the turn's observations (generation, token counts of the
+   * log and of the raw tail shown instead of the last messages). `undefined` when it is off.
+   */
+  observations?: Omit<ObservedHistory, 'history' | 'tail'>;
 }
 
 /**
@@ -174,13 +181,19 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
   const input = inputMessages(options.input);
   await ensureThread(options);
   const config = memory.options.workingMemory;
-  const readOnly = options.readOnly === true || memory.options.readOnly;
+  const om = memory.options.observationalMemory;
+  // Under observational memory with manageWorkingMemory the Observer keeps the working memory:
+  // the model reads it and gets no tool.
+  const readOnly =
+    options.readOnly === true || memory.options.readOnly || (om !== false && om.manageWorkingMemory);
   const requestContext = { threadId, resourceId };
 
-  const history = await recallHistory(memory, { threadId, resourceId, last: options.lastMessages });
+  const observed = await observedHistory(memory, requestContext);
+  const history =
+    observed?.history ?? (await recallHistory(memory, { threadId, resourceId, last: options.lastMessages }));
   const inputAsAgent: AgentMessage[] = input.map((m) => ({ ...fromModelMessage(m, requestContext) }));
   let conversation: AgentMessage[] = [...history, ...inputAsAgent];
-  let system = options.instructions?.trim() || undefined;
+  let system = [options.instructions?.trim(), observed?.block].filter(Boolean).join('\n\n') || undefined;
 
   let recall: RecallResult | undefined;
   if (memory.options.semanticRecall) {
@@ -237,5 +250,11 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
     tools: tools as TOOLS & WorkingMemoryToolSet,
   };
   if (prepareStep) call.prepareStep = prepareStep;
-  return recall ? { call, save, recall } : { call, save };
+  const step: MemoryStep<TOOLS> = { call, save };
+  if (recall) step.recall = recall;
+  if (observed) {
+    const { history: _history, tail: _tail, ...summary } = observed;
+    step.observations = summary;
+  }
+  return step;
 }

@@ -30,6 +30,12 @@ export {
   toProviderSafeSchema,
 } from './agent/json-schema-rules.ts';
 export {
+  OBSERVATIONS_SOURCE,
+  Observations,
+  type ObservedHistory,
+  observedHistory,
+} from './agent/observations.ts';
+export {
   insertSystemMessage,
   MEMORY_SOURCE,
   type ProcessInputArgs,
@@ -104,6 +110,23 @@ export {
   type SemanticRecallOptions,
   type WorkingMemoryOptions,
 } from './memory-options.ts';
+export {
+  ObservationalMemory,
+  type ObservationHost,
+  type ObservationIssue,
+  type ObservationTarget,
+  type PreparedObservations,
+} from './observations/engine.ts';
+export type { Boundary, Chunk, Entry, LogState, ThreadProgress } from './observations/log.ts';
+export type { LanguageModelLike } from './observations/model.ts';
+export {
+  OBSERVATIONAL_DEFAULTS,
+  type ObservationalMemoryOptions,
+  type ObservationOptions,
+  type ReflectionOptions,
+  type ResolvedObservationalMemory,
+} from './observations/options.ts';
+export { tokensOf } from './observations/tokens.ts';
 export {
   assertEmbedder,
   describeSpace,

@@ -1,5 +1,10 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
+import {
+  type ObservationalMemoryOptions,
+  type ResolvedObservationalMemory,
+  resolveObservationalMemory,
+} from './observations/options.ts';
 import type { ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
@@ -66,6 +71,11 @@ export interface MemoryOptions {
   workingMemory?: WorkingMemoryOptions;
   /** Semantic recall; see `SemanticRecallOptions`. Default `false` (off). */
   semanticRecall?: boolean | SemanticRecallOptions;
+  /**
+   * Observational memory: an Observer model turns old messages into a dated observation log that
+   * replaces them in the prompt; a Reflector condenses the log (see the README). Off by default.
+   */
+  observationalMemory?: boolean | ObservationalMemoryOptions;
 }
 
 /** `MemoryOptions` with every default filled in. */
@@ -86,6 +96,7 @@ export interface ResolvedMemoryOptions {
   };
   /** `false` when off, else the settings with defaults filled in. */
   readonly semanticRecall: false | ResolvedSemanticRecall;
+  readonly observationalMemory: false | ResolvedObservationalMemory;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -94,6 +105,7 @@ const OPTION_KEYS = Object.keys({
   readOnly: true,
   workingMemory: true,
   semanticRecall: true,
+  observationalMemory: true,
 } satisfies Record<keyof MemoryOptions, true>);
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
@@ -146,6 +158,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
   const readOnly = optionalBoolean(o.readOnly, 'options.readOnly') ?? false;
 
   const semanticRecall = resolveSemanticRecall(o.semanticRecall);
+  const observationalMemory = resolveObservationalMemory(o.observationalMemory);
 
   const wm = o.workingMemory;
   if (wm !== undefined && !isPlainObject(wm)) {
@@ -203,6 +216,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
       onInvalidStored,
     }),
     semanticRecall,
+    observationalMemory,
   });
 }
 

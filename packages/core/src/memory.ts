@@ -1,6 +1,7 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
+import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/engine.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
@@ -55,6 +56,12 @@ export interface MemoryConfig {
    * stale) vector until `memory.reindex()`. Default: a `console.warn`.
    */
   onEmbeddingError?: (error: unknown, messageIds: string[]) => void;
+  /**
+   * Called when observational memory's Observer, Reflector or a working-memory change it made
+   * failed (the turn went on with the raw messages; the next turn retries). Default: a
+   * `console.warn`.
+   */
+  onObservationIssue?: (issue: ObservationIssue) => void;
   options?: MemoryOptions;
 }
 
@@ -63,6 +70,7 @@ const CONFIG_KEYS = Object.keys({
   storage: true,
   embedder: true,
   onEmbeddingError: true,
+  onObservationIssue: true,
   options: true,
 } satisfies Record<keyof MemoryConfig, true>);
 
@@ -117,6 +125,8 @@ export class Memory {
   private readonly workingMemory: WorkingMemoryUpdates;
   private readonly engine: RecallEngine | null = null;
   private readonly onEmbeddingError: (error: unknown, messageIds: string[]) => void;
+  /** Observational memory, when `options.observationalMemory` is on. */
+  readonly observations: ObservationalMemory | undefined;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
@@ -163,6 +173,41 @@ export class Memory {
       }
       this.engine = new RecallEngine(storage, requireDomain(storage, 'vectors'), config.embedder, recall);
     }
+    this.observations = this.observationalMemory(config);
+  }
+
+  /** The observational-memory engine of `config`, checked against the storage and the options. */
+  private observationalMemory(config: MemoryConfig): ObservationalMemory | undefined {
+    const om = this.options.observationalMemory;
+    if (config.onObservationIssue !== undefined && typeof config.onObservationIssue !== 'function') {
+      throw invalid('onObservationIssue must be a function');
+    }
+    if (!om) return undefined;
+    const log = requireDomain(this.storage, 'observations');
+    if (om.manageWorkingMemory && !this.options.workingMemory.enabled) {
+      throw invalid(
+        'options.observationalMemory.observation.manageWorkingMemory needs working memory: set options.workingMemory',
+      );
+    }
+    const onIssue =
+      config.onObservationIssue ??
+      ((issue: ObservationIssue) =>
+        console.warn(
+          `engram: observational memory (${issue.kind}) failed; the turn used the raw messages`,
+          issue.error,
+        ));
+    return new ObservationalMemory(
+      {
+        storage: this.storage,
+        onIssue,
+        applyWorkingMemory: async (target, change) => {
+          if (this.schema) await this.applyWorkingMemoryPatch({ ...target, patch: change });
+          else await this.updateWorkingMemory({ ...target, workingMemory: change });
+        },
+      },
+      log,
+      om,
+    );
   }
 
   // ── threads ────────────────────────────────────────────────────────────────────────────────
@@ -265,6 +310,7 @@ export class Memory {
     });
     const saved = await this.storage.saveMessages(messages);
     await this.embedSaved(saved);
+    await this.observations?.afterSave(saved);
     return saved;
   }
 

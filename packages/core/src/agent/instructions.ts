@@ -26,7 +26,8 @@ const EMPTY_MARKDOWN = '(empty: nothing has been stored yet)';
  * (`working_memory_data`, `working_memory_template`, `working_memory_shape`, `state`,
  * `recalled_messages`), in any case and with whitespace inside the tag (`< / Working_Memory_Data >`).
  */
-const TAG_START = /<(?=\s*(?:\/\s*)?(?:working[\s_-]*memory|state|recalled[\s_-]*messages)(?![a-z0-9]))/gi;
+const TAG_START =
+  /<(?=\s*(?:\/\s*)?(?:working[\s_-]*memory|state|recalled[\s_-]*messages|observations|current[\s_-]*task|suggested[\s_-]*response)(?![a-z0-9]))/gi;
 
 /**
  * Neutralises tag look-alikes in stored data, so the data can neither close its block early

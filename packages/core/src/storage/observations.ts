@@ -155,6 +155,8 @@ function assertRow(row: unknown): asserts row is ObservationRow {
     throw invalid(`generation must be a positive integer, got ${describe(r.generation)}`);
   if (!isCount(r.version)) throw invalid(`version must be a positive integer, got ${describe(r.version)}`);
   if (typeof r.body !== 'string') throw invalid(`body must be a string, got ${describe(r.body)}`);
+  if (/\p{Surrogate}/u.test(r.body))
+    throw invalid('body must be well-formed Unicode (it holds an unpaired surrogate)');
   if (r.body.length > MAX_OBSERVATION_BODY)
     throw invalid(`body is ${r.body.length} characters; at most ${MAX_OBSERVATION_BODY}`);
   if (!(r.updatedAt instanceof Date) || Number.isNaN(r.updatedAt.getTime()))
