@@ -31,6 +31,7 @@ import {
   UnboundedPageStore,
   UnorderedTiesStore,
 } from './support/broken.ts';
+import { lastWriterWinsLogsStore, orphanLogsStore } from './support/broken-observations.ts';
 import {
   OrphanVectorsStore,
   PostFilterVectorsStore,
@@ -374,6 +375,34 @@ describe('the suite catches further defects', RACES, () => {
     expect(failures(await area(init, 'messages'))).toEqual([
       'date ranges: inclusive by default, exclusive bounds, open ends',
     ]);
+  });
+});
+
+describe('the suite catches broken observation logs', () => {
+  it('swaps that do not compare (last writer wins) fail observations', async () => {
+    const results = await area({ name: 'last-writer-wins', create: lastWriterWinsLogsStore }, 'observations');
+    expect(failures(results)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^a swap wins only against the newest generation/),
+        expect.stringMatching(/^racing swaps across/),
+      ]),
+    );
+  });
+
+  it('a thread delete that leaves its log fails observations', async () => {
+    const results = await area({ name: 'orphan-logs', create: orphanLogsStore }, 'observations');
+    expect(failures(results)).toEqual([expect.stringMatching(/^deleting a thread deletes its log/)]);
+  });
+
+  it('the reference store passes observations; a store without the domain skips it with the reason', async () => {
+    const passing = await area({ name: 'memory', create: () => new InMemoryStore() }, 'observations');
+    expect(passing.map((r) => r.status)).toEqual(passing.map(() => 'pass'));
+    expect(passing.length).toBeGreaterThanOrEqual(8);
+    const skipped = await area(
+      { name: 'plain', create: () => new InMemoryStore({ observations: false }) },
+      'observations',
+    );
+    expect(skipped.map((r) => r.status)).toEqual(skipped.map(() => 'skip'));
   });
 });
 
