@@ -5,8 +5,16 @@ import { type AdapterService, runId } from '../src/services.ts';
 import type { Target } from '../src/targets.ts';
 import { forEachAdapter } from './support.ts';
 
-/** Longest any call may take while the backend is down (the drivers' connect timeouts are 3 s). */
+/** The stores' connect timeout (`connectTimeoutMs`). */
+const CONNECT_TIMEOUT_MS = 3_000;
+/** Longest any call may take while the backend is down. */
 const BOUND_MS = 15_000;
+/**
+ * How long the backend stays down: over two connect timeouts. A call in flight at the kill may
+ * take one to fail (the MongoDB driver retries a read on a new server selection), so only the
+ * call after it surely finds the backend still down for a whole connect timeout and fails.
+ */
+const DOWN_MS = 2 * CONNECT_TIMEOUT_MS + 1_000;
 const TOKEN = 'engram-faults-token';
 
 /**
@@ -27,7 +35,12 @@ async function setUp(
   const target: Target = {
     adapter: adapter.name,
     url: last.url,
-    options: { prefix: `faults-${runId()}`, schema: 'faults', database: 'faults', connectTimeoutMs: 3_000 },
+    options: {
+      prefix: `faults-${runId()}`,
+      schema: 'faults',
+      database: 'faults',
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    },
     env: { ENGRAM_UPSTASH_TOKEN: TOKEN },
   };
   const outages = [...servers].reverse().map((s) => ({ name: s.outage, stop: s.stop, start: s.start }));
@@ -60,7 +73,7 @@ forEachAdapter('server restart', (adapter) => {
   it('fails calls during the outage with CONNECTION/STORAGE within the bound, recovers with the same store instances, loses nothing acknowledged', async () => {
     const { target, outages, servers } = await setUp(adapter);
     try {
-      const result = await runRestart({ target, outages, downMs: 4_000 });
+      const result = await runRestart({ target, outages, downMs: DOWN_MS });
       console.log(summary(adapter.name, result));
       for (const call of result.calls) {
         expect([undefined, 'CONNECTION', 'STORAGE'], call.message).toContain(call.code);

@@ -37,8 +37,18 @@ export class LockLost extends Error {}
  * holder that stood still past its lease must not write: each command that writes under a lock
  * awaits a `fence` first, which renews the leases if each lock is still the holder's with a
  * quarter of its lease left, else throws `LockLost` and the write runs again from the start.
+ *
+ * A write that fails because the server is unreachable fails at once: its release is not waited
+ * for (that would wait out a second server selection). A lock it could not release is an orphan:
+ * the next `acquire` deletes it first, while a quarter of its lease is left (so no other writer can
+ * have broken it), and the writers after an outage need not wait for its lease to run out.
  */
 export class WriteLocks {
+  /** The end of the lease each owner last stored (the earliest of its locks'), by owner. */
+  private readonly leases = new Map<string, number>();
+  /** Locks left behind by an outage (see above): owner and the time until which deleting them is safe, by key. */
+  private readonly orphans = new Map<string, { owner: string; until: number }>();
+
   /** `locks` is the lock collection, `undefined` when writes need no locks. */
   constructor(
     private readonly locks: Collection<LockDocument> | undefined,
@@ -67,10 +77,10 @@ export class WriteLocks {
           return await write(tx);
         } catch (error) {
           if (error instanceof LockLost) return RETRY;
-          unreachable = classify(error, 'write') === 'CONNECTION';
+          unreachable = isUnreachable(error);
           throw error;
         } finally {
-          // A lock not released expires after its lease; with the server gone the call fails at once.
+          // With the server gone the call fails at once; what is not released becomes an orphan.
           const released = this.release(held, owner).catch(() => undefined);
           if (!unreachable) await released;
         }
@@ -93,6 +103,7 @@ export class WriteLocks {
    */
   async acquire(keys: string[], owner: string, held: string[] = []): Promise<void> {
     let todo = keys.filter((key) => !held.includes(key));
+    if (todo.length > 0) await this.releaseOrphans();
     let holder: string | undefined;
     while (this.locks && todo.length > 0) {
       await retry(
@@ -117,11 +128,13 @@ export class WriteLocks {
     const expiresAt = new Date(Date.now() + this.leaseMs);
     try {
       await locks.insertMany(keys.map((_id) => ({ _id, owner, expiresAt })));
+      this.leased(owner, expiresAt.getTime());
       return { taken: keys.length };
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
       const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
       const taken = first?.index ?? 0;
+      if (taken > 0) this.leased(owner, expiresAt.getTime());
       const current = await locks.findOne({ _id: keys[taken] });
       if (current && current.expiresAt.getTime() < Date.now()) await this.breakDead(current);
       return { taken, holder: current?.owner };
@@ -136,12 +149,54 @@ export class WriteLocks {
       { _id: { $in: keys }, owner, expiresAt: { $gte: new Date(now + this.leaseMs / 4) } },
       { $set: { expiresAt: new Date(now + this.leaseMs) } },
     );
-    return matchedCount === keys.length;
+    if (matchedCount !== keys.length) return false;
+    this.leases.set(owner, now + this.leaseMs);
+    return true;
   }
 
-  /** Releases `owner`'s locks of `keys`. */
+  /** Releases `owner`'s locks of `keys`; those the server was unreachable for become orphans. */
   async release(keys: string[], owner: string): Promise<void> {
-    if (this.locks && keys.length > 0) await this.locks.deleteMany({ _id: { $in: keys }, owner });
+    const leaseEnd = this.leases.get(owner);
+    this.leases.delete(owner);
+    if (!this.locks || keys.length === 0) return;
+    try {
+      await this.locks.deleteMany({ _id: { $in: keys }, owner });
+    } catch (error) {
+      if (leaseEnd !== undefined && isUnreachable(error)) {
+        for (const key of keys) this.orphans.set(key, { owner, until: leaseEnd - this.leaseMs / 4 });
+      }
+      throw error;
+    }
+  }
+
+  /** `release` in the background: for a write that failed because the server is unreachable. */
+  abandon(keys: string[], owner: string): void {
+    this.release(keys, owner).catch(() => undefined);
+  }
+
+  /** Deletes the orphans (see the class) whose lease still has a quarter left; forgets the others. */
+  private async releaseOrphans(): Promise<void> {
+    if (this.orphans.size === 0) return;
+    const locks = this.locks as Collection<LockDocument>;
+    const live = [...this.orphans].filter(([, orphan]) => orphan.until > Date.now());
+    this.orphans.clear();
+    try {
+      for (const [_id, { owner }] of live) await locks.deleteOne({ _id, owner });
+    } catch (error) {
+      // Still unreachable: kept for the next writer (the call fails anyway).
+      if (isUnreachable(error)) for (const [key, orphan] of live) this.orphans.set(key, orphan);
+      throw error;
+    }
+  }
+
+  /** Notes the end of a lease `owner` stored; the earliest counts until the next renewal. */
+  private leased(owner: string, end: number): void {
+    const known = this.leases.get(owner);
+    this.leases.set(owner, known === undefined ? end : Math.min(known, end));
+    // Owners that never release (a write that failed before it could) are forgotten once expired.
+    if (this.leases.size > 1_000) {
+      for (const [o, e] of this.leases) if (e < Date.now()) this.leases.delete(o);
+    }
   }
 
   /** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */
@@ -153,7 +208,13 @@ export class WriteLocks {
     try {
       await locks.deleteOne({ _id: dead._id, owner: dead.owner });
     } finally {
+      this.leases.delete(breaker);
       await locks.deleteOne({ _id: claim, owner: breaker });
     }
   }
+}
+
+/** True when `error` means the server could not be reached (or went away). */
+export function isUnreachable(error: unknown): boolean {
+  return classify(error, 'write') === 'CONNECTION';
 }

@@ -8,6 +8,7 @@ import type { Collection, ObjectId } from 'mongodb';
 import type { Collections } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { valueHash } from './encoding.ts';
+import { isUnreachable } from './locks.ts';
 import { assertDocumentSize, threadWorkingMemory, toResource } from './mapping.ts';
 import { resourceLock, threadLock } from './threads.ts';
 import { assertStored, insertNew } from './writes.ts';
@@ -26,6 +27,12 @@ type Version = ObjectId | string | null;
 export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory<Version> {
   const lockOf = (cell: WorkingMemoryCell) =>
     cell.scope === 'resource' ? resourceLock(cell.resourceId) : threadLock(cell.threadId);
+  // Leases whose write failed with the server unreachable: core's release then does not wait.
+  const unreachable = new Set<string>();
+  const failed = (token: string, error: unknown) => {
+    if (isUnreachable(error)) unreachable.add(token);
+    return error;
+  };
   const leased: LeasedWorkingMemory<Version> = {
     kind: 'leased',
     get leaseMs() {
@@ -34,19 +41,36 @@ export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory
     // Waits for the lock (while its holders come and go), so it is never 'busy'.
     acquire: async (cell, token) => {
       await c.locks.acquire([lockOf(cell)], token);
-      const stored = await read(c.collections, cell);
+      let stored: VersionedValue<Version> | null;
+      try {
+        stored = await read(c.collections, cell);
+      } catch (error) {
+        failed(token, error);
+        await leased.release(cell, token).catch(() => undefined);
+        throw error;
+      }
       if (stored || cell.scope === 'resource') return stored;
       await c.locks.release([lockOf(cell)], token);
       return 'missing';
     },
-    // When it throws, core releases the lock (once: an outage is not waited out twice).
+    // When it throws, core releases the lock (at once when the server is unreachable). A lock
+    // that cannot be released after the write is left to `WriteLocks` (an orphan): the write stands.
     write: async (cell, expected, value, version, token) => {
-      const ours = await c.locks.holds([lockOf(cell)], token);
-      const written = ours && (await write(c.collections, cell, expected, value, version));
-      await c.locks.release([lockOf(cell)], token);
-      return written ? 'ok' : 'lost';
+      try {
+        const ours = await c.locks.holds([lockOf(cell)], token);
+        const written = ours && (await write(c.collections, cell, expected, value, version));
+        await c.locks.release([lockOf(cell)], token).catch((error: unknown) => {
+          if (!written || !isUnreachable(error)) throw error;
+        });
+        return written ? 'ok' : 'lost';
+      } catch (error) {
+        throw failed(token, error);
+      }
     },
-    release: (cell, token) => c.locks.release([lockOf(cell)], token),
+    release: async (cell, token) => {
+      if (unreachable.delete(token)) c.locks.abandon([lockOf(cell)], token);
+      else await c.locks.release([lockOf(cell)], token);
+    },
   };
   return {
     kind: 'compareAndSet',
