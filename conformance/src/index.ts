@@ -1,4 +1,7 @@
+export { NEEDS_OBSERVATIONS } from './areas/observations.ts';
 export { NEEDS_VECTORS } from './areas/recall.ts';
+export { observingMemory } from './concurrency/tasks.ts';
+export { conformanceModel, expectObservedOrInTail, observedContent, observedIds } from './observer.ts';
 export { type AreaResult, formatTable, summarize } from './report.ts';
 export { checksOf, type RunOptions, runCheck, runChecks, suiteSkipReason } from './run.ts';
 export { missingService, requiredServices, type Service, service } from './services.ts';

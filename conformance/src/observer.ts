@@ -30,12 +30,17 @@ function userText(prompt: readonly { role: string; content: unknown }[]): string
  * the message by the `«id»` its content starts with, and whose Reflector keeps every line. So a
  * log says exactly which messages it covers.
  */
-export function conformanceModel(): LanguageModelLike {
+export function conformanceModel(options: { delayMs?: number } = {}): LanguageModelLike {
+  const delay = () =>
+    options.delayMs
+      ? new Promise((resolve) => setTimeout(resolve, Math.random() * (options.delayMs ?? 0)))
+      : undefined;
   return {
     specificationVersion: 'v3',
     provider: 'conformance',
     modelId: 'echo-observer',
     doGenerate: async ({ prompt }) => {
+      await delay();
       const system = prompt.find((m) => m.role === 'system');
       const input = userText(prompt);
       if (typeof system?.content === 'string' && system.content.includes('Reflector')) {

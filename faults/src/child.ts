@@ -2,6 +2,8 @@
  * Entry point of the child processes the scenarios fork (`node --import tsx --conditions=source`):
  * opens its own store on the target in `FAULTS_TARGET` and runs the job in `FAULTS_JOB`.
  */
+
+import { conformanceModel, observedContent, observingMemory } from '@engram/conformance';
 import { isMemoryError, type MemoryStorage } from '@engram/core';
 import { type Job, type ParentMessage, report } from './ipc.ts';
 import { AckBeforeCommitStore } from './lossy-store.ts';
@@ -61,6 +63,34 @@ async function stoppedWriter(store: MemoryStorage, job: Extract<Job, { mode: 'st
   await Promise.all(Array.from({ length: job.chains }, (_, c) => chain(c)));
 }
 
+/**
+ * Turns of observational memory until killed: saves a message, prepares the turn (buffering and
+ * activation run with a slow mock Observer, so kills land inside them), saves an answer.
+ */
+async function observeWriter(store: MemoryStorage, job: Extract<Job, { mode: 'observe' }>): Promise<never> {
+  const memory = observingMemory(store, 'thread', 0.25, conformanceModel({ delayMs: 40 }));
+  const target = job.scene;
+  await report({ type: 'ready' });
+  for (let n = 0; ; n += 1) {
+    try {
+      for (const role of ['user', 'assistant'] as const) {
+        const id = `${job.writer}-${n}-${role}`;
+        await memory.saveMessages({
+          messages: [{ id, ...target, role, content: observedContent(id, 'word '.repeat(5 + (n % 17))) }],
+        });
+        await report({ type: 'saved', id });
+        if (role === 'user') await memory.observations?.prepare(target);
+      }
+    } catch (error) {
+      await report({
+        type: 'error',
+        code: isMemoryError(error) ? error.code : 'NOT_A_MEMORY_ERROR',
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const raw = process.env.FAULTS_JOB;
   if (!raw) throw new Error('FAULTS_JOB is not set');
@@ -71,6 +101,8 @@ async function main(): Promise<void> {
     const store =
       job.ackBeforeCommitMs === undefined ? real : new AckBeforeCommitStore(real, job.ackBeforeCommitMs);
     await crashWriter(store, job);
+  } else if (job.mode === 'observe') {
+    await observeWriter(real, job);
   } else if (job.mode === 'stopped') {
     await stoppedWriter(real, job);
     await real.close();

@@ -32,6 +32,12 @@ export type Job =
       others: Scene[];
     }
   | {
+      mode: 'observe';
+      /** Unique per spawned process; prefixes every message it saves. */
+      writer: string;
+      scene: Scene;
+    }
+  | {
       mode: 'memory';
       writer: string;
       /** Operations to run in all. */
@@ -47,6 +53,8 @@ export type ParentMessage = 'open' | 'close' | 'stop';
 export type ChildMessage =
   | { type: 'ready' }
   | { type: 'ack'; ack: Ack }
+  /** A message saved and acknowledged (the observation scenario). */
+  | { type: 'saved'; id: string }
   | { type: 'error'; code: string; message: string }
   | { type: 'done'; operations: number; invariants: number; violations: string[] }
   | {

@@ -383,6 +383,7 @@ export function observingMemory(
   store: MemoryStorage,
   scope: 'thread' | 'resource',
   buffer: number | false = 0.25,
+  model = conformanceModel(),
 ): Memory {
   return new Memory({
     storage: store,
@@ -391,7 +392,7 @@ export function observingMemory(
     },
     options: {
       observationalMemory: {
-        model: conformanceModel(),
+        model,
         scope,
         observation: { messageTokens: 120, bufferTokens: buffer, blockAfter: 1.5 },
         reflection: { observationTokens: 400 },
