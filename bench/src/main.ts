@@ -17,6 +17,7 @@ const { values } = parseArgs({
     adapters: { type: 'string', default: ADAPTER_NAMES.join(',') },
     quick: { type: 'boolean', default: false },
     recall: { type: 'boolean', default: false },
+    observations: { type: 'boolean', default: false },
     out: { type: 'string', default: new URL('../results/', import.meta.url).pathname },
   },
 });
@@ -25,6 +26,12 @@ if (values.recall) {
   // The semantic recall section runs on its own (src/recall-main.ts).
   const { runRecall } = await import('./recall-main.ts');
   await runRecall(values.adapters.split(','), quick, values.out);
+  process.exit(0);
+}
+if (values.observations) {
+  // The observational-memory section runs on its own (src/observations.ts).
+  const { runObservations } = await import('./observations.ts');
+  await runObservations(values.adapters.split(','), quick, values.out);
   process.exit(0);
 }
 const sizes = quick
