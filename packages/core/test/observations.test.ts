@@ -280,6 +280,33 @@ describe('observational memory: turns', () => {
     expect(await memory.storage.observations?.generations('thread:t1')).toEqual([]);
   });
 
+  it('shows the Observer files as placeholders and tool calls as short lines', async () => {
+    const { memory, observer } = setup();
+    await memory.createThread(T);
+    await memory.saveMessages({
+      messages: [
+        {
+          ...T,
+          role: 'user',
+          content: [
+            { type: 'text', text: `look ${'word '.repeat(200)}` },
+            { type: 'file', mediaType: 'image/png', data: 'A'.repeat(50_000) },
+          ],
+        },
+        {
+          ...T,
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: { city: 'Lisbon' } }],
+        },
+      ],
+    });
+    await memory.observations?.prepare(T);
+    const sent = JSON.stringify(observer.doGenerateCalls[0]?.prompt[1]);
+    expect(sent).toContain('[file image/png]');
+    expect(sent).toContain('[tool call getWeather {\\\"city\\\":\\\"Lisbon\\\"}]');
+    expect(sent).not.toContain('AAAAAAAAAA');
+  });
+
   it('counts tokens with o200k_base', () => {
     expect(tokensOf('hello world')).toBe(2);
     expect(tokensOf('')).toBe(0);

@@ -11,9 +11,37 @@ export function tokensOf(text: string): number {
   return text === '' ? 0 : countTokens(text);
 }
 
-/** The text of a message as the Observer and the token counts see it. */
+/**
+ * The text of a message as the Observer and the token counts see it: text parts as they are,
+ * tool calls and results as a short line with their JSON, files and images as a placeholder
+ * (their bytes are not text to observe).
+ */
 export function contentText(content: Message['content']): string {
-  return typeof content === 'string' ? content : JSON.stringify(content);
+  if (typeof content === 'string') return content;
+  const parts = Array.isArray(content)
+    ? content
+    : content && typeof content === 'object' && Array.isArray(content.parts)
+      ? content.parts
+      : null;
+  if (!parts) return JSON.stringify(content) ?? '';
+  return parts.map(partText).join('\n');
+}
+
+function partText(part: unknown): string {
+  if (typeof part === 'string') return part;
+  if (!part || typeof part !== 'object') return String(part);
+  const p = part as Record<string, unknown>;
+  switch (p.type) {
+    case 'text':
+    case 'reasoning':
+      return typeof p.text === 'string' ? p.text : '';
+    case 'tool-call':
+      return `[tool call ${String(p.toolName)} ${JSON.stringify(p.input ?? p.args ?? null)}]`;
+    case 'tool-result':
+      return `[tool result ${String(p.toolName)} ${JSON.stringify(p.output ?? p.result ?? null)}]`;
+    default:
+      return `[${String(p.type ?? 'part')}${typeof p.mediaType === 'string' ? ` ${p.mediaType}` : ''}]`;
+  }
 }
 
 /** Most message counts kept; the oldest are dropped first. */
