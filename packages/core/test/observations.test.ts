@@ -307,6 +307,33 @@ describe('observational memory: turns', () => {
     expect(sent).not.toContain('AAAAAAAAAA');
   });
 
+  it('keeps logs of hostile ids apart (resource scope, ids like __proto__ and key look-alikes)', async () => {
+    const issues: ObservationIssue[] = [];
+    const memory = new Memory({
+      storage: new InMemoryStore(),
+      onObservationIssue: (issue) => issues.push(issue),
+      options: {
+        observationalMemory: {
+          model: model(OBSERVED),
+          scope: 'resource',
+          observation: { messageTokens: 100, bufferTokens: false },
+        },
+      },
+    });
+    const resourceId = 'resource:u';
+    for (const threadId of ['__proto__', 'thread:x', 'constructor']) {
+      await memory.createThread({ threadId, resourceId });
+      await memory.saveMessages({ messages: [{ threadId, resourceId, role: 'user', content: 'w '.repeat(300) }] });
+      const turn = await memory.observations?.prepare({ threadId, resourceId });
+      expect(turn?.tail).toEqual([]);
+      expect(turn?.block).toContain(`[thread ${threadId}]`);
+    }
+    expect(issues).toEqual([]);
+    const snapshot = await memory.observations?.inspect({ threadId: '__proto__', resourceId });
+    expect([...(snapshot?.state.threads.keys() ?? [])].sort()).toEqual(['__proto__', 'constructor', 'thread:x']);
+    expect(await memory.storage.observations?.head('thread:__proto__')).toBeNull();
+  });
+
   it('counts tokens with o200k_base', () => {
     expect(tokensOf('hello world')).toBe(2);
     expect(tokensOf('')).toBe(0);
