@@ -110,6 +110,7 @@ export {
   type SemanticRecallOptions,
   type WorkingMemoryOptions,
 } from './memory-options.ts';
+export { renderObservationBlock } from './observations/block.ts';
 export {
   ObservationalMemory,
   type ObservationHost,
@@ -117,7 +118,19 @@ export {
   type ObservationTarget,
   type PreparedObservations,
 } from './observations/engine.ts';
-export type { Boundary, Chunk, Entry, LogState, ThreadProgress } from './observations/log.ts';
+export {
+  type Boundary,
+  boundaryOf,
+  type Chunk,
+  compareBoundaries,
+  type Entry,
+  isObserved,
+  type LogState,
+  logTokens as observationLogTokens,
+  parse as parseObservationLog,
+  progressOf,
+  type ThreadProgress,
+} from './observations/log.ts';
 export type { LanguageModelLike } from './observations/model.ts';
 export {
   OBSERVATIONAL_DEFAULTS,
@@ -126,7 +139,7 @@ export {
   type ReflectionOptions,
   type ResolvedObservationalMemory,
 } from './observations/options.ts';
-export { tokensOf } from './observations/tokens.ts';
+export { TokenCounter, tokensOf } from './observations/tokens.ts';
 export {
   assertEmbedder,
   describeSpace,

@@ -310,7 +310,11 @@ function renderMessages(view) {
   const body = clear($('panel-messages').querySelector('.body'));
   $('messages-count').textContent = `(newest ${view.messages.length} of ${view.totalMessages})`;
   if (view.messages.length === 0) body.append(el('p', 'muted', 'No messages.'));
+  const obs = view.observations;
+  const marks = new Map((obs && 'marks' in obs ? obs.marks : []).map((m) => [m.id, m]));
+  let previous = null;
   for (const m of view.messages) {
+    const mark = marks.get(m.id);
     const head = el(
       'div',
       'msg-head',
@@ -318,12 +322,133 @@ function renderMessages(view) {
       el('span', 'when', when(m.createdAt)),
     );
     head.append(el('span', 'id', m.id));
+    if (mark) {
+      const label =
+        mark.mark === 'observed' ? 'observed' : mark.buffered ? 'raw tail · buffered' : 'raw tail';
+      head.append(el('span', `mark mark-${mark.mark}`, label), el('span', 'tokens', `${mark.tokens} tokens`));
+    }
     if (state.info.allowEdits) {
       head.append(button('delete', () => deleteMessage(m), 'danger small'));
     }
-    const item = el('div', `msg msg-${m.role}`, head, messageText(m.content));
+    // The cursor sits between the last observed message and the raw tail after it.
+    if (previous === 'observed' && mark && mark.mark !== 'observed') {
+      body.append(el('div', 'cursor-line', 'cursor: the messages above are observed, below is the raw tail'));
+    }
+    const item = el(
+      'div',
+      `msg msg-${m.role}${mark ? ` msg-${mark.mark}` : ''}`,
+      head,
+      messageText(m.content),
+    );
     item.dataset.message = m.id;
+    if (mark) item.dataset.mark = mark.mark;
     body.append(item);
+    previous = mark ? mark.mark : null;
+  }
+}
+
+// ── observational memory ────────────────────────────────────────────────────────────────────
+
+function plural(n, word, many = `${word}s`) {
+  return `${n.toLocaleString()} ${n === 1 ? word : many}`;
+}
+
+function renderObservations(view) {
+  const body = clear($('panel-observations').querySelector('.body'));
+  const obs = view.observations;
+  const summary = $('observations-summary');
+  summary.textContent = '';
+  if (obs.status === 'unsupported') {
+    body.append(el('p', 'notice obs-unsupported', obs.message));
+    return;
+  }
+  if (obs.status === 'none') {
+    body.append(el('p', 'muted obs-none', obs.message));
+    return;
+  }
+  summary.textContent = `(${obs.key}, ${obs.scope} scope)`;
+  const head = el(
+    'p',
+    'obs-head',
+    `generation ${obs.generation} · version ${obs.version} · updated ${when(obs.updatedAt)}`,
+  );
+  const tokens = el(
+    'div',
+    'obs-tokens',
+    el('span', 'side obs-log-tokens', `observations: ${obs.logTokens.toLocaleString()} tokens`),
+    el(
+      'span',
+      'side obs-tail-tokens',
+      `raw tail: ${obs.tailTokens.toLocaleString()} tokens in ${plural(obs.tailMessages, 'message')}`,
+    ),
+    el('span', 'side obs-observed', `${plural(obs.observedMessages, 'message')} observed`),
+  );
+  const cursor = el(
+    'p',
+    'obs-cursor',
+    obs.cursor
+      ? `cursor: ${when(obs.cursor.at)} · message ${obs.cursor.id}`
+      : 'cursor: none (nothing activated for this thread yet)',
+  );
+  body.append(head, tokens, cursor);
+  if (obs.late.length > 0) body.append(el('p', 'obs-late', `late (kept raw): ${obs.late.join(', ')}`));
+  const generations = el('div', 'obs-generations');
+  obs.generations.forEach((g, i) => {
+    const details = el(
+      'details',
+      'obs-generation',
+      el(
+        'summary',
+        '',
+        `generation ${g.generation} · version ${g.version} · updated ${when(g.updatedAt)} · ${plural(g.entries.length, 'entry', 'entries')} (${g.logTokens} tokens) · ${plural(g.chunks.length, 'buffered chunk')}`,
+      ),
+    );
+    details.dataset.generation = String(g.generation);
+    details.open = i === obs.generations.length - 1;
+    if (g.currentTask) details.append(el('p', 'obs-task', `current task: ${g.currentTask}`));
+    if (g.suggestedResponse)
+      details.append(el('p', 'obs-suggested', `suggested response: ${g.suggestedResponse}`));
+    for (const e of g.entries) {
+      const from =
+        e.threadId === ''
+          ? 'several threads'
+          : e.threadId === view.thread.id
+            ? 'this thread'
+            : `thread ${e.threadId}`;
+      details.append(
+        el(
+          'div',
+          'obs-entry',
+          el('div', 'obs-head', `${from} · ${e.tokens} tokens · replaces ${plural(e.messages, 'message')}`),
+          el('pre', 'obs-text', e.text),
+        ),
+      );
+    }
+    for (const c of g.chunks) {
+      details.append(
+        el(
+          'div',
+          'obs-chunk',
+          el(
+            'div',
+            'obs-head',
+            `buffered, not activated · thread ${c.threadId} · ${c.tokens} tokens · covers ${plural(c.messageIds.length, 'message')} (${c.messageTokens} tokens)`,
+          ),
+          el('pre', 'obs-text', c.text),
+        ),
+      );
+    }
+    generations.append(details);
+  });
+  body.append(generations);
+  if (obs.block !== null) {
+    const block = el(
+      'details',
+      'obs-block',
+      el('summary', '', 'system block the agent gets (Observations processor)'),
+    );
+    block.append(el('pre', 'prompt obs-block-text', obs.block));
+    body.append(block);
   }
 }
 
@@ -603,6 +728,7 @@ function renderThread(view) {
   if (state.editing.size === 0) renderWorkingMemory(view);
   renderPrompt(view);
   renderRecall(view);
+  renderObservations(view);
 }
 
 async function refreshThread(force = false) {

@@ -1,8 +1,9 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { isMemoryError, type SemanticRecallOptions } from '@engram/core';
+import { isMemoryError, type Message, type SemanticRecallOptions } from '@engram/core';
 import { type DocumentView, Inspector } from './inspector.ts';
+import type { ObservationsScope, ObservationsView } from './observations.ts';
 import { type OpenedStore, openStore, StoreError, type StoreSettings } from './open.ts';
 import { startServer } from './server.ts';
 
@@ -11,11 +12,14 @@ const USAGE = `usage:
   engram-inspect thread <threadId> [--store <store>] [--last <n>] [--json]
   engram-inspect wm <resourceId> [--thread <threadId>] [--store <store>] [--json]
   engram-inspect prompt <threadId> [--store <store>] [--json]
+  engram-inspect observations <threadId> [--store <store>] [--last <n>] [--json]
 
 Shows what an engram memory holds. The first form serves a page on 127.0.0.1 (a random port
 unless --port is given) at a URL holding a per-run token; it is read-only unless started with
---allow-edits. The other forms print one thread, one working memory or one composed system
-prompt (JSON with --json).
+--allow-edits. The other forms print one thread, one working memory, one composed system
+prompt (with the observation block and the raw tail when the thread has an observation log), or
+a thread's observation log: its generations, the cursor and the tokens on each side (JSON with
+--json).
 
 <store> (or --store, or ENGRAM_INSPECT_STORE) is a URL or a module:
   file:./memory.db                 libSQL (@engram/libsql)
@@ -36,13 +40,16 @@ store options (URLs only; a module configures its own Memory):
   --prefix <p>                     key (Upstash), table (pg) or collection (MongoDB) prefix
   --pg-schema <name>               PostgreSQL schema (default public)
   --db <name>                      MongoDB database (default: the URL's path, else engram)
+  --observations-scope thread|resource
+                                   the observation log to read (default: the thread's, else its
+                                   resource's; a module's observationalMemory.scope)
   --lexical-embedder <dimensions>  semantic recall with core's lexical embedder, for a store
                                    whose vectors that embedder made (another space is refused)
   --top-k <n>, --message-range <n>, --recall-scope resource|thread
                                    with --lexical-embedder: the agent's semanticRecall settings`;
 
 interface Parsed {
-  command: 'serve' | 'thread' | 'wm' | 'prompt';
+  command: 'serve' | 'thread' | 'wm' | 'prompt' | 'observations';
   target?: string;
   store?: string;
   port?: number;
@@ -50,6 +57,7 @@ interface Parsed {
   json: boolean;
   last?: number;
   thread?: string;
+  observationsScope?: ObservationsScope;
   settings: StoreSettings;
 }
 
@@ -72,6 +80,7 @@ const OPTIONS = {
   'top-k': { type: 'string' },
   'message-range': { type: 'string' },
   'recall-scope': { type: 'string' },
+  'observations-scope': { type: 'string' },
 } as const;
 
 function parse(argv: readonly string[]): Parsed {
@@ -94,7 +103,9 @@ function parse(argv: readonly string[]): Parsed {
       throw new UsageError(`--${flag} needs an integer of at least ${min}`);
     return n;
   };
-  const scopeOf = (flag: 'scope' | 'recall-scope'): 'resource' | 'thread' | undefined => {
+  const scopeOf = (
+    flag: 'scope' | 'recall-scope' | 'observations-scope',
+  ): 'resource' | 'thread' | undefined => {
     const scope = values[flag];
     if (scope !== undefined && scope !== 'resource' && scope !== 'thread') {
       throw new UsageError(`--${flag} is resource or thread`);
@@ -111,6 +122,7 @@ function parse(argv: readonly string[]): Parsed {
     port: integer('port', 0),
     last: integer('last', 1),
     thread: values.thread,
+    observationsScope: scopeOf('observations-scope'),
     settings: defined({
       scope: scopeOf('scope'),
       schemaFile: values.schema,
@@ -133,7 +145,7 @@ function parse(argv: readonly string[]): Parsed {
     out.settings.recall = recall;
   }
   const [first, second, third] = positional;
-  if (first === 'thread' || first === 'wm' || first === 'prompt') {
+  if (first === 'thread' || first === 'wm' || first === 'prompt' || first === 'observations') {
     out.command = first;
     if (second === undefined) throw new UsageError(`${first} needs an id`);
     out.target = second;
@@ -176,6 +188,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     allowEdits: parsed.allowEdits,
     lastMessages: parsed.last,
     assumed: opened.assumed,
+    observationsScope: parsed.observationsScope,
   });
   if (parsed.command === 'serve') return serve(inspector, opened, parsed.port);
   try {
@@ -250,16 +263,49 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
       console.error(`engram-inspect: WARNING: ${visibleControls(prompt.warning)}`);
     }
     const recalled = await inspector.turnRecall(thread);
+    const { view: observed, tail } = await inspector.readObservations(id, 1);
     if (parsed.json) {
       const recall = recalled ? { recall: recalled } : {};
-      return JSON.stringify({ threadId: id, resourceId: thread.resourceId, ...prompt, ...recall }, null, 2);
+      const observations =
+        observed.status === 'log'
+          ? {
+              status: observed.status,
+              scope: observed.scope,
+              key: observed.key,
+              generation: observed.generation,
+              block: observed.block,
+              logTokens: observed.logTokens,
+              tailTokens: observed.tailTokens,
+              tail,
+            }
+          : { status: observed.status, message: observed.message };
+      return JSON.stringify(
+        { threadId: id, resourceId: thread.resourceId, ...prompt, ...recall, observations },
+        null,
+        2,
+      );
     }
-    const text = 'text' in prompt ? prompt.text : prompt.unavailable;
-    if (!recalled) return text;
-    if ('error' in recalled) return `${text}\n\n(semantic recall failed: ${recalled.error})`;
-    return recalled.text === ''
-      ? `${text}\n\n(semantic recall: ${recalled.note})`
-      : `${text}\n\n${recalled.text}`;
+    const parts = ['text' in prompt ? prompt.text : prompt.unavailable];
+    if (observed.status === 'log' && observed.block !== null) parts.push(observed.block);
+    if (recalled) {
+      if ('error' in recalled) parts.push(`(semantic recall failed: ${recalled.error})`);
+      else parts.push(recalled.text === '' ? `(semantic recall: ${recalled.note})` : recalled.text);
+    }
+    if (observed.status === 'log' && tail) {
+      // Under observational memory the agent gets the raw tail instead of the newest N messages.
+      const lines = [
+        `history: the raw tail, ${plural(observed.tailMessages, 'message')} (${observed.tailTokens} tokens); ${plural(observed.observedMessages, 'earlier message')} replaced by the observations`,
+      ];
+      for (const m of tail)
+        lines.push(`[${m.createdAt.toISOString()}] ${m.role} (${m.id})`, indent(textOf(m)));
+      parts.push(lines.join('\n'));
+    }
+    return parts.join('\n\n');
+  }
+  if (parsed.command === 'observations') {
+    const { view, messages } = await inspector.readObservations(id);
+    if (parsed.json) return JSON.stringify({ threadId: id, ...view }, null, 2);
+    return formatObservations(view, messages);
   }
   const resource = await inspector.resource(id);
   let threadDoc: DocumentView | null = null;
@@ -283,6 +329,56 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
   return [formatDocument(resource.workingMemory), threadDoc ? formatDocument(threadDoc) : '']
     .filter(Boolean)
     .join('\n');
+}
+
+/** The `observations` command's text: the log's generations, the cursor and the marked messages. */
+function formatObservations(view: ObservationsView, messages: readonly Message[]): string {
+  if (view.status !== 'log') return view.message;
+  const lines = [
+    `observation log ${view.key} (${view.scope} scope): generation ${view.generation}, version ${view.version}, updated ${view.updatedAt}`,
+    `tokens: observations ${view.logTokens} · raw tail ${view.tailTokens} in ${plural(view.tailMessages, 'message')} · ${plural(view.observedMessages, 'message')} observed`,
+    `cursor: ${view.cursor ? `${view.cursor.at} (${view.cursor.id})` : 'none (nothing activated for this thread)'} · late: ${view.late.length === 0 ? 'none' : view.late.join(', ')}`,
+  ];
+  for (const g of view.generations) {
+    lines.push(
+      '',
+      `generation ${g.generation} · version ${g.version} · updated ${g.updatedAt} · ${plural(g.entries.length, 'entry', 'entries')} (${g.logTokens} tokens) · ${plural(g.chunks.length, 'buffered chunk')}`,
+    );
+    if (g.currentTask) lines.push(`  current task: ${g.currentTask}`);
+    if (g.suggestedResponse) lines.push(`  suggested response: ${g.suggestedResponse}`);
+    g.entries.forEach((e, i) => {
+      const from = e.threadId === '' ? 'several threads' : `thread ${e.threadId}`;
+      lines.push(`  entry ${i + 1}: ${from} · ${e.tokens} tokens · ${plural(e.messages, 'message')}`);
+      lines.push(indent(indent(e.text)));
+    });
+    for (const c of g.chunks) {
+      lines.push(
+        `  buffered: thread ${c.threadId} · ${c.tokens} tokens · ${plural(c.messageIds.length, 'message')} (${c.messageTokens} tokens), not activated`,
+      );
+      lines.push(indent(indent(c.text)));
+    }
+  }
+  const marks = new Map(view.marks.map((m) => [m.id, m]));
+  lines.push('', `messages (newest ${messages.length}):`);
+  let before: string | undefined;
+  for (const m of messages) {
+    const mark = marks.get(m.id);
+    const label = mark?.mark === 'observed' ? 'observed' : `raw tail${mark?.buffered ? ' (buffered)' : ''}`;
+    if (before === 'observed' && mark?.mark !== 'observed') lines.push('  ── cursor ──');
+    lines.push(
+      `  [${m.createdAt.toISOString()}] ${m.role} (${m.id}) · ${mark?.tokens ?? 0} tokens · ${label}`,
+    );
+    before = mark?.mark;
+  }
+  return lines.join('\n');
+}
+
+function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n} ${n === 1 ? word : many}`;
+}
+
+function textOf(m: Message): string {
+  return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
 }
 
 function formatDocument(doc: DocumentView): string {

@@ -10,6 +10,16 @@ export {
   type ThreadView,
   type WorkingMemoryEditRequest,
 } from './inspector.ts';
+export type {
+  MessageMark,
+  ObservationChunkView,
+  ObservationEntryView,
+  ObservationGenerationView,
+  ObservationLogView,
+  ObservationsRead,
+  ObservationsScope,
+  ObservationsView,
+} from './observations.ts';
 export {
   isStoreUrl,
   loadAdapter,

@@ -11,6 +11,12 @@ import {
 } from '@engram/core';
 import { assumedWarning, contradiction } from './assumed.ts';
 import {
+  type ObservationsRead,
+  type ObservationsScope,
+  type ObservationsView,
+  readObservations,
+} from './observations.ts';
+import {
   type RecallStatus,
   type RecallView,
   recallForThread,
@@ -39,6 +45,11 @@ export interface MemoryInfo {
     readOnly: boolean;
   };
   recall: RecallStatus;
+  /**
+   * Observational memory: whether the store has the `observations` domain, and the log scope
+   * looked at (`null`: the thread's log, else its resource's when only that one exists).
+   */
+  observations: { supported: boolean; scope: ObservationsScope | null };
 }
 
 /** One resource found by scanning threads. */
@@ -91,6 +102,8 @@ export interface ThreadView {
    */
   turnRecall: TurnRecall | null;
   recall: RecallStatus;
+  /** The thread's observation log, its cursor and a mark for each message shown. */
+  observations: ObservationsView;
   version: string;
 }
 
@@ -115,6 +128,8 @@ export class Inspector {
   readonly lastMessages: number;
   /** Set when the memory's mode and template were assumed: how to give the real ones. */
   readonly assumed: string | undefined;
+  /** The observation log scope to read; `undefined`: the thread's log, else its resource's. */
+  readonly observationsScope: ObservationsScope | undefined;
 
   constructor(options: {
     memory: Memory;
@@ -127,8 +142,16 @@ export class Inspector {
      * is refused when the stored working memory contradicts the assumed mode.
      */
     assumed?: string;
+    /**
+     * The observation log to read: `'thread'` or `'resource'`. Default: the memory's
+     * `observationalMemory.scope` when it is configured, else the thread's log or, when the
+     * thread has none, its resource's.
+     */
+    observationsScope?: ObservationsScope;
   }) {
     this.memory = options.memory;
+    const om = options.memory.options.observationalMemory;
+    this.observationsScope = options.observationsScope ?? (om ? om.scope : undefined);
     this.assumed = options.assumed;
     this.label = options.label ?? options.memory.storage.name;
     this.allowEdits = options.allowEdits === true;
@@ -153,7 +176,35 @@ export class Inspector {
         readOnly: this.memory.options.readOnly,
       },
       recall: this.recallStatus(),
+      observations: {
+        supported: this.memory.storage.observations !== undefined,
+        scope: this.observationsScope ?? null,
+      },
     };
+  }
+
+  /**
+   * A thread's observation log read from the store alone (no model): every generation with its
+   * entries and buffered chunks, the thread's cursor, the block the agent gets, the tokens on
+   * each side, and for each of the newest `last` messages whether it is observed or in the raw
+   * tail. Says so when the store has no `observations` domain or the thread no log.
+   */
+  async observations(threadId: string, last = this.lastMessages): Promise<ObservationsView> {
+    return (await this.readObservations(threadId, last)).view;
+  }
+
+  /** `observations` with the raw tail itself (the history the agent gets when a log exists). */
+  async readObservations(
+    threadId: string,
+    last = this.lastMessages,
+  ): Promise<ObservationsRead & { messages: Message[] }> {
+    const storage = this.memory.storage;
+    const thread = await storage.getThreadById({ threadId });
+    if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
+    const page = await storage.listMessages({ threadId, perPage: last, direction: 'DESC' });
+    const messages = page.messages.reverse();
+    const read = await readObservations(this.memory, thread, messages, page.total, this.observationsScope);
+    return { ...read, messages };
   }
 
   /** Semantic recall status; see `RecallStatus`. */
@@ -165,8 +216,10 @@ export class Inspector {
    * The recall system message of the agent's next step in `thread` (core's `SemanticRecall`
    * processor over the recent history); `null` when recall is not configured.
    */
-  turnRecall(thread: Thread): Promise<TurnRecall | null> {
-    return turnRecall(this.memory, thread);
+  async turnRecall(thread: Thread): Promise<TurnRecall | null> {
+    if (!this.memory.options.semanticRecall) return null;
+    const observed = await readObservations(this.memory, thread, [], 0, this.observationsScope);
+    return turnRecall(this.memory, thread, observed.tail ?? undefined);
   }
 
   /**
@@ -298,12 +351,23 @@ export class Inspector {
     const storage = this.memory.storage;
     const thread = await storage.getThreadById({ threadId });
     if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
-    const [page, resource, prompt, recalled] = await Promise.all([
+    const [page, resource, prompt] = await Promise.all([
       storage.listMessages({ threadId, perPage: last, direction: 'DESC' }),
       storage.getResourceById({ resourceId: thread.resourceId }),
       this.prompt(thread),
-      this.turnRecall(thread),
     ]);
+    const messages = page.messages.reverse();
+    const observed = await readObservations(
+      this.memory,
+      thread,
+      messages,
+      page.total,
+      this.observationsScope,
+    );
+    // Under observational memory the agent's history is the raw tail, not the newest N.
+    const recalled = this.memory.options.semanticRecall
+      ? await turnRecall(this.memory, thread, observed.tail ?? undefined)
+      : null;
     const wm = this.memory.options.workingMemory;
     const threadValue = thread.metadata.workingMemory;
     const workingMemory = wm.enabled
@@ -318,12 +382,13 @@ export class Inspector {
       : null;
     const view = {
       thread,
-      messages: page.messages.reverse(),
+      messages,
       totalMessages: page.total,
       workingMemory,
       prompt,
       turnRecall: recalled,
       recall: this.recallStatus(),
+      observations: observed.view,
     };
     return { ...view, version: hashOf(view) };
   }

@@ -153,12 +153,16 @@ export async function recallForThread(memory: Memory, thread: Thread, request: u
 
 /**
  * This turn's recall system message for `thread`: the thread's recent history (the memory's
- * `lastMessages`) run through core's `SemanticRecall` processor. `null` when recall is not
- * configured.
+ * `lastMessages`, or `history` when given: the raw tail under observational memory) run
+ * through core's `SemanticRecall` processor. `null` when recall is not configured.
  */
-export async function turnRecall(memory: Memory, thread: Thread): Promise<TurnRecall | null> {
+export async function turnRecall(
+  memory: Memory,
+  thread: Thread,
+  history?: readonly Message[],
+): Promise<TurnRecall | null> {
   if (!memory.options.semanticRecall) return null;
-  const history = await memory.getMessages({ threadId: thread.id, resourceId: thread.resourceId });
+  history ??= await memory.getMessages({ threadId: thread.id, resourceId: thread.resourceId });
   const messages: AgentMessage[] = history.map((m) => ({ role: m.role, content: m.content }));
   const query = latestUserText(messages);
   if (query === '') return { query, text: '', note: 'the thread has no user message to recall for' };

@@ -60,6 +60,8 @@ class HttpError extends Error {
  * - `GET /api/resources/:id` — a resource's record and working memory
  * - `GET /api/threads?resourceId=&q=&page=&perPage=` — threads, paged and searchable
  * - `GET /api/threads/:id?last=N` — the thread view (`ETag` = its version; `If-None-Match` → 304)
+ * - `GET /api/threads/:id/observations?last=N` — the thread's observation log (generations,
+ *   cursor, tokens on each side, a mark per message shown); says so when the store has none
  * - `POST /api/threads/:id/recall` — semantic recall for `{ query, topK?, scope?, messageRange? }`
  *   in that thread (reads only; `UNSUPPORTED` when the memory has no recall configured)
  * - `PUT /api/working-memory` — edit (`--allow-edits` only); `DELETE /api/threads/:id/messages/:mid`
@@ -126,6 +128,16 @@ export async function startServer(
         return;
       }
       return sendJson(res, 200, view, { etag });
+    }
+    if (
+      method === 'GET' &&
+      first === 'threads' &&
+      id !== undefined &&
+      sub === 'observations' &&
+      parts.length === 3
+    ) {
+      const last = q.has('last') ? Math.min(Math.max(count(q.get('last'), 1), 1), 1000) : undefined;
+      return sendJson(res, 200, await inspector.observations(id, last));
     }
     if (
       method === 'POST' &&

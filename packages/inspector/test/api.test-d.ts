@@ -3,6 +3,7 @@ import { expectTypeOf, it } from 'vitest';
 import {
   Inspector,
   type InspectorServer,
+  type ObservationsView,
   type OpenedStore,
   openStore,
   type RecallSettings,
@@ -38,4 +39,13 @@ it('inspects a Memory, read-only unless edits are allowed, and serves it', () =>
   expectTypeOf(inspector.recall).parameters.toEqualTypeOf<[threadId: string, request: unknown]>();
   expectTypeOf(inspector.recall).returns.resolves.toEqualTypeOf<RecallView>();
   expectTypeOf<RecallView['hits'][number]['score']>().toEqualTypeOf<number>();
+});
+
+it("reads a thread's observation log, scoped by option", () => {
+  const inspector = new Inspector({ memory: {} as Memory, observationsScope: 'resource' });
+  // @ts-expect-error: a log scope is 'thread' or 'resource'
+  new Inspector({ memory: {} as Memory, observationsScope: 'tenant' });
+  expectTypeOf(inspector.observations).returns.resolves.toEqualTypeOf<ObservationsView>();
+  expectTypeOf<ThreadView['observations']>().toEqualTypeOf<ObservationsView>();
+  expectTypeOf<ObservationsView['status']>().toEqualTypeOf<'unsupported' | 'none' | 'log'>();
 });

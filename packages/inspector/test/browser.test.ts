@@ -7,6 +7,7 @@ import { Inspector } from '../src/inspector.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
 import { type InspectorServer, startServer } from '../src/server.ts';
 import { launchBrowser } from './browser.ts';
+import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
 import {
   ADAPTERS,
   type AdapterCase,
@@ -523,5 +524,142 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     await page.setViewportSize({ width: 1440, height: 1150 });
     const png = await page.screenshot({ path, fullPage: true });
     expect(png.subarray(1, 4).toString()).toBe('PNG');
+  });
+});
+
+describe('observational memory (in-memory store, log seeded through core; libsql without the domain)', () => {
+  let seeded: ObservedSeed;
+  let server: InspectorServer;
+  let plain: OpenedStore;
+  let plainServer: InspectorServer;
+  let plainThread: string;
+  let page: Page;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    seeded = await seedObservedMemory();
+    server = await startServer(new Inspector({ memory: seeded.memory, label: 'in-memory' }));
+    plain = await openStore(`file:${tmp.dir}/no-observations.db`);
+    plainThread = (await plain.memory.createThread({ resourceId: 'r-plain' })).id;
+    plainServer = await startServer(new Inspector({ memory: plain.memory }));
+    page = await context.newPage();
+    page.on('pageerror', (error) => errors.push(error.message));
+  });
+
+  afterAll(async () => {
+    await page?.close();
+    await server?.close();
+    await plainServer?.close();
+    await plain?.close();
+  });
+
+  it('shows the generations, the cursor, the tokens on each side and marks each message observed or raw tail', async () => {
+    await openThread(page, server, seeded.resourceId, seeded.threadId);
+    const panel = page.locator('#panel-observations');
+    await panel.locator('.obs-generation').nth(1).waitFor();
+    const target = { threadId: seeded.threadId, resourceId: seeded.resourceId };
+    const snapshot = await seeded.memory.observations!.inspect(target);
+
+    expect(await page.locator('#observations-summary').textContent()).toBe(
+      `(thread:${seeded.threadId}, thread scope)`,
+    );
+    expect(await panel.locator('.obs-head').first().textContent()).toMatch(
+      /^generation 2 · version 4 · updated /,
+    );
+    expect(await panel.locator('.obs-log-tokens').textContent()).toBe(
+      `observations: ${snapshot.logTokens} tokens`,
+    );
+    expect(await panel.locator('.obs-tail-tokens').textContent()).toBe(
+      `raw tail: ${snapshot.tailTokens} tokens in 2 messages`,
+    );
+    expect(await panel.locator('.obs-observed').textContent()).toBe('4 messages observed');
+    expect(await panel.locator('.obs-cursor').textContent()).toContain(
+      `message ${seeded.observedIds.at(-1)}`,
+    );
+
+    // Generation 1 (the Observer's entry) closed, generation 2 (the Reflector's, and a chunk) open.
+    const [first, second] = [
+      panel.locator('.obs-generation').nth(0),
+      panel.locator('.obs-generation').nth(1),
+    ];
+    expect(await first.getAttribute('data-generation')).toBe('1');
+    expect(await first.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+    expect(await second.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+    expect(await first.locator('.obs-entry .obs-text').textContent()).toContain(`User pasted ${XSS_SCRIPT}`);
+    expect(await first.locator('.obs-entry .obs-head').textContent()).toBe(
+      'this thread · 64 tokens · replaces 4 messages',
+    );
+    expect(await second.locator('.obs-entry .obs-text').textContent()).toContain(XSS_IMG);
+    expect(await second.locator('.obs-chunk .obs-head').textContent()).toContain('buffered, not activated');
+    expect(await second.locator('.obs-task').textContent()).toBe('current task: Planning the Lisbon trip');
+    expect(await panel.locator('.obs-block-text').textContent()).toBe(snapshot.block);
+
+    // The messages panel: a mark and tokens on each message, the cursor between the two sides.
+    await expect.poll(() => page.locator('#panel-messages .msg').count()).toBe(6);
+    const marks = await page
+      .locator('#panel-messages .msg')
+      .evaluateAll((nodes) =>
+        nodes.map((n) => [(n as HTMLElement).dataset.message, (n as HTMLElement).dataset.mark]),
+      );
+    expect(marks).toEqual([
+      ...seeded.observedIds.map((id) => [id, 'observed']),
+      ...seeded.tailIds.map((id) => [id, 'raw-tail']),
+    ]);
+    expect(await page.locator('#panel-messages .mark').allTextContents()).toEqual([
+      'observed',
+      'observed',
+      'observed',
+      'observed',
+      'raw tail · buffered',
+      'raw tail',
+    ]);
+    const tailTokens = await page
+      .locator('#panel-messages .msg[data-mark="raw-tail"] .tokens')
+      .allTextContents();
+    expect(tailTokens.reduce((sum, t) => sum + Number.parseInt(t, 10), 0)).toBe(snapshot.tailTokens);
+    const order = await page
+      .locator('#panel-messages .body > *')
+      .evaluateAll((nodes) => nodes.map((n) => (n.classList.contains('cursor-line') ? 'cursor' : 'msg')));
+    expect(order).toEqual(['msg', 'msg', 'msg', 'msg', 'cursor', 'msg', 'msg']);
+
+    expect(await page.evaluate(() => window.__xss)).toBeUndefined();
+    expect(await page.locator('img').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('updates live when the engine activates more of the thread', async () => {
+    await openThread(page, server, seeded.resourceId, seeded.threadId);
+    await page.locator('#panel-observations .obs-generation').nth(1).waitFor();
+    // Past blockAfter × messageTokens the next turn observes and activates synchronously.
+    await seeded.memory.saveMessages({
+      messages: [
+        {
+          threadId: seeded.threadId,
+          resourceId: seeded.resourceId,
+          role: 'user',
+          content: `A long message. ${'word '.repeat(150)}`,
+          createdAt: new Date(Date.UTC(2026, 10, 30, 9, 20)),
+        },
+      ],
+    });
+    await seeded.memory.observations!.prepare({ threadId: seeded.threadId, resourceId: seeded.resourceId });
+    await seeded.memory.observations!.idle();
+    await expect
+      .poll(() => page.locator('#panel-messages .msg[data-mark="raw-tail"]').count(), { timeout: 5_000 })
+      .toBe(0);
+    expect(await page.locator('#panel-observations .obs-tail-tokens').textContent()).toBe(
+      'raw tail: 0 tokens in 0 messages',
+    );
+  });
+
+  it('says plainly that a store without the observations domain has no log', async () => {
+    await page.goto('about:blank');
+    await page.goto(`${plainServer.url}${route('r-plain', plainThread)}`);
+    const notice = page.locator('#panel-observations .obs-unsupported');
+    await notice.waitFor();
+    expect(await notice.textContent()).toBe(
+      'the libsql store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
+    );
+    expect(await page.locator('#panel-messages .mark').count()).toBe(0);
   });
 });

@@ -4,11 +4,15 @@ import { fileURLToPath } from 'node:url';
 import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapter, type OpenedStore, openStore, redactUrl, StoreError, urlPath } from '../src/open.ts';
+import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
 import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
 
 const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
 const RECALL_MODULE = fileURLToPath(new URL('./fixtures/recall-module.ts', import.meta.url));
+const OBSERVED_MODULE = fileURLToPath(new URL('./fixtures/observed-memory.ts', import.meta.url));
+const NO_DOMAIN =
+  'the libsql store has no observations domain: observational memory cannot run on it, so there is no observation log to show';
 
 interface Run {
   code: number | null;
@@ -106,6 +110,7 @@ describe('engram-inspect CLI', () => {
       threadId: seeded.trip,
       resourceId: seeded.resourceId,
       text: expected.content,
+      observations: { status: 'unsupported', message: NO_DOMAIN },
     });
   });
 
@@ -277,6 +282,99 @@ describe('engram-inspect CLI', () => {
     expect(integer.stderr).toContain('--last needs an integer of at least 1');
     expect(scope.stderr).toContain('--scope is resource or thread');
     expect(missing.stderr).toContain("Option '--store <value>' argument missing");
+  });
+
+  describe('observational memory (a module seeding an in-memory store through core)', () => {
+    const env = { INSPECT_TEST_RESOURCE: 'ada', INSPECT_TEST_THREAD: 'lisbon' };
+    let local: ObservedSeed;
+
+    beforeAll(async () => {
+      // The same seed in this process: ids differ, but the block and token counts do not.
+      local = await seedObservedMemory(undefined, { resourceId: 'ada', threadId: 'lisbon' });
+    });
+
+    it('observations <thread>: the generations, the cursor, the tokens on each side and the marked messages', async () => {
+      const [text, json] = await Promise.all([
+        cli(['observations', 'lisbon', '--store', OBSERVED_MODULE], env),
+        cli(['observations', 'lisbon', '--store', OBSERVED_MODULE, '--json'], env),
+      ]);
+      expect(text.stderr).toBe('');
+      expect(text.code).toBe(0);
+      const snapshot = await local.memory.observations!.inspect({ threadId: 'lisbon', resourceId: 'ada' });
+      const out = text.stdout;
+      expect(out).toContain(
+        'observation log thread:lisbon (thread scope): generation 2, version 4, updated ',
+      );
+      expect(out).toContain(
+        `tokens: observations ${snapshot.logTokens} · raw tail ${snapshot.tailTokens} in 2 messages · 4 messages observed`,
+      );
+      expect(out).toMatch(/cursor: 2026-11-30T09:03:00\.000Z \([0-9a-f-]{36}\) · late: none/);
+      expect(out).toContain('generation 1 · version 3 · updated ');
+      expect(out).toContain('1 entry (64 tokens) · 0 buffered chunks');
+      expect(out).toContain('entry 1: several threads · 26 tokens · 4 messages');
+      expect(out).toContain('buffered: thread lisbon · 64 tokens · 1 message (42 tokens), not activated');
+      expect(out).toContain('current task: Planning the Lisbon trip');
+      const marks = out
+        .split('\n')
+        .filter((line) => line.startsWith('  [') || line.includes('── cursor ──'))
+        .map((line) => line.replace(/^.*· /, '').trim());
+      expect(marks).toEqual([
+        'observed',
+        'observed',
+        'observed',
+        'observed',
+        '── cursor ──',
+        'raw tail (buffered)',
+        'raw tail',
+      ]);
+      const view = JSON.parse(json.stdout);
+      expect(view).toMatchObject({ threadId: 'lisbon', status: 'log', scope: 'thread', generation: 2 });
+      expect(view.block).toBe(snapshot.block);
+      expect(view.generations).toHaveLength(2);
+    });
+
+    it('prompt <thread>: the observation block as the agent gets it, then the raw tail instead of the newest N', async () => {
+      const [text, json] = await Promise.all([
+        cli(['prompt', 'lisbon', '--store', OBSERVED_MODULE], env),
+        cli(['prompt', 'lisbon', '--store', OBSERVED_MODULE, '--json'], env),
+      ]);
+      expect(text.stderr).toBe('');
+      expect(text.code).toBe(0);
+      const target = { threadId: 'lisbon', resourceId: 'ada' };
+      const snapshot = await local.memory.observations!.inspect(target);
+      const wm = await WorkingMemory.fromMemory(local.memory).buildMessage(target);
+      const history = [
+        `history: the raw tail, 2 messages (${snapshot.tailTokens} tokens); 4 earlier messages replaced by the observations`,
+        ...snapshot.tail.flatMap((m) => [
+          `[${m.createdAt.toISOString()}] ${m.role} (ID)`,
+          `  ${m.content as string}`,
+        ]),
+      ].join('\n');
+      const ids = /\(([0-9a-f-]{36})\)/g;
+      expect(text.stdout.replace(ids, '(ID)')).toBe(`${wm.content}\n\n${snapshot.block}\n\n${history}\n`);
+      const out = JSON.parse(json.stdout);
+      expect(out.observations).toMatchObject({
+        status: 'log',
+        key: 'thread:lisbon',
+        generation: 2,
+        block: snapshot.block,
+        tailTokens: snapshot.tailTokens,
+      });
+      expect(out.observations.tail.map((m: { content: string }) => m.content)).toEqual(
+        snapshot.tail.map((m) => m.content),
+      );
+    });
+
+    it('a store without the observations domain, and a bad --observations-scope', async () => {
+      const [libsqlRun, bad] = await Promise.all([
+        cli(['observations', seeded.trip, ...storeArgs]),
+        cli(['observations', 'lisbon', '--store', OBSERVED_MODULE, '--observations-scope', 'tenant']),
+      ]);
+      expect(libsqlRun.code).toBe(0);
+      expect(libsqlRun.stdout).toBe(`${NO_DOMAIN}\n`);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--observations-scope is resource or thread');
+    });
   });
 
   it('fails clearly when the store cannot be reached, without printing the password', async () => {

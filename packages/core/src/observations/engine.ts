@@ -1,8 +1,8 @@
-import { escapeData } from '../agent/instructions.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import { type ObservationRow, type ObservationStore, observationKey } from '../storage/observations.ts';
 import type { Message } from '../storage/records.ts';
 import { RETRY, retry } from '../storage/retry.ts';
+import { renderObservationBlock } from './block.ts';
 import {
   activate,
   appendChunk,
@@ -78,9 +78,6 @@ export interface ObservationHost {
   applyWorkingMemory?(target: ObservationTarget, change: string): Promise<void>;
   onIssue(issue: ObservationIssue): void;
 }
-
-const BLOCK_INTRO =
-  'Observations of this conversation so far. They replace its older messages: the messages after this block continue it.';
 
 /**
  * Observational memory: an Observer model turns the oldest unobserved messages of a thread into
@@ -193,19 +190,9 @@ export class ObservationalMemory {
     return rows.map((row) => ({ row, state: parse(row.body) }));
   }
 
-  /** The system block of a state (exported for the inspector's prompt). */
+  /** The system block of a state (`renderObservationBlock` in this memory's scope). */
   render(state: LogState): string | null {
-    if (state.entries.length === 0) return null;
-    const labelled = this.options.scope === 'resource';
-    const text = state.entries
-      .map((e) => (labelled && e.threadId !== '' ? `[thread ${e.threadId}]\n${e.text}` : e.text))
-      .join('\n\n');
-    const parts = [BLOCK_INTRO, `<observations>\n${escapeData(text)}\n</observations>`];
-    if (state.currentTask) parts.push(`<current-task>${escapeData(state.currentTask)}</current-task>`);
-    if (state.suggestedResponse) {
-      parts.push(`<suggested-response>${escapeData(state.suggestedResponse)}</suggested-response>`);
-    }
-    return parts.join('\n');
+    return renderObservationBlock(state, this.options.scope);
   }
 
   /** The threshold of unobserved tokens (grown by what the log leaves of a shared budget). */
