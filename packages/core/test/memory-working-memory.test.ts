@@ -147,7 +147,7 @@ describe('Memory construction', () => {
     [
       'a key unlike any option',
       () => new Memory({ storage, options: { embedderModel: 'x' } as never }),
-      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall\)/,
+      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall, observationalMemory\)/,
     ],
     [
       'an unknown key whose value is undefined',

@@ -296,14 +296,16 @@ describe('observational memory: turns', () => {
         {
           ...T,
           role: 'assistant',
-          content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: { city: 'Lisbon' } }],
+          content: [
+            { type: 'tool-call', toolCallId: 'c1', toolName: 'getWeather', input: { city: 'Lisbon' } },
+          ],
         },
       ],
     });
     await memory.observations?.prepare(T);
     const sent = JSON.stringify(observer.doGenerateCalls[0]?.prompt[1]);
     expect(sent).toContain('[file image/png]');
-    expect(sent).toContain('[tool call getWeather {\\\"city\\\":\\\"Lisbon\\\"}]');
+    expect(sent).toContain('[tool call getWeather {\\"city\\":\\"Lisbon\\"}]');
     expect(sent).not.toContain('AAAAAAAAAA');
   });
 
@@ -323,14 +325,20 @@ describe('observational memory: turns', () => {
     const resourceId = 'resource:u';
     for (const threadId of ['__proto__', 'thread:x', 'constructor']) {
       await memory.createThread({ threadId, resourceId });
-      await memory.saveMessages({ messages: [{ threadId, resourceId, role: 'user', content: 'w '.repeat(300) }] });
+      await memory.saveMessages({
+        messages: [{ threadId, resourceId, role: 'user', content: 'w '.repeat(300) }],
+      });
       const turn = await memory.observations?.prepare({ threadId, resourceId });
       expect(turn?.tail).toEqual([]);
       expect(turn?.block).toContain(`[thread ${threadId}]`);
     }
     expect(issues).toEqual([]);
     const snapshot = await memory.observations?.inspect({ threadId: '__proto__', resourceId });
-    expect([...(snapshot?.state.threads.keys() ?? [])].sort()).toEqual(['__proto__', 'constructor', 'thread:x']);
+    expect([...(snapshot?.state.threads.keys() ?? [])].sort()).toEqual([
+      '__proto__',
+      'constructor',
+      'thread:x',
+    ]);
     expect(await memory.storage.observations?.head('thread:__proto__')).toBeNull();
   });
 
