@@ -99,18 +99,26 @@ export const selectPlaces = (threadIds: string[], messageIds: string[]): Stateme
   args: [JSON.stringify(threadIds), JSON.stringify(messageIds)],
 });
 
-/** Adds each change to its `(thread, resource)` count, then drops the counts that reached zero. */
-export const countStatements = (changes: readonly MessageCountChange[]): Statement[] => [
-  {
+/**
+ * Adds each change to its `(thread, resource)` count, then drops the counts that reached zero:
+ * only a negative change can bring one there, so without any the second statement is left out.
+ */
+export function countStatements(changes: readonly MessageCountChange[]): Statement[] {
+  const lowered = changes.filter((c) => c.delta < 0).map((c) => c.threadId);
+  const add: Statement = {
     sql: `INSERT INTO ${messageCounts} (thread_id, resource_id, n) SELECT ${at(0)}, ${at(1)}, ${at(2)}
           FROM json_each(?) WHERE true ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = n + excluded.n`,
     args: [JSON.stringify(changes.map((c) => [c.threadId, c.resourceId, c.delta]))],
-  },
-  {
-    sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id ${IN_LIST}`,
-    args: [JSON.stringify(changes.filter((c) => c.delta < 0).map((c) => c.threadId))],
-  },
-];
+  };
+  if (lowered.length === 0) return [add];
+  return [
+    add,
+    {
+      sql: `DELETE FROM ${messageCounts} WHERE n = 0 AND thread_id ${IN_LIST}`,
+      args: [JSON.stringify(lowered)],
+    },
+  ];
+}
 
 /**
  * Saves new messages of one thread in one statement, through the trigger of

@@ -150,7 +150,8 @@ export interface MessageDriver<Tx> {
   remove(tx: Tx, ids: string[]): Promise<void>;
   /**
    * Optional, inside a write: applies net changes to kept per-(thread, resource) message counts,
-   * for a driver that keeps them so `readPage` never counts a whole thread.
+   * for a driver that keeps them so `readPage` never counts a whole thread. Called only when a
+   * count changes (`changes` is never empty).
    */
   count?(tx: Tx, changes: readonly MessageCountChange[]): Promise<void>;
   /**

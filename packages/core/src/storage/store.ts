@@ -266,7 +266,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
           counts.add(message.threadId, message.resourceId, 1);
         }
         await driver.put(tx, messages);
-        await driver.count?.(tx, counts.changes());
+        await this.count(tx, counts);
         await threads.touch(tx, bumps);
       });
     });
@@ -290,6 +290,12 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
       if (before && before.resourceId !== message.resourceId)
         throw messageOfAnotherResource(this.name, message.id);
     }
+  }
+
+  /** Hands the net count changes to a driver that keeps counts; no call when nothing changed. */
+  private async count(tx: unknown, counts: MessageCountChanges): Promise<void> {
+    const changes = counts.changes();
+    if (changes.length > 0) await this.driver.messages.count?.(tx, changes);
   }
 
   async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
@@ -396,7 +402,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
           counts.add(threadId, resourceId, -1);
           bumps.set(threadId, undefined);
         }
-        await driver.count?.(tx, counts.changes());
+        await this.count(tx, counts);
         await threads.touch(tx, bumps);
       }),
     );
