@@ -59,6 +59,20 @@ export interface VectorSpaceDocument {
   dimensions: number;
 }
 
+/** One generation of one observation log; unique on `(key, generation)`, `_id` an `ObjectId`. */
+export interface ObservationDocument {
+  /** `thread:<threadId>` or `resource:<resourceId>`. */
+  key: string;
+  generation: number;
+  resourceId: string;
+  /** `null` for a resource-scope log. */
+  threadId: string | null;
+  version: number;
+  /** Core's serialised state, as a BSON string (length-prefixed: NUL and any Unicode stored as is). */
+  body: string;
+  updatedAt: Date;
+}
+
 /** One applied schema version. */
 export interface MigrationDocument {
   _id: number;
@@ -76,11 +90,17 @@ export interface Collections {
   locks: Collection<LockDocument>;
   vectors: Collection<VectorDocument>;
   vectorSpace: Collection<VectorSpaceDocument>;
+  observations: Collection<ObservationDocument>;
 }
 
 /** Collection names for a prefix. */
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
-  return { ...prefixedTables(prefix), locks: `${prefix}locks`, vectors: `${prefix}vectors` };
+  return {
+    ...prefixedTables(prefix),
+    locks: `${prefix}locks`,
+    vectors: `${prefix}vectors`,
+    observations: `${prefix}observations`,
+  };
 }
 
 /** Typed handles on the store's collections in `db`. */

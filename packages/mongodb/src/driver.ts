@@ -6,6 +6,7 @@ import { errors, mongoError } from './errors.ts';
 import { DEFAULT_LEASE_MS, type MongoTx, WriteLocks } from './locks.ts';
 import { messageDriver } from './messages.ts';
 import { migrate } from './migrations.ts';
+import { observationDriver } from './observations.ts';
 import type { MongoDBStoreOptions } from './store.ts';
 import { resourceDriver, threadDriver } from './threads.ts';
 import { vectorDriver } from './vectors.ts';
@@ -51,6 +52,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
   readonly workingMemory = workingMemoryStrategy(this.connection);
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
   readonly vectors = vectorDriver(this.connection);
+  /** Observation logs: compare-and-set swaps on `(key, generation, version)` (`observations.ts`). */
+  readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
 
   constructor(private readonly options: MongoDBStoreOptions) {
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';

@@ -47,6 +47,16 @@ export const MIGRATIONS: readonly { name: string; up(collections: Collections): 
       await collections.messages.createIndexes([{ key: { resourceId: 1 }, name: 'resource' }]);
     },
   },
+  {
+    name: 'observation logs (observational memory): unique (key, generation), indexed by thread',
+    async up(collections) {
+      await createCollection(collections, 'observations');
+      await collections.observations.createIndexes([
+        { key: { key: 1, generation: 1 }, name: 'key_generation', unique: true },
+        { key: { threadId: 1 }, name: 'thread' },
+      ]);
+    },
+  },
 ];
 
 /** The schema version this package writes. */
