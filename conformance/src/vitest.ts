@@ -5,7 +5,13 @@ import { missingService, type Service } from './services.ts';
 import { AREA_TITLES, AREAS, type AreaName, type ConformanceInit } from './types.ts';
 
 /** Areas whose checks race processes or run property tests: they get a longer timeout. */
-const SLOW_AREAS = new Set<AreaName>(['concurrency', 'differential', 'working-memory', 'recall']);
+const SLOW_AREAS = new Set<AreaName>([
+  'concurrency',
+  'differential',
+  'working-memory',
+  'recall',
+  'observations',
+]);
 const SLOW_TIMEOUT_MS = 180_000;
 
 /** Registers one area's checks as vitest tests in the current `describe`. */

@@ -261,7 +261,7 @@ export const observationsChecks = [
               } else {
                 await memory.observations?.idle();
               }
-              for (const t of threads) await expectObservedOrInTail(memory, { threadId: t, resourceId: r });
+              await expectObservedOrInTail(memory, target);
             }
             await memory.observations?.idle();
             for (const t of threads) {
