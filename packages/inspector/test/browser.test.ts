@@ -7,6 +7,7 @@ import { Inspector } from '../src/inspector.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
 import { type InspectorServer, startServer } from '../src/server.ts';
 import { launchBrowser } from './browser.ts';
+import { PLAIN } from './fixtures/no-observations.ts';
 import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
 import {
   ADAPTERS,
@@ -527,20 +528,18 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
   });
 });
 
-describe('observational memory (in-memory store, log seeded through core; libsql without the domain)', () => {
+describe('observational memory (in-memory store, log seeded through core; a store without the domain)', () => {
   let seeded: ObservedSeed;
   let server: InspectorServer;
   let plain: OpenedStore;
   let plainServer: InspectorServer;
-  let plainThread: string;
   let page: Page;
   const errors: string[] = [];
 
   beforeAll(async () => {
     seeded = await seedObservedMemory();
     server = await startServer(new Inspector({ memory: seeded.memory, label: 'in-memory' }));
-    plain = await openStore(`file:${tmp.dir}/no-observations.db`);
-    plainThread = (await plain.memory.createThread({ resourceId: 'r-plain' })).id;
+    plain = await openStore(fileURLToPath(new URL('./fixtures/no-observations.ts', import.meta.url)));
     plainServer = await startServer(new Inspector({ memory: plain.memory }));
     page = await context.newPage();
     page.on('pageerror', (error) => errors.push(error.message));
@@ -654,11 +653,11 @@ describe('observational memory (in-memory store, log seeded through core; libsql
 
   it('says plainly that a store without the observations domain has no log', async () => {
     await page.goto('about:blank');
-    await page.goto(`${plainServer.url}${route('r-plain', plainThread)}`);
+    await page.goto(`${plainServer.url}${route(PLAIN.resourceId, PLAIN.threadId)}`);
     const notice = page.locator('#panel-observations .obs-unsupported');
     await notice.waitFor();
     expect(await notice.textContent()).toBe(
-      'the libsql store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
+      'the memory store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
     );
     expect(await page.locator('#panel-messages .mark').count()).toBe(0);
   });

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapter, type OpenedStore, openStore, redactUrl, StoreError, urlPath } from '../src/open.ts';
+import { PLAIN } from './fixtures/no-observations.ts';
 import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
 import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
 
@@ -11,8 +12,9 @@ const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url))
 const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
 const RECALL_MODULE = fileURLToPath(new URL('./fixtures/recall-module.ts', import.meta.url));
 const OBSERVED_MODULE = fileURLToPath(new URL('./fixtures/observed-memory.ts', import.meta.url));
+const NO_OBSERVATIONS_MODULE = fileURLToPath(new URL('./fixtures/no-observations.ts', import.meta.url));
 const NO_DOMAIN =
-  'the libsql store has no observations domain: observational memory cannot run on it, so there is no observation log to show';
+  'the memory store has no observations domain: observational memory cannot run on it, so there is no observation log to show';
 
 interface Run {
   code: number | null;
@@ -110,7 +112,11 @@ describe('engram-inspect CLI', () => {
       threadId: seeded.trip,
       resourceId: seeded.resourceId,
       text: expected.content,
-      observations: { status: 'unsupported', message: NO_DOMAIN },
+      // libSQL has the observations domain; this thread has no log.
+      observations: {
+        status: 'none',
+        message: `no observation log (looked at thread:${seeded.trip} and resource:${seeded.resourceId}): every message is in the raw tail`,
+      },
     });
   });
 
@@ -366,12 +372,12 @@ describe('engram-inspect CLI', () => {
     });
 
     it('a store without the observations domain, and a bad --observations-scope', async () => {
-      const [libsqlRun, bad] = await Promise.all([
-        cli(['observations', seeded.trip, ...storeArgs]),
+      const [plain, bad] = await Promise.all([
+        cli(['observations', PLAIN.threadId, '--store', NO_OBSERVATIONS_MODULE]),
         cli(['observations', 'lisbon', '--store', OBSERVED_MODULE, '--observations-scope', 'tenant']),
       ]);
-      expect(libsqlRun.code).toBe(0);
-      expect(libsqlRun.stdout).toBe(`${NO_DOMAIN}\n`);
+      expect(plain.code).toBe(0);
+      expect(plain.stdout).toBe(`${NO_DOMAIN}\n`);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('--observations-scope is resource or thread');
     });

@@ -1,14 +1,15 @@
+import { fileURLToPath } from 'node:url';
 import { InMemoryStore, Memory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector } from '../src/inspector.ts';
 import type { ObservationLogView } from '../src/observations.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
 import { type InspectorServer, startServer } from '../src/server.ts';
+import { PLAIN } from './fixtures/no-observations.ts';
 import { OBSERVED, type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
 import { call } from './http.ts';
-import { ADAPTERS, tempDir } from './support.ts';
 
-const libsql = ADAPTERS.find((a) => a.name === 'libsql')!;
+const NO_OBSERVATIONS_MODULE = fileURLToPath(new URL('./fixtures/no-observations.ts', import.meta.url));
 
 describe('observations API (in-memory store, log seeded through core)', () => {
   let seeded: ObservedSeed;
@@ -143,28 +144,19 @@ describe('observations of a resource-scope log', () => {
   });
 });
 
-describe('observations on a store without the domain (libsql)', () => {
-  let tmp: Awaited<ReturnType<typeof tempDir>>;
+describe('observations on a store without the domain (in-memory, observations: false)', () => {
   let opened: OpenedStore;
   let server: InspectorServer;
-  let threadId: string;
+  const threadId = PLAIN.threadId;
 
   beforeAll(async () => {
-    tmp = await tempDir();
-    const store = await libsql.create('', tmp.dir);
-    opened = await openStore(store.spec, store.settings);
-    const thread = await opened.memory.createThread({ resourceId: 'r1' });
-    threadId = thread.id;
-    await opened.memory.saveMessages({
-      messages: [{ threadId, resourceId: 'r1', role: 'user', content: 'hello' }],
-    });
+    opened = await openStore(NO_OBSERVATIONS_MODULE);
     server = await startServer(new Inspector({ memory: opened.memory }));
   });
 
   afterAll(async () => {
     await server?.close();
     await opened?.close();
-    await tmp?.remove();
   });
 
   it('says so, in the endpoint, the thread view and /api/info', async () => {
@@ -172,7 +164,7 @@ describe('observations on a store without the domain (libsql)', () => {
     const expected = {
       status: 'unsupported',
       message:
-        'the libsql store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
+        'the memory store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
     };
     const res = await call(server, `/api/threads/${threadId}/observations`);
     expect(res.status).toBe(200);

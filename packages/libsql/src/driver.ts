@@ -14,6 +14,7 @@ import { type Executor, exec, type Result, type Transaction } from './embedded.t
 import { ADAPTER, errors, isBusyError } from './errors.ts';
 import { messageRow, threadRow, toMessage, toResource, toThread } from './mapping.ts';
 import { BATCH_REFUSED, migrate } from './migrations.ts';
+import { LibSQLObservations } from './observations.ts';
 import * as sql from './sql.ts';
 import { LibSQLVectors } from './vectors.ts';
 
@@ -31,6 +32,7 @@ export class LibSQLDriver implements Driver<Transaction> {
   /** `processLocal` for `:memory:` (one database per store, invisible to other stores). */
   readonly capabilities: { atomicWorkingMemory: true; transactionalBatches: true; processLocal: boolean };
   readonly vectors: LibSQLVectors;
+  readonly observations: LibSQLObservations;
   private readonly connection: Connection;
 
   constructor(options: Settings) {
@@ -38,6 +40,7 @@ export class LibSQLDriver implements Driver<Transaction> {
     const { processLocal } = this.connection;
     this.capabilities = { atomicWorkingMemory: true, transactionalBatches: true, processLocal };
     this.vectors = new LibSQLVectors(this.connection, options.overFetch);
+    this.observations = new LibSQLObservations(this.connection);
   }
 
   /**

@@ -10,8 +10,17 @@ export interface Migration {
   readonly statements: readonly string[];
 }
 
-const { threads, messages, resources, messageCounts, migrations, vectors, vectorSpace, messageBatches } =
-  TABLES;
+const {
+  threads,
+  messages,
+  resources,
+  messageCounts,
+  migrations,
+  vectors,
+  vectorSpace,
+  messageBatches,
+  observations,
+} = TABLES;
 
 /**
  * What the trigger of `engram_message_batches` (migration 5) raises when a batch needs the
@@ -146,6 +155,24 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'vectors deleted by the store, in the write that deletes their messages',
     // The vector domain's delete hooks run in that write, before the messages go.
     statements: [`DROP TRIGGER ${vectors}_on_message_delete`],
+  },
+  {
+    name: 'observation logs for observational memory, one row per (key, generation)',
+    statements: [
+      // A rowid table: bodies run to megabytes, which WITHOUT ROWID tables store poorly.
+      // `body` is a JSON string literal (reads of TEXT stop at a NUL); `updated_at` epoch ms.
+      `CREATE TABLE ${observations} (
+        key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        resource_id TEXT NOT NULL,
+        thread_id TEXT,
+        version INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (key, generation)
+      )`,
+      `CREATE INDEX ${observations}_thread ON ${observations} (thread_id)`,
+    ],
   },
 ];
 

@@ -21,6 +21,8 @@ export const TABLES = {
   vectors: 'engram_message_vectors',
   /** A view never read: an insert saves a thread's new messages through its trigger. */
   messageBatches: 'engram_message_batches',
+  /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */
+  observations: 'engram_observations',
 };
 
 const { threads, messages, resources, messageCounts } = TABLES;

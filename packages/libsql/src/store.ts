@@ -1,4 +1,10 @@
-import { checkClientShape, MemoryError, Store, type VectorStore } from '@engram/core/driver';
+import {
+  checkClientShape,
+  MemoryError,
+  type ObservationStore,
+  Store,
+  type VectorStore,
+} from '@engram/core/driver';
 import type { Client } from '@libsql/client';
 import type { Settings } from './connection.ts';
 import { LibSQLDriver } from './driver.ts';
@@ -95,5 +101,10 @@ export class LibSQLStore extends Store<LibSQLDriver> {
   /** Vector search for semantic recall, exact unless `vectors.index` (see `LibSQLVectorOptions`). */
   override get vectors(): VectorStore {
     return super.vectors as VectorStore;
+  }
+
+  /** Observation logs for observational memory (`engram_observations`). */
+  override get observations(): ObservationStore {
+    return super.observations as ObservationStore;
   }
 }
