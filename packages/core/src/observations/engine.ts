@@ -114,7 +114,12 @@ export class ObservationalMemory {
     let view = await this.read(key, target.threadId);
     const threshold = this.threshold(view.state);
     if (view.tailTokens >= threshold) {
-      view = (await this.activateBuffered(target, view)) ?? view;
+      // A lost fight for the log (CONFLICT after the retries) leaves the chunks for the next turn.
+      view =
+        (await this.activateBuffered(target, view).catch((error: unknown) => {
+          this.host.onIssue({ kind: 'storage', ...target, error });
+          return null;
+        })) ?? view;
     }
     let trimmed = 0;
     const blocking = this.options.bufferTokens === false ? threshold : threshold * this.options.blockAfter;
