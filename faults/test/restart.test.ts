@@ -36,7 +36,7 @@ async function setUp(
     adapter: adapter.name,
     url: last.url,
     options: {
-      prefix: `faults-${runId()}`,
+      prefix: `faults_${runId()}_`, // a table prefix (pg), key prefix (Upstash) or collection prefix (MongoDB)
       schema: 'faults',
       database: 'faults',
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
