@@ -12,18 +12,6 @@ export const observationLock = (key: string) => `observations:${key}`;
 /** The driver's unit of work (`MongoDBDriver.write`): a transaction, or commands under write locks. */
 type Write = <T>(fn: (tx: MongoTx) => Promise<T>) => Promise<T>;
 
-function toRow(doc: ObservationDocument): ObservationRow {
-  return {
-    key: doc.key,
-    resourceId: doc.resourceId,
-    threadId: doc.threadId ?? null,
-    generation: Number(doc.generation),
-    version: Number(doc.version),
-    body: doc.body,
-    updatedAt: new Date(doc.updatedAt),
-  };
-}
-
 function toDocument(row: ObservationRow): ObservationDocument {
   const { key, generation, resourceId, threadId, version, body, updatedAt } = row;
   return { key, generation, resourceId, threadId, version, body, updatedAt };
@@ -61,11 +49,11 @@ export function observationDriver(c: Connection, write: Write): ObservationDrive
   return {
     head: async (key) => {
       const doc = await rows().findOne({ key }, { sort: { generation: -1 } });
-      return doc && toRow(doc);
+      return doc; // core copies and normalises what a driver returns
     },
     generations: async (key) => {
       const docs = await rows().find({ key }).sort({ generation: 1 }).toArray();
-      return docs.map(toRow);
+      return docs;
     },
     swap: async (expected, next) => {
       try {
