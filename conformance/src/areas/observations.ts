@@ -313,4 +313,45 @@ export const observationsChecks = [
       },
     ),
   ),
+
+  check(
+    `a turn naming another resource's thread is INVALID_ARGUMENT and writes no log (both scopes)${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const [mine, theirs] = [ctx.id('r'), ctx.id('r')];
+      const t = `${theirs}-t`;
+      for (const scope of ['thread', 'resource'] as const) {
+        const memory = observingMemory(store, scope, false);
+        if (scope === 'thread') await memory.createThread({ threadId: t, resourceId: theirs });
+        await memory.saveMessages({
+          messages: [
+            {
+              threadId: t,
+              resourceId: theirs,
+              role: 'user',
+              content: observedContent(`${t}-m`, 'word '.repeat(300)),
+            },
+          ],
+        });
+        for (const call of ['prepare', 'inspect'] as const) {
+          await expectRejects(
+            () =>
+              (memory.observations as NonNullable<typeof memory.observations>)[call]({
+                threadId: t,
+                resourceId: mine,
+              }),
+            ['INVALID_ARGUMENT'],
+            `${call} of another resource's thread (${scope} scope)`,
+          );
+        }
+        expectEqual(
+          await log.head(`resource:${mine}`),
+          null,
+          `no log written for the caller (${scope} scope)`,
+        );
+        expectEqual(await log.head(`thread:${t}`), null, `no log written for the thread (${scope} scope)`);
+      }
+    },
+  ),
 ];

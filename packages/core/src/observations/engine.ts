@@ -1,5 +1,6 @@
 import type { MemoryStorage } from '../storage/contract.ts';
 import { type ObservationRow, type ObservationStore, observationKey } from '../storage/observations.ts';
+import { ownedThread } from '../storage/ownership.ts';
 import type { Message } from '../storage/records.ts';
 import { RETRY, retry } from '../storage/retry.ts';
 import { renderObservationBlock } from './block.ts';
@@ -110,6 +111,7 @@ export class ObservationalMemory {
    * buffering and reflection, and returns the block and the raw tail.
    */
   async prepare(target: ObservationTarget): Promise<PreparedObservations> {
+    await ownedThread(this.host.storage, 'observations.prepare', target.threadId, target.resourceId);
     const key = this.keyOf(target);
     let view = await this.read(key, target.threadId);
     const threshold = this.threshold(view.state);
@@ -178,6 +180,7 @@ export class ObservationalMemory {
    * state, the raw tail and the block a turn would show (for the inspector and the suite).
    */
   async inspect(target: ObservationTarget): Promise<ObservationSnapshot> {
+    await ownedThread(this.host.storage, 'observations.inspect', target.threadId, target.resourceId);
     const view = await this.read(this.keyOf(target), target.threadId);
     return {
       generation: view.row?.generation ?? 0,
