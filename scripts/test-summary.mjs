@@ -30,7 +30,7 @@ function suitesThatFailedToLoad(report) {
 
 /** Sums reports given as [label, path]; prints one line per report unless quiet. */
 function sum(reports, quiet) {
-  const total = { passed: 0, failed: 0, skipped: 0 };
+  const total = { passed: 0, failed: 0, skipped: 0, failures: [] };
   const notPassed = [];
   for (const [label, path] of reports) {
     const report = JSON.parse(readFileSync(path, 'utf8'));
@@ -40,9 +40,11 @@ function sum(reports, quiet) {
     for (const file of report.testResults) {
       for (const test of file.assertionResults) {
         if (test.status !== 'passed') notPassed.push(`  ${test.status}: ${test.fullName}`);
+        if (test.status === 'failed') total.failures.push(`${label}: ${test.fullName}`);
       }
       if (file.status === 'failed' && file.assertionResults.length === 0) {
         notPassed.push(`  failed to load: ${file.name.slice(root.length)}`);
+        total.failures.push(`${label}: failed to load ${file.name.slice(root.length)}`);
       }
     }
     if (!quiet) {
@@ -67,6 +69,7 @@ if (mode === '--save') {
   for (const [label, path] of reports) copyFileSync(path, join(dir, `${label.replaceAll('/', '__')}`));
 } else if (mode === '--combine') {
   const total = { passed: 0, failed: 0, skipped: 0 };
+  const failures = [];
   for (const dir of dirs) {
     const files = existsSync(dir) ? readdirSync(dir) : [];
     const pass = sum(
@@ -80,7 +83,10 @@ if (mode === '--save') {
     total.passed += pass.passed;
     total.failed += pass.failed;
     total.skipped += pass.skipped;
+    failures.push(...pass.failures.map((name) => `  ${dir}/${name}`));
   }
+  // The failures again, last, so a log cut to its tail still names them.
+  if (failures.length > 0) console.log(`Failed:\n${failures.join('\n')}`);
   console.log(line(total));
 } else {
   console.log(line(sum(inRepo(), false)));
