@@ -24,13 +24,14 @@ export interface PostgresTx {
   client: pg.PoolClient;
   /** Threads to lock as well: where an earlier attempt of the write found its messages. */
   hints: Set<string>;
-  /** The existing messages `places` locked: the only rows `put` may replace. */
+  /** The existing messages `places` found in the locked threads: the only rows `put` may replace. */
   locked: Set<string>;
 }
 
 /**
  * The PostgreSQL driver. Writes are transactions that lock thread rows before message rows, each in
- * id order (`SELECT … FOR UPDATE`), so writers of the same rows queue up instead of deadlocking.
+ * one pass in id order (threads by `SELECT … FOR UPDATE`, messages by the insert or delete itself),
+ * so writers of the same rows queue up instead of deadlocking.
  */
 export class PostgresDriver implements Driver<PostgresTx> {
   readonly name = 'pg';
@@ -113,9 +114,9 @@ export class PostgresDriver implements Driver<PostgresTx> {
         ? (await tx.client.query<Message>(this.sql.messagesById, [ids])).rows
         : this.db.query<Message>(this.sql.messagesById, [ids]),
     /**
-     * Locks the threads, then (when any message existed) the messages, in a statement whose view is
-     * taken after the thread locks were granted: a message that moved to an unlocked thread in
-     * between makes the write start over, locking that thread too.
+     * Locks the threads, then (when any message existed) reads where the messages are, in a
+     * statement whose view is taken after the thread locks were granted: a message that moved to
+     * an unlocked thread in between makes the write start over, locking that thread too.
      */
     places: async (tx, threadIds, messageIds) => {
       const locked = await tx.client.query<{ id: string; resource_id: string; existing: boolean }>(
@@ -126,7 +127,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
       const messages = new Map<string, { threadId: string; resourceId: string }>();
       if (!locked.rows.some((t) => t.existing)) return { threads, messages };
       const { rows } = await tx.client.query<{ id: string; thread_id: string; resource_id: string }>(
-        this.sql.lockMessages,
+        this.sql.placeMessages,
         [messageIds],
       );
       for (const row of rows) {

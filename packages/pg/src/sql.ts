@@ -89,8 +89,14 @@ export function statements(n: Names) {
       FROM ${n.threads}
       WHERE id = ANY($1::text[] || ARRAY(SELECT thread_id FROM ${n.messages} WHERE id = ANY($2::text[])))
       ORDER BY id FOR UPDATE`,
-    /** Locks the existing messages among `$1` in id order and returns their thread and resource. */
-    lockMessages: `SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    /**
+     * The thread and resource of the existing messages among `$1`, read (not locked) once their
+     * threads are locked: no other writer moves or deletes a message without its thread's lock. The
+     * message rows are locked by the write itself, in one pass in id order (`putMessages`,
+     * `deleteMessages`): locking the existing ones first and inserting new ones after would be two
+     * passes, and two saves could each wait for a row the other holds.
+     */
+    placeMessages: `SELECT id, thread_id, resource_id FROM ${n.messages} WHERE id = ANY($1::text[])`,
     /**
      * Inserts or replaces the messages `$1`–`$7`, in id order (the one ordered pass over the message
      * locks). An existing row is replaced only when among `$8`, the messages the write locked; one
@@ -103,7 +109,9 @@ export function statements(n: Names) {
         WHERE o.id = ANY($8::text[])
         RETURNING 1
       ) SELECT count(*)::int AS written FROM written`,
-    deleteMessages: `DELETE FROM ${n.messages} WHERE id = ANY($1::text[])`,
+    /** Locks the rows in id order before deleting them (one ordered pass, as `putMessages`). */
+    deleteMessages: `DELETE FROM ${n.messages} WHERE id IN (
+        SELECT id FROM ${n.messages} WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE)`,
     /** Adds the deltas `$3` to the kept counts of (thread `$1`, resource `$2`), threads the write locked. */
     addCounts: `INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
       SELECT * FROM unnest($1::text[], $2::text[], $3::int[])

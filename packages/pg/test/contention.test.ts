@@ -1,6 +1,7 @@
 import type { Message } from '@engram/core';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PostgresStore } from '../src/index.ts';
+import { PostgresDriver, PostgresStore, type PostgresTx } from '../src/index.ts';
 import { createDatabase, describePg, type TestDatabase } from './env.ts';
 
 /** A small seeded generator, so a failing run can be replayed. */
@@ -183,5 +184,70 @@ describePg('writers contending for the same threads and messages', (url) => {
       [names],
     );
     for (const row of counts) expect(row.n).toBe(row.actual);
+  });
+  // The interleaving behind a deadlock seen once in CI: a save whose messages did not exist when
+  // it locked its threads inserts a low id, then meets a higher id another writer saved since;
+  // a second save found that higher id existing. If the second one locked the existing row
+  // before inserting the low id (two passes), each would wait for the other. One ordered pass
+  // over the message rows (the insert) leaves one of them to start over instead.
+  it('a save meeting a row saved since it locked its threads waits in id order: no deadlock', async () => {
+    const driver = new PostgresDriver({ connectionString: db.url });
+    const clients = [new pg.Client(db.url), new pg.Client(db.url)];
+    try {
+      for (const id of ['D1', 'D2', 'D3']) {
+        await stores[0]!.saveThread({
+          id,
+          resourceId: 'r',
+          title: '',
+          metadata: {},
+          createdAt: at,
+          updatedAt: at,
+        });
+      }
+      await Promise.all(clients.map((c) => c.connect()));
+      const message = (id: string, threadId: string): Message => ({
+        id,
+        threadId,
+        resourceId: 'r',
+        role: 'user',
+        content: id,
+        type: 'text',
+        createdAt: at,
+      });
+      const before = await deadlocks();
+      const [early, late]: PostgresTx[] = clients.map((client) => ({
+        client: client as unknown as pg.PoolClient,
+        hints: new Set(),
+        locked: new Set(),
+      }));
+      const ids = ['d2', 'd5'];
+      await early!.client.query('BEGIN');
+      await driver.messages.places(early!, ['D3'], ids); // neither exists yet: D3 only
+      await stores[1]!.saveMessages([message('d5', 'D1')]);
+      await late!.client.query('BEGIN');
+      await driver.messages.places(late!, ['D2'], ids); // d5 exists now, in D1
+      const outcome = async (tx: PostgresTx, threadId: string) => {
+        try {
+          await driver.messages.put(
+            tx,
+            ids.map((id) => message(id, threadId)),
+          );
+          await tx.client.query('COMMIT');
+          return 'committed';
+        } catch (error) {
+          await tx.client.query('ROLLBACK');
+          return (error as { code?: string }).code === '40P01' ? 'deadlock' : (error as Error).name;
+        }
+      };
+      const first = outcome(early!, 'D3');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const results = await Promise.all([first, outcome(late!, 'D2')]);
+      expect(results).not.toContain('deadlock');
+      expect(results).toContain('committed');
+      expect((await deadlocks()) - before).toBe(0);
+    } finally {
+      await Promise.all(clients.map((c) => c.end().catch(() => {})));
+      await driver.close();
+    }
   });
 });
