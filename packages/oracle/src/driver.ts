@@ -1,5 +1,5 @@
 import * as core from '@engram/core/driver';
-import { errorCode, ORACLE_ERRORS } from './errors.ts';
+import { ORACLE_ERRORS } from './errors.ts';
 import * as rows from './mapping.ts';
 import { migrate, serverMajorVersion } from './migrations.ts';
 import { oracleObservations } from './observations.ts';
@@ -85,7 +85,7 @@ export class OracleDriver implements core.Driver<Session> {
   async close(): Promise<void> {
     if (!this.pool || 'pool' in this.options) return;
     await this.pool.close(5).catch((error: unknown) => {
-      if (errorCode(error) !== 'NJS-065') throw error; // already closed
+      if (core.driverCode(error) !== 'NJS-065') throw error; // already closed
     });
   }
 
@@ -124,7 +124,7 @@ export class OracleDriver implements core.Driver<Session> {
       this.write((s) => s.run(sql.insertThread(this.dialect, thread))).then(
         () => true,
         (error: unknown) => {
-          if (errorCode(error) === 'ORA-00001') return false;
+          if (core.driverCode(error) === 'ORA-00001') return false;
           throw error;
         },
       ),
@@ -172,7 +172,11 @@ export class OracleDriver implements core.Driver<Session> {
           query.perPage === 0 ? [] : (await s.rows<rows.MessageRow>(statement)).map(rows.rowToMessage);
         return { page, total, windows: await this.windows(s, query) };
       }),
-    byIds: (ids, tx) => (tx ? this.byIds(tx, ids) : this.read((s) => this.byIds(s, ids))),
+    byIds: async (ids, tx) => {
+      const read = (s: Session) =>
+        s.rowsByChunk<rows.MessageRow>(ids, (chunk) => sql.selectMessagesByIds(this.dialect, chunk));
+      return (await (tx ? read(tx) : this.read(read))).map(rows.rowToMessage);
+    },
     /** Locks the threads, then the messages, each in id order (one chunk after another). */
     places: async (s, threadIds, messageIds) => {
       type Row = Record<'ID' | 'THREAD_ID' | 'RESOURCE_ID', string>;
@@ -262,7 +266,7 @@ export class OracleDriver implements core.Driver<Session> {
     change: (stored: core.Resource) => { workingMemory?: string | null; metadata?: core.JsonObject },
   ): Promise<core.Resource> {
     await s.run(sql.insertMissingResource(this.dialect, id, now)).catch((error: unknown) => {
-      if (errorCode(error) !== 'ORA-00001') throw error;
+      if (core.driverCode(error) !== 'ORA-00001') throw error;
     });
     const [row] = await s.rows<rows.ResourceRow>(sql.selectResource(this.dialect, id, true));
     if (!row) throw new Error(`resource ${JSON.stringify(id)} vanished while being locked`);
@@ -294,12 +298,5 @@ export class OracleDriver implements core.Driver<Session> {
       if (statement) found.push(...(await s.rows<rows.MessageRow>(statement)).map(rows.rowToMessage));
     }
     return found;
-  }
-
-  private async byIds(s: Session, ids: readonly string[]): Promise<core.Message[]> {
-    const found = await s.rowsByChunk<rows.MessageRow>(ids, (chunk) =>
-      sql.selectMessagesByIds(this.dialect, chunk),
-    );
-    return found.map(rows.rowToMessage);
   }
 }

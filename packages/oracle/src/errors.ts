@@ -39,13 +39,10 @@ const INVALID_VALUE_CODES = codes('ORA-12899 ORA-01841 ORA-01839 ORA-01438');
 /** A message whose thread vanished concurrently (ORA-02291: parent key not found). */
 const NOT_FOUND_CODES = codes('ORA-02291');
 
-/** The `code` of a driver error (`'ORA-00001'`, `'NJS-503'`, `'ECONNREFUSED'`), if any. */
-export const errorCode = driverCode;
-
 /** Every `ORA-nnnnn` / `NJS-nnn` code the error carries: its own, and those in its message. */
 export function errorCodes(error: unknown): string[] {
   const inMessage = [...driverMessage(error).matchAll(/\b(?:ORA-\d{5}|NJS-\d{3})\b/g)].map((m) => m[0]);
-  return [...new Set([errorCode(error) ?? [], inMessage].flat())];
+  return [...new Set([driverCode(error) ?? [], inMessage].flat())];
 }
 
 /** The engram code for a driver error raised by `operation`. */
@@ -63,7 +60,7 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
 /** The driver's error classification, as core's error mapper takes it. */
 export const ORACLE_ERRORS: Omit<ErrorMapperOptions, 'adapter'> = {
   classify,
-  driverDetails: (error) => ({ oracleCode: errorCode(error) }),
+  driverDetails: (error) => ({ oracleCode: driverCode(error) }),
   describe: (code, reason, error) => {
     if (code === 'NOT_FOUND') return 'the thread does not exist (it was deleted concurrently)';
     if (code !== 'INVALID_ARGUMENT') return reason;

@@ -1,5 +1,4 @@
 export { OracleDriver } from './driver.ts';
-export { classify, errorCode, toMemoryError } from './errors.ts';
 export { LATEST_VERSION, MIGRATIONS, type Migration, type MigrationStep } from './migrations.ts';
 export type * from './oracledb.ts';
 export type { JsonStorage } from './sql.ts';

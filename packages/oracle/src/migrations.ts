@@ -1,5 +1,4 @@
-import { MemoryError } from '@engram/core/driver';
-import { errorCode } from './errors.ts';
+import { driverCode, MemoryError } from '@engram/core/driver';
 import { toTimestampText } from './mapping.ts';
 import type { Session } from './session.ts';
 import { type JsonStorage, type Statement, type TableNames, timestampBind } from './sql.ts';
@@ -134,7 +133,6 @@ export function createMigrationsTable(n: TableNames): MigrationStep {
 )`);
 }
 
-/** `SELECT` of the applied versions. */
 export function selectAppliedVersions(n: TableNames): Statement {
   return { sql: `SELECT version FROM ${n.migrations} ORDER BY version`, binds: {} };
 }
@@ -166,7 +164,7 @@ export const DDL_LOCK_TIMEOUT: Statement = { sql: 'ALTER SESSION SET DDL_LOCK_TI
 /** Runs one step, treating its "already done" errors as success. */
 export async function runStep(session: Session, step: MigrationStep): Promise<void> {
   await session.run({ sql: step.sql, binds: {} }).catch((error: unknown) => {
-    if (!step.alreadyDone.includes(errorCode(error) ?? '')) throw error;
+    if (!step.alreadyDone.includes(driverCode(error) ?? '')) throw error;
   });
 }
 
@@ -198,7 +196,7 @@ export async function migrate(session: Session, n: TableNames, preferred: JsonSt
     await session.run(insertAppliedVersion(n, version, migration.description, new Date())).then(
       () => session.connection.commit(),
       (error: unknown) => {
-        if (errorCode(error) !== 'ORA-00001') throw error;
+        if (driverCode(error) !== 'ORA-00001') throw error;
         return session.connection.rollback();
       },
     );

@@ -1,6 +1,5 @@
-import type * as core from '@engram/core/driver';
+import * as core from '@engram/core/driver';
 import type { OracleDriver } from './driver.ts';
-import { errorCode } from './errors.ts';
 import { fromTimestampText, TIMESTAMP_FORMAT, textBind, toTimestampText } from './mapping.ts';
 import type { Session } from './session.ts';
 import { type Dialect, type Statement, timestampBind } from './sql.ts';
@@ -28,7 +27,7 @@ export function oracleObservations(driver: OracleDriver): core.ObservationDriver
           return true;
         })
         .catch((error: unknown) => {
-          if (errorCode(error) === 'ORA-00001') return false; // rolled back: the row exists
+          if (core.driverCode(error) === 'ORA-00001') return false; // rolled back: the row exists
           throw error;
         }),
     deleteByThread: async (s, threadId) => {

@@ -25,7 +25,6 @@ export interface OracleExecuteOptions {
   fetchTypeHandler?: (column: { name: string; dbType?: OracleDbType }) => { type: OracleDbType } | undefined;
 }
 
-/** What `execute` resolves to. */
 export interface OracleResult {
   rows?: unknown[];
   rowsAffected?: number;
@@ -48,7 +47,6 @@ export interface OraclePool {
   close(drainTime?: number): Promise<void>;
 }
 
-/** The module's members this adapter reads. */
 export interface OracleModule {
   /** Takes the credentials and connect string, and any other pool attribute. */
   createPool(attributes: OracleConnectionConfig & Record<string, unknown>): Promise<OraclePool>;

@@ -1,5 +1,4 @@
-import { retry } from '@engram/core/driver';
-import { errorCode } from './errors.ts';
+import { driverCode, retry } from '@engram/core/driver';
 import type { OracleConnection, OracleExecuteOptions, OracleModule } from './oracledb.ts';
 import { chunks, type Statement } from './sql.ts';
 
@@ -26,7 +25,6 @@ export class Session {
     private readonly options: OracleExecuteOptions,
   ) {}
 
-  /** Runs a query and returns its rows. */
   async rows<T>(statement: Statement): Promise<T[]> {
     return ((await this.connection.execute(statement.sql, statement.binds, this.options)).rows ?? []) as T[];
   }
@@ -54,7 +52,7 @@ export class Session {
    * (ORA-00001: only the statement is rolled back). Returns how many rows it merged.
    */
   upsert(statement: Statement): Promise<number> {
-    const retryable = (error: unknown) => errorCode(error) === 'ORA-00001';
+    const retryable = (error: unknown) => driverCode(error) === 'ORA-00001';
     return retry(() => this.run(statement), { adapter: 'oracle', what: 'upsert', retryable });
   }
 }

@@ -34,7 +34,6 @@ export interface TableNames extends core.PrefixedTables {
 /** What statement builders need to know about the database. */
 export interface Dialect {
   names: TableNames;
-  /** How the `metadata` columns are stored. */
   json: JsonStorage;
   /** `oracledb.DB_TYPE_CLOB` and `DB_TYPE_VECTOR`, for long text and `Float32Array` binds. */
   clobType: OracleDbType;
@@ -116,7 +115,6 @@ export function selectThread(d: Dialect, threadId: string, forUpdate = false): S
   };
 }
 
-/** The binds of a whole thread row. */
 function threadBinds(d: Dialect, thread: core.Thread): OracleBinds {
   return {
     thread_id: thread.id,
@@ -175,7 +173,6 @@ function threadWhere(resourceId: string | undefined): Statement {
   return { sql, binds: resourceId === undefined ? {} : { resource_id: resourceId } };
 }
 
-/** How many threads match. */
 export function countThreads(d: Dialect, resourceId: string | undefined): Statement {
   const where = threadWhere(resourceId);
   return { sql: `SELECT COUNT(*) AS total FROM ${d.names.threads} t${where.sql}`, binds: where.binds };
@@ -260,7 +257,6 @@ WHEN NOT MATCHED THEN INSERT (id, thread_id, resource_id, message_role, message_
   };
 }
 
-/** Deletes the listed messages. */
 export function deleteMessagesByIds(d: Dialect, ids: readonly string[]): Statement {
   const list = inList('m', ids);
   return { sql: `DELETE FROM ${d.names.messages} WHERE id IN (${list.sql})`, binds: list.binds };

@@ -42,11 +42,6 @@ export class OracleStore extends Store<OracleDriver> {
   constructor(options: OracleStoreOptions) {
     super(new OracleDriver(checked(options)));
   }
-
-  /** The driver's, with their literal types: a server's (atomic working memory, batches). */
-  override get capabilities() {
-    return this.driver.capabilities;
-  }
 }
 
 /** `options`, or `INVALID_ARGUMENT` naming what is wrong with them. */

@@ -1,6 +1,5 @@
 import * as core from '@engram/core/driver';
 import type { OracleDriver } from './driver.ts';
-import { errorCode } from './errors.ts';
 import { fromTimestampText, TIMESTAMP_FORMAT } from './mapping.ts';
 import type { Session } from './session.ts';
 import { chunks, type Dialect, inList, type Statement } from './sql.ts';
@@ -35,7 +34,7 @@ export function oracleVectors(driver: OracleDriver): core.VectorDriver<Session> 
           // ORA-02291: the message was deleted by a session that committed after this MERGE read
           // it. Oracle rolls back just this statement; the vector is skipped like any absent one.
           await s.upsert(upsertVector(dialect(), space.id, v)).catch((error: unknown) => {
-            if (errorCode(error) !== 'ORA-02291') throw error;
+            if (core.driverCode(error) !== 'ORA-02291') throw error;
           });
         }
       }),
@@ -68,7 +67,6 @@ export function oracleVectors(driver: OracleDriver): core.VectorDriver<Session> 
   };
 }
 
-/** A row of `searchVectors`. */
 export type VectorHitRow = Record<'ID' | 'THREAD_ID' | 'CREATED_AT_TEXT' | 'HASH', string> & {
   SCORE: number;
 };
@@ -107,23 +105,20 @@ WHEN NOT MATCHED THEN INSERT (message_id, space, hash, embedding) VALUES (s.mess
   };
 }
 
-/** The stored `(message_id, hash)` among at most 1,000 ids. */
-export function selectVectors(d: Dialect, space: string, ids: readonly string[]): Statement {
-  const list = inList('id', ids);
-  return {
-    sql: `SELECT message_id, hash FROM ${d.names.vectors} WHERE space = :space AND message_id IN (${list.sql})`,
-    binds: { space, ...list.binds },
+/** `<verb> FROM` the vectors of at most 1,000 messages of `space`. */
+const byMessageIds =
+  (verb: string) =>
+  (d: Dialect, space: string, ids: readonly string[]): Statement => {
+    const list = inList('id', ids);
+    const sql = `${verb} FROM ${d.names.vectors} WHERE space = :space AND message_id IN (${list.sql})`;
+    return { sql, binds: { space, ...list.binds } };
   };
-}
+
+/** The stored `(message_id, hash)` among at most 1,000 ids. */
+export const selectVectors = byMessageIds('SELECT message_id, hash');
 
 /** Deletes the vectors of at most 1,000 messages (the messages stay). */
-export function deleteVectors(d: Dialect, space: string, ids: readonly string[]): Statement {
-  const list = inList('id', ids);
-  return {
-    sql: `DELETE FROM ${d.names.vectors} WHERE space = :space AND message_id IN (${list.sql})`,
-    binds: { space, ...list.binds },
-  };
-}
+export const deleteVectors = byMessageIds('DELETE');
 
 /**
  * Exact search: the scope (resource, thread, exclusions) is in the `WHERE` clause, so the rows
