@@ -1,6 +1,5 @@
 import { hasNetworkCode, type MemoryErrorCode, NETWORK_ERROR_CODES } from '@engram/core/driver';
 
-/** The adapter name used in errors. */
 export const ADAPTER = 'upstash';
 
 /**

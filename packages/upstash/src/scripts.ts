@@ -199,7 +199,7 @@ return frame({'candidates', rows})
 
 /**
  * `threadId`, `resourceId`, `direction`, `offset`, `limit`, `min`/`max` (score ranges), `windows`
- * (core's include). Returns { total, message hashes… } of the page and the windows, once each.
+ * (core's include). Returns { total, message hashes… } of the page and the windows (core drops repeats).
  */
 const LIST_MESSAGES = `
 local t, r = A.threadId, A.resourceId
@@ -211,10 +211,7 @@ local ids = {}
 if A.limit ~= 0 and not ranged then ids = ranks(z, rev, offset, A.limit)
 elseif A.limit ~= 0 and rev then ids = redis.call('ZRANGE', z, max, min, 'BYSCORE', 'REV', 'LIMIT', offset, A.limit or -1)
 elseif A.limit ~= 0 then ids = redis.call('ZRANGE', z, min, max, 'BYSCORE', 'LIMIT', offset, A.limit or -1) end
-local seen = {}
 local function add(id)
-  if seen[id] then return end
-  seen[id] = true
   local h = redis.call('HGETALL', K.message(id))
   if #h > 0 then out[#out + 1] = h end
 end
@@ -383,7 +380,6 @@ const BODIES = {
   ...OBSERVATION_BODIES,
 };
 
-/** The name of one script. */
 export type ScriptName = keyof typeof BODIES;
 
 /** Runs one script with its named arguments and reads its framed reply. */

@@ -1,4 +1,4 @@
-import { checkClientShape, MemoryError, SERVER_CAPABILITIES, Store } from '@engram/core/driver';
+import { checkClientShape, MemoryError, Store } from '@engram/core/driver';
 import { Redis } from '@upstash/redis';
 import { UpstashDriver } from './driver.ts';
 import { ADAPTER } from './errors.ts';
@@ -43,11 +43,6 @@ export type UpstashStoreOptions = {
 export class UpstashStore extends Store<UpstashDriver> {
   constructor(options: UpstashStoreOptions) {
     super(driverOf(options));
-  }
-
-  /** Working memory atomic across processes, batches and deletes all or nothing (one script each). */
-  override get capabilities(): typeof SERVER_CAPABILITIES {
-    return SERVER_CAPABILITIES;
   }
 }
 

@@ -100,7 +100,6 @@ for i, h in ipairs(best) do out[i] = {h[1], h[2], string.format('%d', h[3]), h[4
 return frame({out, scanned})
 `;
 
-/** The vector scripts' bodies, by name. */
 export const VECTOR_BODIES = {
   space: SPACE,
   upsertVectors: UPSERT,

@@ -6,7 +6,6 @@ import type { Call } from './scripts.ts';
 /** Vectors one search scans at most, by default (see `UpstashStoreOptions.vectorScanLimit`). */
 export const DEFAULT_VECTOR_SCAN_LIMIT = 5_000;
 
-/** The vector domain of `UpstashDriver`. */
 export type UpstashVectors = VectorDriver<UpstashTx>;
 
 /**
