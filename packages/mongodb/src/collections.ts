@@ -1,5 +1,5 @@
-import { prefixedTables } from '@engram/core/driver';
-import type { Binary, Collection, Db, ObjectId } from 'mongodb';
+import { pageLimit, prefixedTables } from '@engram/core/driver';
+import type { Binary, Collection, Db, FindCursor, ObjectId } from 'mongodb';
 import { mongoError } from './errors.ts';
 import type { LockDocument } from './locks.ts';
 
@@ -73,14 +73,12 @@ export interface ObservationDocument {
   updatedAt: Date;
 }
 
-/** One applied schema version. */
 export interface MigrationDocument {
   _id: number;
   name: string;
   appliedAt: Date;
 }
 
-/** The collections of one store. */
 export interface Collections {
   threads: Collection<ThreadDocument>;
   messages: Collection<MessageDocument>;
@@ -93,7 +91,6 @@ export interface Collections {
   observations: Collection<ObservationDocument>;
 }
 
-/** Collection names for a prefix. */
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
   return {
     ...prefixedTables(prefix),
@@ -103,10 +100,19 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
   };
 }
 
-/** Typed handles on the store's collections in `db`. */
 export function collections(db: Db, prefix: string): Collections {
   const names = Object.entries(collectionNames(prefix));
   return Object.fromEntries(names.map(([key, name]) => [key, db.collection(name)])) as unknown as Collections;
+}
+
+/** The rows of one page of a sorted `cursor`: none for `perPage: 0`, every row for `false`. */
+export async function pageOf<T>(
+  cursor: FindCursor<T>,
+  q: { page: number; perPage: number | false },
+): Promise<T[]> {
+  const paging = pageLimit(q.page, q.perPage);
+  if (paging?.limit === 0) return [];
+  return paging ? cursor.skip(paging.offset).limit(paging.limit).toArray() : cursor.toArray();
 }
 
 const PREFIX = /^[A-Za-z0-9_.-]{0,48}$/;

@@ -36,7 +36,6 @@ export interface Connection {
 export class MongoDBDriver implements Driver<MongoTx> {
   readonly name = 'mongodb';
   readonly errors = errors;
-  /** The driver client: the one passed in, or the one created from `url`. */
   readonly client: MongoClient;
   readonly dbName: string;
   readonly collectionPrefix: string;

@@ -66,14 +66,16 @@ export function decodeKey(stored: string): string {
 
 /**
  * The BSON-ready form of a JSON value: the same shape with every object key encoded (and inner
- * arrays wrapped when the codec says so). `depth` is the stored nesting level of `value`. Throws
- * `INVALID_ARGUMENT` for values nested too deeply.
+ * arrays wrapped when the codec says so). `depth` is the stored nesting level of `value`, `inArray`
+ * whether it sits directly inside an array. Throws `INVALID_ARGUMENT` for values nested too deeply.
  */
-export function encodeValue(value: JsonValue, field: string, codec: Codec, depth = 0): unknown {
-  return encode(value, field, codec, depth, false);
-}
-
-function encode(value: JsonValue, field: string, codec: Codec, depth: number, inArray: boolean): unknown {
+export function encodeValue(
+  value: JsonValue,
+  field: string,
+  codec: Codec,
+  depth = 0,
+  inArray = false,
+): unknown {
   if (depth > MAX_VALUE_DEPTH) {
     const message = `${field} is nested more than ${MAX_VALUE_DEPTH} levels deep; MongoDB stores at most 100`;
     throw mongoError('INVALID_ARGUMENT', message);
@@ -82,12 +84,12 @@ function encode(value: JsonValue, field: string, codec: Codec, depth: number, in
   if (Array.isArray(value)) {
     const wrap = inArray && codec.wrapNestedArrays;
     const level = wrap ? depth + 2 : depth + 1;
-    const items = value.map((item, i) => encode(item, `${field}[${i}]`, codec, level, true));
+    const items = value.map((item, i) => encodeValue(item, `${field}[${i}]`, codec, level, true));
     return wrap ? { [ARRAY_WRAPPER]: items } : items;
   }
   const out: JsonObject = {};
   for (const [key, item] of Object.entries(value)) {
-    defineKey(out, encodeKey(key), encode(item, `${field}.${key}`, codec, depth + 1, false) as JsonValue);
+    defineKey(out, encodeKey(key), encodeValue(item, `${field}.${key}`, codec, depth + 1) as JsonValue);
   }
   return out;
 }

@@ -78,7 +78,6 @@ export function classify(error: unknown, operation: string): MemoryErrorCode {
   return 'STORAGE';
 }
 
-/** The driver's error classification, for core's error mapper. */
 export const errors: Driver['errors'] = {
   classify,
   driverDetails: (error) => ({ serverCode: numericCode(error) }),

@@ -169,11 +169,6 @@ export class WriteLocks {
     }
   }
 
-  /** `release` in the background: for a write that failed because the server is unreachable. */
-  abandon(keys: string[], owner: string): void {
-    this.release(keys, owner).catch(() => undefined);
-  }
-
   /** Deletes the orphans (see the class) whose lease still has a quarter left; forgets the others. */
   private async releaseOrphans(): Promise<void> {
     if (this.orphans.size === 0) return;

@@ -59,7 +59,6 @@ export function toThread(doc: ThreadDocument): Thread {
   };
 }
 
-/** The document of a message. */
 export function toMessageDocument(message: Message, field: string, codec: Codec): MessageDocument {
   const doc: MessageDocument = {
     _id: message.id,
@@ -89,10 +88,4 @@ export function toResource(doc: ResourceDocument): Resource {
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };
-}
-
-/** Thread-scoped working memory as stored in `metadata.workingMemory`. */
-export function threadWorkingMemory(doc: ThreadDocument): string | null {
-  const stored = doc.metadata?.workingMemory;
-  return typeof stored === 'string' ? stored : null;
 }

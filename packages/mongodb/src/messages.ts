@@ -1,6 +1,6 @@
-import { type Message, type MessageDriver, pageOffset, type WindowQuery } from '@engram/core/driver';
+import type { Message, MessageDriver, WindowQuery } from '@engram/core/driver';
 import type { Filter, MongoBulkWriteError } from 'mongodb';
-import type { Collections, MessageDocument } from './collections.ts';
+import { type Collections, type MessageDocument, pageOf } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
 import { LockLost, type MongoTx } from './locks.ts';
@@ -24,15 +24,8 @@ export function messageDriver(c: Connection): MessageDriver<MongoTx> {
       const dir = query.direction === 'ASC' ? 1 : -1;
       const [total, page, windows] = await Promise.all([
         c.collections.messages.countDocuments(filter),
-        query.perPage === 0
-          ? []
-          : c.collections.messages
-              .find(filter)
-              // `(createdAt, _id)` order, served by the `thread_created` index.
-              .sort({ createdAt: dir, _id: dir })
-              .skip(pageOffset(query.page, query.perPage))
-              .limit(query.perPage === false ? 0 : query.perPage)
-              .toArray(),
+        // `(createdAt, _id)` order, served by the `thread_created` index.
+        pageOf(c.collections.messages.find(filter).sort({ createdAt: dir, _id: dir }), query),
         includeWindows(c.collections, query.include, resourceId),
       ]);
       return { page: page.map(toMessage), total, windows: windows.flat() };

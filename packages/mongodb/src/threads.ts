@@ -1,5 +1,5 @@
-import { pageOffset, type ResourceDriver, type ThreadDriver } from '@engram/core/driver';
-import type { ResourceDocument } from './collections.ts';
+import type { ResourceDriver, ThreadDriver } from '@engram/core/driver';
+import { pageOf, type ResourceDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { encodeKey, valueHash } from './encoding.ts';
 import type { MongoTx } from './locks.ts';
@@ -83,14 +83,7 @@ export function threadDriver(c: Connection): ThreadDriver<MongoTx> {
       const dir = query.direction === 'ASC' ? 1 : -1;
       const [total, docs] = await Promise.all([
         c.collections.threads.countDocuments(filter),
-        query.perPage === 0
-          ? []
-          : c.collections.threads
-              .find(filter)
-              .sort({ [query.orderBy]: dir, _id: dir })
-              .skip(pageOffset(query.page, query.perPage))
-              .limit(query.perPage === false ? 0 : query.perPage)
-              .toArray(),
+        pageOf(c.collections.threads.find(filter).sort({ [query.orderBy]: dir, _id: dir }), query),
       ]);
       return { kind: 'page', threads: docs.map(toThread), total };
     },
@@ -112,15 +105,9 @@ export function resourceDriver(c: Connection): ResourceDriver {
       // `$setOnInsert` of `metadata` would conflict with `$set` of `metadata.<key>`.
       const setOnInsert = { createdAt: now, ...(Object.keys(metadata).length === 0 && { metadata: {} }) };
       assertDocumentSize(set, 'the resource update');
+      const update = { set, setOnInsert, upsert: true, later: { updatedAt: now } };
       const doc = await c.locks.hold([resourceLock(id)], (fence) =>
-        updateFields(
-          c.collections.resources,
-          id,
-          { set, setOnInsert, upsert: true, later: { updatedAt: now } },
-          c.ferretdb1,
-          'updateResource',
-          fence,
-        ),
+        updateFields(c.collections.resources, id, update, c.ferretdb1, 'updateResource', fence),
       );
       return toResource(doc as ResourceDocument);
     },

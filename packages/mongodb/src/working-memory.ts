@@ -9,7 +9,7 @@ import type { Collections } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { valueHash } from './encoding.ts';
 import { isUnreachable } from './locks.ts';
-import { assertDocumentSize, threadWorkingMemory, toResource } from './mapping.ts';
+import { assertDocumentSize, toResource } from './mapping.ts';
 import { resourceLock, threadLock } from './threads.ts';
 import { assertStored, insertNew } from './writes.ts';
 
@@ -68,8 +68,9 @@ export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory
       }
     },
     release: async (cell, token) => {
-      if (unreachable.delete(token)) c.locks.abandon([lockOf(cell)], token);
-      else await c.locks.release([lockOf(cell)], token);
+      const released = c.locks.release([lockOf(cell)], token);
+      if (unreachable.delete(token)) released.catch(() => undefined);
+      else await released;
     },
   };
   return {
@@ -92,7 +93,8 @@ async function read(c: Collections, cell: WorkingMemoryCell): Promise<VersionedV
     return doc && { value: toResource(doc).workingMemory, version: doc.version ?? null };
   }
   const doc = await c.threads.findOne({ _id: cell.threadId });
-  return doc && { value: threadWorkingMemory(doc), version: doc.version ?? null };
+  const stored = doc?.metadata?.workingMemory;
+  return doc && { value: typeof stored === 'string' ? stored : null, version: doc.version ?? null };
 }
 
 /** Stores `value` if the cell is still at `expected`; the caller holds the cell's lock where locks are on. */
