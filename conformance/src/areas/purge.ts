@@ -10,9 +10,20 @@ import {
 import { expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, partsContent, thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
 import { random, SPACE, unit } from '../vectors.ts';
 
 const check = defineArea('purge');
+
+/** The store, or a skip naming what it lacks: the purge area needs `deleteResource` and `restoreResource`. */
+function purging(store: MemoryStorage): MemoryStorage {
+  if (!store.deleteResource || !store.restoreResource) {
+    skipCheck(
+      `${store.name} declares no deleteResource/restoreResource (stores built with createStore have both)`,
+    );
+  }
+  return store;
+}
 
 /** Everything seeded for one resource, as read back right after seeding. */
 interface Seeded {
@@ -162,7 +173,7 @@ export const purgeChecks = [
   check(
     'deleteResource removes every record of the resource, counts them, and leaves hostile-id neighbours untouched',
     async (ctx) => {
-      const store = await ctx.store();
+      const store = purging(await ctx.store());
       const memory = new Memory({ storage: store });
       const base = ctx.id('p');
       for (const victim of [base, `${base}:%_*'"é`]) {
@@ -190,13 +201,13 @@ export const purgeChecks = [
   ),
 
   check('deleteResource of a resource with nothing stored returns zeros', async (ctx) => {
-    const store = await ctx.store();
+    const store = purging(await ctx.store());
     const memory = new Memory({ storage: store });
     expectEqual(await memory.deleteResource({ resourceId: ctx.id('none') }), ZERO, 'counts');
   }),
 
   check('deleteResource with a bad id is INVALID_ARGUMENT and changes nothing', async (ctx) => {
-    const store = await ctx.store();
+    const store = purging(await ctx.store());
     const memory = new Memory({ storage: store });
     const seeded = await seedResource(store, ctx.id('p'));
     const bad: unknown[] = [undefined, null, '', 42, { $gt: '' }, ['x'], 'x'.repeat(256)];
@@ -220,7 +231,7 @@ export const purgeChecks = [
   check(
     'exportResource → importRecords round-trips exactly, to and from the in-memory reference store',
     async (ctx) => {
-      const store = await ctx.store();
+      const store = purging(await ctx.store());
       const reference = new InMemoryStore({
         vectors: store.vectors !== undefined,
         observations: store.observations !== undefined,
