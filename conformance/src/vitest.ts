@@ -11,6 +11,7 @@ const SLOW_AREAS = new Set<AreaName>([
   'working-memory',
   'recall',
   'observations',
+  'purge',
 ]);
 const SLOW_TIMEOUT_MS = 180_000;
 
