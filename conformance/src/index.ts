@@ -26,6 +26,7 @@ export {
   isolationSuite,
   lifecycleSuite,
   messagesSuite,
+  purgeSuite,
   recallSuite,
   recordsSuite,
   resourcesSuite,

@@ -14,6 +14,7 @@ export const AREAS = [
   'differential',
   'recall',
   'observations',
+  'purge',
 ] as const;
 
 /** One area of the suite. */
@@ -33,6 +34,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   differential: 'differential (property tests)',
   recall: 'semantic recall (vectors)',
   observations: 'observational memory',
+  purge: 'deleting and exporting a resource',
 };
 
 /** How an adapter hands its store to the suite. */

@@ -11,6 +11,7 @@ const SLOW_AREAS = new Set<AreaName>([
   'working-memory',
   'recall',
   'observations',
+  'purge',
 ]);
 const SLOW_TIMEOUT_MS = 180_000;
 
@@ -83,6 +84,8 @@ export const errorsSuite = (init: ConformanceInit): void => register(init, ['err
 export const differentialSuite = (init: ConformanceInit): void => register(init, ['differential']);
 /** Registers only the semantic recall area (checks skip unless the store declares `vectors`). */
 export const recallSuite = (init: ConformanceInit): void => register(init, ['recall']);
+/** Registers only the purge area: deleting (and exporting) a resource. */
+export const purgeSuite = (init: ConformanceInit): void => register(init, ['purge']);
 /** Registers a chosen set of areas. */
 export const areasSuite = (init: ConformanceInit, areas: readonly AreaName[]): void => register(init, areas);
 

@@ -48,4 +48,5 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'differential'
   | 'recall'
   | 'observations'
+  | 'purge'
 >();

@@ -6,6 +6,7 @@ import { isolationChecks } from './isolation.ts';
 import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
 import { observationsChecks } from './observations.ts';
+import { purgeChecks } from './purge.ts';
 import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
@@ -20,6 +21,7 @@ export {
   lifecycleChecks,
   messagesChecks,
   observationsChecks,
+  purgeChecks,
   recallChecks,
   recordsChecks,
   resourcesChecks,
@@ -41,4 +43,5 @@ export const CHECKS: readonly Check[] = [
   ...differentialChecks,
   ...recallChecks,
   ...observationsChecks,
+  ...purgeChecks,
 ];

@@ -238,9 +238,12 @@ class JsonDriver implements Driver<FileData> {
     },
   };
 
-  readonly resources: ResourceDriver = {
+  readonly resources: ResourceDriver<FileData> = {
     get: async (id) => (await this.read()).resources.get(id) ?? null,
     update: (change) => this.change((data) => updateResource(data, change)),
+    delete: async (data, id) => {
+      data.resources.delete(id);
+    },
   };
 
   /** Read-modify-write under the file lock, which no writer of any process can interleave with. */
@@ -338,6 +341,9 @@ class JsonDriver implements Driver<FileData> {
       data.logs.delete(`thread:${threadId}`);
     },
     deleteByMessages: async () => {},
+    deleteByResource: async (data, resourceId) => {
+      data.logs.delete(`resource:${resourceId}`);
+    },
   };
 
   /**

@@ -98,6 +98,7 @@ export {
   threadNotOwned,
   threadOfAnotherResource,
 } from './storage/ownership.ts';
+export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export { RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
 export { createStore, Store } from './storage/store.ts';

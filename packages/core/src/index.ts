@@ -91,6 +91,17 @@ export {
   type VNextUpdateReason,
 } from './agent/vnext.ts';
 export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
+export type { ImportCounts, ImportOptions, OnConflict } from './lifecycle/import.ts';
+export {
+  type MemoryRecord,
+  type MessageRecord,
+  type ObservationRecord,
+  parseRecord,
+  RECORD_VERSION,
+  type RecordKind,
+  type ResourceRecord,
+  type ThreadRecord,
+} from './lifecycle/records.ts';
 export {
   type AddMessageInput,
   type HistoryArgs,
@@ -166,6 +177,7 @@ export type * from './storage/contract.ts';
 export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
+export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export type * from './storage/vectors.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';

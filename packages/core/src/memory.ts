@@ -1,5 +1,8 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
+import { exportResource } from './lifecycle/export.ts';
+import { type ImportCounts, type ImportOptions, importRecords } from './lifecycle/import.ts';
+import type { MemoryRecord } from './lifecycle/records.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
@@ -7,6 +10,7 @@ import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import { requireDomain } from './storage/domains.ts';
 import { ownedThread } from './storage/ownership.ts';
+import type { ResourceDeletion } from './storage/purge.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
@@ -276,6 +280,55 @@ export class Memory {
   async deleteThread(threadId: string): Promise<void> {
     assertId(threadId, 'threadId');
     return this.storage.deleteThread({ threadId });
+  }
+
+  /**
+   * Deletes every record of a resource — its threads, their messages, vectors and observation
+   * logs, working memory of both scopes, its own observation log and the resource row — and
+   * returns how many of each kind were removed. Another resource is never touched. If it stops
+   * part-way (a crash, a lost connection), calling it again completes it; on a resource with
+   * nothing left it returns zeros. `INVALID_ARGUMENT` for a bad id (nothing changed);
+   * `UNSUPPORTED` on a storage without `deleteResource`.
+   */
+  async deleteResource(args: { resourceId: string }): Promise<ResourceDeletion> {
+    if (!isPlainObject(args)) throw invalid(`deleteResource expects { resourceId }, got ${describe(args)}`);
+    assertId(args.resourceId, 'resourceId');
+    if (!this.storage.deleteResource) {
+      throw new MemoryError('UNSUPPORTED', `${this.storage.name}: the storage has no deleteResource`, {
+        adapter: this.storage.name,
+        details: { operation: 'deleteResource' },
+      });
+    }
+    return this.storage.deleteResource({ resourceId: args.resourceId });
+  }
+
+  /**
+   * Every record of a resource as versioned plain records (`{ v: 1, kind, … }`, JSON-safe: dates
+   * as ISO strings), streamed: the resource, each thread followed by its messages and observation
+   * log, then the resource's observation log. Write one `JSON.stringify` per line for JSON Lines.
+   * Vectors are not exported; after an import, `reindex` embeds the messages again.
+   */
+  exportResource(args: { resourceId: string }): AsyncIterable<MemoryRecord> {
+    if (!isPlainObject(args)) throw invalid(`exportResource expects { resourceId }, got ${describe(args)}`);
+    assertId(args.resourceId, 'resourceId');
+    return exportResource(this.storage, args.resourceId);
+  }
+
+  /**
+   * Writes records of `exportResource` into this memory's storage, exactly (dates included).
+   * `onConflict` (default `'fail'`) says what a record whose id is already stored does: `'skip'`
+   * it, `'replace'` the stored one, or `'fail'` with `CONFLICT`. A record that is not valid stops
+   * the import with `VALIDATION` naming its position (the line of a JSON Lines file); records
+   * before it are written, none after. With `resourceId`, a record of another resource is refused.
+   */
+  importRecords(
+    records: AsyncIterable<unknown> | Iterable<unknown>,
+    options: ImportOptions = {},
+  ): Promise<ImportCounts> {
+    if (!isPlainObject(options))
+      throw invalid(`importRecords options must be an object, got ${describe(options)}`);
+    assertOptionalId(options.resourceId, 'resourceId');
+    return importRecords(this.storage, records, options);
   }
 
   /** Lists threads; see `ListThreadsArgs` for filters, paging and order. */

@@ -150,8 +150,9 @@ export class LibSQLDriver implements Driver<Transaction> {
     },
   };
 
-  readonly resources: ResourceDriver = {
+  readonly resources: ResourceDriver<Transaction> = {
     get: async (id) => (await this.run(sql.selectResource(id))).rows.map(toResource)[0] ?? null,
+    delete: (tx, id) => exec(tx, sql.deleteResource(id)),
     update: async ({ id, workingMemory, metadata, now }) => {
       const write = (db: Executor, merged?: JsonObject) =>
         db.execute(sql.writeResource(id, now.getTime(), { workingMemory, metadata: merged }));

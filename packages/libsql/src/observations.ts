@@ -96,6 +96,11 @@ export class LibSQLObservations implements ObservationDriver<Executor> {
     return exec(tx, { sql: `DELETE FROM ${observations} WHERE thread_id = ?`, args: [threadId] });
   }
 
+  /** The resource-scope log (thread-scope logs go with their threads). */
+  deleteByResource(tx: Executor, resourceId: string): Promise<void> {
+    return exec(tx, { sql: `DELETE FROM ${observations} WHERE key = ?`, args: [`resource:${resourceId}`] });
+  }
+
   /** A log summarises messages; it is not rewritten when one is deleted. */
   async deleteByMessages(): Promise<void> {}
 }

@@ -94,6 +94,12 @@ export const deleteThreadStatements = (id: string): Statement[] => [
   { sql: `DELETE FROM ${threads} WHERE id = ?`, args: [id] },
 ];
 
+/** Removes a resource row (its working memory and metadata); its threads are deleted before. */
+export const deleteResource = (id: string): Statement => ({
+  sql: `DELETE FROM ${resources} WHERE id = ?`,
+  args: [id],
+});
+
 /** In one read: the owners of these threads (`kind` 't') and the places of these messages ('m'). */
 export const selectPlaces = (threadIds: string[], messageIds: string[]): Statement => ({
   sql: `SELECT 't' AS kind, id, resource_id, NULL AS thread_id FROM ${threads} WHERE id ${IN_LIST}

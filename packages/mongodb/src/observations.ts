@@ -87,6 +87,13 @@ export function observationDriver(c: Connection, write: Write): ObservationDrive
     },
     /** A log summarises messages; it is not rewritten when one is deleted. */
     deleteByMessages: async () => {},
+    /** The resource-scope log (thread-scope logs go with their threads). */
+    deleteByResource: async (tx, resourceId) => {
+      const key = `resource:${resourceId}`;
+      await tx.lock([observationLock(key)]);
+      await tx.fence();
+      await rows().deleteMany({ key }, { session: tx.session });
+    },
   };
 }
 

@@ -91,8 +91,13 @@ export function threadDriver(c: Connection): ThreadDriver<MongoTx> {
 }
 
 /** Resources: one upsert each, merging metadata one `metadata.<key>` path per key. */
-export function resourceDriver(c: Connection): ResourceDriver {
+export function resourceDriver(c: Connection): ResourceDriver<MongoTx> {
   return {
+    delete: async (tx, id) => {
+      await tx.lock([resourceLock(id)]);
+      await tx.fence();
+      await c.collections.resources.deleteOne({ _id: id }, { session: tx.session });
+    },
     get: async (id) => {
       const doc = await c.collections.resources.findOne({ _id: id });
       return doc && toResource(doc);

@@ -204,7 +204,10 @@ export class OracleDriver implements core.Driver<Session> {
     },
   };
 
-  readonly resources: core.ResourceDriver = {
+  readonly resources: core.ResourceDriver<Session> = {
+    delete: async (s, id) => {
+      await s.run(sql.deleteResource(this.dialect, id));
+    },
     get: async (id) => {
       const [row] = await this.read((s) => s.rows<rows.ResourceRow>(sql.selectResource(this.dialect, id)));
       return row ? rows.rowToResource(row) : null;

@@ -35,6 +35,9 @@ export function oracleObservations(driver: OracleDriver): core.ObservationDriver
     },
     // A log summarises messages; it is not rewritten when one is deleted.
     deleteByMessages: async () => {},
+    deleteByResource: async (s, resourceId) => {
+      await s.run(deleteResourceObservations(driver.dialect, resourceId));
+    },
   };
 }
 
@@ -115,6 +118,14 @@ export function deleteObservationsOfThread(d: Dialect, threadId: string): Statem
   return {
     sql: `DELETE FROM ${d.names.observations} WHERE thread_id = :thread_id`,
     binds: { thread_id: threadId },
+  };
+}
+
+/** The resource-scope log of a resource (thread-scope logs go with their threads). */
+export function deleteResourceObservations(d: Dialect, resourceId: string): Statement {
+  return {
+    sql: `DELETE FROM ${d.names.observations} WHERE log_key = :log_key`,
+    binds: { log_key: `resource:${resourceId}` },
   };
 }
 

@@ -157,6 +157,13 @@ export function deleteThread(d: Dialect, threadId: string): Statement {
   return { sql: `DELETE FROM ${d.names.threads} WHERE id = :thread_id`, binds: { thread_id: threadId } };
 }
 
+export function deleteResource(d: Dialect, resourceId: string): Statement {
+  return {
+    sql: `DELETE FROM ${d.names.resources} WHERE id = :resource_id`,
+    binds: { resource_id: resourceId },
+  };
+}
+
 /** Paging of a listing (core's `pageLimit`): rows `[offset, offset + limit)`, or every row. */
 export type Paging = { offset: number; limit: number } | undefined;
 

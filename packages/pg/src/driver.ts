@@ -164,8 +164,11 @@ export class PostgresDriver implements Driver<PostgresTx> {
     },
   };
 
-  readonly resources: ResourceDriver = {
+  readonly resources: ResourceDriver<PostgresTx> = {
     get: (id) => this.one<Resource>(this.sql.getResource, [id]),
+    delete: async (tx, id) => {
+      await tx.client.query(this.sql.deleteResource, [id]);
+    },
     update: async ({ id, workingMemory, metadata, now }) => {
       const json = JSON.stringify(metadata ?? {});
       const values = [id, workingMemory ?? null, json, timestamp(now), workingMemory !== undefined];

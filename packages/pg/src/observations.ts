@@ -68,6 +68,11 @@ export class PostgresObservationDriver implements core.ObservationDriver<Postgre
     await tx.client.query(this.sql.deleteByThread, [threadId]);
   }
 
+  /** The resource-scope log (thread-scope logs go with their threads). */
+  async deleteByResource(tx: PostgresTx, resourceId: string): Promise<void> {
+    await tx.client.query(this.sql.deleteByKey, [`resource:${resourceId}`]);
+  }
+
   /** A log summarises messages; it is not rewritten when one is deleted. */
   async deleteByMessages(): Promise<void> {}
 }
@@ -96,6 +101,7 @@ function statements(n: Names) {
       INSERT INTO ${t} (key, generation, resource_id, thread_id, version, body, updated_at)
         SELECT key, $5::bigint, $6::text, $7::text, $4::bigint, $8::text, $9::timestamptz FROM sealed RETURNING 1`,
     deleteByThread: `DELETE FROM ${t} WHERE thread_id = $1`,
+    deleteByKey: `DELETE FROM ${t} WHERE key = $1`,
   };
 }
 

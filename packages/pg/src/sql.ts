@@ -80,6 +80,7 @@ export function statements(n: Names) {
       FROM unnest($1::text[], $2::timestamptz[]) AS b(id, newest) WHERE t.id = b.id`,
     /** Its messages, their counts and their vectors go with it (`ON DELETE CASCADE`). */
     deleteThread: `DELETE FROM ${n.threads} WHERE id = $1`,
+    deleteResource: `DELETE FROM ${n.resources} WHERE id = $1`,
     messagesById: `SELECT ${message()} FROM ${n.messages} WHERE id = ANY($1::text[])`,
     /**
      * Locks, in id order, the threads `$1` and those the messages `$2` are in now; `existing` tells

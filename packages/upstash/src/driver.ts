@@ -164,8 +164,11 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     },
   };
 
-  readonly resources: core.ResourceDriver = {
+  readonly resources: core.ResourceDriver<UpstashTx> = {
     get: async (id) => frames.toResource(await this.call('getResource', { id })),
+    delete: async (tx, id) => {
+      tx.ops.push({ op: 'deleteResource', id });
+    },
     update: async ({ workingMemory, metadata, now, ...change }) => {
       const args = { ...change, value: workingMemory, metadata: metadataFields(metadata), now: ms(now) };
       const resource = frames.toResource(await this.call('updateResource', args));

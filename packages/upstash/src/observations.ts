@@ -42,6 +42,9 @@ export function upstashObservations(call: Call): UpstashObservations {
     },
     // A log summarises messages; deleting one does not rewrite it.
     deleteByMessages: async () => {},
+    deleteByResource: async (tx, resourceId) => {
+      tx.ops.push({ op: 'dropResourceObservations', id: resourceId });
+    },
   };
 }
 

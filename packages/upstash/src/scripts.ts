@@ -22,7 +22,15 @@ export type Operation =
   | { op: 'put'; messages: ReturnType<typeof messageRecord>[] }
   | { op: 'remove' | 'dropVectors'; ids: string[] }
   | { op: 'touch'; bumps: { id: string; newest?: number }[] }
-  | { op: 'deleteThread' | 'dropThreadVectors' | 'dropThreadObservations'; id: string };
+  | {
+      op:
+        | 'deleteThread'
+        | 'dropThreadVectors'
+        | 'dropThreadObservations'
+        | 'deleteResource'
+        | 'dropResourceObservations';
+      id: string;
+    };
 
 /** The one argument of a script: `args` and the prefix as JSON, without nulls (truthy in cjson). */
 export function scriptArgument(prefix: string, args: object): string {
@@ -111,6 +119,9 @@ function OP.touch(o) for _, b in ipairs(o.bumps) do touchThread(b.id, b.newest) 
 function OP.dropVectors(o) for _, id in ipairs(o.ids) do redis.call('DEL', K.vector(id)) end end
 function OP.dropThreadVectors(o) OP.dropVectors({ids = redis.call('ZRANGE', K.threadMessages(o.id), 0, -1)}) end
 function OP.dropThreadObservations(o) redis.call('DEL', K.threadObservations(o.id)) end
+function OP.dropResourceObservations(o) redis.call('DEL', K.resourceObservations(o.id)) end
+-- The resource hash and its working-memory lease (its threads are deleted before, one by one).
+function OP.deleteResource(o) redis.call('DEL', K.resource(o.id), K.resource(o.id) .. ':wmlock') end
 -- The thread, its messages and its indexes (vectors: dropThreadVectors; its observation log:
 -- dropThreadObservations).
 function OP.deleteThread(o)

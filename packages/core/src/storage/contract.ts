@@ -1,5 +1,6 @@
 import type { StoreCapabilities } from './capabilities.ts';
 import type { ObservationStore } from './observations.ts';
+import type { ResourceDeletion } from './purge.ts';
 import type {
   Direction,
   JsonObject,
@@ -234,6 +235,15 @@ export interface MemoryStorage {
    * metadata atomically; bumps `updatedAt`. Returns the stored resource.
    */
   updateResource(args: UpdateResourceArgs): Promise<Resource>;
+
+  /**
+   * Optional: removes every record of the resource — threads, messages, vectors, working memory of
+   * both scopes, observation logs, the resource row — and returns how many of each; running it
+   * again after a failure completes it. `Store` implements it; `Memory.deleteResource` needs it.
+   */
+  deleteResource?(args: { resourceId: string }): Promise<ResourceDeletion>;
+  /** Optional: writes the resource exactly as given, dates included, replacing a stored one. */
+  restoreResource?(resource: Resource): Promise<Resource>;
 
   /**
    * Atomic read-modify-write of working memory. `scope: 'resource'` creates a missing resource;

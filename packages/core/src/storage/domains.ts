@@ -20,6 +20,12 @@ export interface DomainHooks<Tx = unknown> {
   deleteByThread(tx: Tx, threadId: string): Promise<void>;
   /** Inside a write: removes what the domain keeps for these messages (ids that exist). */
   deleteByMessages(tx: Tx, messageIds: string[]): Promise<void>;
+  /**
+   * Inside a write: removes what the domain keeps for the resource itself, apart from its threads
+   * and messages (for example a resource-scope observation log). Required by `deleteResource`
+   * for a domain whose definition says `resourceRows: true`.
+   */
+  deleteByResource?(tx: Tx, resourceId: string): Promise<void>;
 }
 
 /** The optional domains of a driver, by key. */
@@ -44,6 +50,8 @@ interface DomainDefinition<K extends DomainName> {
   what: string;
   /** The `Memory` option that needs it. */
   feature: string;
+  /** Whether the domain keeps rows of a resource beyond its messages' (`deleteByResource` needed). */
+  resourceRows: boolean;
   /** The store-side object of the domain: validation in front of the driver's primitives. */
   wrap(
     adapter: string,
@@ -57,11 +65,13 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
   vectors: {
     what: 'vector search',
     feature: 'options.semanticRecall',
+    resourceRows: false,
     wrap: (adapter, driver, run) => new ValidatedVectors(adapter, driver, run),
   },
   observations: {
     what: 'observation logs',
     feature: 'options.observationalMemory',
+    resourceRows: true,
     wrap: (adapter, driver, run) => new ValidatedObservations(adapter, driver, run),
   },
 };

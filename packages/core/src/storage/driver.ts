@@ -47,7 +47,7 @@ export interface Driver<Tx = unknown> extends DriverDomains<Tx> {
 
   readonly threads: ThreadDriver<Tx>;
   readonly messages: MessageDriver<Tx>;
-  readonly resources: ResourceDriver;
+  readonly resources: ResourceDriver<Tx>;
   /**
    * How working-memory updates are made atomic (see `working-memory.ts`): the only path of
    * `updateWorkingMemoryAtomically`. Required when `capabilities.atomicWorkingMemory`.
@@ -181,9 +181,16 @@ export interface ResourceChange {
   now: Date;
 }
 
-export interface ResourceDriver {
+export interface ResourceDriver<Tx = unknown> {
   /** The resource, or `null`. */
   get(id: string): Promise<Resource | null>;
   /** Atomically creates or updates the resource (see `ResourceChange`); returns it as stored. */
   update(change: ResourceChange): Promise<Resource>;
+  /**
+   * Optional, inside a write: removes the resource row (its working memory and metadata) and
+   * whatever the driver keeps for the resource alone (a working-memory version, a lock row);
+   * never its threads or messages. An absent resource is ignored. Needed by `deleteResource`
+   * (core refuses it with `UNSUPPORTED` without it).
+   */
+  delete?(tx: Tx, id: string): Promise<void>;
 }

@@ -189,12 +189,15 @@ export class MemoryDriver implements Driver<MemoryTx> {
     },
   };
 
-  readonly resources: ResourceDriver = {
+  readonly resources: ResourceDriver<MemoryTx> = {
     get: async (id) => {
       const resource = this.resourceMap.get(id);
       return resource ? copyResource(resource) : null;
     },
     update: (change) => this.exclusive(() => this.updateResource(change)),
+    delete: async (tx, id) => {
+      tx.changes.push(() => this.resourceMap.delete(id));
+    },
   };
 
   private updateThread({ id, title, metadata }: ThreadChange): Thread | null {
@@ -313,6 +316,9 @@ export class MemoryDriver implements Driver<MemoryTx> {
       tx.changes.push(() => this.logs.delete(`thread:${threadId}`));
     },
     deleteByMessages: async () => {},
+    deleteByResource: async (tx, resourceId) => {
+      tx.changes.push(() => this.logs.delete(`resource:${resourceId}`));
+    },
   };
 
   /** Drops the vectors of these messages in every space. */

@@ -35,6 +35,7 @@ import {
   threadNotFound,
   threadOfAnotherResource,
 } from './ownership.ts';
+import { purgeResource, type ResourceDeletion } from './purge.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import { newestByThread } from './updated-at.ts';
 import {
@@ -430,6 +431,59 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
       now: new Date(),
     };
     return this.run('updateResource', () => this.driver.resources.update(change));
+  }
+
+  /**
+   * Removes every record of the resource (see `purgeResource` for the order): its threads with
+   * their messages, vectors and observation logs, then its resource-scope observation log and the
+   * resource row. `UNSUPPORTED`, with nothing changed, when the driver lacks `resources.delete`
+   * or a domain keeping resource rows lacks `deleteByResource`.
+   */
+  async deleteResource(args: { resourceId: string }): Promise<ResourceDeletion> {
+    assertArgs(args, 'deleteResource');
+    assertId(args.resourceId, 'resourceId');
+    return purgeResource(this, this.driver, args.resourceId);
+  }
+
+  /**
+   * Writes the resource exactly as given (dates included), replacing a stored one: the old row is
+   * deleted, then the new one written with `createdAt` and set to `updatedAt`. Not atomic; calling
+   * it again completes one that stopped part-way. `UNSUPPORTED` without `resources.delete`.
+   */
+  async restoreResource(resource: Resource): Promise<Resource> {
+    assertArgs(resource, 'restoreResource');
+    assertId(resource.id, 'resource.id');
+    const { workingMemory, metadata, createdAt, updatedAt } = resource;
+    if (workingMemory !== null && typeof workingMemory !== 'string') {
+      throw invalid(`workingMemory must be a string or null, got ${describe(workingMemory)}`);
+    }
+    if (typeof workingMemory === 'string') assertText(workingMemory, 'workingMemory', true);
+    assertJsonObject(metadata, 'metadata');
+    for (const [date, field] of [
+      [createdAt, 'createdAt'],
+      [updatedAt, 'updatedAt'],
+    ] as const) {
+      if (!(date instanceof Date) || Number.isNaN(date.getTime()))
+        throw invalid(`resource.${field} must be a valid Date, got ${describe(date)}`);
+    }
+    this.assertDates([
+      [createdAt, 'resource.createdAt'],
+      [updatedAt, 'resource.updatedAt'],
+    ]);
+    const { resources } = this.driver;
+    const deleteRow = resources.delete?.bind(resources);
+    if (!deleteRow) {
+      throw new MemoryError('UNSUPPORTED', `${this.name}: restoreResource needs resources.delete`, {
+        adapter: this.name,
+        details: { operation: 'restoreResource' },
+      });
+    }
+    return this.run('restoreResource', async () => {
+      await this.driver.write((tx) => deleteRow(tx, resource.id));
+      const change = { id: resource.id, workingMemory, metadata, version: newVersion(), now: createdAt };
+      await resources.update(change);
+      return resources.update({ id: resource.id, now: updatedAt });
+    });
   }
 
   /**

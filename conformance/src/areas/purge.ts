@@ -1,0 +1,290 @@
+import {
+  InMemoryStore,
+  Memory,
+  type MemoryRecord,
+  type MemoryStorage,
+  type Message,
+  type ResourceDeletion,
+  type Thread,
+} from '@engram/core';
+import { expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
+import { defineArea } from '../define.ts';
+import { at, message, partsContent, thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import { random, SPACE, unit } from '../vectors.ts';
+
+const check = defineArea('purge');
+
+/** The store, or a skip naming what it lacks: the purge area needs `deleteResource` and `restoreResource`. */
+function purging(store: MemoryStorage): MemoryStorage {
+  if (!store.deleteResource || !store.restoreResource) {
+    skipCheck(
+      `${store.name} declares no deleteResource/restoreResource (stores built with createStore have both)`,
+    );
+  }
+  return store;
+}
+
+/** Everything seeded for one resource, as read back right after seeding. */
+interface Seeded {
+  resourceId: string;
+  threads: Thread[];
+  messages: Message[];
+  resource: unknown;
+  vectors: unknown[];
+  logs: unknown[];
+}
+
+/**
+ * Two threads of three messages each, thread-scope working memory on the first, resource-scope
+ * working memory and metadata, a vector per message (when the store has vectors) and a
+ * thread-scope and a resource-scope observation log (when it has observations).
+ */
+export async function seedResource(store: MemoryStorage, resourceId: string): Promise<Seeded> {
+  const threads = [0, 1].map((i) =>
+    thread(`${resourceId}-t${i}`, resourceId, {
+      metadata: i === 0 ? { workingMemory: `# thread ${i}`, tag: 'x' } : { tag: 'y' },
+      createdAt: at(i),
+      updatedAt: at(i),
+    }),
+  );
+  for (const t of threads) await store.saveThread(t);
+  const messages = threads.flatMap((t, i) =>
+    [0, 1, 2].map((j) =>
+      message(`${t.id}-m${j}`, t, at(10 * i + j), j === 1 ? { content: partsContent(`part ${j}`) } : {}),
+    ),
+  );
+  await store.saveMessages(messages);
+  await store.updateResource({ resourceId, workingMemory: '# resource', metadata: { plan: 'pro' } });
+  const ids = messages.map((m) => m.id);
+  if (store.vectors) {
+    await store.vectors.claimSpace(SPACE);
+    const next = random(ids.length);
+    await store.vectors.upsertVectors(
+      SPACE,
+      ids.map((messageId) => ({ messageId, hash: `h-${messageId}`, vector: unit(next) })),
+    );
+  }
+  if (store.observations) {
+    const t = threads[0] as Thread;
+    const updatedAt = at(5);
+    await store.observations.swap(null, {
+      key: `thread:${t.id}`,
+      resourceId,
+      threadId: t.id,
+      generation: 1,
+      version: 1,
+      body: 'thread log',
+      updatedAt,
+    });
+    await store.observations.swap(null, {
+      key: `resource:${resourceId}`,
+      resourceId,
+      threadId: null,
+      generation: 1,
+      version: 1,
+      body: 'resource log',
+      updatedAt,
+    });
+  }
+  return snapshot(store, resourceId, threads, ids);
+}
+
+/** What the store holds now for the records seeded under `resourceId`. */
+async function snapshot(
+  store: MemoryStorage,
+  resourceId: string,
+  seededThreads: readonly Thread[],
+  ids: string[],
+): Promise<Seeded> {
+  const threads = (await store.listThreads({ resourceId, perPage: false, direction: 'ASC' })).threads;
+  const messages = await store.listMessagesById({ ids });
+  const resource = await store.getResourceById({ resourceId });
+  const vectors = store.vectors ? await store.vectors.getVectors(SPACE, ids) : [];
+  const logs: unknown[] = [];
+  if (store.observations) {
+    for (const t of seededThreads) logs.push(await store.observations.generations(`thread:${t.id}`));
+    logs.push(await store.observations.generations(`resource:${resourceId}`));
+  }
+  return { resourceId, threads, messages, resource, vectors, logs };
+}
+
+async function again(store: MemoryStorage, seeded: Seeded): Promise<Seeded> {
+  const ids = seeded.messages.map((m) => m.id);
+  const threads = seeded.threads.length > 0 ? seeded.threads : [];
+  return snapshot(store, seeded.resourceId, threads, ids);
+}
+
+function expectedCounts(store: MemoryStorage): ResourceDeletion {
+  return {
+    threads: 2,
+    messages: 6,
+    vectors: store.vectors ? 6 : 0,
+    observations: store.observations ? 2 : 0,
+    workingMemory: 2,
+    resources: 1,
+  };
+}
+
+const ZERO: ResourceDeletion = {
+  threads: 0,
+  messages: 0,
+  vectors: 0,
+  observations: 0,
+  workingMemory: 0,
+  resources: 0,
+};
+
+/** Ids around `victim` that a careless purge would reach: prefixes, extensions, wildcards, quotes. */
+function neighbours(victim: string): string[] {
+  return [
+    victim.slice(0, -1),
+    `${victim}1`,
+    `${victim}%`,
+    `${victim}_`,
+    `${victim}*`,
+    `${victim}:`,
+    `${victim}'`,
+    `${victim}"`,
+    `${victim}😀`,
+    `${victim.slice(0, -1)}_`,
+    `${victim.slice(0, -1)}%`,
+  ];
+}
+
+async function expectGone(store: MemoryStorage, seeded: Seeded, what: string): Promise<void> {
+  const after = await again(store, seeded);
+  const { resourceId } = seeded;
+  expectEqual(after.threads, [], `${what}: threads of ${show(resourceId)} after deleteResource`);
+  for (const t of seeded.threads) {
+    expectEqual(await store.getThreadById({ threadId: t.id }), null, `${what}: thread ${show(t.id)}`);
+  }
+  expectEqual(after.messages, [], `${what}: messages of ${show(resourceId)} after deleteResource`);
+  expectEqual(after.resource, null, `${what}: the resource row (and its working memory)`);
+  expectEqual(after.vectors, [], `${what}: vectors of the resource's messages`);
+  expectTrue(
+    after.logs.every((rows) => Array.isArray(rows) && rows.length === 0),
+    `${what}: observation logs of the resource after deleteResource: ${show(after.logs)}`,
+  );
+}
+
+/** `memory.deleteResource`: everything of one resource goes, nothing of another; re-running is a no-op. */
+export const purgeChecks = [
+  check(
+    'deleteResource removes every record of the resource, counts them, and leaves hostile-id neighbours untouched',
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      const memory = new Memory({ storage: store });
+      const base = ctx.id('p');
+      for (const victim of [base, `${base}:%_*'"é`]) {
+        const others = [];
+        for (const id of neighbours(victim)) others.push(await seedResource(store, id));
+        const seeded = await seedResource(store, victim);
+        const counts = await memory.deleteResource({ resourceId: victim });
+        expectEqual(counts, expectedCounts(store), `counts of deleteResource(${show(victim)})`);
+        await expectGone(store, seeded, show(victim));
+        for (const other of others) {
+          expectEqual(
+            await again(store, other),
+            other,
+            `${show(other.resourceId)} after deleteResource(${show(victim)})`,
+          );
+        }
+        expectEqual(
+          await memory.deleteResource({ resourceId: victim }),
+          ZERO,
+          `deleteResource(${show(victim)}) run again`,
+        );
+        for (const other of others) await memory.deleteResource({ resourceId: other.resourceId });
+      }
+    },
+  ),
+
+  check('deleteResource of a resource with nothing stored returns zeros', async (ctx) => {
+    const store = purging(await ctx.store());
+    const memory = new Memory({ storage: store });
+    expectEqual(await memory.deleteResource({ resourceId: ctx.id('none') }), ZERO, 'counts');
+  }),
+
+  check('deleteResource with a bad id is INVALID_ARGUMENT and changes nothing', async (ctx) => {
+    const store = purging(await ctx.store());
+    const memory = new Memory({ storage: store });
+    const seeded = await seedResource(store, ctx.id('p'));
+    const bad: unknown[] = [undefined, null, '', 42, { $gt: '' }, ['x'], 'x'.repeat(256)];
+    for (const resourceId of bad) {
+      await expectRejects(
+        () => memory.deleteResource({ resourceId } as never),
+        ['INVALID_ARGUMENT'],
+        `deleteResource({ resourceId: ${show(resourceId)} })`,
+      );
+    }
+    for (const args of [undefined, null, 'r', []]) {
+      await expectRejects(
+        () => memory.deleteResource(args as never),
+        ['INVALID_ARGUMENT'],
+        `deleteResource(${show(args)})`,
+      );
+    }
+    expectEqual(await again(store, seeded), seeded, 'the resource after refused calls');
+  }),
+
+  check(
+    'exportResource → importRecords round-trips exactly, to and from the in-memory reference store',
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      const reference = new InMemoryStore({
+        vectors: store.vectors !== undefined,
+        observations: store.observations !== undefined,
+      });
+      const r = ctx.id('x');
+      // This store → reference.
+      await seedResource(store, r);
+      const exported = await records(store, r);
+      expectEqual(
+        exported.map((x) => x.kind),
+        ['resource', 'thread', 'message', 'message', 'message']
+          .concat(store.observations ? ['observation'] : [])
+          .concat(['thread', 'message', 'message', 'message'])
+          .concat(store.observations ? ['observation'] : []),
+        'the kinds of the exported records, in order',
+      );
+      const lines = exported.map((x) => JSON.parse(JSON.stringify(x)) as unknown);
+      await new Memory({ storage: reference }).importRecords(lines);
+      expectEqual(
+        await records(reference, r),
+        exported,
+        `the reference store after importing ${store.name}'s export`,
+      );
+      // Reference → this store, under another resource id.
+      const back = ctx.id('y');
+      await seedResource(reference, back);
+      const fromReference = await records(reference, back);
+      const memory = new Memory({ storage: store });
+      await memory.importRecords(fromReference.map((x) => JSON.parse(JSON.stringify(x)) as unknown));
+      expectEqual(
+        await records(store, back),
+        fromReference,
+        `${store.name} after importing the reference export`,
+      );
+      // Again with 'skip' and 'replace': nothing duplicated, nothing changed; 'fail' refuses.
+      await memory.importRecords(fromReference, { onConflict: 'skip' });
+      await memory.importRecords(fromReference, { onConflict: 'replace' });
+      expectEqual(
+        await records(store, back),
+        fromReference,
+        `${store.name} after importing the same records again`,
+      );
+      await expectRejects(
+        () => memory.importRecords(fromReference),
+        ['CONFLICT'],
+        "importing again with onConflict 'fail'",
+      );
+    },
+  ),
+];
+
+async function records(store: MemoryStorage, resourceId: string): Promise<MemoryRecord[]> {
+  const out: MemoryRecord[] = [];
+  for await (const record of new Memory({ storage: store }).exportResource({ resourceId })) out.push(record);
+  return out;
+}

@@ -1,0 +1,49 @@
+import type { MemoryStorage } from '../storage/contract.ts';
+import { observationKey } from '../storage/observations.ts';
+import {
+  type MemoryRecord,
+  messageRecord,
+  observationRecord,
+  resourceRecord,
+  threadRecord,
+} from './records.ts';
+
+/** Threads, and messages of one thread, read per page. */
+const PAGE = 500;
+
+/**
+ * Every record of one resource, streamed page by page (memory stays bounded by a page): the
+ * resource row, then each thread (oldest first) followed by its messages in `(createdAt, id)`
+ * order and its observation log, then the resource's own observation log. Vectors are not
+ * exported (a store does not read them back): re-embed after an import with `memory.reindex`.
+ */
+export async function* exportResource(
+  storage: MemoryStorage,
+  resourceId: string,
+): AsyncGenerator<MemoryRecord> {
+  const resource = await storage.getResourceById({ resourceId });
+  if (resource) yield resourceRecord(resource);
+  const log = storage.observations;
+  for (let page = 0; ; page++) {
+    const threads = await storage.listThreads({ resourceId, page, perPage: PAGE, direction: 'ASC' });
+    for (const thread of threads.threads) {
+      yield threadRecord(thread);
+      for (let p = 0; ; p++) {
+        const { messages, hasMore } = await storage.listMessages({
+          threadId: thread.id,
+          page: p,
+          perPage: PAGE,
+        });
+        for (const message of messages) yield messageRecord(message);
+        if (!hasMore) break;
+      }
+      if (log)
+        for (const row of await log.generations(observationKey('thread', thread.id)))
+          yield observationRecord(row);
+    }
+    if (!threads.hasMore) break;
+  }
+  if (log)
+    for (const row of await log.generations(observationKey('resource', resourceId)))
+      yield observationRecord(row);
+}

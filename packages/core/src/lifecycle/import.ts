@@ -1,0 +1,255 @@
+import { MemoryError } from '../errors.ts';
+import type { MemoryStorage } from '../storage/contract.ts';
+import { jsonEqual } from '../storage/helpers.ts';
+import type { ObservationRow, ObservationVersion } from '../storage/observations.ts';
+import type { Message, Resource, Thread } from '../storage/records.ts';
+import { type ParsedRecord, parseRecord, type RecordKind } from './records.ts';
+
+/** What `importRecords` does with a record whose id (or log key) the store already holds. */
+export type OnConflict = 'skip' | 'replace' | 'fail';
+
+export interface ImportOptions {
+  /** Default `'fail'`: `CONFLICT` naming the record, which is not written. */
+  onConflict?: OnConflict;
+  /** When given, a record of any other resource is refused (`VALIDATION`). */
+  resourceId?: string;
+}
+
+/** How many records of each kind were written and skipped. */
+export interface ImportCounts {
+  written: Record<RecordKind, number>;
+  skipped: Record<RecordKind, number>;
+}
+
+/** Messages written per `saveMessages` call. */
+const BATCH = 200;
+
+const zero = (): Record<RecordKind, number> => ({ resource: 0, thread: 0, message: 0, observation: 0 });
+
+/**
+ * Writes records of `exportResource` (or of any dump in that format) into `storage`. Each record
+ * is checked before anything of it is written; a bad one stops the import with `VALIDATION`
+ * naming its position (the line of a JSON Lines file), after every record before it was written
+ * and with none after it. Dates, titles, metadata and content are written exactly: a thread is
+ * saved again after its messages, whose save bumps its `updatedAt`. Running an import again with
+ * `'skip'` or `'replace'` converges to the same store (nothing is duplicated).
+ */
+export async function importRecords(
+  storage: MemoryStorage,
+  records: AsyncIterable<unknown> | Iterable<unknown>,
+  options: ImportOptions = {},
+): Promise<ImportCounts> {
+  const onConflict = options.onConflict ?? 'fail';
+  if (onConflict !== 'skip' && onConflict !== 'replace' && onConflict !== 'fail') {
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `onConflict must be 'skip', 'replace' or 'fail', got ${JSON.stringify(onConflict)}`,
+    );
+  }
+  const importer = new Importer(storage, onConflict);
+  let at = 0;
+  for await (const record of records) {
+    at += 1;
+    let parsed: ParsedRecord;
+    try {
+      parsed = parseRecord(record, at);
+      if (options.resourceId !== undefined && parsed.resourceId !== options.resourceId) {
+        throw new MemoryError(
+          'VALIDATION',
+          `record ${at} (${parsed.kind}) belongs to resource ${JSON.stringify(parsed.resourceId)}, not ${JSON.stringify(options.resourceId)}`,
+          { details: { record: at } },
+        );
+      }
+    } catch (error) {
+      await importer.flush();
+      throw error;
+    }
+    await importer.add(parsed, at);
+  }
+  await importer.flush();
+  return importer.counts;
+}
+
+class Importer {
+  readonly counts: ImportCounts = { written: zero(), skipped: zero() };
+  private messages: { message: Message; at: number }[] = [];
+  /** Threads written whose messages may still come (saved again once they have). */
+  private threads = new Map<string, Thread>();
+  private log: { key: string; rows: ObservationRow[]; at: number } | null = null;
+
+  constructor(
+    private readonly storage: MemoryStorage,
+    private readonly onConflict: OnConflict,
+  ) {}
+
+  async add(record: ParsedRecord, at: number): Promise<void> {
+    if (record.kind !== 'message') await this.flushMessages();
+    if (record.kind !== 'observation' || (this.log && this.log.key !== record.value.key))
+      await this.flushLog();
+    switch (record.kind) {
+      case 'resource':
+        return this.resource(record.value, at);
+      case 'thread':
+        await this.flushThreads();
+        return this.thread(record.value, at);
+      case 'message':
+        this.messages.push({ message: record.value, at });
+        if (this.messages.length >= BATCH) await this.flushMessages();
+        return;
+      case 'observation':
+        this.log ??= { key: record.value.key, rows: [], at };
+        this.log.rows.push(record.value);
+        return;
+    }
+  }
+
+  async flush(): Promise<void> {
+    await this.flushMessages();
+    await this.flushLog();
+    await this.flushThreads();
+  }
+
+  /** `true` when the record is to be written: no conflict, or `'replace'`. */
+  private proceed(kind: RecordKind, exists: boolean, at: number, name: string): boolean {
+    if (!exists) return true;
+    if (this.onConflict === 'replace') return true;
+    if (this.onConflict === 'skip') {
+      this.counts.skipped[kind] += 1;
+      return false;
+    }
+    throw new MemoryError(
+      'CONFLICT',
+      `record ${at} (${kind} ${JSON.stringify(name)}) already exists in ${this.storage.name}`,
+      {
+        adapter: this.storage.name,
+        details: { record: at },
+      },
+    );
+  }
+
+  private async resource(value: Resource, at: number): Promise<void> {
+    const exists = (await this.storage.getResourceById({ resourceId: value.id })) !== null;
+    if (!this.proceed('resource', exists, at, value.id)) return;
+    if (!this.storage.restoreResource) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${this.storage.name}: importing a resource needs restoreResource`,
+        {
+          adapter: this.storage.name,
+        },
+      );
+    }
+    await this.storage.restoreResource(value);
+    this.counts.written.resource += 1;
+  }
+
+  private async thread(value: Thread, at: number): Promise<void> {
+    const exists = (await this.storage.getThreadById({ threadId: value.id })) !== null;
+    if (!this.proceed('thread', exists, at, value.id)) return;
+    await this.storage.saveThread(value);
+    this.threads.set(value.id, value);
+    this.counts.written.thread += 1;
+  }
+
+  private async flushMessages(): Promise<void> {
+    const batch = this.messages;
+    if (batch.length === 0) return;
+    this.messages = [];
+    const stored = new Set(
+      (await this.storage.listMessagesById({ ids: batch.map((b) => b.message.id) })).map((m) => m.id),
+    );
+    const write = batch.filter((b) => this.proceed('message', stored.has(b.message.id), b.at, b.message.id));
+    if (write.length === 0) return;
+    await this.storage.saveMessages(write.map((b) => b.message));
+    this.counts.written.message += write.length;
+  }
+
+  /** Saves each thread written again, as given: its messages' save bumped its `updatedAt`. */
+  private async flushThreads(): Promise<void> {
+    await this.flushMessages();
+    for (const thread of this.threads.values()) await this.storage.saveThread(thread);
+    this.threads.clear();
+  }
+
+  /**
+   * Writes one log exactly (generations, versions, bodies, dates) through the store's swaps: each
+   * generation is created at the version its predecessor was sealed with and replaced until it
+   * reaches its own. A stored log that equals it is left alone; another one is a conflict unless
+   * `'skip'` (a log is never replaced: swaps only move forward).
+   */
+  private async flushLog(): Promise<void> {
+    const log = this.log;
+    if (!log) return;
+    this.log = null;
+    const store = this.storage.observations;
+    if (!store) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${this.storage.name} declares no observations; record ${log.at} is an observation`,
+        {
+          adapter: this.storage.name,
+          details: { record: log.at },
+        },
+      );
+    }
+    const rows = [...log.rows].sort((a, b) => a.generation - b.generation);
+    assertLog(rows, log.at);
+    const existing = await store.generations(log.key);
+    if (existing.length > 0) {
+      if (jsonEqual(existing.map(plain), rows.map(plain))) {
+        this.counts.skipped.observation += rows.length;
+        return;
+      }
+      if (this.onConflict === 'skip') {
+        this.counts.skipped.observation += rows.length;
+        return;
+      }
+      throw new MemoryError(
+        'CONFLICT',
+        `record ${log.at} (observation ${JSON.stringify(log.key)}): ${this.storage.name} holds another log under this key`,
+        { adapter: this.storage.name, details: { record: log.at } },
+      );
+    }
+    let expected: ObservationVersion | null = null;
+    for (const [i, row] of rows.entries()) {
+      const last = i === rows.length - 1;
+      const target = last ? row.version : row.version - 1;
+      let version: number = expected === null ? 1 : expected.version + 1;
+      for (;;) {
+        const next = { ...row, version };
+        if (!(await store.swap(expected, next))) {
+          throw new MemoryError(
+            'CONFLICT',
+            `record ${log.at} (observation ${JSON.stringify(log.key)}): another writer changed the log`,
+            {
+              adapter: this.storage.name,
+              details: { record: log.at },
+            },
+          );
+        }
+        expected = { generation: row.generation, version };
+        if (version >= target) break;
+        version += 1;
+      }
+    }
+    this.counts.written.observation += rows.length;
+  }
+}
+
+const plain = (r: ObservationRow) => ({ ...r, updatedAt: r.updatedAt.toISOString() });
+
+/** Generations 1…n, each created at the version its predecessor was sealed with. */
+function assertLog(rows: readonly ObservationRow[], at: number): void {
+  let created = 1;
+  for (const [i, row] of rows.entries()) {
+    const last = i === rows.length - 1;
+    const fail = (why: string) =>
+      new MemoryError('VALIDATION', `record ${at} (observation ${JSON.stringify(row.key)}): ${why}`, {
+        details: { record: at },
+      });
+    if (row.generation !== i + 1) throw fail(`generations must be 1…${rows.length}, one row each`);
+    if (row.version < (last ? created : created + 1))
+      throw fail(`generation ${row.generation} has an impossible version`);
+    created = row.version;
+  }
+}

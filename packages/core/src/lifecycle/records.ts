@@ -1,0 +1,266 @@
+import { MemoryError } from '../errors.ts';
+import type { ObservationRow } from '../storage/observations.ts';
+import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '../storage/records.ts';
+import {
+  assertId,
+  assertJson,
+  assertJsonObject,
+  assertText,
+  describe,
+  isPlainObject,
+} from '../storage/validate.ts';
+
+/**
+ * The versioned plain records of `exportResource` and `importRecords`: JSON-safe (dates as ISO
+ * 8601 strings with milliseconds, message content as the JSON value it is stored as), one object
+ * per record, so a dump is JSON Lines. `v` is the record format; a reader refuses any other.
+ */
+export const RECORD_VERSION = 1;
+
+/** A resource: its working memory and metadata. */
+export interface ResourceRecord {
+  v: 1;
+  kind: 'resource';
+  id: string;
+  workingMemory: string | null;
+  metadata: JsonObject;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A thread (thread-scope working memory is `metadata.workingMemory`). */
+export interface ThreadRecord {
+  v: 1;
+  kind: 'thread';
+  id: string;
+  resourceId: string;
+  title: string;
+  metadata: JsonObject;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A message; `content` is exactly the stored JSON value (parts, binary data as the base64 text it holds). */
+export interface MessageRecord {
+  v: 1;
+  kind: 'message';
+  id: string;
+  threadId: string;
+  resourceId: string;
+  role: MessageRole;
+  content: JsonValue;
+  type: string;
+  createdAt: string;
+}
+
+/** One generation of an observation log. */
+export interface ObservationRecord {
+  v: 1;
+  kind: 'observation';
+  key: string;
+  resourceId: string;
+  threadId: string | null;
+  generation: number;
+  version: number;
+  body: string;
+  updatedAt: string;
+}
+
+/** Any record of a dump. */
+export type MemoryRecord = ResourceRecord | ThreadRecord | MessageRecord | ObservationRecord;
+
+/** The kinds of record, in the order a dump holds them for one thread. */
+export type RecordKind = MemoryRecord['kind'];
+
+export function resourceRecord(r: Resource): ResourceRecord {
+  return {
+    v: 1,
+    kind: 'resource',
+    id: r.id,
+    workingMemory: r.workingMemory,
+    metadata: r.metadata,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+  };
+}
+
+export function threadRecord(t: Thread): ThreadRecord {
+  return {
+    v: 1,
+    kind: 'thread',
+    id: t.id,
+    resourceId: t.resourceId,
+    title: t.title,
+    metadata: t.metadata,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+  };
+}
+
+export function messageRecord(m: Message): MessageRecord {
+  return {
+    v: 1,
+    kind: 'message',
+    id: m.id,
+    threadId: m.threadId,
+    resourceId: m.resourceId,
+    role: m.role,
+    content: m.content,
+    type: m.type,
+    createdAt: m.createdAt.toISOString(),
+  };
+}
+
+export function observationRecord(o: ObservationRow): ObservationRecord {
+  return {
+    v: 1,
+    kind: 'observation',
+    key: o.key,
+    resourceId: o.resourceId,
+    threadId: o.threadId,
+    generation: o.generation,
+    version: o.version,
+    body: o.body,
+    updatedAt: o.updatedAt.toISOString(),
+  };
+}
+
+/** A record read back into what a store takes. */
+export type ParsedRecord =
+  | { kind: 'resource'; resourceId: string; value: Resource }
+  | { kind: 'thread'; resourceId: string; value: Thread }
+  | { kind: 'message'; resourceId: string; value: Message }
+  | { kind: 'observation'; resourceId: string; value: ObservationRow };
+
+const FIELDS: Record<RecordKind, readonly string[]> = {
+  resource: ['v', 'kind', 'id', 'workingMemory', 'metadata', 'createdAt', 'updatedAt'],
+  thread: ['v', 'kind', 'id', 'resourceId', 'title', 'metadata', 'createdAt', 'updatedAt'],
+  message: ['v', 'kind', 'id', 'threadId', 'resourceId', 'role', 'content', 'type', 'createdAt'],
+  observation: ['v', 'kind', 'key', 'resourceId', 'threadId', 'generation', 'version', 'body', 'updatedAt'],
+};
+
+const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
+
+/**
+ * Checks one record of a dump (the `at`-th, 1-based: the line of a JSON Lines file) and turns it
+ * into the record a store takes. `VALIDATION` naming the record and what is wrong.
+ */
+export function parseRecord(record: unknown, at: number): ParsedRecord {
+  try {
+    return parse(record);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new MemoryError('VALIDATION', `record ${at}${label(record)}: ${why}`, {
+      details: { record: at },
+      cause: error,
+    });
+  }
+}
+
+function label(record: unknown): string {
+  if (!isPlainObject(record)) return '';
+  const { kind, id, key } = record as Record<string, unknown>;
+  const name = typeof id === 'string' ? id : typeof key === 'string' ? key : undefined;
+  return typeof kind === 'string' ? ` (${kind}${name === undefined ? '' : ` ${JSON.stringify(name)}`})` : '';
+}
+
+function parse(record: unknown): ParsedRecord {
+  if (!isPlainObject(record)) throw new Error(`a record is a JSON object, got ${describe(record)}`);
+  const r = record as Record<string, unknown>;
+  if (r.v !== RECORD_VERSION)
+    throw new Error(`unknown record version ${describe(r.v)} (this reader knows v: 1)`);
+  const kind = r.kind as RecordKind;
+  const fields = FIELDS[kind];
+  if (typeof r.kind !== 'string' || !Object.hasOwn(FIELDS, r.kind) || !fields) {
+    throw new Error(`unknown record kind ${describe(r.kind)}`);
+  }
+  for (const field of fields) if (!Object.hasOwn(r, field)) throw new Error(`${field} is missing`);
+  for (const field of Object.keys(r)) if (!fields.includes(field)) throw new Error(`unknown field ${field}`);
+  switch (kind) {
+    case 'resource': {
+      assertId(r.id, 'id');
+      if (r.workingMemory !== null)
+        assertText(string(r.workingMemory, 'workingMemory'), 'workingMemory', true);
+      assertJsonObject(r.metadata, 'metadata');
+      const value: Resource = {
+        id: r.id,
+        workingMemory: r.workingMemory as string | null,
+        metadata: r.metadata,
+        createdAt: date(r.createdAt, 'createdAt'),
+        updatedAt: date(r.updatedAt, 'updatedAt'),
+      };
+      return { kind, resourceId: value.id, value };
+    }
+    case 'thread': {
+      assertId(r.id, 'id');
+      assertId(r.resourceId, 'resourceId');
+      assertText(string(r.title, 'title'), 'title', true);
+      assertJsonObject(r.metadata, 'metadata');
+      const value: Thread = {
+        id: r.id,
+        resourceId: r.resourceId,
+        title: r.title as string,
+        metadata: r.metadata,
+        createdAt: date(r.createdAt, 'createdAt'),
+        updatedAt: date(r.updatedAt, 'updatedAt'),
+      };
+      return { kind, resourceId: value.resourceId, value };
+    }
+    case 'message': {
+      assertId(r.id, 'id');
+      assertId(r.threadId, 'threadId');
+      assertId(r.resourceId, 'resourceId');
+      if (typeof r.role !== 'string' || !ROLES.has(r.role))
+        throw new Error(`role ${describe(r.role)} is not a role`);
+      assertJson(r.content, 'content');
+      assertText(string(r.type, 'type'), 'type', true);
+      const value: Message = {
+        id: r.id,
+        threadId: r.threadId,
+        resourceId: r.resourceId,
+        role: r.role as MessageRole,
+        content: r.content as JsonValue,
+        type: r.type as string,
+        createdAt: date(r.createdAt, 'createdAt'),
+      };
+      return { kind, resourceId: value.resourceId, value };
+    }
+    case 'observation': {
+      assertId(r.resourceId, 'resourceId');
+      if (r.threadId !== null) assertId(r.threadId, 'threadId');
+      for (const field of ['generation', 'version'] as const) {
+        if (!Number.isSafeInteger(r[field]) || (r[field] as number) < 1)
+          throw new Error(`${field} must be a positive integer, got ${describe(r[field])}`);
+      }
+      const value: ObservationRow = {
+        key: string(r.key, 'key'),
+        resourceId: r.resourceId,
+        threadId: r.threadId as string | null,
+        generation: r.generation as number,
+        version: r.version as number,
+        body: string(r.body, 'body'),
+        updatedAt: date(r.updatedAt, 'updatedAt'),
+      };
+      const expected = value.threadId === null ? `resource:${value.resourceId}` : `thread:${value.threadId}`;
+      if (value.key !== expected) throw new Error(`key must be ${JSON.stringify(expected)}`);
+      return { kind, resourceId: value.resourceId, value };
+    }
+  }
+}
+
+function string(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw new Error(`${field} must be a string, got ${describe(value)}`);
+  return value;
+}
+
+/** An ISO 8601 date exactly as `toISOString` writes it (UTC, milliseconds). */
+function date(value: unknown, field: string): Date {
+  const text = string(value, field);
+  const parsed = new Date(text);
+  if (Number.isNaN(parsed.getTime()) || parsed.toISOString() !== text) {
+    throw new Error(
+      `${field} must be an ISO 8601 date like 2026-01-02T03:04:05.678Z, got ${JSON.stringify(text)}`,
+    );
+  }
+  return parsed;
+}

@@ -1,0 +1,213 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryDriver, Store } from '../src/driver.ts';
+import {
+  InMemoryStore,
+  type JsonObject,
+  Memory,
+  type MemoryRecord,
+  type MemoryStorage,
+} from '../src/index.ts';
+import { caught } from './support.ts';
+
+const at = (ms: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678) + ms);
+const SPACE = { id: 'test:space', dimensions: 2 };
+
+/** A resource with two threads, messages, working memory of both scopes, vectors and observation logs. */
+async function seed(storage: MemoryStorage, r: string): Promise<void> {
+  for (const i of [0, 1]) {
+    const metadata: JsonObject = i === 0 ? { workingMemory: `# ${r}`, n: i } : { n: i };
+    await storage.saveThread({
+      id: `${r}/t${i}`,
+      resourceId: r,
+      title: `T${i}`,
+      metadata,
+      createdAt: at(i),
+      updatedAt: at(i),
+    });
+    await storage.saveMessages(
+      [0, 1].map((j) => ({
+        id: `${r}/t${i}/m${j}`,
+        threadId: `${r}/t${i}`,
+        resourceId: r,
+        role: 'user' as const,
+        content: {
+          format: 2,
+          parts: [{ type: 'file', data: 'AAEC/w==', mediaType: 'application/octet-stream' }],
+        },
+        type: 'v2',
+        createdAt: at(10 + j),
+      })),
+    );
+    await storage.saveThread({
+      id: `${r}/t${i}`,
+      resourceId: r,
+      title: `T${i}`,
+      metadata,
+      createdAt: at(i),
+      updatedAt: at(100 + i),
+    });
+  }
+  await storage.updateResource({ resourceId: r, workingMemory: '# resource', metadata: { plan: 'pro' } });
+  await storage.vectors?.claimSpace(SPACE);
+  await storage.vectors?.upsertVectors(
+    SPACE,
+    [0, 1].flatMap((i) =>
+      [0, 1].map((j) => ({ messageId: `${r}/t${i}/m${j}`, hash: 'h', vector: Float32Array.of(1, 0) })),
+    ),
+  );
+  const log = storage.observations;
+  if (log) {
+    const row = { resourceId: r, generation: 1, version: 1, body: 'b1', updatedAt: at(5) };
+    await log.swap(null, { ...row, key: `thread:${r}/t0`, threadId: `${r}/t0` });
+    const key = `resource:${r}`;
+    await log.swap(null, { ...row, key, threadId: null });
+    await log.swap({ generation: 1, version: 1 }, { ...row, key, threadId: null, version: 2, body: 'b2' });
+    await log.swap(
+      { generation: 1, version: 2 },
+      { ...row, key, threadId: null, generation: 2, version: 3, body: 'g2' },
+    );
+    await log.swap(
+      { generation: 2, version: 3 },
+      { ...row, key, threadId: null, generation: 2, version: 4, body: 'g2b', updatedAt: at(6) },
+    );
+  }
+}
+
+async function dump(memory: Memory, resourceId: string): Promise<MemoryRecord[]> {
+  const records: MemoryRecord[] = [];
+  for await (const record of memory.exportResource({ resourceId })) records.push(record);
+  return records;
+}
+
+describe('memory.deleteResource', () => {
+  it('removes every record of the resource, counts them, and leaves a prefix-sharing resource alone', async () => {
+    const storage = new InMemoryStore();
+    const memory = new Memory({ storage });
+    await seed(storage, 'r');
+    await seed(storage, 'r1');
+    const before = await dump(memory, 'r1');
+    expect(await memory.deleteResource({ resourceId: 'r' })).toEqual({
+      threads: 2,
+      messages: 4,
+      vectors: 4,
+      observations: 3,
+      workingMemory: 2,
+      resources: 1,
+    });
+    expect(await dump(memory, 'r')).toEqual([]);
+    expect(await storage.vectors?.getVectors(SPACE, ['r/t0/m0', 'r/t1/m1'])).toEqual([]);
+    expect(await dump(memory, 'r1')).toEqual(before);
+    expect(await storage.vectors?.getVectors(SPACE, ['r1/t0/m0'])).toHaveLength(1);
+    expect(await memory.deleteResource({ resourceId: 'r' })).toEqual({
+      threads: 0,
+      messages: 0,
+      vectors: 0,
+      observations: 0,
+      workingMemory: 0,
+      resources: 0,
+    });
+  });
+
+  it('completes on a second run after failing part-way', async () => {
+    class Flaky extends MemoryDriver {
+      failures = 1;
+      constructor() {
+        super();
+        const remove = this.threads.delete;
+        (this.threads as { delete: typeof remove }).delete = async (tx, id) => {
+          if (id.endsWith('t1') && this.failures-- > 0) throw new Error('connection lost');
+          return remove(tx, id);
+        };
+      }
+    }
+    const storage = new Store(new Flaky());
+    const memory = new Memory({ storage });
+    await seed(storage, 'r');
+    expect(await caught(() => memory.deleteResource({ resourceId: 'r' }))).toMatchObject({ code: 'STORAGE' });
+    expect((await storage.listThreads({ resourceId: 'r' })).total).toBe(1);
+    expect(await storage.getResourceById({ resourceId: 'r' })).not.toBeNull();
+    const counts = await memory.deleteResource({ resourceId: 'r' });
+    expect(counts).toMatchObject({ threads: 1, messages: 2, resources: 1 });
+    expect(await dump(memory, 'r')).toEqual([]);
+  });
+
+  it('refuses a bad id with INVALID_ARGUMENT and changes nothing', async () => {
+    const storage = new InMemoryStore();
+    const memory = new Memory({ storage });
+    await seed(storage, 'r');
+    const before = await dump(memory, 'r');
+    for (const resourceId of ['', 42, null, { $gt: '' }, 'x'.repeat(256)]) {
+      expect(await caught(() => memory.deleteResource({ resourceId } as never))).toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    }
+    expect(await dump(memory, 'r')).toEqual(before);
+  });
+});
+
+describe('memory.exportResource / importRecords', () => {
+  it('round-trips a resource exactly, JSON Lines included', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    expect(records.map((r) => r.kind)).toEqual([
+      'resource',
+      'thread',
+      'message',
+      'message',
+      'observation',
+      'thread',
+      'message',
+      'message',
+      'observation',
+      'observation',
+    ]);
+    const lines = records.map((r) => JSON.stringify(r));
+    const target = new Memory({ storage: new InMemoryStore() });
+    const counts = await target.importRecords(lines.map((l) => JSON.parse(l) as unknown));
+    expect(counts.written).toEqual({ resource: 1, thread: 2, message: 4, observation: 3 });
+    expect(await dump(target, 'r')).toEqual(records);
+    expect(await target.storage.getResourceById({ resourceId: 'r' })).toEqual(
+      await source.storage.getResourceById({ resourceId: 'r' }),
+    );
+    // Again: 'fail' refuses the first record; 'skip' and 'replace' converge on the same store.
+    expect(await caught(() => target.importRecords(records))).toMatchObject({ code: 'CONFLICT' });
+    expect((await target.importRecords(records, { onConflict: 'skip' })).written).toEqual({
+      resource: 0,
+      thread: 0,
+      message: 0,
+      observation: 0,
+    });
+    await target.importRecords(records, { onConflict: 'replace' });
+    expect(await dump(target, 'r')).toEqual(records);
+  });
+
+  it('a bad record stops the import naming it; records before it are written, it and later ones are not', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records: unknown[] = await dump(source, 'r');
+    const bad = { ...(records[3] as object), createdAt: '2026-01-02' };
+    const target = new Memory({ storage: new InMemoryStore() });
+    const error = await caught(() =>
+      target.importRecords([...records.slice(0, 3), bad, ...records.slice(4)]),
+    );
+    expect(error).toMatchObject({ code: 'VALIDATION' });
+    expect(String((error as Error).message)).toMatch(/record 4 \(message "r\/t0\/m1"\)/);
+    expect(await target.storage.listMessagesById({ ids: ['r/t0/m0', 'r/t0/m1', 'r/t1/m0'] })).toHaveLength(1);
+    for (const wrong of [
+      { ...(records[0] as object), v: 2 },
+      { v: 1, kind: 'vector' },
+      'text',
+      { ...(records[1] as object), extra: 1 },
+    ]) {
+      const fresh = new Memory({ storage: new InMemoryStore() });
+      expect(await caught(() => fresh.importRecords([wrong]))).toMatchObject({ code: 'VALIDATION' });
+      expect((await fresh.storage.listThreads({})).total).toBe(0);
+    }
+    const scoped = new Memory({ storage: new InMemoryStore() });
+    expect(await caught(() => scoped.importRecords(records, { resourceId: 'other' }))).toMatchObject({
+      code: 'VALIDATION',
+    });
+    expect(await scoped.storage.getResourceById({ resourceId: 'r' })).toBeNull();
+  });
+});
