@@ -77,6 +77,7 @@ export {
   keywordTerms,
   MAX_QUERY_TERMS,
   queryTerms,
+  searchIndexed,
   termCounts,
   ValidatedKeywords,
 } from './storage/keywords.ts';

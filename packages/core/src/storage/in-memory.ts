@@ -12,14 +12,7 @@ import type {
   ThreadDriver,
 } from './driver.ts';
 import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
-import {
-  bm25Score,
-  compareKeywordHits,
-  type KeywordDriver,
-  type KeywordHit,
-  keywordTerms,
-  termCounts,
-} from './keywords.ts';
+import { type KeywordDriver, keywordTerms, searchIndexed } from './keywords.ts';
 import { slicePage } from './listing.ts';
 import { type ObservationDriver, type ObservationRow, swapRows } from './observations.ts';
 import type { Message, Resource, Thread } from './records.ts';
@@ -345,27 +338,14 @@ export class MemoryDriver implements Driver<MemoryTx> {
     return {
       analyzer: createKeywordAnalyzer(analyzerOptions),
       ranking: 'bm25',
-      search: async (query) => {
-        const containing = new Map<string, number>(query.terms.map((t) => [t, 0]));
-        let terms = 0;
-        for (const row of this.keywordRows.values()) {
-          terms += row.length;
-          for (const t of new Set(row))
-            if (containing.has(t)) containing.set(t, (containing.get(t) ?? 0) + 1);
-        }
-        const stats = { documents: this.keywordRows.size, terms, containing };
-        const excluded = new Set(query.excludeIds);
-        const hits: KeywordHit[] = [];
-        for (const [id, row] of this.keywordRows) {
-          const m = this.messageMap.get(id);
-          if (!m || m.resourceId !== query.resourceId || excluded.has(id)) continue;
-          if (query.threadId !== undefined && m.threadId !== query.threadId) continue;
-          if (!query.terms.some((t) => row.includes(t))) continue;
-          const score = bm25Score(query.terms, termCounts(row), row.length, stats);
-          hits.push({ messageId: id, threadId: m.threadId, score, createdAt: new Date(m.createdAt) });
-        }
-        return hits.sort(compareKeywordHits).slice(0, query.topK);
-      },
+      search: async (query) =>
+        searchIndexed(
+          [...this.keywordRows].flatMap(([id, row]) => {
+            const m = this.messageMap.get(id);
+            return m ? [[m, row] as const] : [];
+          }),
+          query,
+        ),
       // `put`, `remove` and `threads.delete` keep the index; nothing else to remove.
       deleteByThread: async () => {},
       deleteByMessages: async () => {},

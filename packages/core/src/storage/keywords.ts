@@ -125,6 +125,40 @@ export function bm25Score(
   return score;
 }
 
+/**
+ * The exact keyword search over `(message, terms)` pairs (every indexed message of the store):
+ * BM25 with statistics over all of them, then scope, exclusions and `topK`. The reference
+ * stores' search; a driver keeping its index in plain data may use it too.
+ */
+export function searchIndexed(
+  indexed: Iterable<
+    readonly [Pick<Message, 'id' | 'threadId' | 'resourceId' | 'createdAt'>, readonly string[]]
+  >,
+  query: KeywordQuery,
+): KeywordHit[] {
+  const rows = [...indexed];
+  const containing = new Map<string, number>(query.terms.map((t) => [t, 0]));
+  let terms = 0;
+  for (const [, row] of rows) {
+    terms += row.length;
+    for (const t of new Set(row)) {
+      const n = containing.get(t);
+      if (n !== undefined) containing.set(t, n + 1);
+    }
+  }
+  const stats = { documents: rows.length, terms, containing };
+  const excluded = new Set(query.excludeIds);
+  const hits: KeywordHit[] = [];
+  for (const [m, row] of rows) {
+    if (m.resourceId !== query.resourceId || excluded.has(m.id)) continue;
+    if (query.threadId !== undefined && m.threadId !== query.threadId) continue;
+    if (!query.terms.some((t) => row.includes(t))) continue;
+    const score = bm25Score(query.terms, termCounts(row), row.length, stats);
+    hits.push({ messageId: m.id, threadId: m.threadId, score, createdAt: new Date(m.createdAt) });
+  }
+  return hits.sort(compareHits).slice(0, query.topK);
+}
+
 /** Each term's count in `terms`. */
 export function termCounts(terms: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>();
