@@ -1,3 +1,4 @@
+export { NEEDS_KEYWORDS } from './areas/keyword-recall.ts';
 export { NEEDS_OBSERVATIONS } from './areas/observations.ts';
 export { NEEDS_VECTORS } from './areas/recall.ts';
 export { observingMemory } from './concurrency/tasks.ts';

@@ -32,7 +32,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   isolation: 'isolation & hostile ids',
   errors: 'errors',
   differential: 'differential (property tests)',
-  recall: 'semantic recall (vectors)',
+  recall: 'semantic recall (vectors and keywords)',
   observations: 'observational memory',
   purge: 'deleting and exporting a resource',
 };

@@ -3,6 +3,7 @@ import { concurrencyChecks } from './concurrency.ts';
 import { differentialChecks } from './differential.ts';
 import { errorsChecks } from './errors.ts';
 import { isolationChecks } from './isolation.ts';
+import { keywordRecallChecks } from './keyword-recall.ts';
 import { lifecycleChecks } from './lifecycle.ts';
 import { messagesChecks } from './messages.ts';
 import { observationsChecks } from './observations.ts';
@@ -18,6 +19,7 @@ export {
   differentialChecks,
   errorsChecks,
   isolationChecks,
+  keywordRecallChecks,
   lifecycleChecks,
   messagesChecks,
   observationsChecks,
@@ -42,6 +44,7 @@ export const CHECKS: readonly Check[] = [
   ...errorsChecks,
   ...differentialChecks,
   ...recallChecks,
+  ...keywordRecallChecks,
   ...observationsChecks,
   ...purgeChecks,
 ];

@@ -63,7 +63,7 @@ function memoryOver(store: MemoryStorage, topK = 3, messageRange = 1): Memory {
     onEmbeddingError: (error) => {
       throw error;
     },
-    options: { lastMessages: 0, semanticRecall: { topK, messageRange } },
+    options: { lastMessages: 0, semanticRecall: { mode: 'vector', topK, messageRange } },
   });
 }
 

@@ -5,10 +5,13 @@ import {
   compareHits,
   compareIds,
   cosine,
+  createKeywordAnalyzer,
   type Driver,
   driverCode,
   type EmbeddingSpace,
   inDateRange,
+  type KeywordDriver,
+  keywordTerms,
   type LockedWorkingMemory,
   type Message,
   type MessageDriver,
@@ -22,6 +25,7 @@ import {
   retry,
   Store,
   type StoreCapabilities,
+  searchIndexed,
   shallowMerge,
   slicePage,
   sortMessages,
@@ -59,6 +63,8 @@ export interface JsonStoreOptions {
   file: string;
   /** Semantic recall's vectors, kept in the same file. Default `true`. */
   vectors?: boolean;
+  /** Keyword recall's index: the messages' text in the file, analyzed when searched. Default `true`. */
+  keywords?: boolean;
   /** Observational memory's logs, kept in the same file. Default `true`. */
   observations?: boolean;
   /** A deliberate defect, for the meta-tests. Default `'none'`. */
@@ -99,6 +105,7 @@ class JsonDriver implements Driver<FileData> {
     driverDetails: (error: unknown) => ({ errno: driverCode(error) }),
   };
   readonly vectors: VectorDriver<FileData> | undefined;
+  readonly keywords: KeywordDriver<FileData> | undefined;
   readonly observations: ObservationDriver<FileData> | undefined;
   private readonly defect: JsonStoreDefect;
 
@@ -108,6 +115,7 @@ class JsonDriver implements Driver<FileData> {
   ) {
     this.defect = options.defect ?? 'none';
     this.vectors = options.vectors === false ? undefined : this.vectorDomain;
+    this.keywords = options.keywords === false ? undefined : this.keywordDomain;
     this.observations = options.observations === false ? undefined : this.observationDomain;
   }
 
@@ -275,6 +283,26 @@ class JsonDriver implements Driver<FileData> {
       await sleep(Math.random() * 3);
       return this.write(async (data) => set(data, next));
     },
+  };
+
+  /**
+   * Keyword recall: the index is the messages' text in the file itself (so every write keeps
+   * it), analyzed at each search and ranked by core's exact BM25.
+   */
+  private readonly keywordDomain: KeywordDriver<FileData> = {
+    analyzer: createKeywordAnalyzer(),
+    ranking: 'bm25',
+    search: async (query) => {
+      const { messages } = await this.read();
+      const analyzer = this.keywordDomain.analyzer;
+      const indexed = [...messages.values()].flatMap((m) => {
+        const terms = keywordTerms(m, analyzer);
+        return terms.length === 0 ? [] : [[m, terms] as const];
+      });
+      return searchIndexed(indexed, query);
+    },
+    deleteByThread: async () => {},
+    deleteByMessages: async () => {},
   };
 
   /** Semantic recall: an exact scan of the vectors kept in the same file. */

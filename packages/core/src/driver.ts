@@ -12,6 +12,13 @@ export {
   type MemoryErrorOptions,
   NETWORK_ERROR_CODES,
 } from './errors.ts';
+export {
+  createKeywordAnalyzer,
+  DEFAULT_STOP_WORDS,
+  defaultKeywordAnalyzer,
+  type KeywordAnalyzer,
+  type KeywordAnalyzerOptions,
+} from './recall/analyzer.ts';
 export { assertWorkingMemoryField } from './storage/arguments.ts';
 export {
   capabilitiesOf,
@@ -62,6 +69,18 @@ export {
   sortMessages,
 } from './storage/helpers.ts';
 export { InMemoryStore, MemoryDriver, type MemoryTx, memoryDescriptor } from './storage/in-memory.ts';
+export type * from './storage/keywords.ts';
+export {
+  BM25,
+  bm25Score,
+  compareKeywordHits,
+  keywordTerms,
+  MAX_QUERY_TERMS,
+  queryTerms,
+  searchIndexed,
+  termCounts,
+  ValidatedKeywords,
+} from './storage/keywords.ts';
 export {
   MESSAGE_COLUMNS,
   type PrefixedTables,

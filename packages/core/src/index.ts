@@ -152,6 +152,13 @@ export {
 } from './observations/options.ts';
 export { TokenCounter, tokensOf } from './observations/tokens.ts';
 export {
+  createKeywordAnalyzer,
+  DEFAULT_STOP_WORDS,
+  foldText,
+  type KeywordAnalyzer,
+  type KeywordAnalyzerOptions,
+} from './recall/analyzer.ts';
+export {
   assertEmbedder,
   describeSpace,
   type EmbeddingModelLike,
@@ -159,7 +166,15 @@ export {
   embedderId,
   normalize,
 } from './recall/embedder.ts';
-export type { RecallHit, RecallResult, ReindexProgress, ResolvedSemanticRecall } from './recall/engine.ts';
+export {
+  type RecallHit,
+  type RecallMode,
+  type RecallResult,
+  type RecallThreshold,
+  type ReindexProgress,
+  type ResolvedSemanticRecall,
+  RRF_K,
+} from './recall/engine.ts';
 export { formatRecall } from './recall/format.ts';
 export {
   createLexicalEmbedder,
@@ -176,6 +191,7 @@ export {
 export type * from './storage/contract.ts';
 export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
+export type { KeywordHit, KeywordSearch, KeywordStore } from './storage/keywords.ts';
 export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';

@@ -5,7 +5,7 @@ import {
   type ResolvedObservationalMemory,
   resolveObservationalMemory,
 } from './observations/options.ts';
-import type { ResolvedSemanticRecall } from './recall/engine.ts';
+import type { RecallMode, RecallThreshold, ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
@@ -38,11 +38,25 @@ export interface WorkingMemoryOptions {
 }
 
 /**
- * Semantic recall settings (`true` means every default). Needs an `embedder` and a storage
- * declaring `vectors`. The user's latest message is embedded, the `topK` most similar earlier
- * messages are found, and each comes back with `messageRange` neighbours of its own thread.
+ * Semantic recall settings (`true` means every default). The user's latest message is the
+ * query; the `topK` best-matching earlier messages are found, and each comes back with
+ * `messageRange` neighbours of its own thread.
  */
 export interface SemanticRecallOptions {
+  /**
+   * How messages are ranked: `'vector'` (cosine similarity of embeddings: needs an `embedder`
+   * and a storage with `vectors`), `'keyword'` (BM25 on the storage's keyword index: no
+   * embedder), or `'hybrid'` (both lists fused by reciprocal rank). Default: `'hybrid'` with an
+   * embedder on a storage with both domains, `'vector'` with an embedder on a storage without
+   * a keyword index, `'keyword'` without an embedder.
+   */
+  mode?: RecallMode;
+  /**
+   * Minimum scores; weaker hits are dropped: `vector` (cosine similarity, −1…1) and `keyword`
+   * (BM25, ≥ 0). In hybrid mode each list is cut by its own threshold before fusion. Default:
+   * none.
+   */
+  threshold?: { vector?: number; keyword?: number };
   /** How many similar messages to retrieve, 1–1000. Default 3. */
   topK?: number;
   /**
@@ -56,6 +70,7 @@ export interface SemanticRecallOptions {
 
 /** Default semantic recall settings. */
 export const SEMANTIC_RECALL_DEFAULTS: ResolvedSemanticRecall = Object.freeze({
+  threshold: Object.freeze({}),
   topK: 3,
   before: 2,
   after: 2,
@@ -110,6 +125,8 @@ const OPTION_KEYS = Object.keys({
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
 const SEMANTIC_RECALL_KEYS = Object.keys({
+  mode: true,
+  threshold: true,
   topK: true,
   messageRange: true,
   scope: true,
@@ -259,5 +276,30 @@ function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
   if (scope !== 'resource' && scope !== 'thread') {
     throw invalid(`options.semanticRecall.scope must be 'resource' or 'thread', got ${describe(scope)}`);
   }
-  return Object.freeze({ topK, before, after, scope });
+  const mode = value.mode;
+  if (mode !== undefined && mode !== 'vector' && mode !== 'keyword' && mode !== 'hybrid') {
+    throw invalid(
+      `options.semanticRecall.mode must be 'vector', 'keyword' or 'hybrid', got ${describe(mode)}`,
+    );
+  }
+  const threshold = resolveThreshold(value.threshold);
+  return Object.freeze({ ...(mode === undefined ? {} : { mode }), threshold, topK, before, after, scope });
+}
+
+function resolveThreshold(value: unknown): RecallThreshold {
+  if (value === undefined) return SEMANTIC_RECALL_DEFAULTS.threshold;
+  if (!isPlainObject(value)) {
+    throw invalid(`options.semanticRecall.threshold must be { vector?, keyword? }, got ${describe(value)}`);
+  }
+  assertKnownKeys(value, ['vector', 'keyword'], 'options.semanticRecall.threshold.');
+  const out: { vector?: number; keyword?: number } = {};
+  for (const key of ['vector', 'keyword'] as const) {
+    const n = value[key];
+    if (n === undefined) continue;
+    if (typeof n !== 'number' || !Number.isFinite(n)) {
+      throw invalid(`options.semanticRecall.threshold.${key} must be a finite number, got ${describe(n)}`);
+    }
+    out[key] = n;
+  }
+  return Object.freeze(out);
 }

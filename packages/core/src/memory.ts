@@ -6,7 +6,8 @@ import type { MemoryRecord } from './lifecycle/records.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
-import { RecallEngine, type RecallResult, type ReindexProgress } from './recall/engine.ts';
+import type { RecallEngine, RecallResult, ReindexProgress } from './recall/engine.ts';
+import { recallEngine } from './recall/mode.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import { requireDomain } from './storage/domains.ts';
 import { ownedThread } from './storage/ownership.ts';
@@ -171,12 +172,7 @@ export class Memory {
           error,
         ));
     const recall = this.options.semanticRecall;
-    if (recall) {
-      if (!config.embedder) {
-        throw invalid('options.semanticRecall needs an embedder: new Memory({ storage, embedder, options })');
-      }
-      this.engine = new RecallEngine(storage, requireDomain(storage, 'vectors'), config.embedder, recall);
-    }
+    if (recall) this.engine = recallEngine(storage, config.embedder, recall);
     this.observations = this.observationalMemory(config);
   }
 
@@ -395,7 +391,7 @@ export class Memory {
    * A failure goes to `onEmbeddingError`, never to the caller: the messages are saved.
    */
   private async embedSaved(saved: Message[]): Promise<void> {
-    if (!this.engine || saved.length === 0) return;
+    if (!this.engine?.embeds || saved.length === 0) return;
     try {
       await this.engine.index(saved);
     } catch (error) {
@@ -432,6 +428,7 @@ export class Memory {
     if (typeof args.query !== 'string') throw invalid(`query must be a string, got ${describe(args.query)}`);
     const overrides = resolveMemoryOptions({
       semanticRecall: {
+        mode: engine.config.mode,
         topK: args.topK ?? engine.config.topK,
         scope: args.scope ?? engine.config.scope,
         messageRange: args.messageRange ?? { before: engine.config.before, after: engine.config.after },
@@ -470,6 +467,12 @@ export class Memory {
   ): Promise<ReindexProgress> {
     assertArgs(args, 'reindex');
     const engine = this.requireEngine('reindex');
+    if (!engine.embeds) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        "reindex embeds messages; recall mode 'keyword' has no vectors (the store keeps the keyword index itself)",
+      );
+    }
     assertOptionalId(args.resourceId, 'resourceId');
     if (args.onProgress !== undefined && typeof args.onProgress !== 'function') {
       throw invalid('onProgress must be a function');
@@ -486,7 +489,7 @@ export class Memory {
     if (!this.engine) {
       throw new MemoryError(
         'UNSUPPORTED',
-        `${operation} with a query needs options.semanticRecall (and an embedder and a storage with vectors)`,
+        `${operation} with a query needs options.semanticRecall (and an embedder and a storage with vectors, or a storage with a keyword index)`,
       );
     }
     return this.engine;

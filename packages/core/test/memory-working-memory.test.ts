@@ -195,12 +195,19 @@ describe('Memory construction', () => {
   });
 
   it.each([
-    ['true', true],
-    ['an object', { topK: 3 }],
-  ])('refuses semanticRecall %s without an embedder (INVALID_ARGUMENT)', async (_name, semanticRecall) => {
-    const error = await caught(() => new Memory({ storage, options: { semanticRecall } }));
-    expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
-    expect((error as Error).message).toMatch(/needs an embedder/);
+    ['vector', { mode: 'vector' as const }],
+    ['hybrid', { mode: 'hybrid' as const, topK: 3 }],
+  ])(
+    'refuses semanticRecall mode %s without an embedder (INVALID_ARGUMENT)',
+    async (_name, semanticRecall) => {
+      const error = await caught(() => new Memory({ storage, options: { semanticRecall } }));
+      expect(isMemoryError(error, 'INVALID_ARGUMENT')).toBe(true);
+      expect((error as Error).message).toMatch(/needs an embedder/);
+    },
+  );
+
+  it('accepts semanticRecall: true without an embedder on a store with a keyword index (keyword mode)', () => {
+    expect(() => new Memory({ storage, options: { semanticRecall: true } })).not.toThrow();
   });
 
   it('accepts semanticRecall: false', () => {

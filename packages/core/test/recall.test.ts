@@ -48,7 +48,7 @@ async function setup(options: { embedder?: EmbeddingModelLike; storage?: InMemor
     storage,
     embedder,
     onEmbeddingError: (error) => errors.push(error),
-    options: { lastMessages: 2, semanticRecall: { topK: 2, messageRange: 1 } },
+    options: { lastMessages: 2, semanticRecall: { mode: 'vector', topK: 2, messageRange: 1 } },
   });
   await memory.createThread({ resourceId: 'u1', threadId: 'old' });
   await memory.createThread({ resourceId: 'u1', threadId: 'new' });
@@ -68,7 +68,13 @@ describe('semantic recall options', () => {
 
   it('fills in documented defaults for true', () => {
     const memory = new Memory({ storage, embedder, options: { semanticRecall: true } });
-    expect(memory.options.semanticRecall).toEqual({ topK: 3, before: 2, after: 2, scope: 'resource' });
+    expect(memory.options.semanticRecall).toEqual({
+      threshold: {},
+      topK: 3,
+      before: 2,
+      after: 2,
+      scope: 'resource',
+    });
   });
 
   it('takes messageRange as { before, after }', () => {
@@ -77,7 +83,13 @@ describe('semantic recall options', () => {
       embedder,
       options: { semanticRecall: { messageRange: { before: 0, after: 3 }, scope: 'thread' } },
     });
-    expect(memory.options.semanticRecall).toEqual({ topK: 3, before: 0, after: 3, scope: 'thread' });
+    expect(memory.options.semanticRecall).toEqual({
+      threshold: {},
+      topK: 3,
+      before: 0,
+      after: 3,
+      scope: 'thread',
+    });
   });
 
   it.each([
@@ -336,7 +348,7 @@ describe('Memory semantic recall', () => {
       type: 'text',
       createdAt: new Date(0),
     };
-    const text = formatRecall([{ message, threadId: 't', score: 1, window: [message] }], 't');
+    const text = formatRecall([{ message, threadId: 't', score: 1, scores: {}, window: [message] }], 't');
     expect(text.match(/<\/recalled_messages>/g)).toHaveLength(1);
     expect(text).toMatch(/Earlier in this conversation/);
   });
@@ -360,6 +372,7 @@ describe('Memory semantic recall', () => {
       message,
       threadId: message.threadId,
       score: 1,
+      scores: {},
       window: [message],
     }));
     const text = formatRecall(hits, 'current');
@@ -398,7 +411,7 @@ describe('Memory semantic recall', () => {
       type: 'text',
       createdAt: new Date(0),
     };
-    const text = formatRecall([{ message, threadId, score: 1, window: [message] }], 'current');
+    const text = formatRecall([{ message, threadId, score: 1, scores: {}, window: [message] }], 'current');
     expect(text.match(/<\/recalled_messages>/g)).toHaveLength(1);
     expect(text.match(/<recalled_messages>/g)).toHaveLength(1);
     expect(text).toMatch(/From another conversation/);
@@ -446,7 +459,7 @@ describe('normalize and the vector primitives', () => {
         zero: [0, 0, 0, 0],
         query: [1, 0, 0, 0],
       }),
-      options: { lastMessages: 0, semanticRecall: { topK: 3, messageRange: 0 } },
+      options: { lastMessages: 0, semanticRecall: { mode: 'vector', topK: 3, messageRange: 0 } },
     });
     await memory.createThread({ resourceId: 'u1', threadId: 't' });
     const saved = await memory.saveMessages({

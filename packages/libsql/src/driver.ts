@@ -1,5 +1,6 @@
 import {
   type CompareAndSetWorkingMemory,
+  createKeywordAnalyzer,
   type Driver,
   type JsonObject,
   type MessageDriver,
@@ -12,8 +13,9 @@ import {
 import { Connection, type Settings } from './connection.ts';
 import { type Executor, exec, type Result, type Transaction } from './embedded.ts';
 import { ADAPTER, errors, isBusyError } from './errors.ts';
+import { indexStatements, LibSQLKeywords } from './keywords.ts';
 import { messageRow, threadRow, toMessage, toResource, toThread } from './mapping.ts';
-import { BATCH_REFUSED, migrate } from './migrations.ts';
+import { BATCH_REFUSED, migrate, SCHEMA_VERSION } from './migrations.ts';
 import { LibSQLObservations } from './observations.ts';
 import * as sql from './sql.ts';
 import { LibSQLVectors } from './vectors.ts';
@@ -33,6 +35,7 @@ export class LibSQLDriver implements Driver<Transaction> {
   readonly capabilities: { atomicWorkingMemory: true; transactionalBatches: true; processLocal: boolean };
   readonly vectors: LibSQLVectors;
   readonly observations: LibSQLObservations;
+  readonly keywords: LibSQLKeywords;
   private readonly connection: Connection;
 
   constructor(options: Settings) {
@@ -41,6 +44,7 @@ export class LibSQLDriver implements Driver<Transaction> {
     this.capabilities = { atomicWorkingMemory: true, transactionalBatches: true, processLocal };
     this.vectors = new LibSQLVectors(this.connection, options.overFetch);
     this.observations = new LibSQLObservations(this.connection);
+    this.keywords = new LibSQLKeywords(this.connection, createKeywordAnalyzer(options.keywords));
   }
 
   /**
@@ -49,7 +53,10 @@ export class LibSQLDriver implements Driver<Transaction> {
    * reads it). Migrations apply once either way.
    */
   open(): Promise<void> {
-    return retry(() => this.connection.use(migrate), { adapter: ADAPTER, retryable: isBusyError });
+    return retry(() => this.connection.use((db) => migrate(db, SCHEMA_VERSION, this.keywords.analyzer)), {
+      adapter: ADAPTER,
+      retryable: isBusyError,
+    });
   }
 
   close(): Promise<void> {
@@ -131,7 +138,12 @@ export class LibSQLDriver implements Driver<Transaction> {
       }
       return { threads, messages };
     },
-    put: (tx, messages) => exec(tx, sql.upsertMessages(messages.map(messageRow))),
+    put: (tx, messages) =>
+      exec(
+        tx,
+        sql.upsertMessages(messages.map(messageRow)),
+        ...indexStatements(messages, this.keywords.analyzer),
+      ),
     remove: (tx, ids) => exec(tx, sql.messagesByIds(ids, true)),
     count: (tx, changes) => exec(tx, ...sql.countStatements(changes)),
     /** New messages of one thread in one statement (`saveMessageBatch`); `false` when refused. */
@@ -140,13 +152,17 @@ export class LibSQLDriver implements Driver<Transaction> {
       if (messages.some((m) => m.threadId !== threadId || m.resourceId !== resourceId)) return false;
       // Each message's id, role, content, type and createdAt: the thread and resource are the batch's.
       const rows = messages.map((m) => messageRow(m).filter((_, i) => i !== 1 && i !== 2));
-      return this.run(sql.saveMessageBatch(threadId, resourceId, rows)).then(
-        () => true,
-        (error: unknown) => {
-          if (error instanceof Error && error.message.includes(BATCH_REFUSED)) return false;
-          throw error;
-        },
-      );
+      const save = sql.saveMessageBatch(threadId, resourceId, rows);
+      const index = indexStatements(messages, this.keywords.analyzer);
+      return this.connection
+        .use((client) => client.batch([save, ...index], 'write'))
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof Error && error.message.includes(BATCH_REFUSED)) return false;
+            throw error;
+          },
+        );
     },
   };
 

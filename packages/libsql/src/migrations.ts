@@ -1,6 +1,7 @@
-import { MemoryError } from '@engram/core/driver';
+import { defaultKeywordAnalyzer, type KeywordAnalyzer, MemoryError } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
+import { backfillKeywords, CREATE_KEYWORDS } from './keywords.ts';
 import { NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
@@ -8,6 +9,8 @@ export interface Migration {
   /** What the change does, recorded next to the version. */
   readonly name: string;
   readonly statements: readonly string[];
+  /** Runs after the statements, in the same transaction: data the SQL alone cannot make. */
+  readonly backfill?: (tx: Executor, analyzer: KeywordAnalyzer) => Promise<void>;
 }
 
 const {
@@ -174,6 +177,11 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ${observations}_thread ON ${observations} (thread_id)`,
     ],
   },
+  {
+    name: 'keyword index: FTS5 terms of each message with text, backfilled',
+    statements: [CREATE_KEYWORDS],
+    backfill: backfillKeywords,
+  },
 ];
 
 /** The schema version this package writes. */
@@ -210,7 +218,11 @@ function tooNew(found: number, target: number): MemoryError {
  * `BEGIN IMMEDIATE` transaction, so concurrent `init()` calls from several processes apply each
  * migration exactly once.
  */
-export async function migrate(client: Database, target: number = SCHEMA_VERSION): Promise<void> {
+export async function migrate(
+  client: Database,
+  target: number = SCHEMA_VERSION,
+  analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
+): Promise<void> {
   const before = await appliedVersion(client);
   if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
   if (before >= target) return;
@@ -221,6 +233,7 @@ export async function migrate(client: Database, target: number = SCHEMA_VERSION)
     for (let version = current + 1; version <= target; version++) {
       const migration = MIGRATIONS[version - 1]!;
       for (const sql of migration.statements) await tx.execute(sql);
+      await migration.backfill?.(tx, analyzer);
       await tx.execute({
         sql: `INSERT INTO ${migrations} (version, name, applied_at) VALUES (?, ?, ?)`,
         args: [version, migration.name, Date.now()],

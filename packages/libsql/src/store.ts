@@ -1,5 +1,7 @@
 import {
   checkClientShape,
+  type KeywordAnalyzerOptions,
+  type KeywordStore,
   MemoryError,
   type ObservationStore,
   Store,
@@ -42,6 +44,12 @@ export type LibSQLStoreOptions = (
 ) & {
   /** Semantic recall vectors: exact by default; `{ index: true }` opts into libSQL's ANN index. */
   vectors?: LibSQLVectorOptions;
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Set it once per database: the index keeps the terms it was
+   * given.
+   */
+  keywords?: KeywordAnalyzerOptions;
 };
 
 const invalidOption = (message: string) =>
@@ -101,6 +109,11 @@ export class LibSQLStore extends Store<LibSQLDriver> {
   /** Vector search for semantic recall, exact unless `vectors.index` (see `LibSQLVectorOptions`). */
   override get vectors(): VectorStore {
     return super.vectors as VectorStore;
+  }
+
+  /** The keyword index for keyword and hybrid recall (FTS5, `bm25()`; see `keywords.ts`). */
+  override get keywords(): KeywordStore {
+    return super.keywords as KeywordStore;
   }
 
   /** Observation logs for observational memory (`engram_observations`). */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { MemoryError, RETRY, retry } from '@engram/core/driver';
+import { createKeywordAnalyzer, MemoryError, RETRY, retry } from '@engram/core/driver';
 import pg from 'pg';
 import { errorCode, isConnectionError } from './errors.ts';
 import { LATEST_VERSION, migrate } from './migrations.ts';
@@ -43,7 +43,12 @@ export class Connection {
     const release = watch(client);
     let version: number;
     try {
-      version = await migrate(client, this.names);
+      version = await migrate(
+        client,
+        this.names,
+        LATEST_VERSION,
+        createKeywordAnalyzer(this.options.keywords),
+      );
       if (this.options.preparedStatements === undefined) this.prepared = await isDirect(client);
       release();
     } catch (error) {

@@ -1,5 +1,6 @@
 import {
   type CompareAndSetWorkingMemory,
+  createKeywordAnalyzer,
   type Driver,
   type Message,
   type MessageDriver,
@@ -12,6 +13,7 @@ import {
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
 import { errorCode, errors } from './errors.ts';
+import { indexMessages, PostgresKeywordDriver } from './keywords.ts';
 import { messageArrays, threadParams, timestamp } from './mapping.ts';
 import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
@@ -45,6 +47,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
   readonly db: Connection;
   readonly vectors: PostgresVectorDriver;
   readonly observations: PostgresObservationDriver;
+  readonly keywords: PostgresKeywordDriver;
   readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
 
   constructor(options: PostgresStoreOptions) {
@@ -54,6 +57,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
     this.db = new Connection(options, this.names);
     this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
     this.observations = new PostgresObservationDriver(this.db, this.names);
+    this.keywords = new PostgresKeywordDriver(this.db, this.names, createKeywordAnalyzer(options.keywords));
     this.workingMemory = workingMemory(this.db, this.sql);
   }
 
@@ -143,6 +147,8 @@ export class PostgresDriver implements Driver<PostgresTx> {
       const { rows } = await tx.client.query<{ written: number }>(this.sql.putMessages, values);
       // One of them exists but was not locked (another writer saved it since): start over.
       if (rows[0]?.written !== messages.length) throw new RestartTransaction();
+      const index = indexMessages(this.names, messages, this.keywords.analyzer);
+      await tx.client.query(index.text, index.values);
     },
     remove: async (tx, ids) => {
       await tx.client.query(this.sql.deleteMessages, [ids]);
@@ -154,8 +160,15 @@ export class PostgresDriver implements Driver<PostgresTx> {
     /** One statement (see `sql.saveMessagesAtOnce`); `false` when it wrote nothing, or failed on NOT NULL. */
     save: async (messages) => {
       const values = [...messageArrays(messages), [...new Set(messages.map((m) => m.threadId))]];
+      const index = indexMessages(this.names, messages, this.keywords.analyzer);
       try {
-        return (await this.one<{ ok: boolean }>(this.sql.saveMessagesAtOnce, values))?.ok === true;
+        // The save, then (when it wrote) the keyword index, in one transaction.
+        return await this.db.transaction(async (client) => {
+          const { rows } = await client.query<{ ok: boolean }>(this.sql.saveMessagesAtOnce, values);
+          if (rows[0]?.ok !== true) return false;
+          await client.query(index.text, index.values);
+          return true;
+        });
       } catch (error) {
         if (errorCode(error) !== '23502' || (error as { column?: string }).column !== 'thread_id')
           throw error;

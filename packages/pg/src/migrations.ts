@@ -1,12 +1,21 @@
+import { defaultKeywordAnalyzer, type KeywordAnalyzer } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
+import { backfillKeywords, keywordTable } from './keywords.ts';
 import { type Names, quoteIdent } from './sql.ts';
+
+/** One schema change: its statements, then (same transaction) data the SQL alone cannot make. */
+interface Migration {
+  description: string;
+  statements: (n: Names) => string[];
+  backfill?: (client: ClientBase, n: Names, analyzer: KeywordAnalyzer) => Promise<void>;
+}
 
 /**
  * Every schema change ever made, oldest first; a change's position (counting from 1) is its
  * version. Append only: a released migration is never edited, so a database at any version is
  * upgraded by running the ones after it.
  */
-export const MIGRATIONS: readonly { description: string; statements: (n: Names) => string[] }[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     description: 'threads, messages and resources; messages indexed by (thread_id, createdAt, id)',
     statements: (n) => [
@@ -109,6 +118,12 @@ export const MIGRATIONS: readonly { description: string; statements: (n: Names) 
       `CREATE INDEX ${quoteIdent(`${n.prefix}observations_thread_idx`)} ON ${n.observations} (thread_id)`,
     ],
   },
+  {
+    description:
+      'keyword index: analyzed terms of each message with text, a GIN-indexed tsvector, backfilled',
+    statements: keywordTable,
+    backfill: backfillKeywords,
+  },
 ];
 
 /** The version a fully migrated schema is at. */
@@ -122,7 +137,12 @@ const SNAKE_CASE_VERSION = 5;
  * lock keyed on its name, so processes may call it at once: the first does the work, the others
  * find nothing to do. Returns the version the schema is at afterwards (more when it is newer).
  */
-export async function migrate(client: ClientBase, n: Names, target = LATEST_VERSION): Promise<number> {
+export async function migrate(
+  client: ClientBase,
+  n: Names,
+  target = LATEST_VERSION,
+  analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
+): Promise<number> {
   // The recorded version, or 0 when nothing was ever created.
   const [table] = (await client.query('SELECT to_regclass($1) AS found', [n.version])).rows;
   const [row] = table?.found
@@ -147,6 +167,7 @@ export async function migrate(client: ClientBase, n: Names, target = LATEST_VERS
     const from = row.rows[0]?.version ?? 0;
     for (const migration of MIGRATIONS.slice(from, target)) {
       for (const statement of migration.statements(n)) await client.query(statement);
+      await migration.backfill?.(client, n, analyzer);
     }
     if (target > from) {
       const stamp = target >= SNAKE_CASE_VERSION ? 'updated_at' : '"updatedAt"';

@@ -1,4 +1,4 @@
-import { checkClientShape, MemoryError } from '@engram/core/driver';
+import { checkClientShape, type KeywordAnalyzerOptions, MemoryError } from '@engram/core/driver';
 import type pg from 'pg';
 import type { PostgresVectorOptions } from './vectors.ts';
 
@@ -17,6 +17,11 @@ export type PostgresConnectionOptions =
 
 /** Options of `PostgresStore`. */
 export type PostgresStoreOptions = PostgresConnectionOptions & {
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Set it once per schema: the index keeps the terms it was given.
+   */
+  keywords?: KeywordAnalyzerOptions;
   /** The schema holding every table and index; created when missing. Default `'public'`. */
   schemaName?: string;
   /** Prepended to every table and index name. Letters, digits and `_`. Default `'engram_'`. */

@@ -1,7 +1,9 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
+import type { KeywordHit, KeywordStore } from '../storage/keywords.ts';
 import type { Message } from '../storage/records.ts';
-import type { EmbeddingSpace, VectorHit, VectorStore } from '../storage/vectors.ts';
+import { MAX_TOP_K } from '../storage/vector-store.ts';
+import { compareHits, type EmbeddingSpace, type VectorHit, type VectorStore } from '../storage/vectors.ts';
 import {
   describeSpace,
   type EmbeddingModelLike,
@@ -12,8 +14,20 @@ import {
 } from './embedder.ts';
 import { messageText, textHash } from './text.ts';
 
+/** How recall ranks: by vectors (an embedder), by keywords (BM25), or both fused. */
+export type RecallMode = 'vector' | 'keyword' | 'hybrid';
+
+/** Minimum scores: cosine similarity for vector hits, BM25 for keyword hits. */
+export interface RecallThreshold {
+  readonly vector?: number;
+  readonly keyword?: number;
+}
+
 /** Semantic recall settings with every default filled in. */
 export interface ResolvedSemanticRecall {
+  /** `undefined`: chosen by `Memory` from the embedder and the store's domains. */
+  readonly mode?: RecallMode;
+  readonly threshold: RecallThreshold;
   readonly topK: number;
   /** Messages added before each hit, from the hit's own thread. */
   readonly before: number;
@@ -28,8 +42,13 @@ export interface RecallHit {
   message: Message;
   /** The thread it belongs to (compare with the current thread to label it). */
   threadId: string;
-  /** Cosine similarity to the query, in [-1, 1]. */
+  /**
+   * The ranking score of the mode: cosine similarity in [-1, 1] (vector), BM25 (keyword), or
+   * the reciprocal-rank-fusion score (hybrid).
+   */
   score: number;
+  /** The hit's score in each list that found it (a hybrid hit may be in one list only). */
+  scores: { vector?: number; keyword?: number };
   /**
    * The hit and up to `before`/`after` neighbours of its own thread, oldest first, without
    * messages of the recent history or of an earlier (better-scored) hit's window.
@@ -58,25 +77,66 @@ export interface ReindexProgress {
 
 /** Queries whose vectors are kept, so a repeated query (each agent step) is embedded once. */
 const QUERY_CACHE = 32;
+/** Reciprocal-rank fusion's constant: a hit at rank r (from 1) of a list adds 1 / (RRF_K + r). */
+export const RRF_K = 60;
+
+/** What recall searches with: the store's domains and the embedder the mode needs. */
+export interface RecallSources {
+  vectors?: VectorStore;
+  keywords?: KeywordStore;
+  embedder?: EmbeddingModelLike;
+}
+
+interface Ranked {
+  message: Message;
+  score: number;
+  scores: { vector?: number; keyword?: number };
+}
 
 /**
- * Core's half of semantic recall: embeds message text (outside any storage transaction, in
+ * Core's half of recall. Vector mode: embeds message text (outside any storage transaction, in
  * batches, once per distinct text), stores the vectors through the store's primitives, and
- * turns a query into hits with windows. One space per store: a different embedder or dimension
- * is refused, naming both spaces.
+ * ranks by cosine similarity; one space per store (a different embedder or dimension is refused,
+ * naming both spaces). Keyword mode: the store's keyword index ranks by BM25 (the store keeps it
+ * with the messages; nothing to embed). Hybrid: both lists, fused by reciprocal rank. Every mode
+ * turns hits into windows the same way.
  */
 export class RecallEngine {
   private space: EmbeddingSpace | null = null;
   private readonly queries = new Map<string, Float32Array>();
   /** Every embedding call of this engine, summed. */
   readonly usage: EmbeddingUsage = { tokens: 0, calls: 0 };
+  private readonly vectorStore: VectorStore | undefined;
+  private readonly keywords: KeywordStore | undefined;
+  private readonly model: EmbeddingModelLike | undefined;
 
   constructor(
     private readonly storage: MemoryStorage,
-    private readonly vectors: VectorStore,
-    private readonly embedder: EmbeddingModelLike,
-    readonly config: ResolvedSemanticRecall,
-  ) {}
+    sources: RecallSources,
+    /** The settings, `mode` resolved. */
+    readonly config: ResolvedSemanticRecall & { readonly mode: RecallMode },
+  ) {
+    const usesVectors = config.mode !== 'keyword';
+    this.vectorStore = usesVectors ? sources.vectors : undefined;
+    this.model = usesVectors ? sources.embedder : undefined;
+    this.keywords = config.mode === 'vector' ? undefined : sources.keywords;
+  }
+
+  /** Whether saves are embedded (vector and hybrid modes). */
+  get embeds(): boolean {
+    return this.model !== undefined && this.vectorStore !== undefined;
+  }
+
+  private get vectors(): VectorStore {
+    if (!this.vectorStore)
+      throw new MemoryError('UNSUPPORTED', `${this.storage.name}: recall mode has no vectors`);
+    return this.vectorStore;
+  }
+
+  private get embedder(): EmbeddingModelLike {
+    if (!this.model) throw new MemoryError('UNSUPPORTED', 'recall mode has no embedder');
+    return this.model;
+  }
 
   /**
    * Embeds the messages whose text has no vector yet, or changed since, and stores their
@@ -143,19 +203,55 @@ export class RecallEngine {
     const scope = args.scope ?? this.config.scope;
     const before = args.before ?? this.config.before;
     const after = args.after ?? this.config.after;
-    const vector = await this.queryVector(args.query, usage, args.signal);
-    if (!vector) return { hits: [], usage };
-    const space = await this.claim(vector.length);
-    const found = await this.vectors.searchVectors({
-      space,
-      vector,
-      topK,
+    const search = {
       resourceId: args.resourceId,
       threadId: scope === 'thread' ? args.threadId : undefined,
       excludeIds: [...args.exclude],
+    };
+    const mode = this.config.mode;
+    // Hybrid looks deeper into each list, so a hit ranked just below `topK` in both can win.
+    const depth = mode === 'hybrid' ? Math.min(MAX_TOP_K, Math.max(20, topK * 4)) : topK;
+    const byVector =
+      mode === 'keyword' ? [] : await this.vectorHits(args.query, depth, search, usage, args.signal);
+    const byKeyword = mode === 'vector' ? [] : await this.keywordHits(args.query, depth, search);
+    const ranked = mode === 'hybrid' ? fuse(byVector, byKeyword).slice(0, topK) : [...byVector, ...byKeyword];
+    return { hits: await this.withWindows(ranked, args.resourceId, before, after, args.exclude), usage };
+  }
+
+  /** Vector hits above the threshold whose text is unchanged, best first. */
+  private async vectorHits(
+    query: string,
+    topK: number,
+    search: { resourceId: string; threadId?: string; excludeIds: string[] },
+    usage: EmbeddingUsage,
+    signal?: AbortSignal,
+  ): Promise<Ranked[]> {
+    const vector = await this.queryVector(query, usage, signal);
+    if (!vector) return [];
+    const space = await this.claim(vector.length);
+    const found = await this.vectors.searchVectors({ space, vector, topK, ...search });
+    const min = this.config.threshold.vector;
+    const fresh = await this.freshHits(min === undefined ? found : found.filter((h) => h.score >= min));
+    return fresh.map(({ hit, message }) => ({ message, score: hit.score, scores: { vector: hit.score } }));
+  }
+
+  /** Keyword hits above the threshold, best first. */
+  private async keywordHits(
+    query: string,
+    topK: number,
+    search: { resourceId: string; threadId?: string; excludeIds: string[] },
+  ): Promise<Ranked[]> {
+    if (!this.keywords) return [];
+    const found: KeywordHit[] = await this.keywords.search({ query, topK, ...search });
+    const min = this.config.threshold.keyword;
+    const kept = min === undefined ? found : found.filter((h) => h.score >= min);
+    if (kept.length === 0) return [];
+    const messages = await this.storage.listMessagesById({ ids: kept.map((h) => h.messageId) });
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    return kept.flatMap((hit) => {
+      const message = byId.get(hit.messageId);
+      return message ? [{ message, score: hit.score, scores: { keyword: hit.score } }] : [];
     });
-    const hits = await this.freshHits(found);
-    return { hits: await this.withWindows(hits, args.resourceId, before, after, args.exclude), usage };
   }
 
   /**
@@ -261,7 +357,7 @@ export class RecallEngine {
 
   /** Adds each hit's window from its own thread; de-duplicates against history and earlier hits. */
   private async withWindows(
-    hits: { hit: VectorHit; message: Message }[],
+    hits: Ranked[],
     resourceId: string,
     before: number,
     after: number,
@@ -284,7 +380,7 @@ export class RecallEngine {
     }
     const shown = new Set(exclude);
     const out: RecallHit[] = [];
-    for (const { hit, message } of hits) {
+    for (const { message, score, scores } of hits) {
       if (shown.has(message.id)) continue;
       const list = byThread.get(message.threadId) ?? [];
       const at = list.findIndex((m) => m.id === message.id);
@@ -292,10 +388,33 @@ export class RecallEngine {
         (m) => !shown.has(m.id),
       );
       for (const m of window) shown.add(m.id);
-      out.push({ message, threadId: message.threadId, score: hit.score, window });
+      out.push({ message, threadId: message.threadId, score, scores: { ...scores }, window });
     }
     return out;
   }
+}
+
+/**
+ * Reciprocal-rank fusion: each message scores Σ 1 / (RRF_K + rank) over the lists that found it
+ * (rank from 1), keeping its score in each list. Ties: newer first, then id (as hits are ordered).
+ */
+export function fuse(byVector: Ranked[], byKeyword: Ranked[]): Ranked[] {
+  const fused = new Map<string, Ranked>();
+  const add = (list: Ranked[]) =>
+    list.forEach((hit, i) => {
+      const entry = fused.get(hit.message.id) ?? { message: hit.message, score: 0, scores: {} };
+      entry.score += 1 / (RRF_K + i + 1);
+      Object.assign(entry.scores, hit.scores);
+      fused.set(hit.message.id, entry);
+    });
+  add(byVector);
+  add(byKeyword);
+  return [...fused.values()].sort((a, b) =>
+    compareHits(
+      { score: a.score, createdAt: a.message.createdAt, messageId: a.message.id },
+      { score: b.score, createdAt: b.message.createdAt, messageId: b.message.id },
+    ),
+  );
 }
 
 function lengthOf(raw: number[][], embedder: EmbeddingModelLike): number {

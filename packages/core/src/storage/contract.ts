@@ -1,4 +1,5 @@
 import type { StoreCapabilities } from './capabilities.ts';
+import type { KeywordStore } from './keywords.ts';
 import type { ObservationStore } from './observations.ts';
 import type { ResourceDeletion } from './purge.ts';
 import type {
@@ -157,6 +158,11 @@ export interface MemoryStorage {
    * message (`deleteMessages`, `deleteThread`).
    */
   readonly vectors?: VectorStore;
+  /**
+   * Optional domain: the keyword (BM25) index keyword and hybrid recall need (see
+   * `keywords.ts`). A store that declares it keeps the index in the same write as the messages.
+   */
+  readonly keywords?: KeywordStore;
   /**
    * Optional domain: the observation logs observational memory keeps (see `observations.ts`).
    * A store that declares it removes a thread's log in the same write as the thread.

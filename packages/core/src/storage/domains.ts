@@ -1,5 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
+import { type KeywordDriver, type KeywordStore, ValidatedKeywords } from './keywords.ts';
 import { type ObservationDriver, type ObservationStore, ValidatedObservations } from './observations.ts';
 import { ValidatedVectors } from './vector-store.ts';
 import type { VectorDriver, VectorStore } from './vectors.ts';
@@ -32,6 +33,8 @@ export interface DomainHooks<Tx = unknown> {
 export interface DriverDomains<Tx> {
   /** Vector search for semantic recall. */
   vectors?: VectorDriver<Tx>;
+  /** A keyword (BM25) index of message text, for keyword and hybrid recall. */
+  keywords?: KeywordDriver<Tx>;
   /** Observation logs for observational memory. */
   observations?: ObservationDriver<Tx>;
 }
@@ -39,6 +42,7 @@ export interface DriverDomains<Tx> {
 /** The optional domains of a store, as applications see them (validated). */
 export interface StoreDomains {
   vectors?: VectorStore;
+  keywords?: KeywordStore;
   observations?: ObservationStore;
 }
 
@@ -67,6 +71,11 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     feature: 'options.semanticRecall',
     resourceRows: false,
     wrap: (adapter, driver, run) => new ValidatedVectors(adapter, driver, run),
+  },
+  keywords: {
+    what: 'a keyword index',
+    feature: 'options.semanticRecall',
+    wrap: (adapter, driver, run) => new ValidatedKeywords(adapter, driver, run),
   },
   observations: {
     what: 'observation logs',

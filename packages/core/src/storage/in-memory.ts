@@ -1,3 +1,4 @@
+import { createKeywordAnalyzer, type KeywordAnalyzerOptions } from '../recall/analyzer.ts';
 import type { StoreCapabilities } from './capabilities.ts';
 import { copyMessage, copyResource, copyThread } from './copy.ts';
 import type { AdapterDescriptor } from './descriptor.ts';
@@ -11,6 +12,7 @@ import type {
   ThreadDriver,
 } from './driver.ts';
 import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
+import { type KeywordDriver, keywordTerms, searchIndexed } from './keywords.ts';
 import { slicePage } from './listing.ts';
 import { type ObservationDriver, type ObservationRow, swapRows } from './observations.ts';
 import type { Message, Resource, Thread } from './records.ts';
@@ -25,6 +27,14 @@ import {
   type VectorHit,
 } from './vectors.ts';
 import type { LockedWorkingMemory } from './working-memory.ts';
+
+/** Which optional domains the in-memory driver declares (all by default). */
+export interface MemoryDriverOptions {
+  vectors?: boolean;
+  /** `false` leaves the keyword index out; an object sets its analyzer (stop words, stemming). */
+  keywords?: boolean | KeywordAnalyzerOptions;
+  observations?: boolean;
+}
 
 /** A unit of work of the in-memory driver: its changes, applied together when it commits. */
 export interface MemoryTx {
@@ -60,15 +70,23 @@ export class MemoryDriver implements Driver<MemoryTx> {
   private space: EmbeddingSpace | null = null;
   /** Space key → message id → vector. */
   private readonly vectorRows = new Map<string, Map<string, VectorRow>>();
+  /** Message id → its keyword terms (messages with text only). */
+  private readonly keywordRows = new Map<string, string[]>();
   /** Log key → its generations, oldest first. */
   private readonly logs = new Map<string, ObservationRow[]>();
   /** The tail of the queue of writes. */
   private writes: Promise<unknown> = Promise.resolve();
 
-  /** `vectors: false` / `observations: false` leave out that domain. Default `true`. */
-  constructor(options: { vectors?: boolean; observations?: boolean } = {}) {
+  /**
+   * `vectors: false` / `keywords: false` / `observations: false` leave out that domain (default:
+   * every domain). `keywords` may instead give the keyword analyzer's options (stop words,
+   * stemming).
+   */
+  constructor(options: MemoryDriverOptions = {}) {
     if (options.vectors === false) this.vectors = undefined;
     if (options.observations === false) this.observations = undefined;
+    if (options.keywords === false) this.keywords = undefined;
+    else this.keywords = this.keywordDomain(options.keywords === true ? {} : (options.keywords ?? {}));
   }
 
   async open(): Promise<void> {}
@@ -119,7 +137,10 @@ export class MemoryDriver implements Driver<MemoryTx> {
       tx.changes.push(() => {
         this.threadMap.delete(id);
         for (const [messageId, message] of this.messageMap) {
-          if (message.threadId === id) this.messageMap.delete(messageId);
+          if (message.threadId === id) {
+            this.messageMap.delete(messageId);
+            this.keywordRows.delete(messageId);
+          }
         }
       });
     },
@@ -178,13 +199,23 @@ export class MemoryDriver implements Driver<MemoryTx> {
     },
     put: async (tx, messages) => {
       const copies = messages.map(copyMessage);
+      const analyzer = this.keywords?.analyzer;
+      const terms = copies.map((m) => (analyzer ? keywordTerms(m, analyzer) : []));
       tx.changes.push(() => {
-        for (const message of copies) this.messageMap.set(message.id, message);
+        copies.forEach((message, i) => {
+          this.messageMap.set(message.id, message);
+          const t = terms[i] ?? [];
+          if (t.length > 0) this.keywordRows.set(message.id, t);
+          else this.keywordRows.delete(message.id);
+        });
       });
     },
     remove: async (tx, ids) => {
       tx.changes.push(() => {
-        for (const id of ids) this.messageMap.delete(id);
+        for (const id of ids) {
+          this.messageMap.delete(id);
+          this.keywordRows.delete(id);
+        }
       });
     },
   };
@@ -302,6 +333,28 @@ export class MemoryDriver implements Driver<MemoryTx> {
     },
   };
 
+  /** The keyword index. */
+  keywords: KeywordDriver<MemoryTx> | undefined;
+
+  /** Exact BM25 over every indexed message in double precision: the oracle of keyword recall. */
+  private keywordDomain(analyzerOptions: KeywordAnalyzerOptions): KeywordDriver<MemoryTx> {
+    return {
+      analyzer: createKeywordAnalyzer(analyzerOptions),
+      ranking: 'bm25',
+      search: async (query) =>
+        searchIndexed(
+          [...this.keywordRows].flatMap(([id, row]) => {
+            const m = this.messageMap.get(id);
+            return m ? [[m, row] as const] : [];
+          }),
+          query,
+        ),
+      // `put`, `remove` and `threads.delete` keep the index; nothing else to remove.
+      deleteByThread: async () => {},
+      deleteByMessages: async () => {},
+    };
+  }
+
   /** Observation logs, swapped one at a time with the other writes. */
   observations: ObservationDriver<MemoryTx> | undefined = {
     head: async (key) => copyRows(this.logs.get(key) ?? []).at(-1) ?? null,
@@ -342,8 +395,8 @@ export class MemoryDriver implements Driver<MemoryTx> {
  * oracle the conformance suite compares every adapter against.
  */
 export class InMemoryStore extends Store<MemoryDriver> {
-  /** `vectors: false` / `observations: false` build a store without that domain. Default `true`. */
-  constructor(options: { vectors?: boolean; observations?: boolean } = {}) {
+  /** See `MemoryDriverOptions`: every domain by default. */
+  constructor(options: MemoryDriverOptions = {}) {
     super(new MemoryDriver(options));
   }
 }

@@ -99,6 +99,11 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     return domainOf(this, this.driver, this.domains, 'vectors');
   }
 
+  /** The keyword index for keyword and hybrid recall, when the driver declares the domain. */
+  get keywords(): StoreDomains['keywords'] {
+    return domainOf(this, this.driver, this.domains, 'keywords');
+  }
+
   /** Observation logs for observational memory, when the driver declares the domain. */
   get observations(): StoreDomains['observations'] {
     return domainOf(this, this.driver, this.domains, 'observations');

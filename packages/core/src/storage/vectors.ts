@@ -71,7 +71,10 @@ export interface VectorHit {
  * `messageId` ascending in UTF-8 byte order (as ids are ordered everywhere in engram). Scores are
  * compared as computed by the backend.
  */
-export function compareHits(a: VectorHit, b: VectorHit): number {
+export function compareHits(
+  a: Pick<VectorHit, 'score' | 'createdAt' | 'messageId'>,
+  b: Pick<VectorHit, 'score' | 'createdAt' | 'messageId'>,
+): number {
   return (
     b.score - a.score || b.createdAt.getTime() - a.createdAt.getTime() || compareIds(a.messageId, b.messageId)
   );

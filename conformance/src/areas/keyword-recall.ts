@@ -1,0 +1,263 @@
+import { InMemoryStore, type KeywordStore, Memory, type MemoryStorage, type Message } from '@engram/core';
+import { expectEqual, expectTrue } from '../assert.ts';
+import { defineArea } from '../define.ts';
+import { at, message, thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import { conformanceEmbedder } from '../vectors.ts';
+import { HOSTILE_SUFFIXES } from './isolation.ts';
+
+const check = defineArea('recall');
+
+/** Name suffix of checks that apply only to stores declaring `keywords`. */
+export const NEEDS_KEYWORDS = ' [needs keywords]';
+
+function keywordsOf(store: MemoryStorage): KeywordStore {
+  if (!store.keywords) skipCheck(`${store.name} declares no keyword index (no keyword or hybrid recall)`);
+  return store.keywords;
+}
+
+/** Saves a thread of `resourceId` with one message per text (1 ms apart from `start`). */
+async function seedTexts(
+  store: MemoryStorage,
+  threadId: string,
+  resourceId: string,
+  texts: readonly string[],
+  start = 0,
+): Promise<Message[]> {
+  const t = thread(threadId, resourceId);
+  await store.saveThread(t);
+  const messages = texts.map((content, i) => message(`${threadId}-m${i}`, t, at(start + i), { content }));
+  await store.saveMessages(messages);
+  return messages;
+}
+
+async function ids(keywords: KeywordStore, query: string, resourceId: string, threadId?: string) {
+  const hits = await keywords.search({ query, topK: 50, resourceId, threadId });
+  return hits.map((h) => h.messageId);
+}
+
+/**
+ * A fixed corpus: shared everyday words, plus a rare word, a number or an id planted in one
+ * message each. Each query's words are all in its planted message (and some in others too), so
+ * that message ranks first under BM25 whatever else the backend's index holds (statistics are
+ * over the whole index, which other tests share).
+ */
+const CORPUS = [
+  'we talked about the weather and the garden today',
+  'my sister Ingrid moved to Tromsø last spring',
+  'the garden needs water every day in the summer',
+  'booking reference QX-55821 for the flight on Friday',
+  'I walked the dog in the park and then watered the garden',
+  'the dentist appointment is at 14:30 next Tuesday',
+  'remember the weather was cold at the park today',
+  'my locker code is 80417 at the gym',
+  'the dog likes the park more than the garden',
+  'we planted heliotrope beside the garden wall',
+];
+const PLANTED: readonly [string, number][] = [
+  ['where did ingrid move?', 1],
+  ['what was the booking reference qx 55821', 3],
+  ['the locker code 80417 at the gym', 7],
+  ['which flower, heliotrope, in the garden', 9],
+  ['TROMSØ in the spring', 1],
+];
+
+/** Keyword recall: BM25 on the store's keyword index, kept in the same write as the messages. */
+export const keywordRecallChecks = [
+  check(
+    `keyword hits come from the resource searched only, hostile ids included${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const keywords = keywordsOf(store);
+      const base = ctx.id('r');
+      const resources = [`${base}1`, `${base}10`, ...HOSTILE_SUFFIXES.map((s) => `${base}${s}`)];
+      for (const r of resources) await seedTexts(store, `${r}-t`, r, ['zebra quartz', 'quartz zebra zebra']);
+      for (const r of resources) {
+        expectEqual(
+          (await ids(keywords, 'zebra', r)).sort(),
+          [`${r}-t-m0`, `${r}-t-m1`],
+          `resource ${JSON.stringify(r)}`,
+        );
+      }
+      const r = `${base}1`;
+      await seedTexts(store, `${r}-u`, r, ['zebra again']);
+      expectEqual(await ids(keywords, 'zebra', r, `${r}-u`), [`${r}-u-m0`], 'thread scope');
+      ctx.log(`${resources.length} resources, each saw exactly its own messages`);
+    },
+  ),
+
+  check(
+    `the index follows each write at once: edit, move, delete, thread delete${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const keywords = keywordsOf(store);
+      const r = ctx.id('r');
+      const [a, b] = [`${r}-a`, `${r}-b`];
+      const [m] = await seedTexts(store, a, r, ['the walrus sleeps']);
+      await seedTexts(store, b, r, ['unrelated words']);
+      expectEqual(await ids(keywords, 'walrus', r), [`${a}-m0`], 'found after save');
+      await store.updateMessages([{ id: `${a}-m0`, content: 'the narwhal sleeps' }]);
+      expectEqual(await ids(keywords, 'walrus', r), [], 'old words gone after updateMessages');
+      expectEqual(await ids(keywords, 'narwhal', r), [`${a}-m0`], 'new words found after updateMessages');
+      await store.saveMessages([{ ...(m as Message), threadId: b, content: 'the narwhal sleeps' }]);
+      expectEqual(await ids(keywords, 'narwhal', r, a), [], 'not in the old thread after a move');
+      expectEqual(await ids(keywords, 'narwhal', r, b), [`${a}-m0`], 'in the new thread after a move');
+      await store.deleteMessages([`${a}-m0`]);
+      expectEqual(await ids(keywords, 'narwhal', r), [], 'gone after deleteMessages');
+      expectEqual(await ids(keywords, 'unrelated', r), [`${b}-m0`], 'another message stays');
+      await store.deleteThread({ threadId: b });
+      expectEqual(await ids(keywords, 'unrelated', r), [], 'gone after deleteThread');
+    },
+  ),
+
+  check(
+    `the top hit for a rare word, number or id agrees with the in-memory BM25 reference${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const keywords = keywordsOf(store);
+      const oracle = new InMemoryStore();
+      const r = ctx.id('r');
+      for (const s of [store, oracle]) await seedTexts(s, `${r}-t`, r, CORPUS);
+      for (const [query, expected] of PLANTED) {
+        const [ours] = await keywords.search({ query, topK: 3, resourceId: r });
+        const [reference] = await (oracle.keywords as KeywordStore).search({ query, topK: 3, resourceId: r });
+        expectEqual(
+          reference?.messageId,
+          `${r}-t-m${expected}`,
+          `reference top hit for ${JSON.stringify(query)}`,
+        );
+        expectEqual(ours?.messageId, reference?.messageId, `top hit for ${JSON.stringify(query)}`);
+        expectTrue((ours?.score ?? 0) > 0, `a positive score for ${JSON.stringify(query)}`);
+      }
+      ctx.log(`${PLANTED.length} queries, each top hit the planted message (ranking: ${keywords.ranking})`);
+    },
+  ),
+
+  check(`matching ignores case and accents and keeps non-Latin scripts${NEEDS_KEYWORDS}`, async (ctx) => {
+    const store = await ctx.store();
+    const keywords = keywordsOf(store);
+    const r = ctx.id('r');
+    const t = `${r}-t`;
+    await seedTexts(store, t, r, [
+      'Crème Brûlée in ZÜRICH',
+      'Москва — столица России',
+      '東京タワーに行きました',
+      'हिन्दी भाषा सीखना',
+      'Ελληνική γλώσσα',
+    ]);
+    const cases: [string, number][] = [
+      ['creme brulee zurich', 0],
+      ['CRÈME', 0],
+      ['москва', 1],
+      ['МОСКВА', 1],
+      ['東京タワー', 2],
+      ['हिन्दी', 3],
+      ['ελληνικη', 4],
+    ];
+    for (const [query, n] of cases) {
+      expectEqual((await ids(keywords, query, r))[0], `${t}-m${n}`, `top hit for ${JSON.stringify(query)}`);
+    }
+  }),
+
+  check(
+    `query syntax of any backend is plain text, never an operator or an error${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const keywords = keywordsOf(store);
+      const r = ctx.id('r');
+      await seedTexts(store, `${r}-t`, r, ['zebra crossing', 'nothing here']);
+      const queries = [
+        '"zebra',
+        'zebra*',
+        'zebra:',
+        '-zebra',
+        'NEAR(zebra crossing)',
+        'zebra & crossing',
+        'zebra | crossing',
+        '!zebra',
+        '(zebra) AND NOT crossing OR',
+        "zebra' OR 1=1 --",
+        '\\zebra',
+        '{zebra}',
+      ];
+      for (const query of queries) {
+        expectEqual((await ids(keywords, query, r))[0], `${r}-t-m0`, `top hit for ${JSON.stringify(query)}`);
+      }
+      expectEqual(await ids(keywords, '" * : - & | ! ( )', r), [], 'a query of syntax only finds nothing');
+    },
+  ),
+
+  check(
+    `keyword recall without an embedder: windows, scope and the history left out${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      keywordsOf(store);
+      const memory = new Memory({
+        storage: store,
+        options: { lastMessages: 1, semanticRecall: { topK: 2, messageRange: 1 } },
+      });
+      const r = ctx.id('r');
+      const [a, b] = [`${r}-a`, `${r}-b`];
+      await memory.createThread({ resourceId: r, threadId: a });
+      await memory.createThread({ resourceId: r, threadId: b });
+      const say = (threadId: string, content: string, ms: number) => ({
+        id: `${threadId}-${ms}`,
+        threadId,
+        resourceId: r,
+        role: 'user' as const,
+        content,
+        createdAt: at(ms),
+      });
+      await memory.saveMessages({
+        messages: [
+          say(a, 'one', 0),
+          say(a, 'my passport number is P7731', 1),
+          say(a, 'three', 2),
+          say(b, 'passport P7731 renewal', 3),
+        ],
+      });
+      const { hits } = await memory.recall({ threadId: b, resourceId: r, query: 'P7731 passport' });
+      expectEqual(
+        hits.map((h) => h.window.map((m) => m.id)),
+        [[`${a}-0`, `${a}-1`, `${a}-2`]],
+        'one hit with its window, the history (the newest message of the thread) left out',
+      );
+      expectTrue((hits[0]?.scores.keyword ?? 0) > 0, 'the hit reports its keyword score');
+      const own = await memory.recall({ threadId: b, resourceId: r, query: 'passport', scope: 'thread' });
+      expectEqual(own.hits, [], 'thread scope: only the history matched, and it is left out');
+    },
+  ),
+
+  check(
+    `hybrid recall fuses both lists and reports both scores [needs keywords and vectors]`,
+    async (ctx) => {
+      const store = await ctx.store();
+      keywordsOf(store);
+      if (!store.vectors) skipCheck(`${store.name} declares no vectors (no hybrid recall)`);
+      const memory = new Memory({
+        storage: store,
+        embedder: conformanceEmbedder(),
+        onEmbeddingError: (error) => {
+          throw error;
+        },
+        options: { lastMessages: 0, semanticRecall: { topK: 3, messageRange: 0 } },
+      });
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      await memory.createThread({ resourceId: r, threadId: t });
+      await memory.saveMessages({
+        messages: CORPUS.map((content, i) => ({
+          threadId: t,
+          resourceId: r,
+          role: 'user' as const,
+          content,
+          createdAt: at(i),
+        })),
+      });
+      const { hits } = await memory.recall({ threadId: t, resourceId: r, query: 'locker code 80417' });
+      expectEqual(hits[0]?.message.content, CORPUS[7], 'top hit');
+      expectTrue(hits[0]?.scores.keyword !== undefined, 'the top hit reports its keyword score');
+      expectTrue(hits[0]?.scores.vector !== undefined, 'the top hit reports its vector score');
+    },
+  ),
+];

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createKeywordAnalyzer,
+  createLexicalEmbedder,
+  InMemoryStore,
+  isMemoryError,
+  Memory,
+  type MemoryStorage,
+} from '../src/index.ts';
+import { bm25Score, termCounts } from '../src/storage/keywords.ts';
+
+const analyzer = createKeywordAnalyzer();
+
+describe('keyword analyzer', () => {
+  it('folds case and Latin accents, keeps numbers and id parts, drops default stop words, stems English', () => {
+    expect(analyzer.terms('The CAFÉ in Zürich')).toEqual(['cafe', 'zurich']);
+    expect(analyzer.terms('Order ORD-4471-XZ costs 3.14')).toEqual([
+      'order',
+      'ord',
+      '4471',
+      'xz',
+      'cost',
+      '3',
+      '14',
+    ]);
+    expect(analyzer.terms('running runners')).toEqual(['run', 'runner']);
+  });
+
+  it('keeps non-Latin scripts, their marks included', () => {
+    expect(analyzer.terms('Москва́ столица')).toEqual(['москва', 'столица']);
+    expect(analyzer.terms('हिन्दी भाषा')).toEqual(['हिन्दी', 'भाषा']);
+    expect(analyzer.terms('東京タワー').length).toBeGreaterThan(0);
+  });
+
+  it('takes its own stop words and stemming', () => {
+    const own = createKeywordAnalyzer({ stopWords: ['Zürich'], stem: false });
+    expect(own.terms('The café in Zurich running')).toEqual(['the', 'cafe', 'in', 'running']);
+    expect(own.id).not.toBe(analyzer.id);
+  });
+
+  it('makes no term of search syntax', () => {
+    expect(analyzer.terms('"quoted" * : - NEAR & | ! (x)')).toEqual(['quot', 'near', 'x']);
+  });
+});
+
+describe('BM25 reference', () => {
+  it('computes Okapi BM25 with k1 1.2, b 0.75 and the floored idf', () => {
+    const stats = { documents: 4, terms: 10, containing: new Map([['cat', 1]]) };
+    const idf = Math.log((4 - 1 + 0.5) / (1 + 0.5));
+    const expected = (idf * 2 * 2.2) / (2 + 1.2 * (1 - 0.75 + (0.75 * 3) / 2.5));
+    expect(bm25Score(['cat'], termCounts(['cat', 'cat', 'dog']), 3, stats)).toBeCloseTo(expected, 12);
+  });
+});
+
+async function keywordMemory(storage: MemoryStorage = new InMemoryStore(), extra: object = {}) {
+  const memory = new Memory({
+    storage,
+    options: { lastMessages: 1, semanticRecall: { topK: 3, messageRange: 0, ...extra } },
+  });
+  await memory.createThread({ resourceId: 'u1', threadId: 'a' });
+  await memory.createThread({ resourceId: 'u1', threadId: 'b' });
+  await memory.createThread({ resourceId: 'u2', threadId: 'c' });
+  return memory;
+}
+
+const say = (threadId: string, content: string, id?: string) => ({
+  ...(id === undefined ? {} : { id }),
+  threadId,
+  resourceId: threadId === 'c' ? 'u2' : 'u1',
+  role: 'user' as const,
+  content,
+});
+
+describe('keyword recall (no embedder)', () => {
+  it('semanticRecall: true without an embedder finds rare words and ids, in scope, outside the history', async () => {
+    const memory = await keywordMemory();
+    await memory.saveMessages({
+      messages: [
+        say('a', 'My order number is ORD-4471', 'm1'),
+        say('a', 'I like green tea in the morning', 'm2'),
+        say('c', 'ORD-4471 is also mine', 'other'),
+        say('b', 'latest message', 'm3'),
+      ],
+    });
+    const { hits } = await memory.recall({ threadId: 'b', resourceId: 'u1', query: 'what was ord 4471?' });
+    expect(hits.map((h) => h.message.id)).toEqual(['m1']);
+    expect(hits[0]?.scores.keyword).toBeGreaterThan(0);
+    expect(hits[0]?.scores.vector).toBeUndefined();
+    const none = await memory.recall({ threadId: 'a', resourceId: 'u1', query: 'latest', scope: 'thread' });
+    expect(none.hits).toEqual([]);
+  });
+
+  it('sees edits, moves and deletes at once', async () => {
+    const memory = await keywordMemory();
+    await memory.saveMessages({ messages: [say('a', 'the walrus sleeps', 'm1'), say('b', 'now', 'm9')] });
+    const find = async (query: string) =>
+      (await memory.recall({ threadId: 'b', resourceId: 'u1', query, last: 0 })).hits.map(
+        (h) => h.message.id,
+      );
+    expect(await find('walrus')).toEqual(['m1']);
+    await memory.storage.updateMessages([{ id: 'm1', content: 'the narwhal sleeps' }]);
+    expect(await find('walrus')).toEqual([]);
+    expect(await find('narwhal')).toEqual(['m1']);
+    await memory.saveMessages({ messages: [say('b', 'the narwhal sleeps', 'm1')] });
+    const inThread = async (threadId: string) =>
+      (await memory.recall({ threadId, resourceId: 'u1', query: 'narwhal', last: 0, scope: 'thread' })).hits;
+    expect(await inThread('a')).toEqual([]);
+    expect((await inThread('b')).map((h) => h.message.id)).toEqual(['m1']);
+    await memory.storage.deleteMessages(['m1']);
+    expect(await find('narwhal')).toEqual([]);
+  });
+
+  it('threshold.keyword drops weak hits', async () => {
+    const memory = await keywordMemory(new InMemoryStore(), { threshold: { keyword: 1000 } });
+    await memory.saveMessages({ messages: [say('a', 'walrus', 'm1'), say('b', 'now')] });
+    expect((await memory.recall({ threadId: 'b', resourceId: 'u1', query: 'walrus' })).hits).toEqual([]);
+  });
+
+  it('is UNSUPPORTED on a store without a keyword index, naming what to do', async () => {
+    const error = await (async () => {
+      try {
+        new Memory({ storage: new InMemoryStore({ keywords: false }), options: { semanticRecall: true } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isMemoryError(error, 'UNSUPPORTED')).toBe(true);
+    expect((error as Error).message).toMatch(/embedder/);
+  });
+
+  it('refuses reindex in keyword mode', async () => {
+    const memory = await keywordMemory();
+    await expect(memory.reindex()).rejects.toMatchObject({ code: 'UNSUPPORTED' });
+  });
+});
+
+describe('hybrid recall', () => {
+  it('is the default with an embedder; hits report both scores; a hit of one list still counts', async () => {
+    const storage = new InMemoryStore();
+    const memory = new Memory({
+      storage,
+      embedder: createLexicalEmbedder(),
+      options: { lastMessages: 0, semanticRecall: { topK: 3, messageRange: 0 } },
+    });
+    expect(memory.options.semanticRecall ? memory.options.semanticRecall.mode : 'off').toBeUndefined();
+    await memory.createThread({ resourceId: 'u1', threadId: 'a' });
+    await memory.saveMessages({
+      messages: [say('a', 'the invoice number is 99812', 'm1'), say('a', 'cats and dogs', 'm2')],
+    });
+    const { hits } = await memory.recall({ threadId: 'a', resourceId: 'u1', query: 'invoice 99812' });
+    expect(hits[0]?.message.id).toBe('m1');
+    expect(hits[0]?.scores.keyword).toBeGreaterThan(0);
+    expect(hits[0]?.scores.vector).toBeGreaterThan(0);
+    expect(hits[0]?.score).toBeCloseTo(2 / 61, 12);
+  });
+});

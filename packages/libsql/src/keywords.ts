@@ -1,0 +1,130 @@
+import {
+  type KeywordAnalyzer,
+  type KeywordDriver,
+  type KeywordHit,
+  type KeywordQuery,
+  keywordTerms,
+  type Message,
+} from '@engram/core/driver';
+import type { Connection } from './connection.ts';
+import type { Executor, Transaction } from './embedded.ts';
+import { IN_LIST, type Statement, TABLES } from './sql.ts';
+
+/**
+ * The keyword index: an FTS5 table of the analyzed terms of each message with text, its rowid
+ * the message's rowid in `engram_messages`. Core's analyzer makes the terms (folded, stemmed,
+ * stop words out) and FTS5's `ascii` tokenizer splits them at the spaces only, so the index
+ * holds exactly core's terms and `bm25()` (k1 1.2, b 0.75) ranks as the in-memory reference.
+ */
+export const KEYWORDS = 'engram_message_terms';
+
+const { messages } = TABLES;
+
+/** The migration's statement: the FTS5 table (core's terms need no tokenizer of their own). */
+export const CREATE_KEYWORDS = `CREATE VIRTUAL TABLE ${KEYWORDS} USING fts5(terms, tokenize = 'ascii')`;
+
+/**
+ * The statements that make the index match these messages as just written (inside the write
+ * that wrote them): their old rows out, the rows of those with terms in, by message rowid.
+ */
+export function indexStatements(written: readonly Message[], analyzer: KeywordAnalyzer): Statement[] {
+  if (written.length === 0) return [];
+  const rows = written.flatMap((m) => {
+    const terms = keywordTerms(m, analyzer);
+    return terms.length === 0 ? [] : [[m.id, terms.join(' ')]];
+  });
+  const statements: Statement[] = [
+    {
+      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
+      args: [JSON.stringify(written.map((m) => m.id))],
+    },
+  ];
+  if (rows.length > 0) {
+    statements.push({
+      sql: `INSERT INTO ${KEYWORDS} (rowid, terms)
+        SELECT m.rowid, json_extract(j.value, '$[1]') FROM json_each(?) j
+        JOIN ${messages} m ON m.id = json_extract(j.value, '$[0]')`,
+      args: [JSON.stringify(rows)],
+    });
+  }
+  return statements;
+}
+
+/**
+ * Indexes every message not indexed yet, in batches (the migration that adds the index, inside
+ * its transaction). Messages without terms are looked at once and left out.
+ */
+export async function backfillKeywords(tx: Executor, analyzer: KeywordAnalyzer): Promise<void> {
+  let after = -1;
+  for (;;) {
+    const { rows } = await tx.execute({
+      sql: `SELECT rowid, id, role, content FROM ${messages} WHERE rowid > ? ORDER BY rowid LIMIT 500`,
+      args: [after],
+    });
+    if (rows.length === 0) return;
+    const batch = rows.map((row) => ({
+      id: String(row.id),
+      role: String(row.role),
+      content: JSON.parse(String(row.content)),
+    })) as Message[];
+    for (const statement of indexStatements(batch, analyzer)) await tx.execute(statement);
+    after = Number(rows.at(-1)?.rowid);
+  }
+}
+
+/** FTS5 query text: each term a quoted string (quotes doubled), OR-ed: no operator survives. */
+export function matchExpression(terms: readonly string[]): string {
+  return terms.map((t) => `"${t.replaceAll('"', '""')}"`).join(' OR ');
+}
+
+/** The keyword domain of `LibSQLDriver`; saves index through `indexStatements`. */
+export class LibSQLKeywords implements KeywordDriver<Transaction> {
+  readonly ranking = 'bm25';
+
+  constructor(
+    private readonly connection: Connection,
+    readonly analyzer: KeywordAnalyzer,
+  ) {}
+
+  async search(query: KeywordQuery): Promise<KeywordHit[]> {
+    const args: (string | number)[] = [matchExpression(query.terms), query.resourceId];
+    let where = '';
+    if (query.threadId !== undefined) {
+      where += ' AND m.thread_id = ?';
+      args.push(query.threadId);
+    }
+    if (query.excludeIds.length > 0) {
+      where += ` AND m.id NOT ${IN_LIST}`;
+      args.push(JSON.stringify(query.excludeIds));
+    }
+    args.push(query.topK);
+    const statement = {
+      sql: `SELECT m.id, m.thread_id, m.created_at, -bm25(${KEYWORDS}) AS score
+        FROM ${KEYWORDS} JOIN ${messages} m ON m.rowid = ${KEYWORDS}.rowid
+        WHERE ${KEYWORDS} MATCH ? AND m.resource_id = ?${where}
+        ORDER BY bm25(${KEYWORDS}), m.created_at DESC, m.id LIMIT ?`,
+      args,
+    };
+    const { rows } = await this.connection.use((client) => client.execute(statement));
+    return rows.map((row) => ({
+      messageId: String(row.id),
+      threadId: String(row.thread_id),
+      score: Number(row.score),
+      createdAt: new Date(Number(row.created_at)),
+    }));
+  }
+
+  async deleteByThread(tx: Transaction, threadId: string): Promise<void> {
+    await tx.execute({
+      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE thread_id = ?)`,
+      args: [threadId],
+    });
+  }
+
+  async deleteByMessages(tx: Transaction, ids: string[]): Promise<void> {
+    await tx.execute({
+      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
+      args: [JSON.stringify(ids)],
+    });
+  }
+}
