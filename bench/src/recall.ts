@@ -155,7 +155,7 @@ export async function benchRecall(
     new Memory({
       storage: store,
       embedder: counted,
-      options: { semanticRecall: { topK: TOP_K, messageRange: RANGE, scope: 'resource' } },
+      options: { semanticRecall: { topK: TOP_K, messageRange: RANGE, scope: 'resource', mode: 'vector' } },
     });
   const memory = memoryOf(storage);
   const peer = await target.openPeer?.({

@@ -185,7 +185,7 @@ for (const adapter of ADAPTERS) {
         embedder: createLexicalEmbedder(),
         options: {
           lastMessages: 4,
-          semanticRecall: { topK: 3, messageRange: 1, scope: 'resource' },
+          semanticRecall: { topK: 3, messageRange: 1, scope: 'resource', mode: 'vector' },
           workingMemory: { enabled: true, schema: SCHEMA },
         },
       });
@@ -271,7 +271,7 @@ for (const adapter of ADAPTERS) {
           memory: new Memory({
             storage,
             embedder: createLexicalEmbedder({ dimensions: 64 }),
-            options: { semanticRecall: true },
+            options: { semanticRecall: { mode: 'vector' } },
           }),
         }),
       );

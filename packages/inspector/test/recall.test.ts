@@ -8,7 +8,7 @@ import { type InspectorServer, startServer } from '../src/server.ts';
 import { call } from './http.ts';
 import { tempDir, XSS_IMG, XSS_SCRIPT } from './support.ts';
 
-const RECALL = { topK: 3, messageRange: 1, scope: 'resource' } as const;
+const RECALL = { topK: 3, messageRange: 1, scope: 'resource', mode: 'vector' } as const;
 
 function recallMemory(storage: MemoryStorage, dimensions = 256): Memory {
   return new Memory({

@@ -13,7 +13,7 @@ import {
 import type pg from 'pg';
 import { Connection, RestartTransaction } from './connection.ts';
 import { errorCode, errors } from './errors.ts';
-import { indexMessages, PostgresKeywordDriver } from './keywords.ts';
+import { indexMessages, indexTerms, PostgresKeywordDriver } from './keywords.ts';
 import { messageArrays, threadParams, timestamp } from './mapping.ts';
 import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
@@ -159,16 +159,13 @@ export class PostgresDriver implements Driver<PostgresTx> {
     },
     /** One statement (see `sql.saveMessagesAtOnce`); `false` when it wrote nothing, or failed on NOT NULL. */
     save: async (messages) => {
-      const values = [...messageArrays(messages), [...new Set(messages.map((m) => m.threadId))]];
-      const index = indexMessages(this.names, messages, this.keywords.analyzer);
+      const values = [
+        ...messageArrays(messages),
+        [...new Set(messages.map((m) => m.threadId))],
+        ...indexTerms(messages, this.keywords.analyzer),
+      ];
       try {
-        // The save, then (when it wrote) the keyword index, in one transaction.
-        return await this.db.transaction(async (client) => {
-          const { rows } = await client.query<{ ok: boolean }>(this.sql.saveMessagesAtOnce, values);
-          if (rows[0]?.ok !== true) return false;
-          await client.query(index.text, index.values);
-          return true;
-        });
+        return (await this.one<{ ok: boolean }>(this.sql.saveMessagesAtOnce, values))?.ok === true;
       } catch (error) {
         if (errorCode(error) !== '23502' || (error as { column?: string }).column !== 'thread_id')
           throw error;

@@ -41,11 +41,8 @@ export function lexeme(term: string): string {
   return `'${term.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
-/**
- * The statement that makes the index match these messages as just written (same transaction):
- * rows of those without terms out, the others inserted or replaced.
- */
-export function indexMessages(n: Names, written: readonly Message[], analyzer: KeywordAnalyzer) {
+/** The ids of the messages with terms, and their terms as JSON arrays (the index's parameters). */
+export function indexTerms(written: readonly Message[], analyzer: KeywordAnalyzer): [string[], string[]] {
   const ids: string[] = [];
   const terms: string[] = [];
   for (const m of written) {
@@ -54,6 +51,15 @@ export function indexMessages(n: Names, written: readonly Message[], analyzer: K
     ids.push(m.id);
     terms.push(JSON.stringify(t));
   }
+  return [ids, terms];
+}
+
+/**
+ * The statement that makes the index match these messages as just written (same transaction):
+ * rows of those without terms out, the others inserted or replaced.
+ */
+export function indexMessages(n: Names, written: readonly Message[], analyzer: KeywordAnalyzer) {
+  const [ids, terms] = indexTerms(written, analyzer);
   return {
     text: `WITH gone AS (
         DELETE FROM ${n.keywords} WHERE message_id = ANY($1::text[]) AND NOT (message_id = ANY($2::text[]))

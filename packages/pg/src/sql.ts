@@ -239,7 +239,8 @@ export function includeWindows(n: Names, { include: windows, resourceId }: Messa
 }
 
 /**
- * A whole save in one statement: the arrays `$1`–`$7`, the target threads `$8`. An InitPlan
+ * A whole save in one statement: the arrays `$1`–`$7`, the target threads `$8`, the keyword rows
+ * `$9`/`$10` (ids with terms and their terms, see `keywords.indexTerms`). An InitPlan
  * (`gate`) first locks, in id order, the targets and the threads the messages are in, and nothing
  * is written (`ok` false: core runs the composed save) unless every target exists with its
  * messages' resource and no existing message is another resource's. The insert takes the message
@@ -292,6 +293,17 @@ function saveMessagesAtOnce(n: Names): string {
       INSERT INTO ${n.counts} AS c (thread_id, resource_id, n)
       SELECT thread_id, resource_id, d FROM changes ORDER BY thread_id, resource_id
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n
+    ), unindexed AS (
+      DELETE FROM ${n.keywords} WHERE (SELECT ok FROM gate)
+        AND message_id = ANY($1::text[]) AND NOT (message_id = ANY($9::text[]))
+    ), indexed AS (
+      INSERT INTO ${n.keywords} (message_id, terms, length, lexemes)
+      SELECT w.id, t.terms, cardinality(t.terms), array_to_tsvector(t.terms)
+      FROM unnest($9::text[], $10::jsonb[]) AS w(id, json)
+      CROSS JOIN LATERAL (SELECT ARRAY(SELECT jsonb_array_elements_text(w.json)) AS terms) t
+      WHERE (SELECT ok FROM gate)
+      ON CONFLICT (message_id) DO UPDATE
+        SET terms = EXCLUDED.terms, length = EXCLUDED.length, lexemes = EXCLUDED.lexemes
     ), touched AS (
       UPDATE ${n.threads} t
       SET updated_at = ${bumped('t.updated_at', '(SELECT max(u.created_at) FROM upserted u WHERE u.thread_id = t.id)')}

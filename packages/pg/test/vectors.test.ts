@@ -19,7 +19,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     const memory = new Memory({
       storage: store,
       embedder: createLexicalEmbedder({ dimensions: 24 }),
-      options: { semanticRecall: true },
+      options: { semanticRecall: { mode: 'vector' } },
     });
     await memory.createThread({ resourceId: 'u', threadId: 't' });
     const saved = await memory.saveMessages({
@@ -85,7 +85,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     const schemaName = randomName('vec');
     const embedder = createLexicalEmbedder({ dimensions: 24 });
     const hnsw = new PostgresStore({ connectionString: db.url, schemaName, vectors: { hnsw: true } });
-    const memory = new Memory({ storage: hnsw, embedder, options: { semanticRecall: true } });
+    const memory = new Memory({ storage: hnsw, embedder, options: { semanticRecall: { mode: 'vector' } } });
     await memory.createThread({ resourceId: 'u', threadId: 't' });
     // 150 "ok" fill the index's 100 candidates with one score; 40 "thanks!" fit in them.
     const texts = [

@@ -75,6 +75,7 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
   keywords: {
     what: 'a keyword index',
     feature: 'options.semanticRecall',
+    resourceRows: false,
     wrap: (adapter, driver, run) => new ValidatedKeywords(adapter, driver, run),
   },
   observations: {
