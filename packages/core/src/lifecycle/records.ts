@@ -1,14 +1,8 @@
 import { MemoryError } from '../errors.ts';
+import { assertMessage, assertThread } from '../storage/arguments.ts';
 import type { ObservationRow } from '../storage/observations.ts';
 import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '../storage/records.ts';
-import {
-  assertId,
-  assertJson,
-  assertJsonObject,
-  assertText,
-  describe,
-  isPlainObject,
-} from '../storage/validate.ts';
+import { assertId, assertJsonObject, assertText, describe, isPlainObject } from '../storage/validate.ts';
 
 /**
  * The versioned plain records of `exportResource` and `importRecords`: JSON-safe (dates as ISO
@@ -139,8 +133,6 @@ const FIELDS: Record<RecordKind, readonly string[]> = {
   observation: ['v', 'kind', 'key', 'resourceId', 'threadId', 'generation', 'version', 'body', 'updatedAt'],
 };
 
-const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
-
 /**
  * Checks one record of a dump (the `at`-th, 1-based: the line of a JSON Lines file) and turns it
  * into the record a store takes. `VALIDATION` naming the record and what is wrong.
@@ -192,37 +184,17 @@ function parse(record: unknown): ParsedRecord {
       return { kind, resourceId: value.id, value };
     }
     case 'thread': {
-      assertId(r.id, 'id');
-      assertId(r.resourceId, 'resourceId');
-      assertText(string(r.title, 'title'), 'title', true);
-      assertJsonObject(r.metadata, 'metadata');
-      const value: Thread = {
-        id: r.id,
-        resourceId: r.resourceId,
-        title: r.title as string,
-        metadata: r.metadata,
+      const value = {
+        ...fieldsOf(r),
         createdAt: date(r.createdAt, 'createdAt'),
         updatedAt: date(r.updatedAt, 'updatedAt'),
       };
+      assertThread(value, 'thread');
       return { kind, resourceId: value.resourceId, value };
     }
     case 'message': {
-      assertId(r.id, 'id');
-      assertId(r.threadId, 'threadId');
-      assertId(r.resourceId, 'resourceId');
-      if (typeof r.role !== 'string' || !ROLES.has(r.role))
-        throw new Error(`role ${describe(r.role)} is not a role`);
-      assertJson(r.content, 'content');
-      assertText(string(r.type, 'type'), 'type', true);
-      const value: Message = {
-        id: r.id,
-        threadId: r.threadId,
-        resourceId: r.resourceId,
-        role: r.role as MessageRole,
-        content: r.content as JsonValue,
-        type: r.type as string,
-        createdAt: date(r.createdAt, 'createdAt'),
-      };
+      const value = { ...fieldsOf(r), createdAt: date(r.createdAt, 'createdAt') };
+      assertMessage(value, 'message');
       return { kind, resourceId: value.resourceId, value };
     }
     case 'observation': {
@@ -246,6 +218,12 @@ function parse(record: unknown): ParsedRecord {
       return { kind, resourceId: value.resourceId, value };
     }
   }
+}
+
+/** A record's own fields, without its format (`v`) and `kind`. */
+function fieldsOf(r: Record<string, unknown>): Record<string, unknown> {
+  const { v: _v, kind: _kind, ...fields } = r;
+  return fields;
 }
 
 function string(value: unknown, field: string): string {
