@@ -14,7 +14,7 @@ const ms = (n: number) => (n >= 10 ? n.toFixed(1) : n.toFixed(2));
 /** The run as Markdown: every comparison, then the growth of each from 10k to the largest size. */
 export function recallMarkdown(run: RecallRun): string {
   const lines = [
-    `Semantic recall, run ${run.date} on ${run.machine}${run.quick ? ' (--quick)' : ''}; ${run.dimensions}-dimension vectors of core's lexical embedder, precomputed; top 3 in one resource (spread over 10 threads, next to another resource's 1,000 messages). Medians in ms; ratio = engram / raw exact scan; sides alternated round by round. \`memory.recall\` runs with the query's vector in core's query cache: no embedding is timed.`,
+    `Semantic recall, run ${run.date} on ${run.machine}${run.quick ? ' (--quick)' : ''}; ${run.dimensions}-dimension vectors of core's lexical embedder, precomputed; top 3 in one resource (spread over 10 threads, next to another resource's 1,000 messages). Medians in ms; ratio = engram / raw exact scan (in \`limit:\` rows, engram / a brute-force scan of the same vectors in a Float32Array in the bench's process); sides alternated round by round. \`memory.recall\` runs with the query's vector in core's query cache: no embedding is timed.`,
     '',
     '| adapter | operation | engram | raw | ratio | peer | engram / peer |',
     '|---|---|---:|---:|---:|---:|---:|',

@@ -114,6 +114,30 @@ export interface RecallSizes {
   budgetMs: number;
 }
 
+/**
+ * The limit an exact search can reach: a plain scan of the resource's vectors held in one
+ * `Float32Array` in this process (normalised vectors, so the dot product is the cosine), keeping
+ * the best `topK`. No store, no copy, no scope filter to apply.
+ */
+export function bruteForce(rows: readonly MessageVector[]): (query: Float32Array, topK: number) => string[] {
+  const d = DIMENSIONS;
+  const data = new Float32Array(rows.length * d);
+  rows.forEach((row, i) => data.set(row.vector, i * d));
+  return (query, topK) => {
+    const best: { i: number; score: number }[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      let dot = 0;
+      for (let j = 0, k = i * d; j < d; j++, k++) dot += (data[k] as number) * (query[j] as number);
+      if (best.length === topK && dot <= (best[topK - 1] as { score: number }).score) continue;
+      let at = best.length;
+      while (at > 0 && dot > (best[at - 1] as { score: number }).score) at--;
+      best.splice(at, 0, { i, score: dot });
+      if (best.length > topK) best.pop();
+    }
+    return best.map(({ i }) => (rows[i] as MessageVector).messageId);
+  };
+}
+
 /** Progress on stderr. */
 async function phase<T>(adapter: string, label: string, fn: () => Promise<T>): Promise<[T, number]> {
   const started = performance.now();
@@ -175,6 +199,8 @@ export async function benchRecall(
     await peer?.createThread(other.id, `${tag}-other`);
     // Seconds spent writing the peer's copy of the fixture, reported apart from engram's.
     let peerSeconds = 0;
+    /** The searched resource's vectors, for the in-process brute-force limit. */
+    const resourceVectors: MessageVector[] = [];
     const write = async (
       from: number,
       to: number,
@@ -202,6 +228,7 @@ export async function benchRecall(
         const rows = await vectorsOf(messages.map((m) => ({ id: m.id, text: m.content as string })));
         if (target.seedVectors) await target.seedVectors(rows);
         else await vectors.upsertVectors(SPACE, rows);
+        if (owner === resourceId) resourceVectors.push(...rows);
         if (peer && withPeer) {
           const started = performance.now();
           await peer.write(messages, rows);
@@ -271,6 +298,19 @@ export async function benchRecall(
           fx.budgetMs,
           warmup,
           peerSearch,
+        )),
+      });
+      const limit = bruteForce(resourceVectors);
+      rows.push({
+        messages: size,
+        variant: 'exact',
+        ...(await compare(
+          `limit: searchVectors ÷ in-process brute force, top ${TOP_K} of ${size}`,
+          fx.iterations,
+          search(vectors),
+          async () => limit(vector, TOP_K),
+          fx.budgetMs,
+          warmup,
         )),
       });
       const callsBefore = embedCalls;

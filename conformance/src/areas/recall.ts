@@ -4,6 +4,7 @@ import {
   Memory,
   type MemoryStorage,
   type Message,
+  type VectorHit,
   type VectorStore,
 } from '@engram/core';
 import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
@@ -67,6 +68,27 @@ function memoryOver(store: MemoryStorage, topK = 3, messageRange = 1): Memory {
   });
 }
 
+/**
+ * `got` ranks as the exact `want`: the same number of hits, each scoring the same within
+ * `EPSILON`, the same message unless its score ties a neighbour's, and the same thread.
+ */
+function expectRanking(got: VectorHit[], want: VectorHit[], what: string): void {
+  expectEqual(got.length, want.length, `${what}: number of hits`);
+  want.forEach((w, i) => {
+    const g = got[i];
+    if (!g || Math.abs(g.score - w.score) > EPSILON) {
+      throw new ConformanceError(`${what}: hit ${i} scores ${g?.score}, exact ranking says ${w.score}`);
+    }
+    expectTrue(
+      g.messageId === w.messageId ||
+        Math.abs(w.score - (want[i + 1]?.score ?? w.score - 1)) < EPSILON ||
+        Math.abs(w.score - (want[i - 1]?.score ?? w.score + 1)) < EPSILON,
+      `${what}: hit ${i} is ${g.messageId}, exact ranking says ${w.messageId}`,
+    );
+    if (g.messageId === w.messageId) expectEqual(g.threadId, w.threadId, `${what}: hit ${i} threadId`);
+  });
+}
+
 /** Semantic recall: exact ranking within a scope, windows, vectors kept in step with messages. */
 export const recallChecks = [
   check(
@@ -92,24 +114,7 @@ export const recallChecks = [
         ]) {
           const got = await vectors.searchVectors({ space: SPACE, vector, ...args });
           const want = await vectorsOf(oracle).searchVectors({ space: SPACE, vector, ...args });
-          const what = `query ${qi} ${JSON.stringify({ ...args, resourceId: 'r' })}`;
-          expectEqual(got.length, want.length, `${what}: number of hits`);
-          want.forEach((w, i) => {
-            const g = got[i];
-            if (!g || Math.abs(g.score - w.score) > EPSILON) {
-              throw new ConformanceError(
-                `${what}: hit ${i} scores ${g?.score}, exact ranking says ${w.score}`,
-              );
-            }
-            expectTrue(
-              g.messageId === w.messageId ||
-                Math.abs(w.score - (want[i + 1]?.score ?? w.score - 1)) < EPSILON ||
-                Math.abs(w.score - (want[i - 1]?.score ?? w.score + 1)) < EPSILON,
-              `${what}: hit ${i} is ${g.messageId}, exact ranking says ${w.messageId}`,
-            );
-            if (g.messageId === w.messageId)
-              expectEqual(g.threadId, w.threadId, `${what}: hit ${i} threadId`);
-          });
+          expectRanking(got, want, `query ${qi} ${JSON.stringify({ ...args, resourceId: 'r' })}`);
         }
         ctx.log(`query ${qi}: 4 searches equal the exact ranking`);
       }
@@ -495,6 +500,73 @@ export const recallChecks = [
         resourceId: r,
       });
       expectEqual(hits.length, ids.length, 'search sees each message once');
+    },
+  ),
+  check(
+    `searches follow every vector write, re-embedding, move, re-dating and delete, also made through another store of the same database (random operations, in-memory oracle)${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const searcher = await ctx.store();
+      // A second store reaches the same data unless it lives inside one store (processLocal).
+      const other = capabilitiesOf(searcher).processLocal ? searcher : await ctx.store();
+      const oracle = new InMemoryStore();
+      const r = ctx.id('r');
+      const threads = [`${r}-a`, `${r}-b`];
+      const next = random(7);
+      const live: Message[] = [];
+      for (const [i, id] of threads.entries())
+        live.push(...(await seedBoth(searcher, oracle, [searcher, id, r, [unit(next), unit(next)], i * 10])));
+      const ops = { append: 0, reembed: 0, move: 0, redate: 0, delete: 0 };
+      const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)] as T;
+      for (let step = 0; step < 60; step++) {
+        const writer = next() < 0.5 ? searcher : other;
+        const both = async (fn: (store: MemoryStorage) => Promise<unknown>) => {
+          await fn(oracle);
+          await fn(writer);
+        };
+        const op = live.length < 3 ? 'append' : pick(Object.keys(ops) as (keyof typeof ops)[]);
+        ops[op]++;
+        const target = pick(live);
+        if (op === 'append') {
+          const m = message(`${r}-n${step}`, thread(pick(threads), r), at(100 + step));
+          const vector = unit(next);
+          live.push(m);
+          await both(async (store) => {
+            await store.saveMessages([m]);
+            await vectorsOf(store).upsertVectors(SPACE, [{ messageId: m.id, hash: `h-${m.id}`, vector }]);
+          });
+        } else if (op === 'reembed') {
+          const vector = unit(next);
+          await both((store) =>
+            vectorsOf(store).upsertVectors(SPACE, [{ messageId: target.id, hash: `h${step}`, vector }]),
+          );
+        } else if (op === 'delete') {
+          live.splice(live.indexOf(target), 1);
+          await both((store) => store.deleteMessages([target.id]));
+        } else {
+          const moved =
+            op === 'move'
+              ? { ...target, threadId: threads.find((t) => t !== target.threadId) as string }
+              : { ...target, createdAt: at(Math.floor(next() * 200)) };
+          live[live.indexOf(target)] = moved;
+          await both((store) => store.saveMessages([moved]));
+        }
+        const vector = next() < 0.3 ? unit(random(1)) : unit(next);
+        for (const args of [
+          { topK: 4, resourceId: r },
+          { topK: 3, resourceId: r, threadId: pick(threads) },
+        ]) {
+          const got = await vectorsOf(searcher).searchVectors({ space: SPACE, vector, ...args });
+          const want = await vectorsOf(oracle).searchVectors({ space: SPACE, vector, ...args });
+          expectRanking(
+            got,
+            want,
+            `after step ${step} (${op} through the ${writer === searcher ? 'searching' : 'other'} store)`,
+          );
+        }
+      }
+      ctx.log(
+        `${JSON.stringify(ops)}; ${other === searcher ? 'one store (processLocal)' : 'two stores of one database'}; every search equal to the oracle`,
+      );
     },
   ),
 ];

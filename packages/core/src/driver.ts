@@ -141,6 +141,7 @@ export {
   ValidatedVectors,
 } from './storage/vector-store.ts';
 export type * from './storage/vectors.ts';
+export { type MatrixQuery, type MatrixRow, VectorMatrix } from './storage/vector-matrix.ts';
 export { compareHits } from './storage/vectors.ts';
 export {
   type CompareAndSetWorkingMemory,

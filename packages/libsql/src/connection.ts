@@ -4,8 +4,15 @@ import { type Database, EmbeddedDatabase, inTransaction, type Transaction } from
 import { isBusyError } from './errors.ts';
 import type { LibSQLStoreOptions } from './store.ts';
 
-/** `LibSQLStore`'s options, validated, with their defaults (`overFetch`: `null` without the ANN index). */
-export type Settings = LibSQLStoreOptions & { busyTimeoutMs: number; overFetch: number | null };
+/**
+ * `LibSQLStore`'s options, validated, with their defaults (`overFetch`: `null` without the ANN
+ * index; `cacheBytes`: `null` without kept vectors).
+ */
+export type Settings = LibSQLStoreOptions & {
+  busyTimeoutMs: number;
+  overFetch: number | null;
+  cacheBytes: number | null;
+};
 
 /** The file path of a `file:` URL (`file:relative.db`, `file:/abs.db`, `file:///abs.db`). */
 function filePath(url: string): string {

@@ -42,7 +42,7 @@ export class LibSQLDriver implements Driver<Transaction> {
     this.connection = new Connection(options);
     const { processLocal } = this.connection;
     this.capabilities = { atomicWorkingMemory: true, transactionalBatches: true, processLocal };
-    this.vectors = new LibSQLVectors(this.connection, options.overFetch);
+    this.vectors = new LibSQLVectors(this.connection, options.overFetch, options.cacheBytes);
     this.observations = new LibSQLObservations(this.connection);
     this.keywords = new LibSQLKeywords(this.connection, createKeywordAnalyzer(options.keywords));
   }

@@ -23,6 +23,7 @@ const {
   vectorSpace,
   messageBatches,
   observations,
+  vectorEpochs,
 } = TABLES;
 
 /**
@@ -181,6 +182,22 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'keyword index: FTS5 terms of each message with text, backfilled',
     statements: [CREATE_KEYWORDS],
     backfill: backfillKeywords,
+  },
+  {
+    name: 'vector write order and per-resource epochs, for searches over vectors kept in process',
+    statements: [
+      // Vectors stored before keep seq 0: a kept copy reads them when it reads the whole resource.
+      `ALTER TABLE ${vectors} ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`,
+      `CREATE INDEX ${vectors}_seq ON ${vectors} (seq)`,
+      `CREATE TABLE ${vectorEpochs} (resource_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL) WITHOUT ROWID`,
+      // A message moved to another thread or time changes what a kept copy holds for it.
+      `CREATE TRIGGER ${vectorEpochs}_on_message_move AFTER UPDATE OF thread_id, created_at ON ${messages}
+        WHEN OLD.thread_id IS NOT NEW.thread_id OR OLD.created_at IS NOT NEW.created_at
+        BEGIN
+          INSERT INTO ${vectorEpochs} (resource_id, epoch) VALUES (NEW.resource_id, 1)
+            ON CONFLICT (resource_id) DO UPDATE SET epoch = epoch + 1;
+        END`,
+    ],
   },
 ];
 

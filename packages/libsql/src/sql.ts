@@ -19,6 +19,8 @@ export const TABLES = {
   messageCounts: 'engram_message_counts',
   /** One vector (`F32_BLOB`) per message and embedding space. */
   vectors: 'engram_message_vectors',
+  /** Per resource, a counter bumped when its vectors are deleted or its messages move (`vector-cache.ts`). */
+  vectorEpochs: 'engram_vector_epochs',
   /** A view never read: an insert saves a thread's new messages through its trigger. */
   messageBatches: 'engram_message_batches',
   /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */

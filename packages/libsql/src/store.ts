@@ -11,6 +11,7 @@ import type { Client } from '@libsql/client';
 import type { Settings } from './connection.ts';
 import { LibSQLDriver } from './driver.ts';
 import { ADAPTER } from './errors.ts';
+import { DEFAULT_CACHE_BYTES } from './vector-cache.ts';
 import { DEFAULT_OVER_FETCH, type LibSQLVectorOptions } from './vectors.ts';
 
 /** The busy timeout used when none is given: how long a write waits for another writer's lock. */
@@ -71,7 +72,15 @@ function settings(options: LibSQLStoreOptions): Settings {
       `vectors.index.overFetch must be an integer from 1 to 1000, got ${String(overFetch)}`,
     );
   }
-  const valid = { busyTimeoutMs, overFetch: index ? overFetch : null };
+  const { cache = {} } = vectors;
+  if (cache !== false && (cache === null || typeof cache !== 'object')) {
+    throw invalidOption(`vectors.cache must be false or { maxBytes }, got ${String(cache)}`);
+  }
+  const cacheBytes = cache === false ? null : (cache.maxBytes ?? DEFAULT_CACHE_BYTES);
+  if (cacheBytes !== null && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0)) {
+    throw invalidOption(`vectors.cache.maxBytes must be a non-negative integer, got ${String(cacheBytes)}`);
+  }
+  const valid = { busyTimeoutMs, overFetch: index ? overFetch : null, cacheBytes };
   if ('client' in options && options.client !== undefined) {
     const client = checkClientShape<Client>(options.client, {
       adapter: ADAPTER,

@@ -9,6 +9,7 @@ import type {
 import type { Connection } from './connection.ts';
 import { type Executor, exec, type Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
+import { bumpByMessages, bumpByThread, NEXT_SEQ, VectorCache } from './vector-cache.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
 /** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
@@ -24,6 +25,14 @@ export interface LibSQLVectorOptions {
    * few, the exact scan answers. Writes get much slower and the file far larger (see the README).
    */
   index?: boolean | { overFetch?: number };
+  /**
+   * Exact search ranks copies of each searched resource's vectors kept in this process, checked
+   * against the database before every search (the vectors written since are read and merged in;
+   * after a delete or a move the resource is read again). `maxBytes` bounds the copies (default
+   * 256 MiB; least recently searched resources go first; a larger resource is scanned in SQL);
+   * `false` ranks every search in SQL.
+   */
+  cache?: false | { maxBytes?: number };
 }
 
 /** Candidates fetched from the index per hit wanted, by default. */
@@ -32,31 +41,43 @@ export const DEFAULT_OVER_FETCH = 10;
 /** A string as an SQL literal (for the trigger conditions, which take no parameters). */
 const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** Deletes the vectors of these messages, in `space` or in every space. */
-const deleteVectors = (ids: string[], space?: EmbeddingSpace): Statement => ({
-  sql: `DELETE FROM ${vectors} WHERE message_id ${IN_LIST}${space ? ' AND space = ?' : ''}`,
-  args: [JSON.stringify(ids), ...(space ? [space.id] : [])],
-});
+/** Deletes the vectors of these messages, in `space` or in every space, and bumps their resources' epochs. */
+const deleteVectors = (ids: string[], space?: EmbeddingSpace): Statement[] => [
+  bumpByMessages(ids),
+  {
+    sql: `DELETE FROM ${vectors} WHERE message_id ${IN_LIST}${space ? ' AND space = ?' : ''}`,
+    args: [JSON.stringify(ids), ...(space ? [space.id] : [])],
+  },
+];
 
 /** A `Float32Array` as the little-endian blob `vector32(?)` reads. */
 const blob = (vector: Float32Array) => new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
 
 /**
  * Vectors in `engram_message_vectors`, deleted with their messages by the hooks core calls in the
- * deleting write. Search is an exact scan of the scope's messages (by `resource_id`, or
- * `thread_id`), so a scoped query gets `topK` hits whenever that many exist.
+ * deleting write. Search ranks every vector of the scope's messages (by `resource_id`, or
+ * `thread_id`) exactly, in process over a kept copy (`vector-cache.ts`) or in SQL, so a scoped
+ * query gets `topK` hits whenever that many exist.
  */
 export class LibSQLVectors implements VectorDriver<Executor> {
   readonly search: 'exact' | 'index';
   /** Set once the ANN table, its index and triggers exist (the `index` option only). */
   private annReady?: Promise<void>;
 
-  /** `overFetch`: candidates per hit wanted from the ANN index; `null` without it. */
+  /** Kept copies of searched resources' vectors; `null` with `cache: false`. */
+  private readonly cache: VectorCache | null;
+
+  /**
+   * `overFetch`: candidates per hit wanted from the ANN index, `null` without it; `cacheBytes`:
+   * the kept copies' bound, `null` for none.
+   */
   constructor(
     private readonly connection: Connection,
     private readonly overFetch: number | null,
+    cacheBytes: number | null,
   ) {
     this.search = overFetch === null ? 'exact' : 'index';
+    this.cache = cacheBytes === null ? null : new VectorCache(connection, cacheBytes);
   }
 
   private async rows(statement: Statement | string): Promise<Result['rows']> {
@@ -122,9 +143,10 @@ export class LibSQLVectors implements VectorDriver<Executor> {
     if (this.overFetch !== null) await this.ensureAnn(space);
     // One write transaction; rows of messages that do not exist (any more) select nothing.
     const upserts = rows.map((v) => ({
-      sql: `INSERT INTO ${vectors} (message_id, space, hash, embedding)
-            SELECT id, ?, ?, vector32(?) FROM ${messages} WHERE id = ?
-            ON CONFLICT (message_id, space) DO UPDATE SET hash = excluded.hash, embedding = excluded.embedding`,
+      sql: `INSERT INTO ${vectors} (message_id, space, hash, embedding, seq)
+            SELECT id, ?, ?, vector32(?), ${NEXT_SEQ} FROM ${messages} WHERE id = ?
+            ON CONFLICT (message_id, space) DO UPDATE
+              SET hash = excluded.hash, embedding = excluded.embedding, seq = excluded.seq`,
       args: [space.id, v.hash, blob(v.vector), v.messageId],
     }));
     await this.connection.write((tx) => tx.batch(upserts));
@@ -139,27 +161,32 @@ export class LibSQLVectors implements VectorDriver<Executor> {
   }
 
   deleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {
-    return this.connection.use((client) => exec(client, deleteVectors(ids, space)));
+    return this.connection.write((tx) => exec(tx, ...deleteVectors(ids, space)));
   }
 
   async searchVectors(args: VectorSearch): Promise<VectorHit[]> {
-    if (this.overFetch === null) return (await this.scan(args, null)).hits;
+    if (this.overFetch === null) return this.exact(args);
     await this.ensureAnn(args.space);
     const wanted = (args.topK + (args.excludeIds?.length ?? 0)) * this.overFetch;
     const ann = await this.scan(args, wanted);
     // The index ranks the whole database before the scope filter, and its graph returns fewer
     // candidates than asked when it misses vectors (repeated texts): then the exact scan answers.
     if (ann.hits.length >= args.topK && ann.fetched >= wanted) return ann.hits;
-    return (await this.scan(args, null)).hits;
+    return this.exact(args);
+  }
+
+  /** Every vector of the scope ranked exactly: over the kept copy when there is one, else in SQL. */
+  private async exact(args: VectorSearch): Promise<VectorHit[]> {
+    return (await this.cache?.search(args)) ?? (await this.scan(args, null)).hits;
   }
 
   deleteByThread(tx: Executor, threadId: string): Promise<void> {
     const sql = `DELETE FROM ${vectors} WHERE message_id IN (SELECT id FROM ${messages} WHERE thread_id = ?)`;
-    return exec(tx, { sql, args: [threadId] });
+    return exec(tx, bumpByThread(threadId), { sql, args: [threadId] });
   }
 
   deleteByMessages(tx: Executor, ids: string[]): Promise<void> {
-    return exec(tx, deleteVectors(ids));
+    return exec(tx, ...deleteVectors(ids));
   }
 
   /**
