@@ -503,7 +503,7 @@ export const recallChecks = [
     },
   ),
   check(
-    `searches follow every vector write, re-embedding, move, re-dating and delete, also made through another store of the same database (random operations, in-memory oracle)${NEEDS_VECTORS}`,
+    `searches follow every vector write, re-embedding, move, re-dating, message and thread delete, also made through another store of the same database (random operations, in-memory oracle)${NEEDS_VECTORS}`,
     async (ctx) => {
       const searcher = await ctx.store();
       // A second store reaches the same data unless it lives inside one store (processLocal).
@@ -515,7 +515,7 @@ export const recallChecks = [
       const live: Message[] = [];
       for (const [i, id] of threads.entries())
         live.push(...(await seedBoth(searcher, oracle, [searcher, id, r, [unit(next), unit(next)], i * 10])));
-      const ops = { append: 0, reembed: 0, move: 0, redate: 0, delete: 0 };
+      const ops = { append: 0, reembed: 0, move: 0, redate: 0, delete: 0, 'delete thread': 0 };
       const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)] as T;
       for (let step = 0; step < 60; step++) {
         const writer = next() < 0.5 ? searcher : other;
@@ -542,6 +542,14 @@ export const recallChecks = [
         } else if (op === 'delete') {
           live.splice(live.indexOf(target), 1);
           await both((store) => store.deleteMessages([target.id]));
+        } else if (op === 'delete thread') {
+          // The thread of a random message goes with its messages, and comes back empty.
+          const gone = live.filter((m) => m.threadId === target.threadId);
+          for (const m of gone) live.splice(live.indexOf(m), 1);
+          await both(async (store) => {
+            await store.deleteThread({ threadId: target.threadId });
+            await store.saveThread(thread(target.threadId, r));
+          });
         } else {
           const moved =
             op === 'move'

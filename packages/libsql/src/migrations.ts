@@ -23,7 +23,7 @@ const {
   vectorSpace,
   messageBatches,
   observations,
-  vectorEpochs,
+  vectorRemovals,
 } = TABLES;
 
 /**
@@ -184,18 +184,19 @@ export const MIGRATIONS: readonly Migration[] = [
     backfill: backfillKeywords,
   },
   {
-    name: 'vector write order and per-resource epochs, for searches over vectors kept in process',
+    name: 'vector write order and a log of vector deletes, for searches over vectors kept in process',
     statements: [
       // Vectors stored before keep seq 0: a kept copy reads them when it reads the whole resource.
       `ALTER TABLE ${vectors} ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`,
       `CREATE INDEX ${vectors}_seq ON ${vectors} (seq)`,
-      `CREATE TABLE ${vectorEpochs} (resource_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL) WITHOUT ROWID`,
-      // A message moved to another thread or time changes what a kept copy holds for it.
-      `CREATE TRIGGER ${vectorEpochs}_on_message_move AFTER UPDATE OF thread_id, created_at ON ${messages}
+      // seq: the rowid, one above the newest entry (the newest is never dropped).
+      `CREATE TABLE ${vectorRemovals} (seq INTEGER PRIMARY KEY, resource_id TEXT NOT NULL, message_id TEXT NOT NULL)`,
+      // A message moved to another thread or time: its vectors count as written again, so a
+      // kept copy reads them back with the new thread and time.
+      `CREATE TRIGGER ${vectors}_on_message_move AFTER UPDATE OF thread_id, created_at ON ${messages}
         WHEN OLD.thread_id IS NOT NEW.thread_id OR OLD.created_at IS NOT NEW.created_at
         BEGIN
-          INSERT INTO ${vectorEpochs} (resource_id, epoch) VALUES (NEW.resource_id, 1)
-            ON CONFLICT (resource_id) DO UPDATE SET epoch = epoch + 1;
+          UPDATE ${vectors} SET seq = (SELECT max(seq) + 1 FROM ${vectors}) WHERE message_id = NEW.id;
         END`,
     ],
   },

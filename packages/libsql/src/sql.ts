@@ -19,8 +19,8 @@ export const TABLES = {
   messageCounts: 'engram_message_counts',
   /** One vector (`F32_BLOB`) per message and embedding space. */
   vectors: 'engram_message_vectors',
-  /** Per resource, a counter bumped when its vectors are deleted or its messages move (`vector-cache.ts`). */
-  vectorEpochs: 'engram_vector_epochs',
+  /** Recent vector deletes (of messages or of a thread), for kept copies of the vectors (`vector-cache.ts`). */
+  vectorRemovals: 'engram_vector_removals',
   /** A view never read: an insert saves a thread's new messages through its trigger. */
   messageBatches: 'engram_message_batches',
   /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */

@@ -3,48 +3,65 @@ import type { Connection } from './connection.ts';
 import type { Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
 
-const { messages, threads, vectors, vectorEpochs, messageCounts } = TABLES;
+const { messages, vectors, vectorRemovals, messageCounts } = TABLES;
 
 /** The bytes of vectors a store keeps between searches when the option is not given (256 MiB). */
 export const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
 
-/** A resource's vectors as read at `(epoch, seq)`. */
+/**
+ * Entries the removal log keeps: older ones are dropped by the write that adds new ones, and a
+ * copy older than what is left reads its resource again.
+ */
+const REMOVALS_KEPT = 10_000;
+
+/** A resource's vectors as read at `(seq, removed)`. */
 interface Entry {
   matrix: VectorMatrix;
-  /** The resource's epoch when read: any other value means rows were deleted or moved since. */
-  epoch: number;
-  /** The highest vector `seq` of the whole table when read: rows above it are new or re-embedded. */
+  /** The highest vector `seq` of the whole table when read: rows above it are new or written again. */
   seq: number;
+  /** The highest removal-log entry when read: entries above it are removals to apply. */
+  removed: number;
 }
 
-/** Bumps the epoch of the resources of these messages (inside the write that deletes their vectors). */
-export const bumpByMessages = (ids: string[]): Statement => ({
-  sql: `INSERT INTO ${vectorEpochs} (resource_id, epoch)
-        SELECT DISTINCT resource_id, 1 FROM ${messages} WHERE id ${IN_LIST}
-        ON CONFLICT (resource_id) DO UPDATE SET epoch = epoch + 1`,
-  args: [JSON.stringify(ids)],
-});
-
-/** Bumps the epoch of the thread's resource (inside the write that deletes the thread's vectors). */
-export const bumpByThread = (threadId: string): Statement => ({
-  sql: `INSERT INTO ${vectorEpochs} (resource_id, epoch) SELECT resource_id, 1 FROM ${threads} WHERE id = ?
-        ON CONFLICT (resource_id) DO UPDATE SET epoch = epoch + 1`,
-  args: [threadId],
-});
+/**
+ * Inside the write that deletes vectors, before the messages go: logs the removal of these
+ * messages' vectors (or of every message of the thread) for kept copies, and drops log entries
+ * beyond the newest `REMOVALS_KEPT`.
+ */
+export function logRemoval(target: { messageIds: string[] } | { threadId: string }): (Statement | string)[] {
+  const [where, arg] =
+    'threadId' in target
+      ? ['thread_id = ?', target.threadId]
+      : [`id ${IN_LIST}`, JSON.stringify(target.messageIds)];
+  return [
+    {
+      sql: `INSERT INTO ${vectorRemovals} (resource_id, message_id) SELECT resource_id, id FROM ${messages} WHERE ${where}`,
+      args: [arg],
+    },
+    `DELETE FROM ${vectorRemovals} WHERE seq <= (SELECT max(seq) FROM ${vectorRemovals}) - ${REMOVALS_KEPT}`,
+  ];
+}
 
 /** The next `seq` of a vector written now: one above every stored one (writes hold the write lock). */
 export const NEXT_SEQ = `(SELECT coalesce(max(seq), 0) + 1 FROM ${vectors})`;
 
-const epochOf = (resourceId: string): Statement => ({
-  sql: `SELECT coalesce((SELECT epoch FROM ${vectorEpochs} WHERE resource_id = ?), 0) AS epoch,
-          (SELECT coalesce(max(seq), 0) FROM ${vectors}) AS seq`,
-  args: [resourceId],
+/** Where the table and the log stand: the newest vector `seq`, the oldest and newest log entries. */
+const HEADS = `SELECT (SELECT coalesce(max(seq), 0) FROM ${vectors}) AS seq,
+  (SELECT coalesce(min(seq), 0) FROM ${vectorRemovals}) AS oldest,
+  (SELECT coalesce(max(seq), 0) FROM ${vectorRemovals}) AS removed`;
+
+/** The removal-log entries of the resource after `removed`. */
+const removalsOf = (resourceId: string, removed: number): Statement => ({
+  sql: `SELECT message_id FROM ${vectorRemovals} WHERE seq > ? AND resource_id = ?`,
+  args: [removed, resourceId],
 });
 
 /** The resource's vectors: all of them, or those written after `afterSeq`. */
 const rowsOf = (space: string, resourceId: string, afterSeq?: number): Statement => ({
+  // After `afterSeq`, CROSS JOIN keeps the vectors outermost: a range of the `seq` index, not
+  // every message of the resource.
   sql: `SELECT m.id, m.thread_id, m.created_at, v.hash, v.embedding
-        FROM ${vectors} v JOIN ${messages} m ON m.id = v.message_id
+        FROM ${vectors} v ${afterSeq === undefined ? 'JOIN' : 'CROSS JOIN'} ${messages} m ON m.id = v.message_id
         WHERE v.space = ? AND m.resource_id = ? ${afterSeq === undefined ? '' : 'AND v.seq > ?'}`,
   args: [space, resourceId, ...(afterSeq === undefined ? [] : [afterSeq])],
 });
@@ -65,13 +82,14 @@ const toRow = (row: Result['rows'][number]): MatrixRow => ({
 
 /**
  * Exact search over copies of each resource's vectors kept in process (`VectorMatrix`), valid
- * across processes: every search first reads, in one snapshot, the resource's epoch (bumped in
- * the write that deletes vectors or moves a message to another thread or time) and the vectors
- * written since the copy was made (each write gives its vector the next `seq`). Same epoch: only
- * those rows are read and merged in. Another epoch: the resource is read again. A search after a
- * chat turn saved its messages therefore reads only that turn's vectors. Resources are evicted
- * least recently used beyond `maxBytes`; one larger than that is not kept (`search` returns
- * `null`, the caller scans in SQL).
+ * across processes: every search first reads, in one snapshot, what changed since the copy was
+ * made and applies it — the removal-log entries of the resource (one per message, written by
+ * the write that deletes vectors), then the vectors written since (each
+ * vector write gives its row the next `seq`; so does moving its message to another thread or
+ * time). A search after a chat turn therefore reads only that turn's vectors, and one after a
+ * delete only the log entry. A copy older than the oldest kept log entry reads its resource
+ * again. Resources are evicted least recently used beyond `maxBytes`; one larger than that is
+ * not kept (`search` returns `null`, the caller scans in SQL).
  */
 export class VectorCache {
   private readonly entries = new Map<string, Entry>();
@@ -94,7 +112,7 @@ export class VectorCache {
     return matrix?.search(args) ?? null;
   }
 
-  private read(statements: Statement[]): Promise<Result[]> {
+  private read(statements: (Statement | string)[]): Promise<Result[]> {
     return this.connection.use((client) => client.batch(statements, 'read'));
   }
 
@@ -102,11 +120,17 @@ export class VectorCache {
     const entry = this.entries.get(key);
     this.entries.delete(key);
     if (entry) {
-      const [head, tail] = await this.read([epochOf(resourceId), rowsOf(space.id, resourceId, entry.seq)]);
-      const { epoch, seq } = head!.rows[0]!;
-      if (Number(epoch) === entry.epoch) {
-        for (const row of tail!.rows) entry.matrix.set(toRow(row));
-        entry.seq = Number(seq);
+      const [heads, removals, written] = await this.read([
+        HEADS,
+        removalsOf(resourceId, entry.removed),
+        rowsOf(space.id, resourceId, entry.seq),
+      ]);
+      const { seq, oldest, removed } = heads!.rows[0]!;
+      // Entries after the copy's were dropped from the log: removals may be missing.
+      if (Number(oldest) <= entry.removed + 1 || Number(removed) === entry.removed) {
+        entry.matrix.delete(removals!.rows.map((row) => String(row.message_id)));
+        for (const row of written!.rows) entry.matrix.set(toRow(row));
+        [entry.seq, entry.removed] = [Number(seq), Number(removed)];
         this.entries.set(key, entry);
         return entry.matrix;
       }
@@ -118,11 +142,11 @@ export class VectorCache {
       },
     ]);
     if (Number(counted!.rows[0]!.n) * space.dimensions * 4 > this.maxBytes) return null;
-    const [head, all] = await this.read([epochOf(resourceId), rowsOf(space.id, resourceId)]);
+    const [heads, all] = await this.read([HEADS, rowsOf(space.id, resourceId)]);
     const matrix = new VectorMatrix(space.dimensions);
     for (const row of all!.rows) matrix.set(toRow(row));
-    const { epoch, seq } = head!.rows[0]!;
-    this.entries.set(key, { matrix, epoch: Number(epoch), seq: Number(seq) });
+    const { seq, removed } = heads!.rows[0]!;
+    this.entries.set(key, { matrix, seq: Number(seq), removed: Number(removed) });
     this.evict();
     return matrix;
   }

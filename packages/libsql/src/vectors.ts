@@ -9,7 +9,7 @@ import type {
 import type { Connection } from './connection.ts';
 import { type Executor, exec, type Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
-import { bumpByMessages, bumpByThread, NEXT_SEQ, VectorCache } from './vector-cache.ts';
+import { logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
 /** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
@@ -41,9 +41,9 @@ export const DEFAULT_OVER_FETCH = 10;
 /** A string as an SQL literal (for the trigger conditions, which take no parameters). */
 const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** Deletes the vectors of these messages, in `space` or in every space, and bumps their resources' epochs. */
-const deleteVectors = (ids: string[], space?: EmbeddingSpace): Statement[] => [
-  bumpByMessages(ids),
+/** Deletes the vectors of these messages, in `space` or in every space, and logs it. */
+const deleteVectors = (ids: string[], space?: EmbeddingSpace): (Statement | string)[] => [
+  ...logRemoval({ messageIds: ids }),
   {
     sql: `DELETE FROM ${vectors} WHERE message_id ${IN_LIST}${space ? ' AND space = ?' : ''}`,
     args: [JSON.stringify(ids), ...(space ? [space.id] : [])],
@@ -182,7 +182,7 @@ export class LibSQLVectors implements VectorDriver<Executor> {
 
   deleteByThread(tx: Executor, threadId: string): Promise<void> {
     const sql = `DELETE FROM ${vectors} WHERE message_id IN (SELECT id FROM ${messages} WHERE thread_id = ?)`;
-    return exec(tx, bumpByThread(threadId), { sql, args: [threadId] });
+    return exec(tx, ...logRemoval({ threadId }), { sql, args: [threadId] });
   }
 
   deleteByMessages(tx: Executor, ids: string[]): Promise<void> {

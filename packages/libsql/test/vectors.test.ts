@@ -224,3 +224,66 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     );
   });
 });
+
+describe('libSQL exact search over kept copies of the vectors', () => {
+  const space = { id: 'test:random', dimensions: 16 };
+  const unit = (i: number) =>
+    normalize(Array.from({ length: 16 }, (_, j) => Math.sin(i * 31 + j * 7))) as Float32Array;
+
+  it('a copy older than the removal log reads its resource again: a message deleted before the log dropped its entry is never found', async () => {
+    const url = `file:${dir}/kept.db`;
+    const [searcher, writer, inSql] = [
+      new LibSQLStore({ url }),
+      new LibSQLStore({ url }),
+      new LibSQLStore({ url, vectors: { cache: false } }),
+    ];
+    const t = {
+      id: 't',
+      resourceId: 'r',
+      title: '',
+      metadata: {},
+      createdAt: new Date(0),
+      updatedAt: new Date(0),
+    };
+    await writer.saveThread(t);
+    await writer.vectors.claimSpace(space);
+    const n = 10_050;
+    const ids = Array.from({ length: n }, (_, i) => `m${i}`);
+    for (let from = 0; from < n; from += 1_000) {
+      const batch = ids.slice(from, from + 1_000);
+      await writer.saveMessages(
+        batch.map((id, k) => ({
+          id,
+          threadId: 't',
+          resourceId: 'r',
+          role: 'user' as const,
+          content: id,
+          type: 'text',
+          createdAt: new Date(from + k),
+        })),
+      );
+      await writer.vectors.upsertVectors(
+        space,
+        batch.map((id, k) => ({ messageId: id, hash: id, vector: unit(from + k) })),
+      );
+    }
+    const search = (store: LibSQLStore) =>
+      store.vectors.searchVectors({ space, vector: unit(0), topK: 3, resourceId: 'r' });
+    expect((await search(searcher))[0]?.messageId).toBe('m0');
+    // m0's log entry, then 10,000 more: the log keeps the newest 10,000, so m0's entry is gone.
+    await writer.deleteMessages(['m0']);
+    await writer.deleteMessages(ids.slice(1, 10_001));
+    const after = await search(searcher);
+    expect(after.map((h) => h.messageId)).not.toContain('m0');
+    // SQL scores in single precision, the kept copy in double: the same hits, scores within 1e-6.
+    const sql = await search(inSql);
+    expect(after.map((h) => h.messageId)).toEqual(sql.map((h) => h.messageId));
+    after.forEach((h, i) => expect(h.score).toBeCloseTo(sql[i]?.score ?? Number.NaN, 6));
+    const raw = createClient({ url });
+    const log = await raw.execute('SELECT count(*) AS n, min(seq) AS oldest FROM engram_vector_removals');
+    expect(Number(log.rows[0]?.n)).toBe(10_000);
+    expect(Number(log.rows[0]?.oldest)).toBe(2);
+    raw.close();
+    await Promise.all([searcher.close(), writer.close(), inSql.close()]);
+  });
+});

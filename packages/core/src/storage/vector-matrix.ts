@@ -26,7 +26,8 @@ const INITIAL_ROWS = 64;
  * a driver that keeps a copy of a resource's vectors between searches instead of ranking them in
  * the database on every query. Scores are `cosine` (same operations, same order: a hit's score
  * is the reference's to the last bit) and hits are in `compareHits` order. Rows are appended or
- * replaced by message id; a driver rebuilds the matrix when rows are deleted or moved.
+ * replaced by message id (a moved message is set again with its new thread and time), and
+ * deleted by message id.
  */
 export class VectorMatrix {
   private data: Float32Array;
@@ -78,6 +79,14 @@ export class VectorMatrix {
     this.createdAt[i] = row.createdAt;
   }
 
+  /** Drops the vectors of these messages (ids it does not hold are ignored). */
+  delete(messageIds: Iterable<string>): void {
+    for (const id of messageIds) {
+      const i = this.rowOf.get(id);
+      if (i !== undefined) this.drop(i);
+    }
+  }
+
   /** The best `topK` rows of the scope by cosine similarity, in `compareHits` order. */
   search(query: MatrixQuery): VectorHit[] {
     const { vector, topK, threadId } = query;
@@ -111,6 +120,25 @@ export class VectorMatrix {
       score,
       createdAt,
     }));
+  }
+
+  /** Removes row `i`: the last row takes its place. */
+  private drop(i: number): void {
+    const last = this.size - 1;
+    this.rowOf.delete(this.messageIds[i] as string);
+    if (i !== last) {
+      const d = this.dimensions;
+      this.data.copyWithin(i * d, last * d, (last + 1) * d);
+      this.squares[i] = this.squares[last] as number;
+      this.createdAt[i] = this.createdAt[last] as number;
+      this.messageIds[i] = this.messageIds[last] as string;
+      this.threadIds[i] = this.threadIds[last] as string;
+      this.hashes[i] = this.hashes[last] as string;
+      this.rowOf.set(this.messageIds[i] as string, i);
+    }
+    this.messageIds.pop();
+    this.threadIds.pop();
+    this.hashes.pop();
   }
 
   private grow(): void {
