@@ -132,6 +132,7 @@ export {
   MAX_ID_LENGTH,
   MAX_LISTING_COUNT,
 } from './storage/validate.ts';
+export { type MatrixQuery, type MatrixRow, VectorMatrix } from './storage/vector-matrix.ts';
 export {
   assertSpace,
   assertVector,
@@ -141,7 +142,6 @@ export {
   ValidatedVectors,
 } from './storage/vector-store.ts';
 export type * from './storage/vectors.ts';
-export { type MatrixQuery, type MatrixRow, VectorMatrix } from './storage/vector-matrix.ts';
 export { compareHits } from './storage/vectors.ts';
 export {
   type CompareAndSetWorkingMemory,
