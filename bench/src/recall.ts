@@ -122,7 +122,7 @@ export interface RecallSizes {
 export function bruteForce(rows: readonly MessageVector[]): (query: Float32Array, topK: number) => string[] {
   const d = DIMENSIONS;
   const data = new Float32Array(rows.length * d);
-  rows.forEach((row, i) => data.set(row.vector, i * d));
+  for (const [i, row] of rows.entries()) data.set(row.vector, i * d);
   return (query, topK) => {
     const best: { i: number; score: number }[] = [];
     for (let i = 0; i < rows.length; i++) {

@@ -278,7 +278,7 @@ describe('libSQL exact search over kept copies of the vectors', () => {
     // SQL scores in single precision, the kept copy in double: the same hits, scores within 1e-6.
     const sql = await search(inSql);
     expect(after.map((h) => h.messageId)).toEqual(sql.map((h) => h.messageId));
-    after.forEach((h, i) => expect(h.score).toBeCloseTo(sql[i]?.score ?? Number.NaN, 6));
+    for (const [i, h] of after.entries()) expect(h.score).toBeCloseTo(sql[i]?.score ?? Number.NaN, 6);
     const raw = createClient({ url });
     const log = await raw.execute('SELECT count(*) AS n, min(seq) AS oldest FROM engram_vector_removals');
     expect(Number(log.rows[0]?.n)).toBe(10_000);
