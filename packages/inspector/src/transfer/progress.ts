@@ -26,6 +26,8 @@ export function formatCounts(counts: Record<RecordKind, number>): string {
   return KINDS.map((k) => `${counts[k]} ${counts[k] === 1 ? k : PLURAL[k]}`).join(', ');
 }
 
+const records = (n: number) => `${n} ${n === 1 ? 'record' : 'records'}`;
+
 /**
  * Counts the records going by, per kind, and reports them: on a terminal as one line redrawn in
  * place, otherwise as a plain line every `every` records; `finish` prints the totals.
@@ -81,13 +83,14 @@ export class Progress {
   abort(): void {
     if (this.out.isTTY && this.drawnAt > 0) this.out.write('\r\x1b[K');
     if (this.total === 0) return;
-    const records = `${this.total} ${this.total === 1 ? 'record' : 'records'}`;
-    this.out.write(`${this.label}: stopped after reading ${records} (${formatCounts(this.seen)})\n`);
+    this.out.write(
+      `${this.label}: stopped after reading ${records(this.total)} (${formatCounts(this.seen)})\n`,
+    );
   }
 
   private line(): string {
     const seconds = (Date.now() - this.started) / 1000;
     const rate = seconds > 0 ? Math.round(this.total / seconds) : 0;
-    return `${this.label}: ${this.total} records (${formatCounts(this.seen)}), ${rate} records/s`;
+    return `${this.label}: ${records(this.total)} (${formatCounts(this.seen)}), ${rate} records/s`;
   }
 }
