@@ -1,6 +1,7 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { exportResource } from './lifecycle/export.ts';
+import { exportStore } from './lifecycle/export-store.ts';
 import { type ImportCounts, type ImportOptions, importRecords } from './lifecycle/import.ts';
 import type { MemoryRecord } from './lifecycle/records.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
@@ -308,6 +309,15 @@ export class Memory {
     if (!isPlainObject(args)) throw invalid(`exportResource expects { resourceId }, got ${describe(args)}`);
     assertId(args.resourceId, 'resourceId');
     return exportResource(this.storage, args.resourceId);
+  }
+
+  /**
+   * Every record of the whole store, resource by resource (each as `exportResource` streams it).
+   * Resources are found through their threads: a resource with no thread (only resource-scope
+   * working memory or metadata) is not included; export it with `exportResource`.
+   */
+  exportStore(): AsyncIterable<MemoryRecord> {
+    return exportStore(this.storage);
   }
 
   /**

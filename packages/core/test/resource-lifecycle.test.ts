@@ -210,4 +210,33 @@ describe('memory.exportResource / importRecords', () => {
     });
     expect(await scoped.storage.getResourceById({ resourceId: 'r' })).toBeNull();
   });
+
+  it('a source that fails part-way: the records before it are written', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    async function* cut() {
+      yield* records.slice(0, 4);
+      throw new Error('line 5 is not JSON');
+    }
+    const target = new Memory({ storage: new InMemoryStore() });
+    expect(await caught(() => target.importRecords(cut()))).toMatchObject({ message: 'line 5 is not JSON' });
+    expect(await target.storage.listMessagesById({ ids: ['r/t0/m0', 'r/t0/m1'] })).toHaveLength(2);
+    // Resumed with 'skip': the thread cut short gets its messages and its exact dates back.
+    const counts = await target.importRecords(records, { onConflict: 'skip' });
+    expect(counts.written).toEqual({ resource: 0, thread: 1, message: 2, observation: 3 });
+    expect(await dump(target, 'r')).toEqual(records);
+  });
+});
+
+describe('memory.exportStore', () => {
+  it('streams every resource that has a thread, each as exportResource does', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'a');
+    await seed(source.storage, 'b');
+    await source.storage.updateResource({ resourceId: 'threadless', workingMemory: '# alone' });
+    const records: MemoryRecord[] = [];
+    for await (const record of source.exportStore()) records.push(record);
+    expect(records).toEqual([...(await dump(source, 'a')), ...(await dump(source, 'b'))]);
+  });
 });

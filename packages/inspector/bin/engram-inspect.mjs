@@ -1,19 +1,5 @@
 #!/usr/bin/env node
-// Starts the inspector CLI under the tsx loader, so a store module may be TypeScript. Run from
-// its sources (the engram workspace), it also sets the `source` export condition so workspace
-// packages resolve to their sources; published packages ship only built files.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+// Starts the inspector CLI (see launch.mjs).
+import { launch } from './launch.mjs';
 
-const source = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const built = fileURLToPath(new URL('../dist/cli.mjs', import.meta.url));
-const fromSource = existsSync(source);
-const entry = fromSource ? source : built;
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
-const flags = fromSource ? ['--import', tsx, '--conditions=source'] : ['--import', tsx];
-const child = spawn(process.execPath, [...flags, entry, ...process.argv.slice(2)], { stdio: 'inherit' });
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+launch('cli');

@@ -48,7 +48,7 @@ export async function importRecords(
   }
   const importer = new Importer(storage, onConflict);
   let at = 0;
-  for await (const record of records) {
+  for await (const record of flushedOnError(records, importer)) {
     at += 1;
     let parsed: ParsedRecord;
     try {
@@ -68,6 +68,31 @@ export async function importRecords(
   }
   await importer.flush();
   return importer.counts;
+}
+
+/**
+ * The records as given; when reading the next one fails (a line of a file that is not JSON, a
+ * connection lost), the records before it are written first, as for a record that is not valid.
+ */
+async function* flushedOnError(
+  records: AsyncIterable<unknown> | Iterable<unknown>,
+  importer: Importer,
+): AsyncGenerator<unknown> {
+  const iterator =
+    Symbol.asyncIterator in records
+      ? records[Symbol.asyncIterator]()
+      : (records as Iterable<unknown>)[Symbol.iterator]();
+  for (;;) {
+    let step: IteratorResult<unknown>;
+    try {
+      step = await iterator.next();
+    } catch (error) {
+      await importer.flush();
+      throw error;
+    }
+    if (step.done) return;
+    yield await step.value;
+  }
 }
 
 class Importer {
@@ -144,8 +169,13 @@ class Importer {
   }
 
   private async thread(value: Thread, at: number): Promise<void> {
-    const exists = (await this.storage.getThreadById({ threadId: value.id })) !== null;
-    if (!this.proceed('thread', exists, at, value.id)) return;
+    const stored = await this.storage.getThreadById({ threadId: value.id });
+    if (!this.proceed('thread', stored !== null, at, value.id)) {
+      // The same thread but for `updatedAt`: an earlier import of this dump that stopped before
+      // its messages were all written (their save bumped it). Its dates are made exact again.
+      if (stored && sameThread(stored, value)) this.threads.set(value.id, value);
+      return;
+    }
     await this.storage.saveThread(value);
     this.threads.set(value.id, value);
     this.counts.written.thread += 1;
@@ -234,6 +264,16 @@ class Importer {
     }
     this.counts.written.observation += rows.length;
   }
+}
+
+/** Equal in everything but `updatedAt`. */
+function sameThread(a: Thread, b: Thread): boolean {
+  return (
+    a.resourceId === b.resourceId &&
+    a.title === b.title &&
+    a.createdAt.getTime() === b.createdAt.getTime() &&
+    jsonEqual(a.metadata, b.metadata)
+  );
 }
 
 const plain = (r: ObservationRow) => ({ ...r, updatedAt: r.updatedAt.toISOString() });
