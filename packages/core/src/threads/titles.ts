@@ -59,7 +59,7 @@ export class ThreadTitles {
     for (const [threadId, ids] of replies) {
       try {
         const thread = await this.storage.getThreadById({ threadId });
-        if (!thread || thread.title !== '') continue;
+        if (thread?.title !== '') continue;
         const exchange = await firstExchange(this.storage, threadId);
         if (!exchange || !ids.has(exchange.assistant.id)) continue;
         await this.apply(thread, exchange, config.model, config);
@@ -140,8 +140,8 @@ function prompt({ user, assistant }: Exchange): string {
 /** The model's answer as a title: first line, no quotes or `Title:` prefix, at most `MAX_TITLE` characters. */
 export function cleanTitle(answer: string): string {
   let title = (answer.trim().split('\n')[0] ?? '').trim();
-  title = title.replace(/^title\s*:\s*/i, '').trim();
-  title = title.replace(/^["'“”‘’`*]+|["'“”‘’`*]+$/g, '').trim();
+  const unquote = (t: string) => t.replace(/^["'“”‘’`*]+|["'“”‘’`*]+$/g, '').trim();
+  title = unquote(unquote(title).replace(/^title\s*:\s*/i, ''));
   title = title.replace(/[.。]+$/, '').trim();
   if (title.length > MAX_TITLE) {
     const cut = title.slice(0, MAX_TITLE);
