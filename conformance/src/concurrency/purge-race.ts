@@ -13,7 +13,7 @@ import { waitForFile } from './signal.ts';
 /** Writers in this process racing the purge. */
 const IN_PROCESS = 3;
 /** Rounds a writer runs at most (so the purge, which chases new threads, always ends). */
-const ROUNDS = 60;
+const ROUNDS = 15;
 /** Rounds each in-process writer runs after the purge returned. */
 const AFTER = 2;
 
@@ -60,6 +60,8 @@ export async function purgeWhileWriting<S>(ctx: CheckContext, hooks: PurgeRaceHo
   });
   const logs: Promise<WriterLog>[] = [];
   try {
+    // The OS processes take a while to start: the writers here start once those write.
+    if (processes > 0) await waitForFile(ready, 60_000);
     for (let w = 0; w < IN_PROCESS; w++) {
       const writerStore = local ? store : await ctx.store();
       let after = 0;
@@ -76,7 +78,6 @@ export async function purgeWhileWriting<S>(ctx: CheckContext, hooks: PurgeRaceHo
         }),
       );
     }
-    if (processes > 0) await waitForFile(ready, 60_000);
     // Let every writer get a few rounds in, so the purge starts with their threads stored.
     await sleep(local ? 0 : 50);
     for (let i = 0; i < 200 && (await threadCount(store, victim)) < 4 + IN_PROCESS; i++) await sleep(5);
