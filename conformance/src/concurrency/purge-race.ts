@@ -7,7 +7,14 @@ import { racers } from '../areas/concurrency.ts';
 import { ConformanceError, expectEqual, show } from '../assert.ts';
 import type { CheckContext } from '../types.ts';
 import { raceProcesses } from './harness.ts';
-import { BATCH, batchIds, purgeWriter, type WriterLog, writerThreadId } from './purge-writers.ts';
+import {
+  BATCH,
+  batchIds,
+  parseAckKey,
+  purgeWriter,
+  type WriterLog,
+  writerThreadId,
+} from './purge-writers.ts';
 import { waitForFile } from './signal.ts';
 
 /** Writers in this process racing the purge. */
@@ -99,8 +106,13 @@ export async function purgeWhileWriting<S>(ctx: CheckContext, hooks: PurgeRaceHo
     }
     await hooks.expectGone(store, seeded);
 
-    const before = inProcess.flatMap((l) => l.acks.filter((a) => a.at < start));
-    const later = inProcess.flatMap((l) => l.acks.filter((a) => a.from > end));
+    // Every acknowledged write, from this process and the racers (one clock: the same machine).
+    const acked = [
+      ...inProcess.flatMap((l) => l.acks),
+      ...reports.flatMap((r) => r.written.map(parseAckKey)),
+    ];
+    const before = acked.filter((a) => a.at < start);
+    const later = acked.filter((a) => a.from > end);
     for (const ack of before) {
       const left =
         ack.kind === 'thread'

@@ -29,6 +29,17 @@ export interface WriterAck {
   at: number;
 }
 
+/** An acknowledgement as a racer reports it: `<kind> <from> <at> <threadId>`. */
+export function ackKey(ack: WriterAck): string {
+  return `${ack.kind} ${ack.from} ${ack.at} ${ack.threadId}`;
+}
+
+/** The acknowledgement of `ackKey`. */
+export function parseAckKey(key: string): WriterAck {
+  const [kind, from, at, ...rest] = key.split(' ');
+  return { kind: kind as WriterAck['kind'], from: Number(from), at: Number(at), threadId: rest.join(' ') };
+}
+
 /** What one writer did: its acknowledged writes, refusals (a `MemoryError`) and other failures. */
 export interface WriterLog {
   acks: WriterAck[];

@@ -4,7 +4,7 @@ import { capabilitiesOf, type JsonObject, Memory, type MemoryStorage, type Messa
 import { at } from '../fixtures.ts';
 import { conformanceModel, observedContent } from '../observer.ts';
 import { conformanceEmbedder } from '../vectors.ts';
-import { purgeWriter, signalFile, untilFile } from './purge-writers.ts';
+import { ackKey, purgeWriter, signalFile, untilFile } from './purge-writers.ts';
 import { waitForFile } from './signal.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
@@ -82,7 +82,7 @@ export type RaceTask =
   /**
    * Writers racing a `deleteResource` (`purge-writers.ts`): racer `p<n>` runs `rounds` rounds as
    * writer `p<n>`, or until the file `stop` exists; the first racer to write writes the file `ready`.
-   * Reported keys: `thread:<id>` and `batch:<id>` per acknowledged write; refusals count as conflicts.
+   * Reported keys: one `ackKey` per acknowledged write; refusals count as conflicts.
    */
   | { kind: 'purge-writers'; resourceId: string; rounds: number; stop: string; ready: string }
   | {
@@ -474,7 +474,7 @@ export async function runRacer(store: MemoryStorage, task: RaceTask, racer: numb
       stop: untilFile(task.stop),
       onFirstWrite: signalFile(task.ready),
     });
-    report.written.push(...log.acks.map((a) => `${a.kind}:${a.threadId}`));
+    report.written.push(...log.acks.map(ackKey));
     report.conflicts += log.refused;
     report.failures.push(...log.failures);
   }
