@@ -20,6 +20,7 @@ export {
 export { conformanceEmbedder, SPACE as CONFORMANCE_SPACE } from './vectors.ts';
 export {
   areasSuite,
+  cloneSuite,
   concurrencySuite,
   describeService,
   differentialSuite,

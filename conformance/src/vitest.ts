@@ -68,6 +68,8 @@ export const lifecycleSuite = (init: ConformanceInit): void => register(init, ['
 export const recordsSuite = (init: ConformanceInit): void => register(init, ['records']);
 /** Registers only the threads area. */
 export const threadsSuite = (init: ConformanceInit): void => register(init, ['threads']);
+/** Registers only the clone area (`memory.cloneThread`). */
+export const cloneSuite = (init: ConformanceInit): void => register(init, ['clone']);
 /** Registers only the messages area. */
 export const messagesSuite = (init: ConformanceInit): void => register(init, ['messages']);
 /** Registers only the resources area. */

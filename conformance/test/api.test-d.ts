@@ -39,6 +39,7 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'lifecycle'
   | 'records'
   | 'threads'
+  | 'clone'
   | 'messages'
   | 'resources'
   | 'working-memory'

@@ -28,6 +28,7 @@ import {
   ResumeSkippingStore,
   StringDatesStore,
   SwallowingStore,
+  TwoStepPurgeStore,
   UnboundedPageStore,
   UnorderedTiesStore,
 } from './support/broken.ts';
@@ -520,6 +521,13 @@ describe('capabilities drive skips', () => {
     expect(message(result(results, 'a batch that failed at a missing thread'))).toContain(
       'the first thread holds the batch',
     );
+  });
+
+  it('a purge that deletes messages, then threads, with no transaction around them fails the purge race', async () => {
+    const results = await area({ name: 'two-step-purge', create: () => new TwoStepPurgeStore() }, 'purge');
+    const race = result(results, 'deleteResource while writers keep writing');
+    expect(race.status).toBe('fail');
+    expect(message(race)).toMatch(/without their thread/);
   });
 
   it('(f) a store that keeps working after close() fails the lifecycle area', async () => {

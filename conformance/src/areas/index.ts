@@ -1,4 +1,5 @@
 import type { Check } from '../types.ts';
+import { cloneChecks } from './clone.ts';
 import { concurrencyChecks } from './concurrency.ts';
 import { differentialChecks } from './differential.ts';
 import { errorsChecks } from './errors.ts';
@@ -15,6 +16,7 @@ import { threadsChecks } from './threads.ts';
 import { workingMemoryChecks } from './working-memory.ts';
 
 export {
+  cloneChecks,
   concurrencyChecks,
   differentialChecks,
   errorsChecks,
@@ -36,6 +38,7 @@ export const CHECKS: readonly Check[] = [
   ...lifecycleChecks,
   ...recordsChecks,
   ...threadsChecks,
+  ...cloneChecks,
   ...messagesChecks,
   ...resourcesChecks,
   ...workingMemoryChecks,

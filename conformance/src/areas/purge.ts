@@ -8,6 +8,7 @@ import {
   type Thread,
 } from '@engram/core';
 import { expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
+import { purgeWhileWriting } from '../concurrency/purge-race.ts';
 import { defineArea } from '../define.ts';
 import { at, message, partsContent, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
@@ -168,6 +169,30 @@ async function expectGone(store: MemoryStorage, seeded: Seeded, what: string): P
   );
 }
 
+/**
+ * After a purge that writers raced: nothing seeded is left — threads, messages, vectors, logs —
+ * and a resource row, which a racing `updateResource` may have written anew, holds none of the
+ * seeded working memory or metadata.
+ */
+async function expectSeededGone(store: MemoryStorage, seeded: Seeded): Promise<void> {
+  const after = await again(store, seeded);
+  const what = `${show(seeded.resourceId)} after deleteResource raced writers`;
+  for (const t of seeded.threads) {
+    expectEqual(await store.getThreadById({ threadId: t.id }), null, `${what}: seeded thread ${show(t.id)}`);
+  }
+  expectEqual(after.messages, [], `${what}: seeded messages`);
+  expectEqual(after.vectors, [], `${what}: vectors of the seeded messages`);
+  expectTrue(
+    after.logs.every((rows) => Array.isArray(rows) && rows.length === 0),
+    `${what}: observation logs: ${show(after.logs)}`,
+  );
+  const resource = await store.getResourceById({ resourceId: seeded.resourceId });
+  expectTrue(
+    resource === null || (resource.metadata.plan === undefined && resource.workingMemory !== '# resource'),
+    `${what}: the resource row still holds seeded data: ${show(resource)}`,
+  );
+}
+
 /** `memory.deleteResource`: everything of one resource goes, nothing of another; re-running is a no-op. */
 export const purgeChecks = [
   check(
@@ -197,6 +222,14 @@ export const purgeChecks = [
         );
         for (const other of others) await memory.deleteResource({ resourceId: other.resourceId });
       }
+    },
+  ),
+
+  check(
+    'deleteResource while writers keep writing to the resource (in this process, and in OS processes with a worker unless processLocal): earlier writes gone, later ones whole, no message without its thread, no half batch, prefix neighbours untouched',
+    async (ctx) => {
+      purging(await ctx.store());
+      await purgeWhileWriting<Seeded>(ctx, { seed: seedResource, again, expectGone: expectSeededGone });
     },
   ),
 

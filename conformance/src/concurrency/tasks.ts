@@ -4,6 +4,7 @@ import { capabilitiesOf, type JsonObject, Memory, type MemoryStorage, type Messa
 import { at } from '../fixtures.ts';
 import { conformanceModel, observedContent } from '../observer.ts';
 import { conformanceEmbedder } from '../vectors.ts';
+import { ackKey, purgeWriter, signalFile, untilFile } from './purge-writers.ts';
 import { waitForFile } from './signal.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
@@ -78,6 +79,12 @@ export type RaceTask =
       window: string;
       stop: string;
     }
+  /**
+   * Writers racing a `deleteResource` (`purge-writers.ts`): racer `p<n>` runs `rounds` rounds as
+   * writer `p<n>`, or until the file `stop` exists; the first racer to write writes the file `ready`.
+   * Reported keys: one `ackKey` per acknowledged write; refusals count as conflicts.
+   */
+  | { kind: 'purge-writers'; resourceId: string; rounds: number; stop: string; ready: string }
   | {
       kind: 'replace-on-signal';
       scope: 'thread' | 'resource';
@@ -210,6 +217,7 @@ export function racerOps(
     case 'replace-on-signal':
       return [{ key: 'replace', run: (s) => replaceOnSignal(s, task) }];
     case 'merge-until-stopped':
+    case 'purge-writers':
       return [];
     case 'save-now':
       return keys(task.ops).map((key) => ({
@@ -458,6 +466,18 @@ export async function swapEntry(
 export async function runRacer(store: MemoryStorage, task: RaceTask, racer: number): Promise<RacerReport> {
   const report: RacerReport = { written: [], conflicts: 0, failures: [] };
   if (task.kind === 'merge-until-stopped') await mergeUntilStopped(store, task, racer, report);
+  if (task.kind === 'purge-writers') {
+    const log = await purgeWriter(store, {
+      resourceId: task.resourceId,
+      writer: `p${racer}`,
+      rounds: task.rounds,
+      stop: untilFile(task.stop),
+      onFirstWrite: signalFile(task.ready),
+    });
+    report.written.push(...log.acks.map(ackKey));
+    report.conflicts += log.refused;
+    report.failures.push(...log.failures);
+  }
   for (const op of racerOps(task, racer)) await record(report, op.key, () => op.run(store));
   return report;
 }

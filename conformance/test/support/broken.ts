@@ -387,3 +387,30 @@ export class OwnerBlindAtomicStore extends BreakableMemoryStore {
     );
   }
 }
+
+/**
+ * Purges a resource with two statements and no transaction around them: first every message of
+ * the resource, then (a moment later) its threads and row. A batch saved between the two stays
+ * behind without its thread.
+ */
+export class TwoStepPurgeStore extends BreakableMemoryStore {
+  override async deleteResource(args: { resourceId: string }) {
+    const driver = this.driver as unknown as {
+      threadMap: Map<string, Thread>;
+      messageMap: Map<string, Message>;
+      resourceMap: Map<string, Resource>;
+      logs: Map<string, unknown>;
+    };
+    const mine = [...driver.messageMap.values()].filter((m) => m.resourceId === args.resourceId);
+    await this.deleteMessages(mine.map((m) => m.id));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    for (const [id, t] of driver.threadMap) {
+      if (t.resourceId !== args.resourceId) continue;
+      driver.threadMap.delete(id);
+      driver.logs.delete(`thread:${id}`);
+    }
+    driver.logs.delete(`resource:${args.resourceId}`);
+    driver.resourceMap.delete(args.resourceId);
+    return { threads: 0, messages: 0, vectors: 0, observations: 0, workingMemory: 0, resources: 0 };
+  }
+}

@@ -91,6 +91,13 @@ export {
   type VNextUpdateReason,
 } from './agent/vnext.ts';
 export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
+export {
+  CLONE_PAGE,
+  CLONED_FROM_KEY,
+  type ClonedFrom,
+  type CloneThreadArgs,
+  type CloneThreadResult,
+} from './lifecycle/clone.ts';
 export type { ImportCounts, ImportOptions, OnConflict } from './lifecycle/import.ts';
 export {
   type MemoryRecord,
@@ -196,6 +203,12 @@ export type { ObservationRow, ObservationStore, ObservationVersion } from './sto
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export type * from './storage/vectors.ts';
+export {
+  DEFAULT_TITLE_INSTRUCTIONS,
+  type ResolvedThreadTitle,
+  type ThreadTitleOptions,
+} from './threads/title-options.ts';
+export { cleanTitle, type GeneratedTitle } from './threads/titles.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
   compileJsonSchema,

@@ -8,6 +8,11 @@ import {
 import type { RecallMode, RecallThreshold, ResolvedSemanticRecall } from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
+import {
+  type ResolvedThreadTitle,
+  resolveThreadTitle,
+  type ThreadTitleOptions,
+} from './threads/title-options.ts';
 import type { SchemaSource } from './working-memory/schema.ts';
 import type { InvalidStoredPolicy } from './working-memory/update.ts';
 
@@ -91,6 +96,11 @@ export interface MemoryOptions {
    * replaces them in the prompt; a Reflector condenses the log (see the README). Off by default.
    */
   observationalMemory?: boolean | ObservationalMemoryOptions;
+  /**
+   * Titles each new thread with a model, from its first exchange (the first user message and the
+   * first assistant reply), when that reply is saved. Only an empty title is replaced. Off by default.
+   */
+  threadTitle?: ThreadTitleOptions;
 }
 
 /** `MemoryOptions` with every default filled in. */
@@ -112,6 +122,7 @@ export interface ResolvedMemoryOptions {
   /** `false` when off, else the settings with defaults filled in. */
   readonly semanticRecall: false | ResolvedSemanticRecall;
   readonly observationalMemory: false | ResolvedObservationalMemory;
+  readonly threadTitle: false | ResolvedThreadTitle;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -121,6 +132,7 @@ const OPTION_KEYS = Object.keys({
   workingMemory: true,
   semanticRecall: true,
   observationalMemory: true,
+  threadTitle: true,
 } satisfies Record<keyof MemoryOptions, true>);
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
@@ -176,6 +188,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
 
   const semanticRecall = resolveSemanticRecall(o.semanticRecall);
   const observationalMemory = resolveObservationalMemory(o.observationalMemory);
+  const threadTitle = resolveThreadTitle(o.threadTitle);
 
   const wm = o.workingMemory;
   if (wm !== undefined && !isPlainObject(wm)) {
@@ -234,6 +247,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     }),
     semanticRecall,
     observationalMemory,
+    threadTitle,
   });
 }
 

@@ -1,11 +1,13 @@
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
+import { type CloneThreadArgs, type CloneThreadResult, cloneThread } from './lifecycle/clone.ts';
 import { exportResource } from './lifecycle/export.ts';
 import { exportStore } from './lifecycle/export-store.ts';
 import { type ImportCounts, type ImportOptions, importRecords } from './lifecycle/import.ts';
 import type { MemoryRecord } from './lifecycle/records.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
+import { assertLanguageModel, type LanguageModelLike } from './observations/model.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import type { RecallEngine, RecallResult, ReindexProgress } from './recall/engine.ts';
 import { recallEngine } from './recall/mode.ts';
@@ -15,6 +17,7 @@ import { ownedThread } from './storage/ownership.ts';
 import type { ResourceDeletion } from './storage/purge.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
+import { type GeneratedTitle, ThreadTitles } from './threads/titles.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
 import { defaultWorkingMemoryTemplate } from './working-memory/template.ts';
 import {
@@ -68,6 +71,12 @@ export interface MemoryConfig {
    * `console.warn`.
    */
   onObservationIssue?: (issue: ObservationIssue) => void;
+  /**
+   * Called when titling a thread after a save failed (the model threw, timed out or answered no
+   * text; `options.threadTitle`). The save succeeded and the title is left as it is. Default: a
+   * `console.warn`.
+   */
+  onTitleError?: (error: unknown, threadId: string) => void;
   options?: MemoryOptions;
 }
 
@@ -77,6 +86,7 @@ const CONFIG_KEYS = Object.keys({
   embedder: true,
   onEmbeddingError: true,
   onObservationIssue: true,
+  onTitleError: true,
   options: true,
 } satisfies Record<keyof MemoryConfig, true>);
 
@@ -133,6 +143,8 @@ export class Memory {
   private readonly onEmbeddingError: (error: unknown, messageIds: string[]) => void;
   /** Observational memory, when `options.observationalMemory` is on. */
   readonly observations: ObservationalMemory | undefined;
+  /** Thread titles from a model (`options.threadTitle`, `generateTitle`). */
+  private readonly titles: ThreadTitles;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
@@ -175,6 +187,19 @@ export class Memory {
     const recall = this.options.semanticRecall;
     if (recall) this.engine = recallEngine(storage, config.embedder, recall);
     this.observations = this.observationalMemory(config);
+    if (config.onTitleError !== undefined && typeof config.onTitleError !== 'function') {
+      throw invalid('onTitleError must be a function');
+    }
+    this.titles = new ThreadTitles(
+      storage,
+      this.options.threadTitle,
+      config.onTitleError ??
+        ((error, threadId) =>
+          console.warn(
+            `engram: titling thread ${JSON.stringify(threadId)} failed; its title is unchanged`,
+            error,
+          )),
+    );
   }
 
   /** The observational-memory engine of `config`, checked against the storage and the options. */
@@ -337,6 +362,62 @@ export class Memory {
     return importRecords(this.storage, records, options);
   }
 
+  /**
+   * Branches a thread: a new thread of the same resource holding copies of its messages (new ids,
+   * same order, `createdAt`, role, type and content) up to and including `upToMessageId` (all
+   * when omitted), its title and metadata — thread-scope working memory included — and
+   * `metadata.clonedFrom = { threadId, messageId }` (the source and the last message copied,
+   * `null` when none). Copies are indexed for recall like saved messages (the store's keyword
+   * index; embedded under semantic recall). The source is never changed. Messages are copied
+   * page by page, so memory stays bounded on long threads; messages saved to the source while
+   * it runs, after its newest message at the start, are not copied.
+   *
+   * Errors (nothing written): `NOT_FOUND` for an unknown thread; `INVALID_ARGUMENT` when
+   * `upToMessageId` is not a message of the thread, or `resourceId` does not own it; `CONFLICT`
+   * when `newThreadId` exists. If copying fails part-way, the new thread is deleted again (best
+   * effort) and the error is thrown. Returns the new thread and the ids of the copies.
+   */
+  async cloneThread(args: CloneThreadArgs & WriteControl): Promise<CloneThreadResult> {
+    assertArgs(args, 'cloneThread');
+    const { readOnly, ...rest } = args;
+    if (isPlainObject(rest.metadata) && Object.hasOwn(rest.metadata, 'workingMemory')) {
+      this.assertWritable(readOnly, 'cloneThread');
+    }
+    await this.assertThreadMemory(rest.metadata, 'cloneThread');
+    return cloneThread({ storage: this.storage, afterCopy: (saved) => this.embedSaved(saved) }, rest);
+  }
+
+  /**
+   * Titles a thread from its first exchange (the first user message and the first assistant
+   * reply with text) with `model`, or `options.threadTitle.model`. Only an empty title is
+   * replaced: a thread that has a title gets no model call and keeps it, and a title set by
+   * another writer while the model ran is kept too (see `ThreadTitles` for the one remaining
+   * window). `NOT_FOUND` for an unknown thread; `INVALID_ARGUMENT` without a model or before the
+   * first reply. A model failure or timeout (`options.threadTitle.timeoutMs`, default 5 s) is
+   * thrown as the model's error, and the title is left as it is.
+   */
+  async generateTitle(args: {
+    threadId: string;
+    resourceId?: string;
+    model?: LanguageModelLike;
+  }): Promise<GeneratedTitle> {
+    assertArgs(args, 'generateTitle');
+    assertId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    if (args.model !== undefined) assertLanguageModel(args.model, 'model');
+    const thread =
+      args.resourceId === undefined
+        ? await this.storage.getThreadById({ threadId: args.threadId })
+        : await ownedThread(this.storage, 'generateTitle', args.threadId, args.resourceId);
+    if (!thread) {
+      throw new MemoryError(
+        'NOT_FOUND',
+        `generateTitle: thread ${JSON.stringify(args.threadId)} does not exist`,
+      );
+    }
+    return this.titles.generate(thread, args.model);
+  }
+
   /** Lists threads; see `ListThreadsArgs` for filters, paging and order. */
   listThreads(args: ListThreadsArgs = {}): Promise<ThreadPage> {
     return this.storage.listThreads(args);
@@ -370,6 +451,7 @@ export class Memory {
     const saved = await this.storage.saveMessages(messages);
     await this.embedSaved(saved);
     await this.observations?.afterSave(saved);
+    await this.titles.afterSave(saved);
     return saved;
   }
 
