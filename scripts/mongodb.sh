@@ -104,6 +104,9 @@ usable "$bin" || {
   exit 1
 }
 
+# Test data only: a server starting here starts empty. The files of one that died (a crash can
+# leave SQLite files FerretDB then refuses to open) are not reused.
+rm -rf "$state/data"
 mkdir -p "$state/data"
 log "starting $bin on 127.0.0.1:$port (SQLite in $state/data, log in $state/ferretdb.log)"
 # setsid + closed descriptors: the server outlives this script and never holds the caller's

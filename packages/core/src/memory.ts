@@ -328,7 +328,8 @@ export class Memory {
    * Every record of a resource as versioned plain records (`{ v: 1, kind, … }`, JSON-safe: dates
    * as ISO strings), streamed: the resource, each thread followed by its messages and observation
    * log, then the resource's observation log. Write one `JSON.stringify` per line for JSON Lines.
-   * Vectors are not exported; after an import, `reindex` embeds the messages again.
+   * Each page of messages is followed by their vectors when the store can read them back
+   * (`vectors.readVectors`: libSQL, PostgreSQL, MongoDB and the in-memory store).
    */
   exportResource(args: { resourceId: string }): AsyncIterable<MemoryRecord> {
     if (!isPlainObject(args)) throw invalid(`exportResource expects { resourceId }, got ${describe(args)}`);
@@ -351,15 +352,22 @@ export class Memory {
    * it, `'replace'` the stored one, or `'fail'` with `CONFLICT`. A record that is not valid stops
    * the import with `VALIDATION` naming its position (the line of a JSON Lines file); records
    * before it are written, none after. With `resourceId`, a record of another resource is refused.
+   * Vector records of the store's embedding space are written as they are (no embedding); those
+   * of another space are skipped, and when this memory embeds (semantic recall with an embedder)
+   * the messages of their resources are embedded after the import (`reindex`), else they are
+   * listed in `unembedded`.
    */
-  importRecords(
+  async importRecords(
     records: AsyncIterable<unknown> | Iterable<unknown>,
     options: ImportOptions = {},
   ): Promise<ImportCounts> {
     if (!isPlainObject(options))
       throw invalid(`importRecords options must be an object, got ${describe(options)}`);
     assertOptionalId(options.resourceId, 'resourceId');
-    return importRecords(this.storage, records, options);
+    const counts = await importRecords(this.storage, records, options);
+    if (!this.engine?.embeds || !this.storage.vectors) return counts;
+    for (const resourceId of counts.unembedded) await this.engine.reindex({ resourceId });
+    return { ...counts, unembedded: [] };
   }
 
   /**

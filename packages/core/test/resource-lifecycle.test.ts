@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryDriver, Store } from '../src/driver.ts';
 import {
+  createLexicalEmbedder,
+  embedderId,
   InMemoryStore,
   type JsonObject,
   Memory,
@@ -155,17 +157,21 @@ describe('memory.exportResource / importRecords', () => {
       'thread',
       'message',
       'message',
+      'vector',
+      'vector',
       'observation',
       'thread',
       'message',
       'message',
+      'vector',
+      'vector',
       'observation',
       'observation',
     ]);
     const lines = records.map((r) => JSON.stringify(r));
     const target = new Memory({ storage: new InMemoryStore() });
     const counts = await target.importRecords(lines.map((l) => JSON.parse(l) as unknown));
-    expect(counts.written).toEqual({ resource: 1, thread: 2, message: 4, observation: 3 });
+    expect(counts.written).toEqual({ resource: 1, thread: 2, message: 4, observation: 3, vector: 4 });
     expect(await dump(target, 'r')).toEqual(records);
     expect(await target.storage.getResourceById({ resourceId: 'r' })).toEqual(
       await source.storage.getResourceById({ resourceId: 'r' }),
@@ -177,6 +183,7 @@ describe('memory.exportResource / importRecords', () => {
       thread: 0,
       message: 0,
       observation: 0,
+      vector: 0,
     });
     await target.importRecords(records, { onConflict: 'replace' });
     expect(await dump(target, 'r')).toEqual(records);
@@ -224,8 +231,60 @@ describe('memory.exportResource / importRecords', () => {
     expect(await target.storage.listMessagesById({ ids: ['r/t0/m0', 'r/t0/m1'] })).toHaveLength(2);
     // Resumed with 'skip': the thread cut short gets its messages and its exact dates back.
     const counts = await target.importRecords(records, { onConflict: 'skip' });
-    expect(counts.written).toEqual({ resource: 0, thread: 1, message: 2, observation: 3 });
+    expect(counts.written).toEqual({ resource: 0, thread: 1, message: 2, observation: 3, vector: 4 });
     expect(await dump(target, 'r')).toEqual(records);
+  });
+});
+
+describe('vectors in a dump', () => {
+  it('are written as they are into a store of their space; in another space they are skipped and, with an embedder, the messages embedded', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    const ids = ['r/t0/m0', 'r/t0/m1', 'r/t1/m0', 'r/t1/m1'];
+    // A store without a space records the dump's, and holds the very numbers.
+    const same = new Memory({ storage: new InMemoryStore() });
+    await same.importRecords(records);
+    expect(await same.storage.vectors?.readVectors?.(SPACE, ids)).toEqual(
+      await source.storage.vectors?.readVectors?.(SPACE, ids),
+    );
+    // Another space, no embedder: skipped and listed.
+    const other = new Memory({ storage: new InMemoryStore() });
+    await other.storage.vectors?.claimSpace({ id: 'test:other', dimensions: 3 });
+    const counts = await other.importRecords(records);
+    expect(counts.skipped.vector).toBe(4);
+    expect(counts.unembedded).toEqual(['r']);
+    // Another space, an embedder: the resource's messages are embedded after the import.
+    const embedder = createLexicalEmbedder({ dimensions: 16 });
+    const embedding = new Memory({
+      storage: new InMemoryStore(),
+      embedder,
+      options: { semanticRecall: { mode: 'vector' } },
+    });
+    const lexical = { id: embedderId(embedder), dimensions: 16 };
+    await embedding.storage.vectors?.claimSpace(lexical);
+    const texts = records.map((r) => (r.kind === 'message' ? { ...r, content: `text of ${r.id}` } : r));
+    expect((await embedding.importRecords(texts)).unembedded).toEqual([]);
+    expect(await embedding.storage.vectors?.getVectors(lexical, ids)).toHaveLength(4);
+  });
+
+  it('a vector record of the wrong length or with numbers that are not finite is VALIDATION naming it', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = (await dump(source, 'r')) as unknown as Record<string, unknown>[];
+    const where = records.findIndex((r) => r.kind === 'vector');
+    for (const vector of [
+      Buffer.alloc(12).toString('base64'),
+      Buffer.from(Float32Array.of(Number.NaN, 0).buffer).toString('base64'),
+      'not base64!',
+    ]) {
+      const bad = records.map((r, i) => (i === where ? { ...r, vector } : r));
+      const target = new Memory({ storage: new InMemoryStore() });
+      expect(await caught(() => target.importRecords(bad))).toMatchObject({
+        code: 'VALIDATION',
+        message: expect.stringContaining(`record ${where + 1} (vector)`),
+      });
+    }
   });
 });
 

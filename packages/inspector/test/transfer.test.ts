@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import type { JsonValue, MemoryStorage, Message, Thread } from '@engram/core';
+import { type JsonValue, type MemoryStorage, type Message, normalize, type Thread } from '@engram/core';
 import { LibSQLStore } from '@engram/libsql';
 import { PostgresStore } from '@engram/pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -36,6 +36,7 @@ async function engram(args: string[], stdinFile?: string): Promise<Run> {
   return { code, stdout, stderr };
 }
 
+const SPACE = { id: 'test:sines', dimensions: 8 };
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678) + ms);
 /** Bytes 0…255, as a file part holds them (base64). */
 const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i)).toString('base64');
@@ -93,6 +94,18 @@ async function seed(storage: MemoryStorage): Promise<Seed> {
     out.threads.push(final);
     out.messages.push(...messages);
   }
+  // A vector per message: the dump carries them, so the target needs no embedding.
+  await storage.vectors!.claimSpace(SPACE);
+  await storage.vectors!.upsertVectors(
+    SPACE,
+    out.messages.map((m, i) => ({
+      messageId: m.id,
+      hash: `h-${m.id}`,
+      vector: normalize(
+        Array.from({ length: SPACE.dimensions }, (_, j) => Math.sin(i * 7 + j)),
+      ) as Float32Array,
+    })),
+  );
   await storage.updateResource({ resourceId: 'acme', workingMemory: '# acme', metadata: { plan: 'pro' } });
   await storage.updateResource({ resourceId: 'globex', workingMemory: '{"city":"Oslo"}' });
   const log = storage.observations!;
@@ -128,14 +141,20 @@ async function expectSame(source: MemoryStorage, target: MemoryStorage, seeded: 
     expect(rows.length).toBeGreaterThan(0);
     expect(await target.observations!.generations(key)).toEqual(rows);
   }
+  const ids = seeded.messages.map((m) => m.id);
+  const byId = (rows: { messageId: string }[]) =>
+    [...rows].sort((a, b) => (a.messageId < b.messageId ? -1 : 1));
+  const vectors = byId(await source.vectors!.readVectors!(SPACE, ids));
+  expect(vectors).toHaveLength(ids.length);
+  expect(byId(await target.vectors!.readVectors!(SPACE, ids))).toEqual(vectors);
   const file = (await target.listMessagesById({ ids: ['acme/t1/m000'] }))[0]?.content as {
     parts: { data?: string }[];
   };
   expect(Buffer.from(file.parts[1]!.data!, 'base64')).toEqual(Buffer.from(BINARY, 'base64'));
 }
 
-/** 1 + 3 + 450 + 3: resources, threads, messages, observation generations. */
-const TOTAL = 2 + 3 + 450 + 3;
+/** 2 + 3 + 450 + 3 + 450: resources, threads, messages, observation generations, vectors. */
+const TOTAL = 2 + 3 + 450 + 3 + 450;
 
 describeService(pgCase.service!, 'engram export | import | copy: libSQL → PostgreSQL', (url) => {
   let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -182,14 +201,16 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
       [100, 200, 300, 400].map((n) => expect.stringMatching(new RegExp(`^engram export: ${n} records \\(`))),
     );
     expect(progress.at(-1)).toMatch(
-      /^engram export: 2 resources, 3 threads, 450 messages, 3 observations in /,
+      /^engram export: 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors in /,
     );
 
     const dump = join(tmp.dir, 'dump.jsonl');
     await writeFile(dump, exported.stdout);
     const { flags, storage } = await pgTarget();
     const imported = await engram(['import', '--store', url, ...flags], dump);
-    expect(imported.stderr).toMatch(/written 2 resources, 3 threads, 450 messages, 3 observations/);
+    expect(imported.stderr).toMatch(
+      /written 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors/,
+    );
     expect(imported.code).toBe(0);
     expect(imported.stdout).toBe('');
     await expectSame(source, storage, seeded);
@@ -200,7 +221,7 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
         .trimEnd()
         .split('\n')
         .map((l) => JSON.parse(l).kind),
-    ).toEqual(['resource', 'thread', ...Array(50).fill('message')]);
+    ).toEqual(['resource', 'thread', ...Array(50).fill('message'), ...Array(50).fill('vector')]);
   });
 
   it('copy after an import that stopped part-way converges: same records, no duplicates; a third run writes nothing', async () => {
@@ -216,17 +237,17 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
     const toFlags = flags.map((f) => (f === '--pg-schema' ? '--to-pg-schema' : f));
     const copied = await engram(['copy', '--from', sourceUrl, '--to', url, ...toFlags]);
     expect(copied.code).toBe(0);
-    expect(copied.stderr).toMatch(/written 1 resource, 2 threads, 202 messages, 3 observations/);
+    expect(copied.stderr).toMatch(/written 1 resource, 2 threads, 202 messages, 3 observations, 450 vectors/);
     expect(copied.stderr).toMatch(
-      /skipped \(already there\) 1 resource, 1 thread, 248 messages, 0 observations/,
+      /skipped \(already there\) 1 resource, 1 thread, 248 messages, 0 observations, 0 vectors/,
     );
     await expectSame(source, storage, seeded);
 
     const again = await engram(['copy', '--from', sourceUrl, '--to', url, ...toFlags]);
     expect(again.code).toBe(0);
-    expect(again.stderr).toMatch(/written 0 resources, 0 threads, 0 messages, 0 observations/);
+    expect(again.stderr).toMatch(/written 0 resources, 0 threads, 0 messages, 0 observations, 0 vectors/);
     expect(again.stderr).toMatch(
-      /skipped \(already there\) 2 resources, 3 threads, 450 messages, 3 observations/,
+      /skipped \(already there\) 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors/,
     );
     await expectSame(source, storage, seeded);
   });

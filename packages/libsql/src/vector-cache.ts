@@ -67,7 +67,7 @@ const rowsOf = (space: string, resourceId: string, afterSeq?: number): Statement
 });
 
 /** A blob column as floats (the driver hands blobs over as fresh, aligned `ArrayBuffer`s). */
-const floats = (value: unknown) =>
+export const floats = (value: unknown) =>
   value instanceof ArrayBuffer
     ? new Float32Array(value)
     : new Float32Array(new Uint8Array(value as Uint8Array).buffer);

@@ -9,7 +9,7 @@ import type {
 import type { Connection } from './connection.ts';
 import { type Executor, exec, type Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
-import { logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
+import { floats, logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
 /** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
@@ -158,6 +158,18 @@ export class LibSQLVectors implements VectorDriver<Executor> {
       args: [space.id, JSON.stringify(ids)],
     });
     return rows.map((row) => ({ messageId: String(row.message_id), hash: String(row.hash) }));
+  }
+
+  async readVectors(space: EmbeddingSpace, ids: string[]): Promise<MessageVector[]> {
+    const rows = await this.rows({
+      sql: `SELECT message_id, hash, embedding FROM ${vectors} WHERE space = ? AND message_id ${IN_LIST}`,
+      args: [space.id, JSON.stringify(ids)],
+    });
+    return rows.map((row) => ({
+      messageId: String(row.message_id),
+      hash: String(row.hash),
+      vector: floats(row.embedding),
+    }));
   }
 
   deleteVectors(space: EmbeddingSpace, ids: string[]): Promise<void> {

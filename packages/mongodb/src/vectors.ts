@@ -65,6 +65,10 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
         .toArray();
       return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
     },
+    readVectors: async (space, ids) => {
+      const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: space.id }).toArray();
+      return docs.map((d) => ({ messageId: d._id, hash: d.hash, vector: fromBinary(d.vec) }));
+    },
     deleteVectors: async (space, ids) => {
       await c.collections.vectors.deleteMany({ _id: { $in: ids }, space: space.id });
     },

@@ -164,6 +164,19 @@ export class PostgresVectorDriver implements core.VectorDriver {
     return this.db.query(text, [space.id, ids]);
   }
 
+  async readVectors(space: core.EmbeddingSpace, ids: string[]): Promise<core.MessageVector[]> {
+    const rows = await this.db.query<{ messageId: string; hash: string; embedding: number[] }>(
+      `SELECT message_id AS "messageId", hash, embedding::real[] AS embedding
+        FROM ${this.n.vectors} WHERE space = $1 AND message_id = ANY($2)`,
+      [space.id, ids],
+    );
+    return rows.map((r) => ({
+      messageId: r.messageId,
+      hash: r.hash,
+      vector: Float32Array.from(r.embedding),
+    }));
+  }
+
   async deleteVectors(space: core.EmbeddingSpace, ids: string[]): Promise<void> {
     await this.db.query(`DELETE FROM ${this.n.vectors} WHERE space = $1 AND message_id = ANY($2)`, [
       space.id,

@@ -6,6 +6,7 @@ import {
   observationRecord,
   resourceRecord,
   threadRecord,
+  vectorRecord,
 } from './records.ts';
 
 /** Threads, and messages of one thread, read per page. */
@@ -14,8 +15,8 @@ const PAGE = 500;
 /**
  * Every record of one resource, streamed page by page (memory stays bounded by a page): the
  * resource row, then each thread (oldest first) followed by its messages in `(createdAt, id)`
- * order and its observation log, then the resource's own observation log. Vectors are not
- * exported (a store does not read them back): re-embed after an import with `memory.reindex`.
+ * order (each page of messages followed by their vectors, when the store can read vectors back:
+ * `vectors.readVectors`) and its observation log, then the resource's own observation log.
  */
 export async function* exportResource(
   storage: MemoryStorage,
@@ -24,6 +25,8 @@ export async function* exportResource(
   const resource = await storage.getResourceById({ resourceId });
   if (resource) yield resourceRecord(resource);
   const log = storage.observations;
+  const read = storage.vectors?.readVectors?.bind(storage.vectors);
+  const space = read ? await storage.vectors?.getSpace() : null;
   for (let page = 0; ; page++) {
     const threads = await storage.listThreads({ resourceId, page, perPage: PAGE, direction: 'ASC' });
     for (const thread of threads.threads) {
@@ -35,6 +38,12 @@ export async function* exportResource(
           perPage: PAGE,
         });
         for (const message of messages) yield messageRecord(message);
+        if (space && read && messages.length > 0)
+          for (const row of await read(
+            space,
+            messages.map((m) => m.id),
+          ))
+            yield vectorRecord(space, resourceId, row);
         if (!hasMore) break;
       }
       if (log)

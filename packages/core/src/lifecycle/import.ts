@@ -3,7 +3,7 @@ import type { MemoryStorage } from '../storage/contract.ts';
 import { jsonEqual } from '../storage/helpers.ts';
 import type { ObservationRow, ObservationVersion } from '../storage/observations.ts';
 import type { Message, Resource, Thread } from '../storage/records.ts';
-import { type ParsedRecord, parseRecord, type RecordKind } from './records.ts';
+import { type ParsedRecord, type ParsedVector, parseRecord, type RecordKind } from './records.ts';
 
 /** What `importRecords` does with a record whose id (or log key) the store already holds. */
 export type OnConflict = 'skip' | 'replace' | 'fail';
@@ -19,12 +19,24 @@ export interface ImportOptions {
 export interface ImportCounts {
   written: Record<RecordKind, number>;
   skipped: Record<RecordKind, number>;
+  /**
+   * Resources whose vector records were skipped because they are in another embedding space than
+   * the store's (or the store keeps no vectors): their messages need embedding (`memory.reindex`;
+   * `memory.importRecords` does it when the memory has an embedder).
+   */
+  unembedded: string[];
 }
 
 /** Messages written per `saveMessages` call. */
 const BATCH = 200;
 
-const zero = (): Record<RecordKind, number> => ({ resource: 0, thread: 0, message: 0, observation: 0 });
+const zero = (): Record<RecordKind, number> => ({
+  resource: 0,
+  thread: 0,
+  message: 0,
+  observation: 0,
+  vector: 0,
+});
 
 /**
  * Writes records of `exportResource` (or of any dump in that format) into `storage`. Each record
@@ -67,7 +79,7 @@ export async function importRecords(
     await importer.add(parsed, at);
   }
   await importer.flush();
-  return importer.counts;
+  return { ...importer.counts, unembedded: [...importer.unembedded] };
 }
 
 /**
@@ -96,8 +108,11 @@ async function* flushedOnError(
 }
 
 class Importer {
-  readonly counts: ImportCounts = { written: zero(), skipped: zero() };
+  readonly counts = { written: zero(), skipped: zero() };
+  /** See `ImportCounts.unembedded`. */
+  readonly unembedded = new Set<string>();
   private messages: { message: Message; at: number }[] = [];
+  private vectors: { value: ParsedVector; resourceId: string; at: number }[] = [];
   /** Threads written whose messages may still come (saved again once they have). */
   private threads = new Map<string, Thread>();
   private log: { key: string; rows: ObservationRow[]; at: number } | null = null;
@@ -109,6 +124,7 @@ class Importer {
 
   async add(record: ParsedRecord, at: number): Promise<void> {
     if (record.kind !== 'message') await this.flushMessages();
+    if (record.kind !== 'vector') await this.flushVectors();
     if (record.kind !== 'observation' || (this.log && this.log.key !== record.value.key))
       await this.flushLog();
     switch (record.kind) {
@@ -125,11 +141,16 @@ class Importer {
         this.log ??= { key: record.value.key, rows: [], at };
         this.log.rows.push(record.value);
         return;
+      case 'vector':
+        this.vectors.push({ value: record.value, resourceId: record.resourceId, at });
+        if (this.vectors.length >= BATCH) await this.flushVectors();
+        return;
     }
   }
 
   async flush(): Promise<void> {
     await this.flushMessages();
+    await this.flushVectors();
     await this.flushLog();
     await this.flushThreads();
   }
@@ -192,6 +213,45 @@ class Importer {
     if (write.length === 0) return;
     await this.storage.saveMessages(write.map((b) => b.message));
     this.counts.written.message += write.length;
+  }
+
+  /**
+   * Writes vectors of the store's embedding space (recording the dump's space when the store has
+   * none yet); vectors of another space, or for a store without vectors, are skipped and their
+   * resources listed in `unembedded`. A vector whose message is not stored is not written.
+   */
+  private async flushVectors(): Promise<void> {
+    const batch = this.vectors;
+    if (batch.length === 0) return;
+    this.vectors = [];
+    const store = this.storage.vectors;
+    const first = (batch[0] as (typeof batch)[number]).value.space;
+    const space = store ? ((await store.getSpace()) ?? (await store.claimSpace(first))) : null;
+    const same = (b: (typeof batch)[number]) =>
+      space !== null && b.value.space.id === space.id && b.value.space.dimensions === space.dimensions;
+    for (const b of batch.filter((b) => !same(b))) {
+      this.counts.skipped.vector += 1;
+      this.unembedded.add(b.resourceId);
+    }
+    const inSpace = batch.filter(same);
+    if (!store || !space || inSpace.length === 0) return;
+    const stored = new Set(
+      (
+        await store.getVectors(
+          space,
+          inSpace.map((b) => b.value.vector.messageId),
+        )
+      ).map((v) => v.messageId),
+    );
+    const write = inSpace.filter((b) =>
+      this.proceed('vector', stored.has(b.value.vector.messageId), b.at, b.value.vector.messageId),
+    );
+    if (write.length === 0) return;
+    await store.upsertVectors(
+      space,
+      write.map((b) => b.value.vector),
+    );
+    this.counts.written.vector += write.length;
   }
 
   /** Saves each thread written again, as given: its messages' save bumped its `updatedAt`. */

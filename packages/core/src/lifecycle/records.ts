@@ -3,6 +3,8 @@ import { assertMessage, assertThread } from '../storage/arguments.ts';
 import type { ObservationRow } from '../storage/observations.ts';
 import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '../storage/records.ts';
 import { assertId, assertJsonObject, assertText, describe, isPlainObject } from '../storage/validate.ts';
+import { assertSpace, assertVector } from '../storage/vector-store.ts';
+import type { EmbeddingSpace, MessageVector } from '../storage/vectors.ts';
 
 /**
  * The versioned plain records of `exportResource` and `importRecords`: JSON-safe (dates as ISO
@@ -60,8 +62,23 @@ export interface ObservationRecord {
   updatedAt: string;
 }
 
+/**
+ * A message's vector in its embedding space (`space`, `dimensions`): `vector` is its numbers as
+ * little-endian float32, base64, exactly as stored.
+ */
+export interface VectorRecord {
+  v: 1;
+  kind: 'vector';
+  messageId: string;
+  resourceId: string;
+  space: string;
+  dimensions: number;
+  hash: string;
+  vector: string;
+}
+
 /** Any record of a dump. */
-export type MemoryRecord = ResourceRecord | ThreadRecord | MessageRecord | ObservationRecord;
+export type MemoryRecord = ResourceRecord | ThreadRecord | MessageRecord | ObservationRecord | VectorRecord;
 
 /** The kinds of record, in the order a dump holds them for one thread. */
 export type RecordKind = MemoryRecord['kind'];
@@ -119,18 +136,40 @@ export function observationRecord(o: ObservationRow): ObservationRecord {
   };
 }
 
+export function vectorRecord(space: EmbeddingSpace, resourceId: string, v: MessageVector): VectorRecord {
+  const bytes = new Uint8Array(v.vector.buffer, v.vector.byteOffset, v.vector.byteLength);
+  return {
+    v: 1,
+    kind: 'vector',
+    messageId: v.messageId,
+    resourceId,
+    space: space.id,
+    dimensions: space.dimensions,
+    hash: v.hash,
+    vector: Buffer.from(bytes).toString('base64'),
+  };
+}
+
+/** A vector record read back: its space and the vector as `upsertVectors` takes it. */
+export interface ParsedVector {
+  space: EmbeddingSpace;
+  vector: MessageVector;
+}
+
 /** A record read back into what a store takes. */
 export type ParsedRecord =
   | { kind: 'resource'; resourceId: string; value: Resource }
   | { kind: 'thread'; resourceId: string; value: Thread }
   | { kind: 'message'; resourceId: string; value: Message }
-  | { kind: 'observation'; resourceId: string; value: ObservationRow };
+  | { kind: 'observation'; resourceId: string; value: ObservationRow }
+  | { kind: 'vector'; resourceId: string; value: ParsedVector };
 
 const FIELDS: Record<RecordKind, readonly string[]> = {
   resource: ['v', 'kind', 'id', 'workingMemory', 'metadata', 'createdAt', 'updatedAt'],
   thread: ['v', 'kind', 'id', 'resourceId', 'title', 'metadata', 'createdAt', 'updatedAt'],
   message: ['v', 'kind', 'id', 'threadId', 'resourceId', 'role', 'content', 'type', 'createdAt'],
   observation: ['v', 'kind', 'key', 'resourceId', 'threadId', 'generation', 'version', 'body', 'updatedAt'],
+  vector: ['v', 'kind', 'messageId', 'resourceId', 'space', 'dimensions', 'hash', 'vector'],
 };
 
 /**
@@ -216,6 +255,26 @@ function parse(record: unknown): ParsedRecord {
       const expected = value.threadId === null ? `resource:${value.resourceId}` : `thread:${value.threadId}`;
       if (value.key !== expected) throw new Error(`key must be ${JSON.stringify(expected)}`);
       return { kind, resourceId: value.resourceId, value };
+    }
+    case 'vector': {
+      assertId(r.messageId, 'messageId');
+      assertId(r.resourceId, 'resourceId');
+      const space = { id: string(r.space, 'space'), dimensions: r.dimensions as number };
+      assertSpace(space);
+      const hash = string(r.hash, 'hash');
+      if (hash === '') throw new Error('hash must not be empty');
+      const bytes = Buffer.from(string(r.vector, 'vector'), 'base64');
+      if (bytes.length !== space.dimensions * 4 || bytes.toString('base64') !== r.vector) {
+        throw new Error(`vector must be ${space.dimensions} float32 numbers in base64`);
+      }
+      const numbers = new Float32Array(space.dimensions);
+      new Uint8Array(numbers.buffer).set(bytes);
+      assertVector(numbers, space, 'vector');
+      return {
+        kind,
+        resourceId: r.resourceId,
+        value: { space, vector: { messageId: r.messageId, hash, vector: numbers } },
+      };
     }
   }
 }

@@ -22,6 +22,7 @@ import { cosine } from './vector-store.ts';
 import {
   compareHits,
   type EmbeddingSpace,
+  type MessageVector,
   type StoredVector,
   type VectorDriver,
   type VectorHit,
@@ -301,6 +302,13 @@ export class MemoryDriver implements Driver<MemoryTx> {
       return messageIds.flatMap((id): StoredVector[] => {
         const row = rows.get(id);
         return row ? [{ messageId: id, hash: row.hash }] : [];
+      });
+    },
+    readVectors: async (space, messageIds) => {
+      const rows = this.rowsOf(space);
+      return messageIds.flatMap((id): MessageVector[] => {
+        const row = rows.get(id);
+        return row ? [{ messageId: id, hash: row.hash, vector: row.vector }] : [];
       });
     },
     deleteVectors: async (space, messageIds) => {

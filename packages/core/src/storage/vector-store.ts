@@ -25,12 +25,30 @@ export class ValidatedVectors implements VectorStore {
   /** The recorded space once read (it never changes once recorded). */
   private recorded: EmbeddingSpace | null = null;
 
+  /** Present when the driver can read vectors back (see `VectorStore.readVectors`). */
+  readonly readVectors?: (space: EmbeddingSpace, messageIds: string[]) => Promise<MessageVector[]>;
+
   constructor(
     /** The store's name, for messages. */
     private readonly adapter: string,
     private readonly driver: VectorDriver<unknown>,
     private readonly run: DomainRunner,
-  ) {}
+  ) {
+    const read = driver.readVectors?.bind(driver);
+    if (read) {
+      this.readVectors = async (space, messageIds) => {
+        assertSpace(space);
+        assertIds(messageIds, 'messageIds');
+        if (messageIds.length === 0 || !(await this.sameSpace(space, false))) return [];
+        const rows = await this.run('readVectors', () => read(spaceOf(space), [...new Set(messageIds)]));
+        return rows.map((row) => ({
+          messageId: row.messageId,
+          hash: row.hash,
+          vector: Float32Array.from(row.vector),
+        }));
+      };
+    }
+  }
 
   get search(): 'exact' | 'index' {
     return this.driver.search;

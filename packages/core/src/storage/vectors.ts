@@ -105,6 +105,12 @@ export interface VectorStore {
   upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
   /** The stored vectors among `messageIds` (absent ones left out), in any order. */
   getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
+  /**
+   * Optional: the stored vectors among `messageIds` with their numbers (absent ones left out), in
+   * any order — what `exportResource` writes, so an import into a store of the same space needs
+   * no embedding. A store without it exports no vectors.
+   */
+  readVectors?(space: EmbeddingSpace, messageIds: string[]): Promise<MessageVector[]>;
   /** Removes the vectors of these messages (the messages stay). Unknown ids are ignored. */
   deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   /** The `topK` nearest vectors in scope, ordered by `compareHits`. */
@@ -122,6 +128,8 @@ export interface VectorDriver<Tx = unknown> extends DomainHooks<Tx> {
   claimSpace(space: EmbeddingSpace): Promise<EmbeddingSpace>;
   upsertVectors(space: EmbeddingSpace, vectors: MessageVector[]): Promise<void>;
   getVectors(space: EmbeddingSpace, messageIds: string[]): Promise<StoredVector[]>;
+  /** Optional (see `VectorStore.readVectors`): `space.dimensions` numbers per vector, as stored. */
+  readVectors?(space: EmbeddingSpace, messageIds: string[]): Promise<MessageVector[]>;
   deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   searchVectors(args: VectorSearch & { excludeIds: string[] }): Promise<VectorHit[]>;
 }

@@ -13,15 +13,16 @@ export const DEFAULT_EVERY = 10_000;
 /** Redraws of the terminal line at most this often, in ms. */
 const REDRAW_MS = 100;
 
-const KINDS: readonly RecordKind[] = ['resource', 'thread', 'message', 'observation'];
+const KINDS: readonly RecordKind[] = ['resource', 'thread', 'message', 'observation', 'vector'];
 const PLURAL: Record<RecordKind, string> = {
   resource: 'resources',
   thread: 'threads',
   message: 'messages',
   observation: 'observations',
+  vector: 'vectors',
 };
 
-/** `1 resource, 2 threads, 0 messages, 0 observations`. */
+/** `1 resource, 2 threads, 0 messages, 0 observations, 0 vectors`. */
 export function formatCounts(counts: Record<RecordKind, number>): string {
   return KINDS.map((k) => `${counts[k]} ${counts[k] === 1 ? k : PLURAL[k]}`).join(', ');
 }
@@ -33,7 +34,13 @@ const records = (n: number) => `${n} ${n === 1 ? 'record' : 'records'}`;
  * place, otherwise as a plain line every `every` records; `finish` prints the totals.
  */
 export class Progress {
-  readonly seen: Record<RecordKind, number> = { resource: 0, thread: 0, message: 0, observation: 0 };
+  readonly seen: Record<RecordKind, number> = {
+    resource: 0,
+    thread: 0,
+    message: 0,
+    observation: 0,
+    vector: 0,
+  };
   private total = 0;
   private drawnAt = 0;
   private readonly started = Date.now();
@@ -74,6 +81,11 @@ export class Progress {
     if (counts) {
       this.out.write(`${this.label}: written ${formatCounts(counts.written)} in ${seconds}s\n`);
       this.out.write(`${this.label}: skipped (already there) ${formatCounts(counts.skipped)}\n`);
+      if (counts.unembedded.length > 0) {
+        this.out.write(
+          `${this.label}: vectors of ${counts.unembedded.length} resource(s) are in another embedding space than the target's (or it keeps none): run memory.reindex() with your embedder\n`,
+        );
+      }
     } else {
       this.out.write(`${this.label}: ${formatCounts(this.seen)} in ${seconds}s\n`);
     }
