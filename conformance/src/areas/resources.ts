@@ -1,6 +1,10 @@
 import { capabilitiesOf } from '@engram/core';
-import { expectDate, expectEqual, expectTrue } from '../assert.ts';
+import { compareIds } from '@engram/core/driver';
+import { expectDate, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
+import { thread } from '../fixtures.ts';
+import { skipCheck } from '../skip.ts';
+import { HOSTILE_SUFFIXES } from './isolation.ts';
 
 const check = defineArea('resources');
 
@@ -70,4 +74,34 @@ export const resourcesChecks = [
     const stored = await reader.getResourceById({ resourceId });
     expectEqual([stored?.workingMemory, stored?.metadata], ['kept', expected], 'the stored resource');
   }),
+
+  check(
+    'listResourceIds pages every stored resource once, ascending in UTF-8 byte order, hostile ids included [needs listResourceIds]',
+    async (ctx) => {
+      const store = await ctx.store();
+      if (!store.listResourceIds) skipCheck(`${store.name} does not list resources (listResourceIds)`);
+      const list = store.listResourceIds.bind(store);
+      const base = ctx.id('list');
+      // Ids whose byte order differs from UTF-16 order and from any locale's (é vs z, 𝔸 vs ｚ).
+      const suffixes = ['z', 'é', 'ｚ', '𝔸', 'A', '0', ...HOSTILE_SUFFIXES];
+      const ids = suffixes.map((s) => `${base}${s}`);
+      for (const resourceId of ids) await store.updateResource({ resourceId, workingMemory: resourceId });
+      // A thread alone does not make a resource record.
+      await store.saveThread(thread(`${base}-t`, `${base}-threadonly`));
+      const want = [...ids].sort(compareIds);
+      // Walk from just before the prefix, in pages of 3, until past it.
+      const seen: string[] = [];
+      let after: string | undefined = base.slice(0, -1);
+      for (;;) {
+        const page = await list({ after, limit: 3 });
+        const mine = page.filter((id) => id.startsWith(base));
+        seen.push(...mine);
+        if (page.length < 3 || mine.length < page.length) break;
+        after = page[page.length - 1];
+      }
+      expectEqual(seen, want, 'the resources of this check, in pages of 3');
+      await expectRejects(() => list({ limit: 0 }), ['INVALID_ARGUMENT'], 'limit 0');
+      await expectRejects(() => list({ after: '' }), ['INVALID_ARGUMENT'], "after ''");
+    },
+  ),
 ];

@@ -289,13 +289,18 @@ describe('vectors in a dump', () => {
 });
 
 describe('memory.exportStore', () => {
-  it('streams every resource that has a thread, each as exportResource does', async () => {
+  it('streams every resource, those with threads first, then those without, each as exportResource does', async () => {
     const source = new Memory({ storage: new InMemoryStore() });
     await seed(source.storage, 'a');
     await seed(source.storage, 'b');
     await source.storage.updateResource({ resourceId: 'threadless', workingMemory: '# alone' });
     const records: MemoryRecord[] = [];
     for await (const record of source.exportStore()) records.push(record);
-    expect(records).toEqual([...(await dump(source, 'a')), ...(await dump(source, 'b'))]);
+    expect(records).toEqual([
+      ...(await dump(source, 'a')),
+      ...(await dump(source, 'b')),
+      ...(await dump(source, 'threadless')),
+    ]);
+    expect(records.at(-1)).toMatchObject({ kind: 'resource', id: 'threadless', workingMemory: '# alone' });
   });
 });

@@ -167,6 +167,8 @@ export class LibSQLDriver implements Driver<Transaction> {
   };
 
   readonly resources: ResourceDriver<Transaction> = {
+    list: async (after, limit) =>
+      (await this.run(sql.resourceIds(after, limit))).rows.map((r) => String(r.id)),
     get: async (id) => (await this.run(sql.selectResource(id))).rows.map(toResource)[0] ?? null,
     delete: (tx, id) => exec(tx, sql.deleteResource(id)),
     update: async ({ id, workingMemory, metadata, now }) => {

@@ -66,6 +66,12 @@ const byId = (columns: string, table: string, id: string): Statement => ({
 export const selectThread = (id: string) => byId(THREAD_COLUMNS, threads, id);
 export const selectResource = (id: string) => byId(RESOURCE_COLUMNS, resources, id);
 
+/** Resource ids after `after` in id (UTF-8 byte) order, at most `limit`. */
+export const resourceIds = (after: string | null, limit: number): Statement => ({
+  sql: `SELECT id FROM ${resources} WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2`,
+  args: [after, limit],
+});
+
 /** Inserts a thread; `replace`: or replaces it, else `rowsAffected` 0 means the id was taken. */
 export const insertThread = (row: InValue[], replace: boolean): Statement => ({
   sql: `INSERT INTO ${threads} (${THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)

@@ -98,6 +98,15 @@ export function resourceDriver(c: Connection): ResourceDriver<MongoTx> {
       await tx.fence();
       await c.collections.resources.deleteOne({ _id: id }, { session: tx.session });
     },
+    list: async (after, limit) => {
+      const filter = after === null ? {} : { _id: { $gt: after } };
+      const docs = await c.collections.resources
+        .find(filter, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map((d) => d._id);
+    },
     get: async (id) => {
       const doc = await c.collections.resources.findOne({ _id: id });
       return doc && toResource(doc);

@@ -176,6 +176,8 @@ export class PostgresDriver implements Driver<PostgresTx> {
 
   readonly resources: ResourceDriver<PostgresTx> = {
     get: (id) => this.one<Resource>(this.sql.getResource, [id]),
+    list: async (after, limit) =>
+      (await this.db.query<{ id: string }>(this.sql.resourceIds, [after, limit])).map((r) => r.id),
     delete: async (tx, id) => {
       await tx.client.query(this.sql.deleteResource, [id]);
     },

@@ -122,6 +122,9 @@ export function statements(n: Names) {
       ON CONFLICT (thread_id, resource_id) DO UPDATE SET n = c.n + EXCLUDED.n`,
     saveMessagesAtOnce: saveMessagesAtOnce(n),
     getResource: `SELECT ${RESOURCE} FROM ${n.resources} WHERE id = $1`,
+    // COLLATE "C": UTF-8 byte order, as ids are ordered everywhere in engram.
+    resourceIds: `SELECT id FROM ${n.resources} WHERE $1::text IS NULL OR id COLLATE "C" > $1
+      ORDER BY id COLLATE "C" LIMIT $2`,
     /** `workingMemory` replaced only when `$5`, metadata merged with `||`, `updatedAt` set to `$4`. */
     upsertResource: `INSERT INTO ${n.resources} AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, $3::jsonb, $4, $4)
       ON CONFLICT (id) DO UPDATE SET

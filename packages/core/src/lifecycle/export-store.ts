@@ -7,16 +7,24 @@ const PAGE = 500;
 
 /**
  * Every record of a whole store, streamed resource by resource (each as `exportResource` writes
- * it), in the order the resources' first threads were created.
- *
- * The resources are found through their threads (`listThreads` without `resourceId`): the storage
- * contract has no listing of resources, so a resource that has no thread — only resource-scope
- * working memory, metadata or a resource-scope observation log — is not exported; export it with
- * `exportResource` by its id. Memory holds the set of resource ids (not their records) while the
- * threads are read, then one page at a time.
+ * it): the resources found through their threads (`listThreads` without `resourceId`), in the
+ * order their first threads were created, then the stored resources that have no thread (only
+ * working memory, metadata or a resource-scope observation log), in id order, when the store
+ * lists resources (`listResourceIds`). Without it such resources are not exported: export them
+ * with `exportResource` by id. Memory holds the set of resource ids (not their records).
  */
 export async function* exportStore(storage: MemoryStorage): AsyncGenerator<MemoryRecord> {
-  for (const resourceId of await resourceIds(storage)) yield* exportResource(storage, resourceId);
+  const withThreads = await resourceIds(storage);
+  for (const resourceId of withThreads) yield* exportResource(storage, resourceId);
+  const list = storage.listResourceIds?.bind(storage);
+  if (!list) return;
+  for (let after: string | undefined; ; ) {
+    const page = await list({ after, limit: PAGE });
+    for (const resourceId of page)
+      if (!withThreads.has(resourceId)) yield* exportResource(storage, resourceId);
+    if (page.length < PAGE) return;
+    after = page[page.length - 1];
+  }
 }
 
 /** The ids of the resources that own at least one thread, in the order of their first thread. */

@@ -248,6 +248,12 @@ export interface MemoryStorage {
    * again after a failure completes it. `Store` implements it; `Memory.deleteResource` needs it.
    */
   deleteResource?(args: { resourceId: string }): Promise<ResourceDeletion>;
+  /**
+   * Optional: ids of stored resources (records made by `updateResource` or working memory),
+   * ascending in UTF-8 byte order, after `after`, at most `limit` (default 1,000) — a page of a
+   * walk over every resource, whether it has threads or not.
+   */
+  listResourceIds?(args?: { after?: string; limit?: number }): Promise<string[]>;
   /** Optional: writes the resource exactly as given, dates included, replacing a stored one. */
   restoreResource?(resource: Resource): Promise<Resource>;
 

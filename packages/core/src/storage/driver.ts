@@ -193,4 +193,10 @@ export interface ResourceDriver<Tx = unknown> {
    * (core refuses it with `UNSUPPORTED` without it).
    */
   delete?(tx: Tx, id: string): Promise<void>;
+  /**
+   * Optional: up to `limit` ids of stored resources, ascending in UTF-8 byte order (`compareIds`),
+   * each greater than `after` (all when `null`). Lets a whole-store export find resources that
+   * have no thread (`listResourceIds`).
+   */
+  list?(after: string | null, limit: number): Promise<string[]>;
 }

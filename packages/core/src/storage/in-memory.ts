@@ -222,6 +222,11 @@ export class MemoryDriver implements Driver<MemoryTx> {
   };
 
   readonly resources: ResourceDriver<MemoryTx> = {
+    list: async (after, limit) =>
+      [...this.resourceMap.keys()]
+        .filter((id) => after === null || compareIds(id, after) > 0)
+        .sort(compareIds)
+        .slice(0, limit),
     get: async (id) => {
       const resource = this.resourceMap.get(id);
       return resource ? copyResource(resource) : null;

@@ -46,6 +46,7 @@ import {
   assertOptionalId,
   assertText,
   describe,
+  MAX_LISTING_COUNT,
 } from './validate.ts';
 import { newVersion, type WorkingMemoryCell, WorkingMemoryRunner } from './working-memory.ts';
 
@@ -87,7 +88,22 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
         { adapter: driver.name },
       );
     }
+    const list = driver.resources.list?.bind(driver.resources);
+    if (list) {
+      this.listResourceIds = (args = {}) => {
+        assertArgs(args, 'listResourceIds');
+        const { after, limit = 1_000 } = args;
+        if (after !== undefined) assertId(after, 'after');
+        if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTING_COUNT) {
+          throw invalid(`limit must be an integer from 1 to ${MAX_LISTING_COUNT}, got ${describe(limit)}`);
+        }
+        return this.run('listResourceIds', () => list(after ?? null, limit));
+      };
+    }
   }
+
+  /** Present when the driver lists resources (`resources.list`); see `MemoryStorage.listResourceIds`. */
+  readonly listResourceIds?: (args?: { after?: string; limit?: number }) => Promise<string[]>;
 
   /** What this store promises (the driver's declaration; read again each time, it may be learnt at open). */
   get capabilities(): D['capabilities'] {
