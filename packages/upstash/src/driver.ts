@@ -1,6 +1,13 @@
 import * as core from '@engram/core/driver';
 import type { Redis } from '@upstash/redis';
 import { ADAPTER, ERRORS } from './errors.ts';
+import {
+  backfillKeywords,
+  indexedRecord,
+  patchTerms,
+  type UpstashKeywords,
+  upstashKeywords,
+} from './keywords.ts';
 import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
 import { list, metadataFields, ms, records, text } from './mapping.ts';
@@ -30,6 +37,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly errors = ERRORS;
   /** Semantic recall: exact, one bounded Lua scan per query (see `upstashVectors`). */
   readonly vectors: UpstashVectors;
+  /** Keyword recall: an inverted index per resource, BM25 in one script (see `upstashKeywords`). */
+  readonly keywords: UpstashKeywords;
   /** Observation logs: one hash per log, each swap one script (see `upstashObservations`). */
   readonly observations: UpstashObservations;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
@@ -38,8 +47,10 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     private readonly client: Redis,
     private readonly prefix: string,
     vectorScanLimit: number,
+    analyzer: core.KeywordAnalyzer,
   ) {
     this.vectors = upstashVectors((name, args) => this.call(name, args), vectorScanLimit);
+    this.keywords = upstashKeywords((name, args) => this.call(name, args), analyzer);
     this.observations = upstashObservations((name, args) => this.call(name, args));
   }
 
@@ -53,8 +64,9 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     return frames.unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
+  /** Upgrades the layout, then runs the keyword backfill when threads are queued for it. */
   async open(): Promise<void> {
-    const found = Number(text(await this.call('init', {})));
+    const [found = 0, queued = 0] = list(await this.call('init', {})).map((v) => Number(text(v)));
     if (found > LAYOUT_VERSION) {
       throw new core.MemoryError(
         'MIGRATION',
@@ -62,6 +74,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         { adapter: ADAPTER },
       );
     }
+    if (queued) await backfillKeywords((name, args) => this.call(name, args), this.keywords.analyzer);
   }
 
   /** REST is stateless: there is no connection to release. */
@@ -147,21 +160,36 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
       return { threads, messages };
     },
     put: async (tx, messages) => {
-      tx.ops.push({ op: 'put', messages: messages.map(frames.messageRecord) });
+      tx.ops.push({ op: 'put', messages: messages.map((m) => indexedRecord(m, this.keywords.analyzer)) });
     },
     remove: async (tx, ids) => {
       tx.ops.push({ op: 'remove', ids });
     },
-    save: async (messages) =>
-      text(await this.call('saveMessages', { messages: messages.map(frames.messageRecord) })) === 'ok',
-    update: async (patches) => {
-      const encoded = patches.map(({ content, createdAt, ...patch }) => ({
-        ...patch,
-        content: content === undefined ? undefined : JSON.stringify(content),
-        createdAt: createdAt && ms(createdAt),
-      }));
-      return records(await this.call('updateMessages', { patches: encoded }), frames.toMessage);
+    save: async (messages) => {
+      const records = messages.map((m) => indexedRecord(m, this.keywords.analyzer));
+      return text(await this.call('saveMessages', { messages: records })) === 'ok';
     },
+    // The new keyword terms need the stored role and content: read first, and the script checks
+    // they are unchanged (else it writes nothing and this runs again).
+    update: (patches) =>
+      core.retry(
+        async () => {
+          const { terms, expect } = await patchTerms(
+            (n, a) => this.call(n, a),
+            this.keywords.analyzer,
+            patches,
+          );
+          const encoded = patches.map(({ content, createdAt, ...patch }) => ({
+            ...patch,
+            content: content === undefined ? undefined : JSON.stringify(content),
+            createdAt: createdAt && ms(createdAt),
+            terms: terms.get(patch.id),
+          }));
+          const reply = await this.call('updateMessages', { patches: encoded, expect });
+          return reply === 'retry' ? core.RETRY : records(reply, frames.toMessage);
+        },
+        { adapter: ADAPTER, what: 'updateMessages' },
+      ),
   };
 
   readonly resources: core.ResourceDriver<UpstashTx> = {

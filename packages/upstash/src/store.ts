@@ -1,4 +1,10 @@
-import { checkClientShape, MemoryError, Store } from '@engram/core/driver';
+import {
+  checkClientShape,
+  createKeywordAnalyzer,
+  type KeywordAnalyzerOptions,
+  MemoryError,
+  Store,
+} from '@engram/core/driver';
 import { Redis } from '@upstash/redis';
 import { UpstashDriver } from './driver.ts';
 import { ADAPTER } from './errors.ts';
@@ -13,6 +19,11 @@ export type UpstashStoreOptions = {
   prefix?: string;
   /** Semantic recall: vectors one search reads at most (newest first). Default 5000. */
   vectorScanLimit?: number;
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Changing it does not re-index stored messages.
+   */
+  keywords?: KeywordAnalyzerOptions;
 } & (
   | {
       /**
@@ -57,7 +68,8 @@ function driverOf(options: UpstashStoreOptions): UpstashDriver {
   if (!Number.isInteger(vectorScanLimit) || vectorScanLimit < 1) {
     throw invalid('vectorScanLimit must be a positive integer');
   }
-  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit);
+  const analyzer = createKeywordAnalyzer(options.keywords);
+  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit, analyzer);
 }
 
 const CLIENT_SHAPE = {
