@@ -93,26 +93,15 @@ for _, term in ipairs(A.terms) do
     end
   end
 end
-local function better(x, y)
-  if x[4] ~= y[4] then return x[4] > y[4] end
-  if x[3] ~= y[3] then return x[3] > y[3] end
-  return x[1] < y[1]
-end
 local best = {}
 for _, id in ipairs(candidates) do
   local m = redis.call('HMGET', K.message(id), 'threadId', 'createdAt')
   if m[1] and (A.threadId == nil or m[1] == A.threadId) then
-    local hit = {id, m[1], tonumber(m[2]), scores[id]}
-    if #best < k or better(hit, best[#best]) then
-      local at = #best + 1
-      while at > 1 and better(hit, best[at - 1]) do best[at] = best[at - 1]; at = at - 1 end
-      best[at] = hit
-      best[k + 1] = nil
-    end
+    keepBest(best, k, {id, m[1], tonumber(m[2]), '', scores[id]})
   end
 end
 local out = {}
-for i, h in ipairs(best) do out[i] = {h[1], h[2], string.format('%d', h[3]), string.format('%.17g', h[4])} end
+for i, h in ipairs(best) do out[i] = {h[1], h[2], string.format('%d', h[3]), string.format('%.17g', h[5])} end
 return frame(out)
 `;
 

@@ -97,6 +97,22 @@ local function unlinkMessage(id)
   return m[1]
 end
 
+-- Search hits { id, threadId, createdAt, hash or '', score }: whether a ranks before b (score
+-- desc, createdAt desc, id asc); and keepBest, which inserts hit into best (that order, k at most).
+local function better(a, b)
+  if a[5] ~= b[5] then return a[5] > b[5] end
+  if a[3] ~= b[3] then return a[3] > b[3] end
+  return a[1] < b[1]
+end
+local function keepBest(best, k, hit)
+  if #best < k or better(hit, best[#best]) then
+    local at = #best + 1
+    while at > 1 and better(hit, best[at - 1]) do best[at] = best[at - 1]; at = at - 1 end
+    best[at] = hit
+    best[k + 1] = nil
+  end
+end
+
 -- Whether every field a unit of work read ({ record, id, field, value or false }) still holds.
 local function holds(expect)
   for _, e in ipairs(expect) do
