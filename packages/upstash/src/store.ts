@@ -2,6 +2,7 @@ import {
   checkClientShape,
   createKeywordAnalyzer,
   type KeywordAnalyzerOptions,
+  type KeywordStore,
   MemoryError,
   Store,
 } from '@engram/core/driver';
@@ -54,6 +55,11 @@ export type UpstashStoreOptions = {
 export class UpstashStore extends Store<UpstashDriver> {
   constructor(options: UpstashStoreOptions) {
     super(driverOf(options));
+  }
+
+  /** The keyword index for keyword and hybrid recall (BM25 per resource; see `keywords.ts`). */
+  override get keywords(): KeywordStore {
+    return super.keywords as KeywordStore;
   }
 }
 

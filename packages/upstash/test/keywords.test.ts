@@ -32,7 +32,7 @@ const message = (id: string, t: Thread, content: string, n: number): Message => 
 /** A hash read raw (the test client keeps HGETALL's flat list) as an object. */
 async function hash(key: string): Promise<Record<string, string>> {
   const flat = ((await testClient().hgetall(key)) ?? []) as unknown as string[];
-  return Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, flat[i + 1]]] : [])));
+  return Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, flat[i + 1] ?? '']] : [])));
 }
 
 async function open(sub: string) {

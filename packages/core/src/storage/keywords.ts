@@ -69,7 +69,10 @@ export interface KeywordHit {
 export interface KeywordStore {
   /** How text becomes terms in this store (the index and queries alike). */
   readonly analyzer: KeywordAnalyzer;
-  /** `'bm25'`: exactly `bm25Score` over the whole index; another value names the backend's ranking. */
+  /**
+   * `'bm25'`: exactly `bm25Score` over the whole index; another value names the backend's ranking
+   * (Upstash: `'bm25 (statistics per resource)'`, the same formula with the resource's statistics).
+   */
   readonly ranking: string;
   /** The `topK` best matches in scope, ordered by score, then newer first, then id. */
   search(args: KeywordSearch): Promise<KeywordHit[]>;
