@@ -21,6 +21,8 @@ export const RESOURCE_BM25 = 'bm25 (statistics per resource)';
 
 /** Messages the backfill reads per batch. */
 const BACKFILL_BATCH = 500;
+/** Upserts per command in the backfill. */
+const UPSERTS_PER_COMMAND = 20;
 
 /**
  * The keyword index in `<prefix>keywords`, one document per message with text (`_id` = message
@@ -133,7 +135,10 @@ export async function backfillKeywords(collections: Collections, analyzer: Keywo
       const { _id, ...fields } = doc;
       return [{ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } }];
     });
-    if (ops.length > 0) await collections.keywords.bulkWrite(ops);
+    // A few updates a command, as `bulkWrite` does on FerretDB 1.x (the server is not known yet).
+    for (let i = 0; i < ops.length; i += UPSERTS_PER_COMMAND) {
+      await collections.keywords.bulkWrite(ops.slice(i, i + UPSERTS_PER_COMMAND));
+    }
     after = batch.at(-1)?._id;
     await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: after as string }, { upsert: true });
   }
