@@ -12,7 +12,14 @@ import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
 import { list, metadataFields, ms, records, text } from './mapping.ts';
 import { type UpstashObservations, upstashObservations } from './observations.ts';
-import { type Expectation, type Operation, SCRIPTS, type ScriptName, scriptArgument } from './scripts.ts';
+import {
+  type Call,
+  type Expectation,
+  type Operation,
+  SCRIPTS,
+  type ScriptName,
+  scriptArgument,
+} from './scripts.ts';
 import { type UpstashVectors, upstashVectors } from './vectors.ts';
 
 /** A unit of work: what its reads saw (checked again when it commits) and its writes, in order. */
@@ -29,7 +36,7 @@ type CellWrite = { expected?: Stored | null; value?: string | null; version?: st
  * The driver of `UpstashStore`: every primitive is one Lua script (`scripts.ts`). REST has no
  * interactive transactions, so a `write` is optimistic: its reads record what they saw, its writes
  * are collected, and one `commit` script checks the reads again and applies the writes, or writes
- * nothing and `fn` runs again (core's `retry`). `messages.save` and `.update` are one script each.
+ * nothing and `fn` runs again (core's `retry`). `messages.save` is one script; `.update` too, after a read when a role or content changes.
  */
 export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly name = ADAPTER;
@@ -42,6 +49,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   /** Observation logs: one hash per log, each swap one script (see `upstashObservations`). */
   readonly observations: UpstashObservations;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
+  /** `call`, for the domains and helpers that run scripts. */
+  private readonly scripts: Call = (name, args) => this.call(name, args);
 
   constructor(
     private readonly client: Redis,
@@ -49,9 +58,9 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     vectorScanLimit: number,
     analyzer: core.KeywordAnalyzer,
   ) {
-    this.vectors = upstashVectors((name, args) => this.call(name, args), vectorScanLimit);
-    this.keywords = upstashKeywords((name, args) => this.call(name, args), analyzer);
-    this.observations = upstashObservations((name, args) => this.call(name, args));
+    this.vectors = upstashVectors(this.scripts, vectorScanLimit);
+    this.keywords = upstashKeywords(this.scripts, analyzer);
+    this.observations = upstashObservations(this.scripts);
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */
@@ -74,7 +83,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         { adapter: ADAPTER },
       );
     }
-    if (queued) await backfillKeywords((name, args) => this.call(name, args), this.keywords.analyzer);
+    if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer);
   }
 
   /** REST is stateless: there is no connection to release. */
@@ -174,11 +183,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     update: (patches) =>
       core.retry(
         async () => {
-          const { terms, expect } = await patchTerms(
-            (n, a) => this.call(n, a),
-            this.keywords.analyzer,
-            patches,
-          );
+          const { terms, expect } = await patchTerms(this.scripts, this.keywords.analyzer, patches);
           const encoded = patches.map(({ content, createdAt, ...patch }) => ({
             ...patch,
             content: content === undefined ? undefined : JSON.stringify(content),
