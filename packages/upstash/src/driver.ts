@@ -36,7 +36,8 @@ type CellWrite = { expected?: Stored | null; value?: string | null; version?: st
  * The driver of `UpstashStore`: every primitive is one Lua script (`scripts.ts`). REST has no
  * interactive transactions, so a `write` is optimistic: its reads record what they saw, its writes
  * are collected, and one `commit` script checks the reads again and applies the writes, or writes
- * nothing and `fn` runs again (core's `retry`). `messages.save` is one script; `.update` too, after a read when a role or content changes.
+ * nothing and `fn` runs again (core's `retry`). `messages.save` is one script; `.update` too,
+ * after a read when a role or content changes.
  */
 export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly name = ADAPTER;
