@@ -58,11 +58,9 @@ export interface KeywordDocument {
   resourceId: string;
   threadId: string;
   createdAt: Date;
-  /** The distinct terms (core's analyzer), in order of first use. */
+  /** The message's terms (core's analyzer), repeats kept. */
   terms: string[];
-  /** Each term's count in the message, parallel to `terms`. */
-  counts: number[];
-  /** How many terms the message has, repeats counted. */
+  /** How many terms: `terms.length`, read alone for the statistics. */
   length: number;
 }
 

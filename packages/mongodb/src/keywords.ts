@@ -1,12 +1,10 @@
 import {
-  bm25Score,
-  compareKeywordHits,
   type KeywordAnalyzer,
   type KeywordDriver,
-  type KeywordHit,
   keywordTerms,
   type Message,
-  termCounts,
+  RESOURCE_BM25,
+  rankIndexed,
 } from '@engram/core/driver';
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { Collections, KeywordDocument } from './collections.ts';
@@ -16,9 +14,6 @@ import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { bulkWrite } from './writes.ts';
 
-/** Ranking of the MongoDB index: BM25 whose statistics are those of the resource searched. */
-export const RESOURCE_BM25 = 'bm25 (statistics per resource)';
-
 /** Messages the backfill reads per batch. */
 const BACKFILL_BATCH = 500;
 /** Upserts per command in the backfill. */
@@ -26,8 +21,8 @@ const UPSERTS_PER_COMMAND = 20;
 
 /**
  * The keyword index in `<prefix>keywords`, one document per message with text (`_id` = message
- * id): its resource, thread and `createdAt`, its distinct terms (core's analyzer), their counts
- * and its length. `put` rewrites the documents of the messages it writes, in the same write (the
+ * id): its resource, thread and `createdAt`, its terms (core's analyzer, repeats kept) and
+ * their number. `put` rewrites the documents of the messages it writes, in the same write (the
  * session transaction, or the ordered commands under the thread locks), and core's cascade hooks
  * delete them with their messages.
  *
@@ -35,9 +30,10 @@ const UPSERTS_PER_COMMAND = 20;
  * (Atlas only); a real MongoDB's `text` index ranks by its own term weighting, not BM25, and
  * would tokenise differently from every other store. So the index is ours on every server:
  * a search reads the resource's documents holding any query term and the lengths of all its
- * documents (two queries on the `resourceId` index, in parallel), and scores them in the client with
- * core's `bm25Score`. Statistics are the resource's, so another tenant's text never changes a
- * score; the search reads every document of the resource that holds a query term.
+ * documents (two queries on the `resourceId` index, in parallel), and ranks them in the client
+ * with core's `rankIndexed` (BM25 as `bm25Score`). Statistics are the resource's, so another
+ * tenant's text never changes a score; the search reads every document of the resource that
+ * holds a query term.
  */
 export function keywordDriver(c: Connection, analyzer: KeywordAnalyzer): KeywordDriver<MongoTx> {
   return {
@@ -51,22 +47,9 @@ export function keywordDriver(c: Connection, analyzer: KeywordAnalyzer): Keyword
         keywords.find({ resourceId: query.resourceId, terms: { $in: query.terms } }).toArray(),
       ]);
       if (lengths.length === 0) return [];
-      const totals = { docs: lengths.length, terms: lengths.reduce((sum, d) => sum + d.length, 0) };
-      const containing = new Map(query.terms.map((t) => [t, 0]));
-      for (const doc of docs) {
-        for (const t of doc.terms) if (containing.has(t)) containing.set(t, (containing.get(t) ?? 0) + 1);
-      }
-      const stats = { documents: totals.docs, terms: totals.terms, containing };
-      const excluded = new Set(query.excludeIds);
-      const hits: KeywordHit[] = [];
-      for (const doc of docs) {
-        if (excluded.has(doc._id) || (query.threadId !== undefined && doc.threadId !== query.threadId))
-          continue;
-        const counts = new Map(doc.terms.map((t, i) => [t, doc.counts[i] ?? 0]));
-        const score = bm25Score(query.terms, counts, doc.length, stats);
-        hits.push({ messageId: doc._id, threadId: doc.threadId, score, createdAt: new Date(doc.createdAt) });
-      }
-      return hits.sort(compareKeywordHits).slice(0, query.topK);
+      const terms = lengths.reduce((sum, d) => sum + d.length, 0);
+      const rows = docs.map((d) => [{ ...d, id: d._id }, d.terms] as const);
+      return rankIndexed(rows, query, { documents: lengths.length, terms });
     },
     deleteByThread: async (tx, threadId) => {
       await tx.lock([threadLock(threadId)]);
@@ -84,17 +67,8 @@ export function keywordDriver(c: Connection, analyzer: KeywordAnalyzer): Keyword
 export function keywordDocument(message: Message, analyzer: KeywordAnalyzer): KeywordDocument | null {
   const terms = keywordTerms(message, analyzer);
   if (terms.length === 0) return null;
-  const counts = termCounts(terms);
   const { id, resourceId, threadId, createdAt } = message;
-  return {
-    _id: id,
-    resourceId,
-    threadId,
-    createdAt,
-    terms: [...counts.keys()],
-    counts: [...counts.values()],
-    length: terms.length,
-  };
+  return { _id: id, resourceId, threadId, createdAt, terms, length: terms.length };
 }
 
 /** Inside `put`'s write: the index documents of these messages replaced, or deleted when they have no terms. */

@@ -6,6 +6,7 @@ import {
   keywordTerms,
   type Message,
   type MessagePatch,
+  RESOURCE_BM25,
 } from '@engram/core/driver';
 import type { UpstashTx } from './driver.ts';
 import { fields, list, messageRecord, text, toMessage } from './mapping.ts';
@@ -13,9 +14,6 @@ import type { Call, Expectation } from './scripts.ts';
 
 /** The keyword domain of `UpstashDriver`. */
 export type UpstashKeywords = KeywordDriver<UpstashTx>;
-
-/** Ranking of the Upstash index: BM25 whose statistics are those of the resource searched. */
-export const RESOURCE_BM25 = 'bm25 (statistics per resource)';
 
 /** Messages the keyword backfill reads per script call (whole threads, at least one). */
 const BACKFILL_BATCH = 500;
