@@ -1,5 +1,4 @@
 import type { Message, Thread } from '@engram/core';
-import { defaultKeywordAnalyzer, keywordTerms, searchIndexed } from '@engram/core/driver';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LATEST_VERSION, MongoDBStore } from '../src/index.ts';
@@ -49,20 +48,6 @@ describeMongo('MongoDB keyword index, read back with a separate client', (url) =
   afterAll(async () => {
     await raw?.close();
     await dropDatabase(url, dbName);
-  });
-
-  it("scores exactly core's BM25 over the resource, whatever other resources hold", async () => {
-    const store = new MongoDBStore({ url, dbName, collectionPrefix: 'scores_' });
-    const mine = await seed(store, 'a', TEXTS);
-    const search = { query: 'garden gym 80417', topK: 10, resourceId: 'a' };
-    const alone = await store.keywords.search(search);
-    await seed(store, 'b', ['garden garden', 'gym', 'the garden of another tenant', 'garden 80417']);
-    expect(await store.keywords.search(search)).toEqual(alone);
-    const indexed = mine.map((m) => [m, keywordTerms(m, defaultKeywordAnalyzer)] as const);
-    const terms = [...new Set(defaultKeywordAnalyzer.terms(search.query))];
-    const reference = searchIndexed(indexed, { terms, topK: 10, resourceId: 'a', excludeIds: [] });
-    expect(alone.map((h) => [h.messageId, h.score])).toEqual(reference.map((h) => [h.messageId, h.score]));
-    await store.close();
   });
 
   it('backfills messages stored before the index existed, when the schema is upgraded', async () => {

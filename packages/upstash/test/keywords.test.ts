@@ -1,5 +1,4 @@
 import type { Message, Thread } from '@engram/core';
-import { defaultKeywordAnalyzer, keywordTerms, searchIndexed } from '@engram/core/driver';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip } from './env.ts';
@@ -59,23 +58,6 @@ const TEXTS = [
 describe.skipIf(upstashSkip)(
   `upstash keyword index${upstashSkip ? ` (skipped: ${upstashSkip})` : ''}`,
   () => {
-    it("scores exactly core's BM25 over the resource, whatever other resources hold", async () => {
-      const store = await open('scores');
-      const mine = await seed(store, 'a', TEXTS);
-      const search = { query: 'garden gym 80417', topK: 10, resourceId: 'a' };
-      const alone = await store.keywords.search(search);
-      await seed(store, 'b', ['garden garden', 'gym', 'the garden of another tenant', 'garden 80417']);
-      const crowded = await store.keywords.search(search);
-      expect(crowded).toEqual(alone);
-      const indexed = mine.map((m) => [m, keywordTerms(m, defaultKeywordAnalyzer)] as const);
-      const terms = [...new Set(defaultKeywordAnalyzer.terms(search.query))];
-      const reference = searchIndexed(indexed, { terms, topK: 10, resourceId: 'a', excludeIds: [] });
-      expect(alone.map((h) => h.messageId)).toEqual(reference.map((h) => h.messageId));
-      alone.forEach((hit, i) => {
-        expect(hit.score).toBeCloseTo(reference[i]?.score ?? Number.NaN, 12);
-      });
-    });
-
     it('keeps the postings, documents and statistics in step and leaves no key behind', async () => {
       const store = await open('layout');
       const raw = testClient();
