@@ -66,10 +66,9 @@ export const MIGRATIONS: readonly {
     name: 'keyword index (BM25 per resource): one document per message with text, backfilled',
     async up(collections, analyzer) {
       await createCollection(collections, 'keywords');
-      await collections.keywords.createIndexes([
-        { key: { resourceId: 1 }, name: 'resource' },
-        { key: { threadId: 1 }, name: 'thread' },
-      ]);
+      // One a command: FerretDB 1.24 panics on a createIndexes of several that already exist.
+      await collections.keywords.createIndex({ resourceId: 1 }, { name: 'resource' });
+      await collections.keywords.createIndex({ threadId: 1 }, { name: 'thread' });
       await backfillKeywords(collections, analyzer);
     },
   },
