@@ -1,4 +1,11 @@
-import { InMemoryStore, type KeywordStore, Memory, type MemoryStorage, type Message } from '@engram/core';
+import {
+  InMemoryStore,
+  type KeywordStore,
+  Memory,
+  type MemoryStorage,
+  type Message,
+  RESOURCE_BM25,
+} from '@engram/core';
 import { expectEqual, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
@@ -130,6 +137,45 @@ export const keywordRecallChecks = [
         expectTrue((ours?.score ?? 0) > 0, `a positive score for ${JSON.stringify(query)}`);
       }
       ctx.log(`${PLANTED.length} queries, each top hit the planted message (ranking: ${keywords.ranking})`);
+    },
+  ),
+
+  check(
+    `statistics per resource: scores are the reference's BM25 over the resource, and another resource changes none${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const keywords = keywordsOf(store);
+      if (keywords.ranking !== RESOURCE_BM25) {
+        skipCheck(
+          `${store.name} ranks with ${JSON.stringify(keywords.ranking)}: statistics over the whole index`,
+        );
+      }
+      const [r, other] = [ctx.id('r'), ctx.id('o')];
+      const oracle = new InMemoryStore();
+      for (const s of [store, oracle]) await seedTexts(s, `${r}-t`, r, CORPUS);
+      const search = { query: 'the garden park dog gym 80417', topK: 10, resourceId: r };
+      const scored = async () => (await keywords.search(search)).map((h) => [h.messageId, h.score] as const);
+      const alone = await scored();
+      await seedTexts(store, `${other}-t`, other, [...CORPUS.slice(0, 4), 'garden garden park', 'gym 80417']);
+      expectEqual(
+        await scored(),
+        alone,
+        'the same hits and scores after another resource saved its messages',
+      );
+      const reference = await (oracle.keywords as KeywordStore).search(search);
+      expectEqual(
+        alone.map(([id]) => id),
+        reference.map((h) => h.messageId),
+        'the hits of the reference over the resource alone',
+      );
+      reference.forEach((h, i) => {
+        const score = alone[i]?.[1] ?? Number.NaN;
+        expectTrue(
+          Math.abs(score - h.score) <= 1e-9 * h.score,
+          `hit ${i} scores ${score}, the reference ${h.score}`,
+        );
+      });
+      ctx.log(`${alone.length} hits, each scored as the reference over the resource`);
     },
   ),
 

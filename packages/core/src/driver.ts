@@ -77,6 +77,8 @@ export {
   keywordTerms,
   MAX_QUERY_TERMS,
   queryTerms,
+  RESOURCE_BM25,
+  rankIndexed,
   searchIndexed,
   termCounts,
   ValidatedKeywords,

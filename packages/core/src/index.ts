@@ -199,6 +199,7 @@ export type * from './storage/contract.ts';
 export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export type { KeywordHit, KeywordSearch, KeywordStore } from './storage/keywords.ts';
+export { RESOURCE_BM25 } from './storage/keywords.ts';
 export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';

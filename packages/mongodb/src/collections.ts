@@ -52,6 +52,18 @@ export interface VectorDocument {
   vec: Binary;
 }
 
+/** A message's keyword-index entry (`keywords.ts`): `_id` is the message id. */
+export interface KeywordDocument {
+  _id: string;
+  resourceId: string;
+  threadId: string;
+  createdAt: Date;
+  /** The message's terms (core's analyzer), repeats kept. */
+  terms: string[];
+  /** How many terms: `terms.length`, read alone for the statistics. */
+  length: number;
+}
+
 /** The one embedding space of the store's vectors (`_id` 1). */
 export interface VectorSpaceDocument {
   _id: number;
@@ -89,6 +101,7 @@ export interface Collections {
   vectors: Collection<VectorDocument>;
   vectorSpace: Collection<VectorSpaceDocument>;
   observations: Collection<ObservationDocument>;
+  keywords: Collection<KeywordDocument>;
 }
 
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
@@ -97,6 +110,7 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     locks: `${prefix}locks`,
     vectors: `${prefix}vectors`,
     observations: `${prefix}observations`,
+    keywords: `${prefix}keywords`,
   };
 }
 

@@ -1,8 +1,15 @@
-import { checkClientShape, type Driver, type StoreCapabilities } from '@engram/core/driver';
+import {
+  checkClientShape,
+  createKeywordAnalyzer,
+  type Driver,
+  type KeywordDriver,
+  type StoreCapabilities,
+} from '@engram/core/driver';
 import { MongoClient } from 'mongodb';
 import { type Collections, checkNames, collections } from './collections.ts';
 import type { Codec } from './encoding.ts';
 import { errors, mongoError } from './errors.ts';
+import { keywordDriver } from './keywords.ts';
 import { DEFAULT_LEASE_MS, type MongoTx, WriteLocks } from './locks.ts';
 import { messageDriver } from './messages.ts';
 import { migrate } from './migrations.ts';
@@ -44,8 +51,10 @@ export class MongoDBDriver implements Driver<MongoTx> {
   /** Filled in by `open`; the primitives read it only while the store is open. */
   private readonly connection = {} as Connection;
 
+  /** Keyword recall: an index document per message, BM25 per resource in the client (`keywords.ts`). */
+  readonly keywords: KeywordDriver<MongoTx>;
   readonly threads = threadDriver(this.connection);
-  readonly messages = messageDriver(this.connection);
+  readonly messages: ReturnType<typeof messageDriver>;
   readonly resources = resourceDriver(this.connection);
   /** Compare-and-set on the document's `version`; under write locks, a lease after a lost race. */
   readonly workingMemory = workingMemoryStrategy(this.connection);
@@ -65,6 +74,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
     }
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
+    this.keywords = keywordDriver(this.connection, createKeywordAnalyzer(options.keywords));
+    this.messages = messageDriver(this.connection, this.keywords.analyzer);
   }
 
   /** `transactionalBatches` is learnt at `open`: `true` where `write` is a transaction (else, and until open, `false`). */
@@ -87,7 +98,7 @@ export class MongoDBDriver implements Driver<MongoTx> {
       (typeof hello.setName === 'string' || hello.msg === 'isdbgrid') &&
       hello.logicalSessionTimeoutMinutes != null;
     const store = collections(db, this.collectionPrefix);
-    await migrate(store);
+    await migrate(store, this.keywords.analyzer);
     const writeLocks = this.options.writeLocks ?? 'auto';
     const locked = writeLocks === 'always' || (writeLocks === 'auto' && (ferretdb1 || !transactions));
     Object.assign(this.connection, {

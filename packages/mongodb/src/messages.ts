@@ -1,15 +1,16 @@
-import type { Message, MessageDriver, WindowQuery } from '@engram/core/driver';
+import type { KeywordAnalyzer, Message, MessageDriver, WindowQuery } from '@engram/core/driver';
 import type { Filter, MongoBulkWriteError } from 'mongodb';
 import { type Collections, type MessageDocument, pageOf } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
+import { indexMessages } from './keywords.ts';
 import { LockLost, type MongoTx } from './locks.ts';
 import { toMessage, toMessageDocument } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { bulkWrite } from './writes.ts';
 
 /** Messages, one document each; core composes their writes from `places`, `put` and `remove`. */
-export function messageDriver(c: Connection): MessageDriver<MongoTx> {
+export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): MessageDriver<MongoTx> {
   return {
     // The page (count + one bounded `find`) and the include windows, in parallel.
     readPage: async (query) => {
@@ -71,18 +72,21 @@ export function messageDriver(c: Connection): MessageDriver<MongoTx> {
         .filter((d) => !tx.stored || tx.stored.has(d._id))
         .map(({ _id, ...replacement }) => ({ replaceOne: { filter: { _id }, replacement, upsert: true } }));
       await bulkWrite(c, c.collections.messages, ops, tx);
-      if (fresh.length === 0) return;
-      await tx.fence();
-      try {
-        await c.collections.messages.insertMany(fresh);
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-        const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
-        const ours = fresh.slice(0, first?.index ?? 0).map((d) => d._id);
+      if (fresh.length > 0) {
         await tx.fence();
-        await c.collections.messages.deleteMany({ _id: { $in: ours } });
-        throw new LockLost();
+        try {
+          await c.collections.messages.insertMany(fresh);
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
+          const ours = fresh.slice(0, first?.index ?? 0).map((d) => d._id);
+          await tx.fence();
+          await c.collections.messages.deleteMany({ _id: { $in: ours } });
+          throw new LockLost();
+        }
       }
+      // The keyword index follows in the same write (see `keywords.ts`).
+      await indexMessages(c, tx, messages, analyzer);
     },
     remove: async (tx, ids) => {
       await tx.fence();

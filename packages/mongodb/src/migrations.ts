@@ -1,5 +1,7 @@
+import type { KeywordAnalyzer } from '@engram/core/driver';
 import type { Collections } from './collections.ts';
 import { mongoError } from './errors.ts';
+import { backfillKeywords } from './keywords.ts';
 import { WriteLocks } from './locks.ts';
 import { insertNew } from './writes.ts';
 
@@ -21,7 +23,10 @@ async function createCollection(collections: Collections, name: keyof Collection
  * The schema, append-only: the version of a migration is its position (1-based), recorded in
  * `<prefix>migrations`, one document per version. Each step is idempotent.
  */
-export const MIGRATIONS: readonly { name: string; up(collections: Collections): Promise<void> }[] = [
+export const MIGRATIONS: readonly {
+  name: string;
+  up(collections: Collections, analyzer: KeywordAnalyzer): Promise<void>;
+}[] = [
   {
     name: 'collections, thread listing indexes and the (threadId, createdAt, _id) message index',
     async up(collections) {
@@ -57,6 +62,16 @@ export const MIGRATIONS: readonly { name: string; up(collections: Collections): 
       ]);
     },
   },
+  {
+    name: 'keyword index (BM25 per resource): one document per message with text, backfilled',
+    async up(collections, analyzer) {
+      await createCollection(collections, 'keywords');
+      // One a command: FerretDB 1.24 panics on a createIndexes of several that already exist.
+      await collections.keywords.createIndex({ resourceId: 1 }, { name: 'resource' });
+      await collections.keywords.createIndex({ threadId: 1 }, { name: 'thread' });
+      await backfillKeywords(collections, analyzer);
+    },
+  },
 ];
 
 /** The schema version this package writes. */
@@ -83,18 +98,18 @@ async function appliedVersions(collections: Collections): Promise<Set<number>> {
  * several clients create the same indexes of a new database at once. Whoever gets the lock next
  * finds the versions recorded and does nothing.
  */
-export async function migrate(collections: Collections): Promise<void> {
+export async function migrate(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
   const applied = await appliedVersions(collections);
   if (MIGRATIONS.every((_, i) => applied.has(i + 1))) return;
-  await new WriteLocks(collections.locks).hold(['migrations'], () => applyPending(collections));
+  await new WriteLocks(collections.locks).hold(['migrations'], () => applyPending(collections, analyzer));
 }
 
-async function applyPending(collections: Collections): Promise<void> {
+async function applyPending(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
   const applied = await appliedVersions(collections);
   for (const [i, migration] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;
-    await migration.up(collections);
+    await migration.up(collections, analyzer);
     // Not inserted when another process applied and recorded the same version meanwhile.
     await insertNew(collections.migrations, { _id: version, name: migration.name, appliedAt: new Date() });
   }

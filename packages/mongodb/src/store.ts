@@ -1,4 +1,4 @@
-import { Store } from '@engram/core/driver';
+import { type KeywordAnalyzerOptions, type KeywordStore, Store } from '@engram/core/driver';
 import type { MongoClient, MongoClientOptions } from 'mongodb';
 import { MongoDBDriver } from './driver.ts';
 
@@ -51,6 +51,11 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
    * what others wrote since (see "How writes under a lock are fenced" in the README).
    */
   lockLeaseMs?: number;
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Changing it does not re-index stored messages.
+   */
+  keywords?: KeywordAnalyzerOptions;
 };
 
 /**
@@ -68,5 +73,10 @@ export class MongoDBStore extends Store<MongoDBDriver> {
   constructor(options: MongoDBStoreOptions) {
     super(new MongoDBDriver(options));
     ({ client: this.client, dbName: this.dbName, collectionPrefix: this.collectionPrefix } = this.driver);
+  }
+
+  /** The keyword index for keyword and hybrid recall (BM25 per resource; see `keywords.ts`). */
+  override get keywords(): KeywordStore {
+    return super.keywords as KeywordStore;
   }
 }

@@ -25,7 +25,7 @@ describeMongo('MongoDB vectors, read back with a separate client', (url) => {
     const memory = new Memory({
       storage: store,
       embedder: createLexicalEmbedder({ dimensions: 20 }),
-      options: { semanticRecall: true },
+      options: { semanticRecall: { mode: 'vector' } },
     });
     await memory.createThread({ resourceId: 'u', threadId: 't' });
     const saved = await memory.saveMessages({

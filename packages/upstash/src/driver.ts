@@ -1,11 +1,25 @@
 import * as core from '@engram/core/driver';
 import type { Redis } from '@upstash/redis';
 import { ADAPTER, ERRORS } from './errors.ts';
+import {
+  backfillKeywords,
+  indexedRecord,
+  patchTerms,
+  type UpstashKeywords,
+  upstashKeywords,
+} from './keywords.ts';
 import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
 import { list, metadataFields, ms, records, text } from './mapping.ts';
 import { type UpstashObservations, upstashObservations } from './observations.ts';
-import { type Expectation, type Operation, SCRIPTS, type ScriptName, scriptArgument } from './scripts.ts';
+import {
+  type Call,
+  type Expectation,
+  type Operation,
+  SCRIPTS,
+  type ScriptName,
+  scriptArgument,
+} from './scripts.ts';
 import { type UpstashVectors, upstashVectors } from './vectors.ts';
 
 /** A unit of work: what its reads saw (checked again when it commits) and its writes, in order. */
@@ -22,7 +36,8 @@ type CellWrite = { expected?: Stored | null; value?: string | null; version?: st
  * The driver of `UpstashStore`: every primitive is one Lua script (`scripts.ts`). REST has no
  * interactive transactions, so a `write` is optimistic: its reads record what they saw, its writes
  * are collected, and one `commit` script checks the reads again and applies the writes, or writes
- * nothing and `fn` runs again (core's `retry`). `messages.save` and `.update` are one script each.
+ * nothing and `fn` runs again (core's `retry`). `messages.save` is one script; `.update` too,
+ * after a read when a role or content changes.
  */
 export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly name = ADAPTER;
@@ -30,17 +45,23 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly errors = ERRORS;
   /** Semantic recall: exact, one bounded Lua scan per query (see `upstashVectors`). */
   readonly vectors: UpstashVectors;
+  /** Keyword recall: an inverted index per resource, BM25 in one script (see `upstashKeywords`). */
+  readonly keywords: UpstashKeywords;
   /** Observation logs: one hash per log, each swap one script (see `upstashObservations`). */
   readonly observations: UpstashObservations;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
+  /** `call`, for the domains and helpers that run scripts. */
+  private readonly scripts: Call = (name, args) => this.call(name, args);
 
   constructor(
     private readonly client: Redis,
     private readonly prefix: string,
     vectorScanLimit: number,
+    analyzer: core.KeywordAnalyzer,
   ) {
-    this.vectors = upstashVectors((name, args) => this.call(name, args), vectorScanLimit);
-    this.observations = upstashObservations((name, args) => this.call(name, args));
+    this.vectors = upstashVectors(this.scripts, vectorScanLimit);
+    this.keywords = upstashKeywords(this.scripts, analyzer);
+    this.observations = upstashObservations(this.scripts);
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */
@@ -53,8 +74,9 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     return frames.unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
+  /** Upgrades the layout, then runs the keyword backfill when threads are queued for it. */
   async open(): Promise<void> {
-    const found = Number(text(await this.call('init', {})));
+    const [found = 0, queued = 0] = list(await this.call('init', {})).map((v) => Number(text(v)));
     if (found > LAYOUT_VERSION) {
       throw new core.MemoryError(
         'MIGRATION',
@@ -62,6 +84,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         { adapter: ADAPTER },
       );
     }
+    if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer);
   }
 
   /** REST is stateless: there is no connection to release. */
@@ -147,21 +170,32 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
       return { threads, messages };
     },
     put: async (tx, messages) => {
-      tx.ops.push({ op: 'put', messages: messages.map(frames.messageRecord) });
+      tx.ops.push({ op: 'put', messages: messages.map((m) => indexedRecord(m, this.keywords.analyzer)) });
     },
     remove: async (tx, ids) => {
       tx.ops.push({ op: 'remove', ids });
     },
-    save: async (messages) =>
-      text(await this.call('saveMessages', { messages: messages.map(frames.messageRecord) })) === 'ok',
-    update: async (patches) => {
-      const encoded = patches.map(({ content, createdAt, ...patch }) => ({
-        ...patch,
-        content: content === undefined ? undefined : JSON.stringify(content),
-        createdAt: createdAt && ms(createdAt),
-      }));
-      return records(await this.call('updateMessages', { patches: encoded }), frames.toMessage);
+    save: async (messages) => {
+      const records = messages.map((m) => indexedRecord(m, this.keywords.analyzer));
+      return text(await this.call('saveMessages', { messages: records })) === 'ok';
     },
+    // The new keyword terms need the stored role and content: read first, and the script checks
+    // they are unchanged (else it writes nothing and this runs again).
+    update: (patches) =>
+      core.retry(
+        async () => {
+          const { terms, expect } = await patchTerms(this.scripts, this.keywords.analyzer, patches);
+          const encoded = patches.map(({ content, createdAt, ...patch }) => ({
+            ...patch,
+            content: content === undefined ? undefined : JSON.stringify(content),
+            createdAt: createdAt && ms(createdAt),
+            terms: terms.get(patch.id),
+          }));
+          const reply = await this.call('updateMessages', { patches: encoded, expect });
+          return reply === 'retry' ? core.RETRY : records(reply, frames.toMessage);
+        },
+        { adapter: ADAPTER, what: 'updateMessages' },
+      ),
   };
 
   readonly resources: core.ResourceDriver<UpstashTx> = {

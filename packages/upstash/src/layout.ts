@@ -21,6 +21,10 @@ export const KEY_LAYOUT = {
   vectorSpace: 'vector-space', // hash: the one embedding space (`embedder`, `dimensions`)
   threadObservations: 'observations:thread:{thread}', // hash: a thread's observation log
   resourceObservations: 'observations:resource:{resource}', // hash: a resource's observation log
+  keywords: 'keywords:{resource}:{term}', // hash: a term's postings in a resource (message id → count)
+  keywordStats: 'keyword-stats:{resource}', // hash: `docs` and `terms` of the resource's keyword index
+  keywordDoc: 'keyword-doc:{message}', // hash: a message's term counts, `:resource`, `:length`
+  keywordBackfill: 'keyword-backfill', // list: thread ids whose messages the keyword backfill still indexes
 } as const;
 
 /** Hash field prefix of metadata keys; record fields never start with it. */
@@ -36,6 +40,8 @@ export const LEASE_MS = 2_000;
  */
 export const MIGRATIONS: readonly string[] = [
   '-- hashes per record; sorted-set indexes by createdAt/updatedAt',
+  `-- keyword index: every thread queued for the backfill, which open() runs (keywords.ts)
+for _, t in ipairs(redis.call('ZRANGE', K.threadsCreated(), 0, -1)) do redis.call('RPUSH', K.keywordBackfill(), t) end`,
 ];
 
 /** The layout version this code reads and writes. */

@@ -9,6 +9,7 @@
  * functions of `OP`: the `commit` script applies them, the one-operation scripts reuse them.
  */
 
+import { KEYWORD_BODIES, KEYWORD_FUNCTIONS } from './keyword-scripts.ts';
 import { LAYOUT_VERSION, luaKeyFunctions, MIGRATIONS } from './layout.ts';
 import type { Frame, messageRecord } from './mapping.ts';
 import { OBSERVATION_BODIES } from './observations.ts';
@@ -19,13 +20,14 @@ export type Expectation = [record: 'thread' | 'message', id: string, field: stri
 
 /** One write of a unit of work, a function of `OP`; `newest` is epoch ms. */
 export type Operation =
-  | { op: 'put'; messages: ReturnType<typeof messageRecord>[] }
-  | { op: 'remove' | 'dropVectors'; ids: string[] }
+  | { op: 'put'; messages: (ReturnType<typeof messageRecord> & { terms: string[] })[] }
+  | { op: 'remove' | 'dropVectors' | 'dropKeywords'; ids: string[] }
   | { op: 'touch'; bumps: { id: string; newest?: number }[] }
   | {
       op:
         | 'deleteThread'
         | 'dropThreadVectors'
+        | 'dropThreadKeywords'
         | 'dropThreadObservations'
         | 'deleteResource'
         | 'dropResourceObservations';
@@ -95,8 +97,35 @@ local function unlinkMessage(id)
   return m[1]
 end
 
+-- Search hits { id, threadId, createdAt, hash or '', score }: whether a ranks before b (score
+-- desc, createdAt desc, id asc); and keepBest, which inserts hit into best (that order, k at most).
+local function better(a, b)
+  if a[5] ~= b[5] then return a[5] > b[5] end
+  if a[3] ~= b[3] then return a[3] > b[3] end
+  return a[1] < b[1]
+end
+local function keepBest(best, k, hit)
+  if #best < k or better(hit, best[#best]) then
+    local at = #best + 1
+    while at > 1 and better(hit, best[at - 1]) do best[at] = best[at - 1]; at = at - 1 end
+    best[at] = hit
+    best[k + 1] = nil
+  end
+end
+
+-- Whether every field a unit of work read ({ record, id, field, value or false }) still holds.
+local function holds(expect)
+  for _, e in ipairs(expect) do
+    local key = e[1] == 'thread' and K.thread(e[2]) or K.message(e[2])
+    if redis.call('HGET', key, e[3]) ~= e[4] then return false end
+  end
+  return true
+end
+
 local OP = {}
--- Stores the messages by id (moving one saved with another thread); returns the threads touched.
+${KEYWORD_FUNCTIONS}
+-- Stores the messages by id (moving one saved with another thread) and, for those given terms,
+-- re-indexes their keywords (the others keep theirs); returns the threads touched.
 function OP.put(o)
   local touched, seen = {}, {}
   local function touch(t)
@@ -110,6 +139,10 @@ function OP.put(o)
     redis.call('ZADD', K.threadMessages(t), c, id)
     redis.call('ZADD', K.threadResourceMessages(t, r), c, id)
     redis.call('SADD', K.threadResources(t), r)
+    if m.terms then
+      unindexMessage(id)
+      indexMessage(id, r, m.terms)
+    end
     touch(t)
   end
   return touched
@@ -122,8 +155,8 @@ function OP.dropThreadObservations(o) redis.call('DEL', K.threadObservations(o.i
 function OP.dropResourceObservations(o) redis.call('DEL', K.resourceObservations(o.id)) end
 -- The resource hash and its working-memory lease (its threads are deleted before, one by one).
 function OP.deleteResource(o) redis.call('DEL', K.resource(o.id), K.resource(o.id) .. ':wmlock') end
--- The thread, its messages and its indexes (vectors: dropThreadVectors; its observation log:
--- dropThreadObservations).
+-- The thread, its messages and its indexes (vectors: dropThreadVectors; keywords:
+-- dropThreadKeywords; its observation log: dropThreadObservations).
 function OP.deleteThread(o)
   local t, key, mz = o.id, K.thread(o.id), K.threadMessages(o.id)
   for _, mid in ipairs(redis.call('ZRANGE', mz, 0, -1)) do redis.call('DEL', K.message(mid)) end
@@ -140,12 +173,15 @@ function OP.deleteThread(o)
 end
 `;
 
-/** Runs every migration newer than the recorded layout version, records the latest; returns the one found. */
+/**
+ * Runs every migration newer than the recorded layout version, records the latest; returns the
+ * version found and how many threads the keyword backfill still has to index.
+ */
 const INIT = `
 local found = tonumber(redis.call('GET', K.schema()) or '0')
 ${MIGRATIONS.map((lua, i) => `if found < ${i + 1} then\n${lua}\nend`).join('\n')}
 if found < ${LAYOUT_VERSION} then redis.call('SET', K.schema(), '${LAYOUT_VERSION}') end
-return frame(found)
+return frame({found, redis.call('LLEN', K.keywordBackfill())})
 `;
 
 /** A thread (`threadRecord`) replaces the stored one, and moves between resources' indexes. */
@@ -264,10 +300,7 @@ return frame({threads, messages})
  * still holds, else its operations in order. Nothing can change between the check and the writes.
  */
 const COMMIT = `
-for _, e in ipairs(A.expect) do
-  local key = e[1] == 'thread' and K.thread(e[2]) or K.message(e[2])
-  if redis.call('HGET', key, e[3]) ~= e[4] then return frame('retry') end
-end
+if not holds(A.expect) then return frame('retry') end
 for _, o in ipairs(A.ops) do OP[o.op](o) end
 return frame('ok')
 `;
@@ -295,8 +328,13 @@ ${PUT_AND_BUMP}
 return frame('ok')
 `;
 
-/** `patches` (one per id, setting the fields it holds; unknown ids skipped). Returns the new hashes. */
+/**
+ * `patches` (one per id, setting the fields it holds, with `terms` when the role or content
+ * changes; unknown ids skipped), `expect` (what those terms were analyzed from). Returns the new
+ * hashes, or 'retry' and nothing written when an expectation no longer holds.
+ */
 const UPDATE_MESSAGES = `
+if not holds(A.expect) then return frame('retry') end
 local F = {'id', 'threadId', 'resourceId', 'role', 'type', 'content', 'createdAt'}
 A.messages = {}
 for _, p in ipairs(A.patches) do
@@ -304,6 +342,7 @@ for _, p in ipairs(A.patches) do
   if h[1] then
     local m = {}
     for i, f in ipairs(F) do m[f] = p[f] or h[i] end
+    m.terms = p.terms
     A.messages[#A.messages + 1] = m
   end
 end
@@ -388,6 +427,7 @@ const BODIES = {
   readWorkingMemory: READ_WM,
   casWorkingMemory: CAS_WM,
   ...VECTOR_BODIES,
+  ...KEYWORD_BODIES,
   ...OBSERVATION_BODIES,
 };
 

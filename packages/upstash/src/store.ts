@@ -1,4 +1,11 @@
-import { checkClientShape, MemoryError, Store } from '@engram/core/driver';
+import {
+  checkClientShape,
+  createKeywordAnalyzer,
+  type KeywordAnalyzerOptions,
+  type KeywordStore,
+  MemoryError,
+  Store,
+} from '@engram/core/driver';
 import { Redis } from '@upstash/redis';
 import { UpstashDriver } from './driver.ts';
 import { ADAPTER } from './errors.ts';
@@ -13,6 +20,11 @@ export type UpstashStoreOptions = {
   prefix?: string;
   /** Semantic recall: vectors one search reads at most (newest first). Default 5000. */
   vectorScanLimit?: number;
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Changing it does not re-index stored messages.
+   */
+  keywords?: KeywordAnalyzerOptions;
 } & (
   | {
       /**
@@ -44,6 +56,11 @@ export class UpstashStore extends Store<UpstashDriver> {
   constructor(options: UpstashStoreOptions) {
     super(driverOf(options));
   }
+
+  /** The keyword index for keyword and hybrid recall (BM25 per resource; see `keywords.ts`). */
+  override get keywords(): KeywordStore {
+    return super.keywords as KeywordStore;
+  }
 }
 
 /** Checks the options (`INVALID_ARGUMENT`) and builds the driver. */
@@ -57,7 +74,8 @@ function driverOf(options: UpstashStoreOptions): UpstashDriver {
   if (!Number.isInteger(vectorScanLimit) || vectorScanLimit < 1) {
     throw invalid('vectorScanLimit must be a positive integer');
   }
-  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit);
+  const analyzer = createKeywordAnalyzer(options.keywords);
+  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit, analyzer);
 }
 
 const CLIENT_SHAPE = {

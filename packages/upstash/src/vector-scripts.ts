@@ -60,11 +60,6 @@ local excluded = {}
 for _, id in ipairs(A.exclude) do excluded[id] = true end
 local q, qq, fmt = A.query, 0, '<' .. string.rep('f', n)
 for i = 1, n do qq = qq + q[i] * q[i] end
-local function better(a, b)
-  if a[5] ~= b[5] then return a[5] > b[5] end
-  if a[3] ~= b[3] then return a[3] > b[3] end
-  return a[1] < b[1]
-end
 local threads = {}
 if A.threadId == nil then threads = redis.call('ZREVRANGE', K.resourceThreadsUpdated(r), 0, -1)
 elseif redis.call('HGET', K.thread(A.threadId), 'resourceId') == r then threads[1] = A.threadId end
@@ -85,13 +80,7 @@ for _, t in ipairs(threads) do
         for i = 1, n do xx = xx + x[i] * x[i] end
       end
       local score = (xx > 0 and qq > 0) and dot / math.sqrt(xx * qq) or 0
-      local hit = {ids[j], t, tonumber(ids[j + 1]), v[2], score}
-      if #best < k or better(hit, best[#best]) then
-        local at = #best + 1
-        while at > 1 and better(hit, best[at - 1]) do best[at] = best[at - 1]; at = at - 1 end
-        best[at] = hit
-        best[k + 1] = nil
-      end
+      keepBest(best, k, {ids[j], t, tonumber(ids[j + 1]), v[2], score})
     end
   end
 end

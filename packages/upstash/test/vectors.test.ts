@@ -17,7 +17,7 @@ describe.skipIf(upstashSkip)(`upstash vectors${upstashSkip ? ` (skipped: ${upsta
     const memory = new Memory({
       storage: store,
       embedder: createLexicalEmbedder({ dimensions: 32 }),
-      options: { lastMessages: 0, semanticRecall: { topK: 10, messageRange: 0 } },
+      options: { lastMessages: 0, semanticRecall: { mode: 'vector', topK: 10, messageRange: 0 } },
     });
     await memory.createThread({ resourceId: 'u', threadId: 't' });
     const saved = await memory.saveMessages({

@@ -27,6 +27,12 @@ import { compareHits } from './vectors.ts';
 /** BM25's parameters, as SQLite FTS5's `bm25()` fixes them. */
 export const BM25 = Object.freeze({ k1: 1.2, b: 0.75 });
 
+/**
+ * The `ranking` of a store scoring `bm25Score` with the statistics of the resource searched
+ * instead of the whole index (Upstash, MongoDB): another tenant's text never changes a score.
+ */
+export const RESOURCE_BM25 = 'bm25 (statistics per resource)';
+
 /** At most this many distinct query terms are searched (the first ones of the query). */
 export const MAX_QUERY_TERMS = 64;
 
@@ -69,7 +75,10 @@ export interface KeywordHit {
 export interface KeywordStore {
   /** How text becomes terms in this store (the index and queries alike). */
   readonly analyzer: KeywordAnalyzer;
-  /** `'bm25'`: exactly `bm25Score` over the whole index; another value names the backend's ranking. */
+  /**
+   * `'bm25'`: exactly `bm25Score` over the whole index; another value names the backend's ranking
+   * (Upstash: `'bm25 (statistics per resource)'`, the same formula with the resource's statistics).
+   */
   readonly ranking: string;
   /** The `topK` best matches in scope, ordered by score, then newer first, then id. */
   search(args: KeywordSearch): Promise<KeywordHit[]>;
@@ -130,23 +139,36 @@ export function bm25Score(
  * BM25 with statistics over all of them, then scope, exclusions and `topK`. The reference
  * stores' search; a driver keeping its index in plain data may use it too.
  */
-export function searchIndexed(
-  indexed: Iterable<
-    readonly [Pick<Message, 'id' | 'threadId' | 'resourceId' | 'createdAt'>, readonly string[]]
-  >,
-  query: KeywordQuery,
-): KeywordHit[] {
+export function searchIndexed(indexed: Iterable<IndexedMessage>, query: KeywordQuery): KeywordHit[] {
   const rows = [...indexed];
-  const containing = new Map<string, number>(query.terms.map((t) => [t, 0]));
   let terms = 0;
+  for (const [, row] of rows) terms += row.length;
+  return rankIndexed(rows, query, { documents: rows.length, terms });
+}
+
+/** A message of a keyword index and its terms (repeats kept). */
+export type IndexedMessage = readonly [
+  Pick<Message, 'id' | 'threadId' | 'resourceId' | 'createdAt'>,
+  readonly string[],
+];
+
+/**
+ * `searchIndexed` given the index's document count and summed length (`totals`) and, of its
+ * messages, at least every one holding a query term: for a driver that reads only those.
+ */
+export function rankIndexed(
+  rows: readonly IndexedMessage[],
+  query: KeywordQuery,
+  totals: { documents: number; terms: number },
+): KeywordHit[] {
+  const containing = new Map<string, number>(query.terms.map((t) => [t, 0]));
   for (const [, row] of rows) {
-    terms += row.length;
     for (const t of new Set(row)) {
       const n = containing.get(t);
       if (n !== undefined) containing.set(t, n + 1);
     }
   }
-  const stats = { documents: rows.length, terms, containing };
+  const stats = { ...totals, containing };
   const excluded = new Set(query.excludeIds);
   const hits: KeywordHit[] = [];
   for (const [m, row] of rows) {

@@ -1,0 +1,120 @@
+import {
+  type KeywordAnalyzer,
+  type KeywordDriver,
+  keywordTerms,
+  type Message,
+  RESOURCE_BM25,
+  rankIndexed,
+} from '@engram/core/driver';
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { Collections, KeywordDocument } from './collections.ts';
+import type { Connection } from './driver.ts';
+import type { MongoTx } from './locks.ts';
+import { toMessage } from './mapping.ts';
+import { threadLock } from './threads.ts';
+import { bulkWrite } from './writes.ts';
+
+/** Messages the backfill reads per batch. */
+const BACKFILL_BATCH = 500;
+/** Upserts per command in the backfill. */
+const UPSERTS_PER_COMMAND = 20;
+
+/**
+ * The keyword index in `<prefix>keywords`, one document per message with text (`_id` = message
+ * id): its resource, thread and `createdAt`, its terms (core's analyzer, repeats kept) and
+ * their number. `put` rewrites the documents of the messages it writes, in the same write (the
+ * session transaction, or the ordered commands under the thread locks), and core's cascade hooks
+ * delete them with their messages.
+ *
+ * FerretDB 1.24 has no `text` index (`$text` is an unknown operator) and neither has `$search`
+ * (Atlas only); a real MongoDB's `text` index ranks by its own term weighting, not BM25, and
+ * would tokenise differently from every other store. So the index is ours on every server:
+ * a search reads the resource's documents holding any query term and the lengths of all its
+ * documents (two queries on the `resourceId` index, in parallel), and ranks them in the client
+ * with core's `rankIndexed` (BM25 as `bm25Score`). Statistics are the resource's, so another
+ * tenant's text never changes a score; the search reads every document of the resource that
+ * holds a query term.
+ */
+export function keywordDriver(c: Connection, analyzer: KeywordAnalyzer): KeywordDriver<MongoTx> {
+  return {
+    analyzer,
+    ranking: RESOURCE_BM25,
+    search: async (query) => {
+      const { keywords } = c.collections;
+      // Lengths summed here: FerretDB 1.24's `$group` answers 0 for `$sum` of a field.
+      const [lengths, docs] = await Promise.all([
+        keywords.find({ resourceId: query.resourceId }, { projection: { _id: 0, length: 1 } }).toArray(),
+        keywords.find({ resourceId: query.resourceId, terms: { $in: query.terms } }).toArray(),
+      ]);
+      if (lengths.length === 0) return [];
+      const terms = lengths.reduce((sum, d) => sum + d.length, 0);
+      const rows = docs.map((d) => [{ ...d, id: d._id }, d.terms] as const);
+      return rankIndexed(rows, query, { documents: lengths.length, terms });
+    },
+    deleteByThread: async (tx, threadId) => {
+      await tx.lock([threadLock(threadId)]);
+      await tx.fence();
+      await c.collections.keywords.deleteMany({ threadId }, { session: tx.session });
+    },
+    deleteByMessages: async (tx, ids) => {
+      await tx.fence();
+      await c.collections.keywords.deleteMany({ _id: { $in: ids } }, { session: tx.session });
+    },
+  };
+}
+
+/** The index document of `message`, or `null` when it has no terms. */
+export function keywordDocument(message: Message, analyzer: KeywordAnalyzer): KeywordDocument | null {
+  const terms = keywordTerms(message, analyzer);
+  if (terms.length === 0) return null;
+  const { id, resourceId, threadId, createdAt } = message;
+  return { _id: id, resourceId, threadId, createdAt, terms, length: terms.length };
+}
+
+/** Inside `put`'s write: the index documents of these messages replaced, or deleted when they have no terms. */
+export async function indexMessages(
+  c: Connection,
+  tx: MongoTx,
+  messages: readonly Message[],
+  analyzer: KeywordAnalyzer,
+): Promise<void> {
+  const ops: AnyBulkWriteOperation<KeywordDocument>[] = messages.map((m) => {
+    const doc = keywordDocument(m, analyzer);
+    if (!doc) return { deleteOne: { filter: { _id: m.id } } };
+    const { _id, ...replacement } = doc;
+    return { replaceOne: { filter: { _id }, replacement, upsert: true } };
+  });
+  await bulkWrite(c, c.collections.keywords, ops, tx);
+}
+
+/**
+ * The migration's backfill: indexes the messages stored before the index, in `_id` order, a batch
+ * at a time, each document inserted only when missing (a message written since has its own). The
+ * last id done is kept in the lock collection's document `keyword-backfill`, so a backfill cut
+ * short goes on from there; it is deleted at the end.
+ */
+export async function backfillKeywords(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
+  const cursor = collections.locks as unknown as Collection<{ _id: string; after: string }>;
+  let after = (await cursor.findOne({ _id: 'keyword-backfill' }))?.after;
+  for (;;) {
+    const batch = await collections.messages
+      .find(after === undefined ? {} : { _id: { $gt: after } })
+      .sort({ _id: 1 })
+      .limit(BACKFILL_BATCH)
+      .toArray();
+    if (batch.length === 0) break;
+    const ops = batch.flatMap((m): AnyBulkWriteOperation<KeywordDocument>[] => {
+      const doc = keywordDocument(toMessage(m), analyzer);
+      if (!doc) return [];
+      const { _id, ...fields } = doc;
+      return [{ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } }];
+    });
+    // A few updates a command, as `bulkWrite` does on FerretDB 1.x (the server is not known yet).
+    for (let i = 0; i < ops.length; i += UPSERTS_PER_COMMAND) {
+      await collections.keywords.bulkWrite(ops.slice(i, i + UPSERTS_PER_COMMAND));
+    }
+    after = batch.at(-1)?._id;
+    await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: after as string }, { upsert: true });
+  }
+  await cursor.deleteOne({ _id: 'keyword-backfill' });
+}

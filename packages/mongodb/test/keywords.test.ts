@@ -1,0 +1,71 @@
+import type { Message, Thread } from '@engram/core';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LATEST_VERSION, MongoDBStore } from '../src/index.ts';
+import { describeMongo, dropDatabase, randomDbName } from './env.ts';
+
+const day = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n));
+const thread = (id: string, resourceId: string): Thread => ({
+  id,
+  resourceId,
+  title: '',
+  metadata: {},
+  createdAt: day(0),
+  updatedAt: day(0),
+});
+
+async function seed(store: MongoDBStore, resourceId: string, texts: readonly string[]) {
+  const t = thread(`${resourceId}-t`, resourceId);
+  await store.saveThread(t);
+  const messages: Message[] = texts.map((content, i) => ({
+    id: `${resourceId}-m${i}`,
+    threadId: t.id,
+    resourceId,
+    role: 'user',
+    type: 'v2',
+    content,
+    createdAt: day(i),
+  }));
+  await store.saveMessages(messages);
+  return messages;
+}
+
+const TEXTS = [
+  'the garden needs water every day',
+  'my locker code is 80417 at the gym',
+  'the dog likes the park more than the garden',
+  'garden garden garden and a gym',
+];
+
+describeMongo('MongoDB keyword index, read back with a separate client', (url) => {
+  const dbName = randomDbName();
+  let raw: MongoClient;
+
+  beforeAll(async () => {
+    raw = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    await raw.connect();
+  });
+  afterAll(async () => {
+    await raw?.close();
+    await dropDatabase(url, dbName);
+  });
+
+  it('backfills messages stored before the index existed, when the schema is upgraded', async () => {
+    const prefix = 'backfill_';
+    const store = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
+    for (const r of ['x', 'y']) await seed(store, r, TEXTS);
+    await store.close();
+    // The schema before the index: no keyword documents, the last migration not recorded.
+    const db = raw.db(dbName);
+    await db.collection(`${prefix}keywords`).deleteMany({});
+    await db.collection<{ _id: number }>(`${prefix}migrations`).deleteOne({ _id: LATEST_VERSION });
+    const upgraded = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
+    const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
+    expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);
+    expect(await db.collection(`${prefix}keywords`).countDocuments()).toBe(2 * TEXTS.length);
+    expect(await db.collection(`${prefix}locks`).countDocuments({ _id: 'keyword-backfill' as never })).toBe(
+      0,
+    );
+    await upgraded.close();
+  });
+});
