@@ -329,7 +329,7 @@ export class Memory {
    * as ISO strings), streamed: the resource, each thread followed by its messages and observation
    * log, then the resource's observation log. Write one `JSON.stringify` per line for JSON Lines.
    * Each page of messages is followed by their vectors when the store can read them back
-   * (`vectors.readVectors`: libSQL, PostgreSQL, MongoDB and the in-memory store).
+   * (`vectors.readVectors`: libSQL, PostgreSQL, MongoDB, Upstash and the in-memory store).
    */
   exportResource(args: { resourceId: string }): AsyncIterable<MemoryRecord> {
     if (!isPlainObject(args)) throw invalid(`exportResource expects { resourceId }, got ${describe(args)}`);
@@ -339,8 +339,9 @@ export class Memory {
 
   /**
    * Every record of the whole store, resource by resource (each as `exportResource` streams it).
-   * Resources are found through their threads: a resource with no thread (only resource-scope
-   * working memory or metadata) is not included; export it with `exportResource`.
+   * Resources are found through their threads, then, when the store lists resources
+   * (`listResourceIds`), those without a thread; elsewhere a resource with no thread (only
+   * resource-scope working memory or metadata) is not included: export it with `exportResource`.
    */
   exportStore(): AsyncIterable<MemoryRecord> {
     return exportStore(this.storage);

@@ -36,9 +36,10 @@ store options:
   --pg-schema <name>               PostgreSQL schema (default public)
   --db <name>                      MongoDB database (default: the URL's path, else engram)
 
-Only stores' records move: vectors are not exported; run memory.reindex() after an import.
-A whole-store export finds resources through their threads: a resource without any thread
-(only resource-scope working memory) is left out; export it with --resource <id>.`;
+Vectors move when the source reads them back and the target has their embedding space (or
+none); otherwise run memory.reindex() after an import. A whole-store export finds resources
+through their threads, and on libSQL, PostgreSQL and MongoDB also those without a thread; on
+Upstash and Oracle export such a resource with --resource <id>.`;
 
 const STORE_OPTIONS = ['prefix', 'pg-schema', 'db'] as const;
 

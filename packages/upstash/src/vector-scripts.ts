@@ -39,6 +39,23 @@ end
 return frame(out)
 `;
 
+/**
+ * \`space\`, \`dimensions\`, \`ids\`. Returns (id, hash, numbers) of the stored vectors in that space,
+ * the numbers as text, 9 significant digits each: enough to give back each float32 exactly.
+ */
+const READ = `
+local n, out = A.dimensions, {}
+for _, id in ipairs(A.ids) do
+  local v = redis.call('HMGET', K.vector(id), 'space', 'hash', 'vec')
+  if v[1] == A.space and v[3] and #v[3] == 4 * n then
+    local x, parts = {struct.unpack('<' .. string.rep('f', n), v[3])}, {}
+    for i = 1, n do parts[i] = string.format('%.9g', x[i]) end
+    out[#out + 1] = {id, v[2], table.concat(parts, ' ')}
+  end
+end
+return frame(out)
+`;
+
 /** `space`, `ids`: deletes those vectors in that space. */
 const DELETE = `
 for _, id in ipairs(A.ids) do
@@ -93,6 +110,7 @@ export const VECTOR_BODIES = {
   space: SPACE,
   upsertVectors: UPSERT,
   getVectors: GET,
+  readVectors: READ,
   deleteVectors: DELETE,
   searchVectors: SEARCH,
 };

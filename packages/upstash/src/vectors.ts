@@ -33,6 +33,11 @@ export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
         const [messageId, hash] = list(pair).map(text);
         return { messageId: messageId as string, hash: hash as string };
       }),
+    readVectors: async (space, ids) =>
+      list(await call('readVectors', { space: space.id, dimensions: space.dimensions, ids })).map((row) => {
+        const [messageId = '', hash = '', numbers = ''] = list(row).map(text);
+        return { messageId, hash, vector: Float32Array.from(numbers.split(' '), Number) };
+      }),
     deleteVectors: async (space, ids) => {
       await call('deleteVectors', { space: space.id, ids });
     },
