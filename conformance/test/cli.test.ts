@@ -23,8 +23,10 @@ function cli(...args: string[]): Promise<{ code: number | null; out: string }> {
   });
 }
 
-// The concurrency area includes the stopped-writer race, which waits out its stops.
-vi.setConfig({ testTimeout: 180_000 });
+// A whole-suite run: the concurrency area waits out the stopped-writer race, and the purge area
+// races 4 OS processes against deleteResource on a JSON file with one lock (150 s alone on 2
+// loaded cores).
+vi.setConfig({ testTimeout: 360_000 });
 
 describe('engram-conformance CLI', () => {
   it('passes the reference store: prints the table by area and exits 0', async () => {
