@@ -65,12 +65,14 @@ export function threadDriver(c: Connection): ThreadDriver<MongoTx> {
     },
     // The thread goes first: a failure in between leaves messages no thread lists, which a
     // second deleteThread removes.
+    // Messages first: without a transaction (FerretDB), a writer that stops in between leaves
+    // the thread, which the next deleteThread or deleteResource finds and finishes.
     delete: async (tx, id) => {
       await tx.lock([threadLock(id)]);
       await tx.fence();
-      await c.collections.threads.deleteOne({ _id: id }, { session: tx.session });
-      await tx.fence();
       await c.collections.messages.deleteMany({ threadId: id }, { session: tx.session });
+      await tx.fence();
+      await c.collections.threads.deleteOne({ _id: id }, { session: tx.session });
     },
     // Equality on the resource and on each metadata key's hash (never a caller's value, which
     // MongoDB could read as an operator); the chosen date, ties by id, both in `direction`.
