@@ -41,7 +41,10 @@ describe('engram-conformance CLI', () => {
       /^concurrency\s+\d+\s+0\s+3\s+the store is processLocal: no other process can write inside its updates \(3\)$/m,
     );
     expect(out).toMatch(/^errors\s+\d+\s+0\s+0$/m);
-    expect(out).toMatch(/^total\s+\d+\s+0\s+4$/m);
+    expect(out).toMatch(
+      /^semantic recall \(vectors and keywords\)\s+\d+\s+0\s+1\s+memory ranks with .*bm25.*: statistics over the whole index \(1\)$/m,
+    );
+    expect(out).toMatch(/^total\s+\d+\s+0\s+5$/m);
     expect(out).toMatch(/100\/100 keys survived/);
   });
 
