@@ -13,7 +13,11 @@ const SLOW_AREAS = new Set<AreaName>([
   'observations',
   'purge',
 ]);
-const SLOW_TIMEOUT_MS = 180_000;
+/**
+ * Their timeout. FerretDB (MongoDB's wire protocol on SQLite) is the slowest live backend: the
+ * observations property test took 83 s alone and over 180 s next to other work on 2 cores.
+ */
+const SLOW_TIMEOUT_MS = 420_000;
 
 /** Registers one area's checks as vitest tests in the current `describe`. */
 function registerArea(init: ConformanceInit, area: AreaName): void {
