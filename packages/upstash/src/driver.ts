@@ -12,6 +12,7 @@ import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
 import { list, metadataFields, ms, records, text } from './mapping.ts';
 import { type UpstashObservations, upstashObservations } from './observations.ts';
+import { backfillResources, listResources } from './resources.ts';
 import {
   type Call,
   type Expectation,
@@ -74,9 +75,13 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     return frames.unframe(await script.exec([], [scriptArgument(this.prefix, args)]));
   }
 
-  /** Upgrades the layout, then runs the keyword backfill when threads are queued for it. */
+  /**
+   * Upgrades the layout, then runs the keyword backfill when threads are queued for it and the
+   * resource index backfill when one is pending.
+   */
   async open(): Promise<void> {
-    const [found = 0, queued = 0] = list(await this.call('init', {})).map((v) => Number(text(v)));
+    const [foundFrame, queuedFrame, resourceCursor] = list(await this.call('init', {}));
+    const [found, queued] = [foundFrame, queuedFrame].map((v) => Number(text(v))) as [number, number];
     if (found > LAYOUT_VERSION) {
       throw new core.MemoryError(
         'MIGRATION',
@@ -85,6 +90,9 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
       );
     }
     if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer);
+    if (typeof resourceCursor === 'string') {
+      await backfillResources(this.client, this.scripts, this.prefix, resourceCursor);
+    }
   }
 
   /** REST is stateless: there is no connection to release. */
@@ -199,6 +207,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   };
 
   readonly resources: core.ResourceDriver<UpstashTx> = {
+    list: (after, limit) => listResources(this.scripts, after, limit),
     get: async (id) => frames.toResource(await this.call('getResource', { id })),
     delete: async (tx, id) => {
       tx.ops.push({ op: 'deleteResource', id });

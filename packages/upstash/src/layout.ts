@@ -25,6 +25,8 @@ export const KEY_LAYOUT = {
   keywordStats: 'keyword-stats:{resource}', // hash: `docs` and `terms` of the resource's keyword index
   keywordDoc: 'keyword-doc:{message}', // hash: a message's term counts, `:resource`, `:length`
   keywordBackfill: 'keyword-backfill', // list: thread ids whose messages the keyword backfill still indexes
+  resources: 'resources', // zset: every resource id with a record, all scores 0 (so ordered by bytes)
+  resourceBackfill: 'resource-backfill', // string: the SCAN cursor of the resource index backfill
 } as const;
 
 /** Hash field prefix of metadata keys; record fields never start with it. */
@@ -42,6 +44,8 @@ export const MIGRATIONS: readonly string[] = [
   '-- hashes per record; sorted-set indexes by createdAt/updatedAt',
   `-- keyword index: every thread queued for the backfill, which open() runs (keywords.ts)
 for _, t in ipairs(redis.call('ZRANGE', K.threadsCreated(), 0, -1)) do redis.call('RPUSH', K.keywordBackfill(), t) end`,
+  `-- resource index: a store that has records queues a SCAN of its resource hashes, which open() runs (resources.ts)
+if found > 0 then redis.call('SET', K.resourceBackfill(), '0') end`,
 ];
 
 /** The layout version this code reads and writes. */
@@ -92,6 +96,7 @@ export class Keys {
       : layoutKey(this.prefix, 'threadResourceMessages', threadId, resourceId);
   readonly threadResources = (threadId: string): string =>
     layoutKey(this.prefix, 'threadResources', threadId);
+  readonly resources = (): string => layoutKey(this.prefix, 'resources');
 }
 
 /**

@@ -13,6 +13,7 @@ import { KEYWORD_BODIES, KEYWORD_FUNCTIONS } from './keyword-scripts.ts';
 import { LAYOUT_VERSION, luaKeyFunctions, MIGRATIONS } from './layout.ts';
 import type { Frame, messageRecord } from './mapping.ts';
 import { OBSERVATION_BODIES } from './observations.ts';
+import { RESOURCE_BODIES } from './resources.ts';
 import { VECTOR_BODIES } from './vector-scripts.ts';
 
 /** What a read of a unit of work saw: a field of a record, `false` when absent. */
@@ -153,8 +154,12 @@ function OP.dropVectors(o) for _, id in ipairs(o.ids) do redis.call('DEL', K.vec
 function OP.dropThreadVectors(o) OP.dropVectors({ids = redis.call('ZRANGE', K.threadMessages(o.id), 0, -1)}) end
 function OP.dropThreadObservations(o) redis.call('DEL', K.threadObservations(o.id)) end
 function OP.dropResourceObservations(o) redis.call('DEL', K.resourceObservations(o.id)) end
--- The resource hash and its working-memory lease (its threads are deleted before, one by one).
-function OP.deleteResource(o) redis.call('DEL', K.resource(o.id), K.resource(o.id) .. ':wmlock') end
+-- The resource hash, its working-memory lease and its entry in the resource index (its threads
+-- are deleted before, one by one).
+function OP.deleteResource(o)
+  redis.call('DEL', K.resource(o.id), K.resource(o.id) .. ':wmlock')
+  redis.call('ZREM', K.resources(), o.id)
+end
 -- The thread, its messages and its indexes (vectors: dropThreadVectors; keywords:
 -- dropThreadKeywords; its observation log: dropThreadObservations).
 function OP.deleteThread(o)
@@ -175,13 +180,14 @@ end
 
 /**
  * Runs every migration newer than the recorded layout version, records the latest; returns the
- * version found and how many threads the keyword backfill still has to index.
+ * version found, how many threads the keyword backfill still has to index, and the cursor of the
+ * resource index backfill (nil when none is pending).
  */
 const INIT = `
 local found = tonumber(redis.call('GET', K.schema()) or '0')
 ${MIGRATIONS.map((lua, i) => `if found < ${i + 1} then\n${lua}\nend`).join('\n')}
 if found < ${LAYOUT_VERSION} then redis.call('SET', K.schema(), '${LAYOUT_VERSION}') end
-return frame({found, redis.call('LLEN', K.keywordBackfill())})
+return frame({found, redis.call('LLEN', K.keywordBackfill()), redis.call('GET', K.resourceBackfill())})
 `;
 
 /** A thread (`threadRecord`) replaces the stored one, and moves between resources' indexes. */
@@ -354,11 +360,12 @@ return frame(out)
 
 /**
  * `id`, `now`, `metadata`; `version` when the working memory changes, to `value` (absent: clear).
- * Creates the resource when missing; returns it.
+ * Creates the resource when missing (and adds it to `<p>:resources`); returns it.
  */
 const UPDATE_RESOURCE = `
 local key = K.resource(A.id)
 if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'id', A.id, 'createdAt', A.now) end
+redis.call('ZADD', K.resources(), 0, A.id)
 if A.version ~= nil then
   if A.value == nil then redis.call('HDEL', key, 'workingMemory') else redis.call('HSET', key, 'workingMemory', A.value) end
   redis.call('HSET', key, 'wmv', A.version)
@@ -405,7 +412,12 @@ if not A.version then return frame('ok') end
 if not c[1] then redis.call('HSET', key, 'id', id, 'createdAt', A.now) end
 if A.value == nil then redis.call('HDEL', key, field) else redis.call('HSET', key, field, A.value) end
 redis.call('HSET', key, 'wmv', A.version)
-if thread then bumpThread(id, c[3], nil) else redis.call('HSET', key, 'updatedAt', A.now) end
+if thread then
+  bumpThread(id, c[3], nil)
+else
+  redis.call('HSET', key, 'updatedAt', A.now)
+  redis.call('ZADD', K.resources(), 0, id)
+end
 return frame('ok')
 `;
 
@@ -429,6 +441,7 @@ const BODIES = {
   ...VECTOR_BODIES,
   ...KEYWORD_BODIES,
   ...OBSERVATION_BODIES,
+  ...RESOURCE_BODIES,
 };
 
 export type ScriptName = keyof typeof BODIES;
