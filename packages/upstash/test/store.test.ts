@@ -117,6 +117,7 @@ describe.skipIf(upstashSkip)(title, () => {
     await s.updateResource({ resourceId: r, workingMemory: 'wm', metadata: { a: 1 } });
     await s.updateWorkingMemoryAtomically({ scope: 'resource', resourceId: r, update: (c) => `${c}!` });
     await s.getResourceById({ resourceId: r });
+    expect(await s.listResourceIds?.({ after: r.slice(0, -1), limit: 1_000 })).toContain(r);
     await s.deleteMessages([first?.id ?? '']);
     await s.deleteThread({ threadId: t.id });
 
