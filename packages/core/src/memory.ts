@@ -377,7 +377,8 @@ export class Memory {
    * when omitted), its title and metadata — thread-scope working memory included — and
    * `metadata.clonedFrom = { threadId, messageId }` (the source and the last message copied,
    * `null` when none). Copies are indexed for recall like saved messages (the store's keyword
-   * index; embedded under semantic recall). The source is never changed. Messages are copied
+   * index; under semantic recall they take the sources' stored vectors where the store reads
+   * vectors back — libSQL, PostgreSQL, MongoDB, Upstash — and are embedded otherwise). The source is never changed. Messages are copied
    * page by page, so memory stays bounded on long threads; messages saved to the source while
    * it runs, after its newest message at the start, are not copied.
    *
@@ -393,7 +394,10 @@ export class Memory {
       this.assertWritable(readOnly, 'cloneThread');
     }
     await this.assertThreadMemory(rest.metadata, 'cloneThread');
-    return cloneThread({ storage: this.storage, afterCopy: (saved) => this.embedSaved(saved) }, rest);
+    return cloneThread(
+      { storage: this.storage, afterCopy: (saved, sources) => this.embedSaved(saved, sources) },
+      rest,
+    );
   }
 
   /**
@@ -491,9 +495,10 @@ export class Memory {
    * With semantic recall on: embeds saved messages after the write (outside its transaction).
    * A failure goes to `onEmbeddingError`, never to the caller: the messages are saved.
    */
-  private async embedSaved(saved: Message[]): Promise<void> {
+  private async embedSaved(saved: Message[], sources?: ReadonlyMap<string, string>): Promise<void> {
     if (!this.engine?.embeds || saved.length === 0) return;
     try {
+      if (sources) await this.engine.copyVectors(sources);
       await this.engine.index(saved);
     } catch (error) {
       this.onEmbeddingError(

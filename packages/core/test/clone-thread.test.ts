@@ -160,6 +160,36 @@ describe('Memory.cloneThread', () => {
     ]);
   });
 
+  it("gives the copies the sources' stored vectors instead of embedding their text again", async () => {
+    const embedder = createLexicalEmbedder();
+    const memory = new Memory({
+      storage: new InMemoryStore(),
+      embedder,
+      options: { semanticRecall: { mode: 'vector', topK: 3, messageRange: 0, scope: 'thread' } },
+    });
+    const { messages } = await seeded(CLONE_PAGE + 5, memory);
+    const before = memory.embeddingUsage();
+    const { thread, messageIdMap } = await memory.cloneThread({ threadId: 'src' });
+    expect(memory.embeddingUsage()).toEqual(before);
+    const vectors = memory.storage.vectors!;
+    const space = (await vectors.getSpace())!;
+    const copied = await vectors.readVectors!(space, Object.values(messageIdMap));
+    const sources = await vectors.readVectors!(
+      space,
+      messages.map((m) => m.id),
+    );
+    expect(copied).toHaveLength(messages.length);
+    const byId = new Map(sources.map((v) => [v.messageId, v]));
+    for (const [from, to] of Object.entries(messageIdMap)) {
+      const copy = copied.find((v) => v.messageId === to)!;
+      expect(copy.hash).toBe(byId.get(from)!.hash);
+      expect([...copy.vector]).toEqual([...byId.get(from)!.vector]);
+    }
+    const found = await memory.recall({ threadId: thread.id, resourceId: 'r', query: 'part 99' });
+    expect(found.hits[0]?.message.content).toEqual({ format: 2, parts: [{ type: 'text', text: 'part 99' }] });
+    expect(found.hits[0]?.threadId).toBe(thread.id);
+  });
+
   it('refuses a metadata.workingMemory override under readOnly', async () => {
     const memory = new Memory({ storage: new InMemoryStore(), options: { readOnly: true } });
     await memory.createThread({ resourceId: 'r', threadId: 'src' });

@@ -58,8 +58,11 @@ export interface CloneThreadResult {
 /** What the clone needs from `Memory`: its storage and the step that indexes saved messages. */
 export interface CloneHost {
   storage: MemoryStorage;
-  /** Indexes saved copies for recall (embedding); never throws. */
-  afterCopy(saved: Message[]): Promise<void>;
+  /**
+   * Indexes saved copies for recall (`sources`: source id → copy id, whose stored vectors the
+   * copies can take instead of being embedded again); never throws.
+   */
+  afterCopy(saved: Message[], sources: ReadonlyMap<string, string>): Promise<void>;
 }
 
 /** How many source messages are read, and copies saved, per page. */
@@ -134,12 +137,14 @@ async function copyMessages(
         (m, i): Message => ({ ...m, id: copyId(prefix, first + i), threadId: clone.id }),
       );
       const saved = await host.storage.saveMessages(copies);
+      const sources = new Map<string, string>();
       batch.forEach((m, i) => {
         const id = (copies[i] as Message).id;
         result.clonedMessageIds.push(id);
         result.messageIdMap[m.id] = id;
+        sources.set(m.id, id);
       });
-      await host.afterCopy(saved);
+      await host.afterCopy(saved, sources);
     }
     if (end !== -1 || !listed.hasMore) return;
   }

@@ -185,6 +185,24 @@ export class RecallEngine {
     return todo.length;
   }
 
+  /**
+   * Gives copies of messages (`copies`: source id → copy id, same text) the sources' stored
+   * vectors, where the store reads vectors back, so indexing the copies embeds only what had none.
+   * Returns how many vectors were copied.
+   */
+  async copyVectors(copies: ReadonlyMap<string, string>): Promise<number> {
+    const read = this.vectorStore?.readVectors?.bind(this.vectorStore);
+    if (!this.embeds || !read || copies.size === 0) return 0;
+    const space = await this.resolveSpace();
+    if (!space) return 0;
+    const rows = (await read(space, [...copies.keys()])).flatMap((v) => {
+      const messageId = copies.get(v.messageId);
+      return messageId === undefined ? [] : [{ ...v, messageId }];
+    });
+    if (rows.length > 0) await this.vectors.upsertVectors(space, rows);
+    return rows.length;
+  }
+
   /** Recalls messages similar to `query` for a turn in `threadId` of `resourceId`. */
   async recall(args: {
     threadId: string;
