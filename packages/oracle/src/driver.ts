@@ -212,6 +212,10 @@ export class OracleDriver implements core.Driver<Session> {
       const [row] = await this.read((s) => s.rows<rows.ResourceRow>(sql.selectResource(this.dialect, id)));
       return row ? rows.rowToResource(row) : null;
     },
+    list: async (after, limit) => {
+      const statement = sql.selectResourceIds(this.dialect, after, limit);
+      return (await this.read((s) => s.rows<{ ID: string }>(statement))).map((row) => row.ID);
+    },
     update: (change) => this.write((s) => this.updateResource(s, change.id, change.now, () => change)),
   };
 

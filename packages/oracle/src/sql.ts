@@ -353,6 +353,18 @@ export function selectWindows(d: Dialect, windows: readonly WindowRequest[], res
   return branches.length === 0 ? null : { sql: branches.join('\nUNION ALL\n'), binds };
 }
 
+/**
+ * Up to `limit` resource ids after `after` (all when `null`), ascending in binary order: the
+ * sessions compare and sort with `NLS_COMP`/`NLS_SORT` `BINARY`, which on AL32UTF8 text is UTF-8
+ * byte order.
+ */
+export function selectResourceIds(d: Dialect, after: string | null, limit: number): Statement {
+  return {
+    sql: `SELECT id FROM ${d.names.resources} WHERE :after_id IS NULL OR id > :after_id ORDER BY id FETCH FIRST :row_limit ROWS ONLY`,
+    binds: { after_id: after, row_limit: limit },
+  };
+}
+
 /** One resource by id; with `forUpdate`, row-locked until the transaction ends. */
 export function selectResource(d: Dialect, resourceId: string, forUpdate = false): Statement {
   const columns = recordColumns(d, 'r', 'r.id, r.working_memory, r.working_memory_empty');

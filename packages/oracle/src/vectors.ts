@@ -45,6 +45,18 @@ export function oracleVectors(driver: OracleDriver): core.VectorDriver<Session> 
         );
         return rows.map((row) => ({ messageId: row.MESSAGE_ID, hash: row.HASH }));
       }),
+    readVectors: (space, ids) =>
+      driver.read(async (s) => {
+        const rows = await s.rowsByChunk<{ MESSAGE_ID: string; HASH: string; EMBEDDING: ArrayLike<number> }>(
+          ids,
+          (chunk) => readVectors(dialect(), space.id, chunk),
+        );
+        return rows.map((row) => ({
+          messageId: row.MESSAGE_ID,
+          hash: row.HASH,
+          vector: Float32Array.from(row.EMBEDDING),
+        }));
+      }),
     deleteVectors: (space, ids) =>
       driver.write(async (s) => {
         for (const part of chunks(ids)) await s.run(deleteVectors(dialect(), space.id, part));
@@ -116,6 +128,9 @@ const byMessageIds =
 
 /** The stored `(message_id, hash)` among at most 1,000 ids. */
 export const selectVectors = byMessageIds('SELECT message_id, hash');
+
+/** The stored `(message_id, hash, embedding)` among at most 1,000 ids (`readVectors`, for exports). */
+export const readVectors = byMessageIds('SELECT message_id, hash, embedding');
 
 /** Deletes the vectors of at most 1,000 messages (the messages stay). */
 export const deleteVectors = byMessageIds('DELETE');

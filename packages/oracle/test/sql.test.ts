@@ -344,6 +344,17 @@ describe('resources', () => {
     );
   });
 
+  it('pages resource ids after a cursor in binary order (resources.list)', () => {
+    const first = sql.selectResourceIds(d, null, 100);
+    expect(first.sql).toBe(
+      'SELECT id FROM engram_resources WHERE :after_id IS NULL OR id > :after_id ORDER BY id FETCH FIRST :row_limit ROWS ONLY',
+    );
+    expect(first.binds).toEqual({ after_id: null, row_limit: 100 });
+    expect(parse(first.sql).kind).toBe('query');
+    expect(sql.selectResourceIds(d, "r'1", 5).binds).toEqual({ after_id: "r'1", row_limit: 5 });
+    expect(sql.selectResourceIds(d, "r'1", 5).sql).not.toContain("r'1");
+  });
+
   it("stores '' working memory as NULL with the empty flag set, and null with it clear", () => {
     const empty = sql.updateResourceRow(d, { id: 'r1', workingMemory: '', metadata: {}, updatedAt: at });
     expect(empty.binds).toMatchObject({ working_memory: null, working_memory_empty: 1, metadata: '{}' });

@@ -123,6 +123,16 @@ describe('vector statements', () => {
     expect(() => vsql.selectVectors(d, 'sp', Array.from({ length: 1001 }, String))).toThrow(/1 to 1000/);
   });
 
+  it('reads vectors with their numbers for an export (readVectors)', () => {
+    const read = vsql.readVectors(d, 'sp', ['a', 'b']);
+    expect(read.sql).toBe(
+      'SELECT message_id, hash, embedding FROM engram_message_vectors WHERE space = :space AND message_id IN (:id0, :id1)',
+    );
+    expect(read.binds).toEqual({ space: 'sp', id0: 'a', id1: 'b' });
+    expect(parse(read.sql).kind).toBe('query');
+    expect(bindsMatch(read)).toBe(true);
+  });
+
   it('searches exactly: scope in WHERE, VECTOR_DISTANCE COSINE, tie order, FETCH FIRST :top_k', async () => {
     const s = vsql.searchVectors(d, { space, vector: q, topK: 5, resourceId: 'r1', excludeIds: [] });
     expect(vsql.searchVectors(d, { space, vector: q, topK: 5, resourceId: 'r1' })).toEqual(s);
