@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { benchRecall, DIMENSIONS, type RecallAdapterResult } from './recall.ts';
-import { type RecallRun, recallMarkdown } from './recall-report.ts';
+import { type RecallRun, recallChart, recallMarkdown } from './recall-report.ts';
 import { loadTarget } from './targets.ts';
 
 /**
@@ -52,5 +52,6 @@ export async function runRecall(adapters: string[], quick: boolean, out: string)
   const markdown = recallMarkdown(run);
   writeFileSync(`${out}/${stamp}.json`, `${JSON.stringify(run, null, 2)}\n`);
   writeFileSync(`${out}/${stamp}.md`, markdown);
+  writeFileSync(`${out}/${stamp}.svg`, recallChart(run));
   console.log(`\n${markdown}`);
 }
