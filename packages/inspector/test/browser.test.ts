@@ -519,6 +519,10 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     expect(await page.locator('#recall-results .hit .thread-link').first().textContent()).toBe(
       'thread Birthday gift for Sam',
     );
+    await page.fill('#message-query', 'alfama');
+    await page.press('#message-query', 'Enter');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('1 of 3');
+    expect(await page.locator('#panel-messages .msg.match').count()).toBe(3);
     const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
       ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
       : `${tmp.dir}/inspector.png`;
