@@ -377,12 +377,12 @@ function renderMessages(view) {
   drawList();
 }
 
-/** Reads the newest page while the thread view is composed (recall and the prompt take longer). */
+/** Reads the newest page of a thread just opened, so that it shows before the thread view. */
 async function loadNewest(list) {
   try {
     const params = new URLSearchParams({ perPage: String(PAGE), direction: 'DESC' });
     const { body } = await api(`/api/threads/${encodeURIComponent(list.threadId)}/messages?${params}`);
-    if (list !== state.list || list.version > 0) return; // the thread view came first
+    if (list !== state.list) return;
     takeNewest(list, body.messages.reverse(), body.total);
     showView('thread-view');
     drawList();
@@ -1070,12 +1070,12 @@ function route() {
     loadThreads();
     renderResources();
   }
-  if (threadId !== state.threadId) {
+  const opened = threadId !== state.threadId;
+  if (opened) {
     state.threadId = threadId;
     state.version = null;
     state.editing.clear();
     state.list = newList(threadId);
-    if (threadId) loadNewest(state.list);
     $('message-query').value = '';
     $('message-matches').textContent = '';
     for (const li of document.querySelectorAll('#threads li')) {
@@ -1083,7 +1083,11 @@ function route() {
     }
   }
   clearTimeout(state.pollTimer);
-  if (threadId) refreshThread(true);
+  if (threadId && opened) {
+    // The newest page first (one read), then the thread view (recall and the prompt take longer).
+    const list = state.list;
+    loadNewest(list).then(() => list === state.list && refreshThread(true));
+  } else if (threadId) refreshThread(true);
   else if (resourceId) showResource(resourceId);
 }
 
