@@ -16,6 +16,8 @@ const state = {
   editing: new Set(),
   pollTimer: null,
   scanRun: 0,
+  list: null,
+  focus: null,
 };
 
 // ── DOM helpers ─────────────────────────────────────────────────────────────────────────────
@@ -306,45 +308,307 @@ function messageText(content) {
   return el('pre', 'part', JSON.stringify(content, null, 2));
 }
 
+// ── the message list: a window over the whole thread ────────────────────────────────────────
+// Only the rows in view, plus OVERSCAN on each side, are in the DOM, between two spacers as tall
+// as the rest of the thread. Rows are read PAGE messages at a time (oldest first) and kept by
+// their index in the thread; the thread view brings the newest ones with every change. A row
+// not measured yet counts ROW pixels.
+
+const PAGE = 100;
+const ROW = 60;
+const OVERSCAN = 6;
+
+function newList(threadId) {
+  return {
+    threadId,
+    total: 0,
+    rows: new Map(), // index in the thread → message
+    loading: new Set(), // pages being read
+    epoch: 0, // bumped when the rows read so far are dropped
+    heights: new Float64Array(0),
+    tops: null, // heights summed up; rebuilt after a height changes
+    // What stays in place while rows are measured or added: 'end' (the newest message),
+    // { index, offset } (that row, `offset` px above the top of the view), or null (what is shown).
+    pin: 'end',
+    user: false, // the user scrolls (so the scroll decides the pin)
+    marks: new Map(),
+    highlight: null, // the message a recall hit pointed at
+    matches: [], // a search: { index, id } oldest first
+    match: -1, // the current one
+    limited: false, // the server found more matches than it returns
+    version: 0, // bumped when anything shown in a row changes
+    drawn: '',
+    frame: 0,
+  };
+}
+
+function listBody() {
+  return $('panel-messages').querySelector('.body');
+}
+
+/** Takes in the thread's newest messages and its count. */
+function takeNewest(list, messages, total) {
+  const base = total - messages.length;
+  const known = list.rows.get(base);
+  // A deleted message moves every one after it: drop what was read, read the view again.
+  if (total < list.total || (known && known.id !== messages[0]?.id)) {
+    list.rows.clear();
+    list.heights = new Float64Array(0);
+    list.epoch++;
+  }
+  if (total !== list.heights.length) {
+    const heights = new Float64Array(total).fill(ROW);
+    heights.set(list.heights.subarray(0, Math.min(total, list.heights.length)));
+    list.heights = heights;
+    list.tops = null;
+  }
+  list.total = total;
+  for (const [i, m] of messages.entries()) list.rows.set(base + i, m);
+  list.version++;
+  $('messages-count').textContent = `(${plural(total, 'message')})`;
+}
+
+/** The thread view's newest messages and marks; only the rows in view are drawn again. */
 function renderMessages(view) {
-  const body = clear($('panel-messages').querySelector('.body'));
-  $('messages-count').textContent = `(newest ${view.messages.length} of ${view.totalMessages})`;
-  if (view.messages.length === 0) body.append(el('p', 'muted', 'No messages.'));
+  const list = state.list;
+  takeNewest(list, view.messages, view.totalMessages);
   const obs = view.observations;
-  const marks = new Map((obs && 'marks' in obs ? obs.marks : []).map((m) => [m.id, m]));
-  let previous = null;
-  for (const m of view.messages) {
-    const mark = marks.get(m.id);
-    const head = el(
-      'div',
-      'msg-head',
-      el('span', `role role-${m.role}`, m.role),
-      el('span', 'when', when(m.createdAt)),
-    );
-    head.append(el('span', 'id', m.id));
-    if (mark) {
-      const label =
-        mark.mark === 'observed' ? 'observed' : mark.buffered ? 'raw tail · buffered' : 'raw tail';
-      head.append(el('span', `mark mark-${mark.mark}`, label), el('span', 'tokens', `${mark.tokens} tokens`));
+  list.marks = new Map((obs && 'marks' in obs ? obs.marks : []).map((m) => [m.id, m]));
+  drawList();
+}
+
+/** Reads the newest page of a thread just opened, so that it shows before the thread view. */
+async function loadNewest(list) {
+  try {
+    const params = new URLSearchParams({ perPage: String(PAGE), direction: 'DESC' });
+    const { body } = await api(`/api/threads/${encodeURIComponent(list.threadId)}/messages?${params}`);
+    if (list !== state.list) return;
+    takeNewest(list, body.messages.reverse(), body.total);
+    showView('thread-view');
+    drawList();
+  } catch {
+    // The thread view says what went wrong.
+  }
+}
+
+function layout(list) {
+  if (!list.tops) {
+    const tops = new Float64Array(list.total + 1);
+    for (let i = 0; i < list.total; i++) tops[i + 1] = tops[i] + list.heights[i];
+    list.tops = tops;
+  }
+  return list.tops;
+}
+
+/** The row at `y` px from the top of the list. */
+function indexAt(tops, y) {
+  let [low, high] = [0, tops.length - 2];
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (tops[mid] <= y) low = mid;
+    else high = mid - 1;
+  }
+  return Math.max(0, low);
+}
+
+function scheduleDraw() {
+  if (!state.list.frame) state.list.frame = requestAnimationFrame(drawList);
+}
+
+function drawList() {
+  const list = state.list;
+  cancelAnimationFrame(list.frame);
+  list.frame = 0;
+  const body = listBody();
+  if (list.total === 0) {
+    clear(body).append(el('p', 'muted', 'No messages.'));
+    list.drawn = '';
+    return;
+  }
+  let anchor = list.pin;
+  if (anchor === null) {
+    const tops = layout(list);
+    const index = indexAt(tops, body.scrollTop);
+    anchor = { index, offset: body.scrollTop - tops[index] };
+  }
+  let first = 0;
+  let last = -1;
+  for (let pass = 0; pass < 3; pass++) {
+    const tops = layout(list);
+    const height = Math.max(body.clientHeight, 520);
+    const end = Math.max(0, tops[list.total] - height);
+    const top = anchor === 'end' ? end : Math.min(Math.max(tops[anchor.index] + anchor.offset, 0), end);
+    first = Math.max(0, indexAt(tops, top) - OVERSCAN);
+    last = Math.min(list.total - 1, indexAt(tops, top + height) + OVERSCAN);
+    const key = `${first} ${last} ${list.version} ${list.epoch}`;
+    if (key !== list.drawn) {
+      list.drawn = key;
+      drawRows(body, list, first, last);
+      body.prepend(spacer(tops[first]));
+      body.append(spacer(tops[list.total] - tops[last + 1]));
     }
-    if (state.info.allowEdits) {
-      head.append(button('delete', () => deleteMessage(m), 'danger small'));
+    body.scrollTop = top;
+    if (!measure(body, list)) break;
+  }
+  for (let page = Math.floor(first / PAGE); page <= Math.floor(last / PAGE); page++) {
+    const from = Math.max(first, page * PAGE);
+    const to = Math.min(last, page * PAGE + PAGE - 1);
+    let missing = false;
+    for (let i = from; i <= to && !missing; i++) missing = !list.rows.has(i);
+    if (missing && !list.loading.has(page)) loadPage(list, page);
+  }
+}
+
+function spacer(height) {
+  const space = el('div', 'spacer');
+  space.style.height = `${height}px`;
+  return space;
+}
+
+function drawRows(body, list, first, last) {
+  clear(body);
+  const matches = new Set(list.matches.map((m) => m.id));
+  const current = list.matches[list.match]?.id;
+  for (let i = first; i <= last; i++) {
+    const m = list.rows.get(i);
+    if (!m) {
+      const row = el('div', 'msg-loading muted', 'loading…');
+      row.style.height = `${list.heights[i]}px`;
+      row.dataset.index = String(i);
+      body.append(row);
+      continue;
     }
+    const mark = list.marks.get(m.id);
+    const before = list.marks.get(list.rows.get(i - 1)?.id);
     // The cursor sits between the last observed message and the raw tail after it.
-    if (previous === 'observed' && mark && mark.mark !== 'observed') {
+    if (before?.mark === 'observed' && mark && mark.mark !== 'observed') {
       body.append(el('div', 'cursor-line', 'cursor: the messages above are observed, below is the raw tail'));
     }
-    const item = el(
-      'div',
-      `msg msg-${m.role}${mark ? ` msg-${mark.mark}` : ''}`,
-      head,
-      messageText(m.content),
-    );
-    item.dataset.message = m.id;
-    if (mark) item.dataset.mark = mark.mark;
-    body.append(item);
-    previous = mark ? mark.mark : null;
+    const row = messageRow(m, mark);
+    if (matches.has(m.id)) row.classList.add('match');
+    if (m.id === current) row.classList.add('current-match');
+    if (m.id === list.highlight) row.classList.add('highlight');
+    row.dataset.index = String(i);
+    body.append(row);
   }
+}
+
+function messageRow(m, mark) {
+  const head = el(
+    'div',
+    'msg-head',
+    el('span', `role role-${m.role}`, m.role),
+    el('span', 'when', when(m.createdAt)),
+    el('span', 'id', m.id),
+  );
+  if (mark) {
+    const label = mark.mark === 'observed' ? 'observed' : mark.buffered ? 'raw tail · buffered' : 'raw tail';
+    head.append(el('span', `mark mark-${mark.mark}`, label), el('span', 'tokens', `${mark.tokens} tokens`));
+  }
+  if (state.info.allowEdits) head.append(button('delete', () => deleteMessage(m), 'danger small'));
+  const row = el('div', `msg msg-${m.role}${mark ? ` msg-${mark.mark}` : ''}`, head, messageText(m.content));
+  row.dataset.message = m.id;
+  if (mark) row.dataset.mark = mark.mark;
+  return row;
+}
+
+/** Records the heights of the rows read and drawn; true when one changed. */
+function measure(body, list) {
+  const rows = body.querySelectorAll('[data-index]');
+  const tops = [...rows].map((row) => row.getBoundingClientRect());
+  let changed = false;
+  rows.forEach((row, k) => {
+    if (!row.dataset.message) return;
+    const height = k + 1 < rows.length ? tops[k + 1].top - tops[k].top : tops[k].height;
+    const i = Number(row.dataset.index);
+    if (Math.abs(list.heights[i] - height) > 0.5) {
+      list.heights[i] = height;
+      changed = true;
+    }
+  });
+  if (changed) list.tops = null;
+  return changed;
+}
+
+async function loadPage(list, page) {
+  const epoch = list.epoch;
+  list.loading.add(page);
+  try {
+    const params = new URLSearchParams({ page: String(page), perPage: String(PAGE) });
+    const result = await api(`/api/threads/${encodeURIComponent(list.threadId)}/messages?${params}`);
+    if (epoch !== list.epoch) return;
+    for (const [i, m] of result.body.messages.entries()) list.rows.set(page * PAGE + i, m);
+    list.version++;
+    if (list === state.list) scheduleDraw();
+  } catch (error) {
+    showError(error);
+  } finally {
+    list.loading.delete(page);
+  }
+}
+
+/** Shows the row `index` near the top of the list, and keeps it there until the user scrolls. */
+function jumpTo(index) {
+  const list = state.list;
+  list.pin = { index, offset: -80 };
+  list.user = false;
+  list.version++;
+  drawList();
+}
+
+/** Follows a recall hit's link: finds the message in the thread, shows it and highlights it. */
+async function focusMessage(messageId) {
+  const list = state.list;
+  try {
+    const path = `/api/threads/${encodeURIComponent(list.threadId)}/messages/${encodeURIComponent(messageId)}`;
+    const { index } = (await api(path)).body;
+    if (list !== state.list) return;
+    list.highlight = messageId;
+    jumpTo(index);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function searchMessages(query) {
+  const list = state.list;
+  const count = $('message-matches');
+  list.matches = [];
+  list.match = -1;
+  if (query === '') {
+    count.textContent = '';
+    list.version++;
+    drawList();
+    return;
+  }
+  count.textContent = 'searching…';
+  try {
+    const params = new URLSearchParams({ q: query });
+    const result = (await api(`/api/threads/${encodeURIComponent(list.threadId)}/search?${params}`)).body;
+    if (list !== state.list) return;
+    list.matches = result.matches;
+    list.limited = result.limited;
+    showMatch(0);
+  } catch (error) {
+    count.textContent = '';
+    showError(error);
+  }
+}
+
+/** Moves to the match `n` (wrapping around) and says which one it is. */
+function showMatch(n) {
+  const list = state.list;
+  const total = list.matches.length;
+  if (total === 0) {
+    $('message-matches').textContent = 'no matches';
+    list.version++;
+    drawList();
+    return;
+  }
+  list.match = (n + total) % total;
+  $('message-matches').textContent =
+    `${(list.match + 1).toLocaleString()} of ${total.toLocaleString()}${list.limited ? '+' : ''}`;
+  jumpTo(list.matches[list.match].index);
 }
 
 // ── observational memory ────────────────────────────────────────────────────────────────────
@@ -685,7 +949,7 @@ function renderHit(hit, resourceId) {
       ? 'this thread'
       : `thread ${hit.threadTitle === null ? '(gone)' : hit.threadTitle || '(untitled)'}`,
   );
-  link.href = `#${new URLSearchParams({ r: resourceId, t: hit.threadId })}`;
+  link.href = `#${new URLSearchParams({ r: resourceId, t: hit.threadId, m: hit.message.id })}`;
   const head = el(
     'div',
     'hit-head',
@@ -711,10 +975,12 @@ function renderHit(hit, resourceId) {
   return item;
 }
 
+function showView(id) {
+  for (const view of ['empty', 'resource-view', 'thread-view']) $(view).hidden = view !== id;
+}
+
 function renderThread(view) {
-  $('empty').hidden = true;
-  $('resource-view').hidden = true;
-  $('thread-view').hidden = false;
+  showView('thread-view');
   $('thread-title').textContent = view.thread.title === '' ? '(untitled)' : view.thread.title;
   clear($('thread-meta')).append(
     el('span', '', 'id '),
@@ -737,13 +1003,17 @@ async function refreshThread(force = false) {
   if (!threadId) return;
   try {
     const headers = !force && state.version ? { 'if-none-match': state.version } : {};
-    const result = await api(`/api/threads/${encodeURIComponent(threadId)}`, { headers });
+    // The newest page of messages comes with the view; the list reads the rest page by page.
+    const path = `/api/threads/${encodeURIComponent(threadId)}?last=${PAGE}`;
+    const result = await api(path, { headers });
     if (threadId !== state.threadId) return;
     if (result.status === 200) {
       state.view = result.body;
       state.version = result.etag;
       renderThread(result.body);
     }
+    if (state.focus) focusMessage(state.focus);
+    state.focus = null;
     showError(null);
     $('live').textContent = `live · checked ${new Date().toLocaleTimeString()}`;
   } catch (error) {
@@ -763,9 +1033,7 @@ function schedulePoll(threadId) {
 }
 
 async function showResource(resourceId) {
-  $('empty').hidden = true;
-  $('thread-view').hidden = true;
-  $('resource-view').hidden = false;
+  showView('resource-view');
   $('resource-title').textContent = resourceId;
   const body = clear($('panel-resource-wm').querySelector('.body'));
   state.editing.clear();
@@ -793,6 +1061,7 @@ function route() {
   const params = new URLSearchParams(window.location.hash.slice(1));
   const resourceId = params.get('r');
   const threadId = params.get('t');
+  state.focus = params.get('m');
   if (resourceId !== state.resourceId) {
     state.resourceId = resourceId;
     state.threadsPage = 0;
@@ -801,20 +1070,29 @@ function route() {
     loadThreads();
     renderResources();
   }
-  if (threadId !== state.threadId) {
+  const opened = threadId !== state.threadId;
+  if (opened) {
     state.threadId = threadId;
     state.version = null;
     state.editing.clear();
+    state.list = newList(threadId);
+    $('message-query').value = '';
+    $('message-matches').textContent = '';
     for (const li of document.querySelectorAll('#threads li')) {
       li.classList.toggle('selected', li.dataset.thread === threadId);
     }
   }
   clearTimeout(state.pollTimer);
-  if (threadId) refreshThread(true);
+  if (threadId && opened) {
+    // The newest page first (one read), then the thread view (recall and the prompt take longer).
+    const list = state.list;
+    loadNewest(list).then(() => list === state.list && refreshThread(true));
+  } else if (threadId) refreshThread(true);
   else if (resourceId) showResource(resourceId);
 }
 
 async function start() {
+  state.list = newList(null);
   try {
     state.info = (await api('/api/info')).body;
   } catch (error) {
@@ -843,6 +1121,25 @@ async function start() {
   $('threads-next').addEventListener('click', () => {
     state.threadsPage += 1;
     loadThreads();
+  });
+  $('message-search').addEventListener('submit', (event) => {
+    event.preventDefault();
+    searchMessages($('message-query').value.trim());
+  });
+  $('message-prev').addEventListener('click', () => showMatch(state.list.match - 1));
+  $('message-next').addEventListener('click', () => showMatch(state.list.match + 1));
+  const body = listBody();
+  // A scroll the user makes decides what stays in place; the page's own scrolls do not.
+  for (const type of ['wheel', 'pointerdown', 'keydown', 'touchstart']) {
+    body.addEventListener(type, () => {
+      state.list.user = true;
+    });
+  }
+  body.addEventListener('scroll', () => {
+    const list = state.list;
+    if (!list.user) return;
+    list.pin = body.scrollTop + body.clientHeight >= body.scrollHeight - 2 ? 'end' : null;
+    scheduleDraw();
   });
   window.addEventListener('hashchange', route);
   document.addEventListener('visibilitychange', () => {

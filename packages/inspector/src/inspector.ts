@@ -29,6 +29,10 @@ import {
 export const RESOURCE_SCAN_PAGE = 200;
 /** Most threads a thread search reads for one resource. */
 export const SEARCH_LIMIT = 5_000;
+/** How many messages one step of a search within a thread reads. */
+export const SEARCH_PAGE = 5_000;
+/** Most matches a search within a thread returns. */
+export const MATCH_LIMIT = 10_000;
 
 /** What the page and the CLI say about the memory's configuration. */
 export interface MemoryInfo {
@@ -394,6 +398,73 @@ export class Inspector {
   }
 
   /**
+   * One page of a thread's messages, oldest first (`'DESC'`: newest first). The page's message
+   * list pages through the whole thread with this: oldest first, message `i` of page `page` is
+   * message `page × perPage + i` of the thread.
+   */
+  async messages(
+    threadId: string,
+    page: number,
+    perPage: number,
+    direction: 'ASC' | 'DESC' = 'ASC',
+  ): Promise<{ messages: Message[]; total: number; page: number; perPage: number; hasMore: boolean }> {
+    await this.existingThread(threadId);
+    const result = await this.memory.storage.listMessages({ threadId, page, perPage, direction });
+    return { messages: result.messages, total: result.total, page, perPage, hasMore: result.hasMore };
+  }
+
+  /**
+   * Where a message sits in its thread (0: the oldest), counted as `messages` pages: the messages
+   * created before it, then its place among those created at the same instant (ties by id).
+   * `NOT_FOUND` when the message is not in that thread.
+   */
+  async messagePosition(threadId: string, messageId: string): Promise<{ index: number; message: Message }> {
+    const storage = this.memory.storage;
+    const [message] = await storage.listMessagesById({ ids: [messageId] });
+    if (!message || message.threadId !== threadId) {
+      throw new MemoryError(
+        'NOT_FOUND',
+        `message ${JSON.stringify(messageId)} is not in thread ${JSON.stringify(threadId)}`,
+      );
+    }
+    const at = message.createdAt;
+    const [before, same] = await Promise.all([
+      storage.listMessages({ threadId, perPage: 0, dateRange: { end: at, endExclusive: true } }),
+      storage.listMessages({ threadId, perPage: false, dateRange: { start: at, end: at } }),
+    ]);
+    return { index: before.total + same.messages.findIndex((m) => m.id === messageId), message };
+  }
+
+  /**
+   * The messages of a thread whose text contains `query` (case-insensitive), oldest first: their
+   * indexes (as `messages` counts) and ids. Reads the thread `SEARCH_PAGE` messages at a time and
+   * keeps at most `MATCH_LIMIT` matches (`limited` then says more were left out).
+   */
+  async searchMessages(
+    threadId: string,
+    query: string,
+  ): Promise<{ query: string; matches: { index: number; id: string }[]; limited: boolean }> {
+    await this.existingThread(threadId);
+    const needle = query.toLowerCase();
+    const matches: { index: number; id: string }[] = [];
+    if (needle === '') return { query, matches, limited: false };
+    for (let page = 0; ; page++) {
+      const result = await this.memory.storage.listMessages({
+        threadId,
+        page,
+        perPage: SEARCH_PAGE,
+        direction: 'ASC',
+      });
+      for (const [i, m] of result.messages.entries()) {
+        if (!messageText(m.content).toLowerCase().includes(needle)) continue;
+        if (matches.length === MATCH_LIMIT) return { query, matches, limited: true };
+        matches.push({ index: page * SEARCH_PAGE + i, id: m.id });
+      }
+      if (!result.hasMore) return { query, matches, limited: false };
+    }
+  }
+
+  /**
    * The system message the `WorkingMemory` processor adds for this thread, composed by core's
    * own processor (configured from the memory) — not re-implemented here. When the configuration
    * was assumed (`assumed`), the stored working memory of the thread and of its resource is
@@ -495,6 +566,12 @@ export class Inspector {
     await storage.deleteMessages([messageId]);
   }
 
+  private async existingThread(threadId: string): Promise<Thread> {
+    const thread = await this.memory.storage.getThreadById({ threadId });
+    if (!thread) throw new MemoryError('NOT_FOUND', `thread ${JSON.stringify(threadId)} does not exist`);
+    return thread;
+  }
+
   private assertEditable(what: string): void {
     if (!this.allowEdits) {
       throw new MemoryError(
@@ -540,6 +617,22 @@ export class Inspector {
     const check = await schema.validate(parsed);
     return { scope, active, value, format: 'json', json: { parsed }, issues: check.ok ? [] : check.issues };
   }
+}
+
+/** The text a search within a thread looks at: a string, the text parts, else the JSON. */
+function messageText(content: JsonValue): string {
+  if (typeof content === 'string') return content;
+  const parts = content !== null && typeof content === 'object' && !Array.isArray(content) && content.parts;
+  if (Array.isArray(parts)) {
+    return parts
+      .map((part) =>
+        part !== null && typeof part === 'object' && !Array.isArray(part) && typeof part.text === 'string'
+          ? part.text
+          : JSON.stringify(part),
+      )
+      .join('\n');
+  }
+  return JSON.stringify(content);
 }
 
 function parseLoose(raw: string): JsonValue {

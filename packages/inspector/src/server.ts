@@ -60,6 +60,10 @@ class HttpError extends Error {
  * - `GET /api/resources/:id` — a resource's record and working memory
  * - `GET /api/threads?resourceId=&q=&page=&perPage=` — threads, paged and searchable
  * - `GET /api/threads/:id?last=N` — the thread view (`ETag` = its version; `If-None-Match` → 304)
+ * - `GET /api/threads/:id/messages?page=&perPage=&direction=` — the thread's messages, paged (at
+ *   most 1000 a page), oldest first or `DESC`; `GET /api/threads/:id/messages/:mid` — a message
+ *   and its index in the thread (0: the oldest)
+ * - `GET /api/threads/:id/search?q=` — the indexes and ids of the messages containing `q`
  * - `GET /api/threads/:id/observations?last=N` — the thread's observation log (generations,
  *   cursor, tokens on each side, a mark per message shown); says so when the store has none
  * - `POST /api/threads/:id/recall` — semantic recall for `{ query, topK?, scope?, messageRange? }`
@@ -138,6 +142,25 @@ export async function startServer(
     ) {
       const last = q.has('last') ? Math.min(Math.max(count(q.get('last'), 1), 1), 1000) : undefined;
       return sendJson(res, 200, await inspector.observations(id, last));
+    }
+    if (method === 'GET' && first === 'threads' && id !== undefined && sub === 'messages') {
+      if (parts.length === 3) {
+        const perPage = Math.min(count(q.get('perPage'), 100) || 100, 1000);
+        const direction = q.get('direction') === 'DESC' ? 'DESC' : 'ASC';
+        return sendJson(res, 200, await inspector.messages(id, count(q.get('page'), 0), perPage, direction));
+      }
+      if (subId !== undefined && parts.length === 4) {
+        return sendJson(res, 200, await inspector.messagePosition(id, subId));
+      }
+    }
+    if (
+      method === 'GET' &&
+      first === 'threads' &&
+      id !== undefined &&
+      sub === 'search' &&
+      parts.length === 3
+    ) {
+      return sendJson(res, 200, await inspector.searchMessages(id, q.get('q') ?? ''));
     }
     if (
       method === 'POST' &&

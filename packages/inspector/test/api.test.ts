@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Memory } from '@engram/core';
+import type { JsonValue, Memory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector, RESOURCE_SCAN_PAGE } from '../src/inspector.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
@@ -198,6 +198,65 @@ describe('HTTP API', () => {
       expect((await call(readOnly, '/api/threads/%E0%A4%A')).status).toBe(400);
       expect((await call(readOnly, '/assets/..%2Fpackage.json')).status).toBe(404);
       expect((await call(readOnly, '/assets/index.html')).status).toBe(404);
+    });
+
+    it("pages through a thread, gives a message's index (ties by id) and searches every message", async () => {
+      const thread = await memory.createThread({ resourceId: seeded.resourceId, title: 'paged' });
+      const start = Date.UTC(2026, 5, 1);
+      const id = (i: number) => `paged-${thread.id}-${String(i).padStart(3, '0')}`;
+      const content = (i: number): JsonValue =>
+        i === 10
+          ? 'a NEEDLE in a string'
+          : i === 200
+            ? { format: 2, parts: [{ type: 'text', text: 'a needle in a text part' }] }
+            : i === 240
+              ? { note: 'needle in JSON' }
+              : `message ${i}`;
+      await memory.saveMessages({
+        messages: Array.from({ length: 250 }, (_, i) => ({
+          id: id(i),
+          threadId: thread.id,
+          resourceId: seeded.resourceId,
+          role: 'user' as const,
+          content: content(i),
+          // Three messages an instant: their order is their ids'.
+          createdAt: new Date(start + Math.floor(i / 3) * 1_000),
+        })),
+      });
+      const base = `/api/threads/${encodeURIComponent(thread.id)}`;
+      const ids = (res: { json: () => { messages: { id: string }[] } }) =>
+        res.json().messages.map((m) => m.id);
+
+      const second = await call(readOnly, `${base}/messages?page=1&perPage=100`);
+      expect(second.status).toBe(200);
+      expect(ids(second)).toEqual(Array.from({ length: 100 }, (_, i) => id(100 + i)));
+      expect(second.json()).toMatchObject({ total: 250, page: 1, perPage: 100, hasMore: true });
+      const last = await call(readOnly, `${base}/messages?page=2&perPage=100`);
+      expect(ids(last)).toEqual(Array.from({ length: 50 }, (_, i) => id(200 + i)));
+      expect(last.json().hasMore).toBe(false);
+      const newest = await call(readOnly, `${base}/messages?perPage=3&direction=DESC`);
+      expect(ids(newest)).toEqual([id(249), id(248), id(247)]);
+      expect((await call(readOnly, `${base}/messages?perPage=5000`)).json().perPage).toBe(1000);
+
+      for (const i of [0, 1, 2, 3, 125, 249]) {
+        const at = await call(readOnly, `${base}/messages/${encodeURIComponent(id(i))}`);
+        expect(at.json().index).toBe(i);
+        expect(at.json().message.id).toBe(id(i));
+      }
+      const elsewhere = await call(readOnly, `${base}/messages/${encodeURIComponent(seeded.messageIds[0]!)}`);
+      expect(elsewhere.status).toBe(404);
+      expect((await call(readOnly, `${base}/messages/nope`)).status).toBe(404);
+
+      const found = await call(readOnly, `${base}/search?q=${encodeURIComponent('Needle')}`);
+      expect(found.json()).toEqual({
+        query: 'Needle',
+        matches: [10, 200, 240].map((i) => ({ index: i, id: id(i) })),
+        limited: false,
+      });
+      expect((await call(readOnly, `${base}/search?q=`)).json().matches).toEqual([]);
+      expect((await call(readOnly, '/api/threads/nope/search?q=a')).status).toBe(404);
+      expect((await call(readOnly, '/api/threads/nope/messages')).status).toBe(404);
+      await memory.deleteThread(thread.id);
     });
 
     it('answers the recall endpoint with UNSUPPORTED: semantic recall is not configured', async () => {

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
+import { createLexicalEmbedder, InMemoryStore, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector } from '../src/inspector.ts';
@@ -25,6 +25,7 @@ import {
 declare global {
   interface Window {
     __xss?: string;
+    __shown?: number;
   }
 }
 
@@ -300,7 +301,7 @@ for (const adapter of ADAPTERS) {
       await openThread(page, readOnly, seeded.resourceId, seeded.trip);
       expect(await page.locator('#mode').textContent()).toBe('read-only');
       expect(await page.locator('#panel-wm button').count()).toBe(0);
-      expect(await page.locator('#panel-messages button').count()).toBe(0);
+      expect(await page.locator('#panel-messages .msg button').count()).toBe(0);
       const before = await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId });
       const answer = await page.evaluate(async (resourceId) => {
         const token = document.querySelector('meta[name="engram-token"]')?.getAttribute('content') ?? '';
@@ -519,6 +520,10 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     expect(await page.locator('#recall-results .hit .thread-link').first().textContent()).toBe(
       'thread Birthday gift for Sam',
     );
+    await page.fill('#message-query', 'alfama');
+    await page.press('#message-query', 'Enter');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('1 of 3');
+    expect(await page.locator('#panel-messages .msg.match').count()).toBe(3);
     const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
       ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
       : `${tmp.dir}/inspector.png`;
@@ -617,7 +622,7 @@ describe('observational memory (in-memory store, log seeded through core; a stor
       .allTextContents();
     expect(tailTokens.reduce((sum, t) => sum + Number.parseInt(t, 10), 0)).toBe(snapshot.tailTokens);
     const order = await page
-      .locator('#panel-messages .body > *')
+      .locator('#panel-messages .body > :not(.spacer)')
       .evaluateAll((nodes) => nodes.map((n) => (n.classList.contains('cursor-line') ? 'cursor' : 'msg')));
     expect(order).toEqual(['msg', 'msg', 'msg', 'msg', 'cursor', 'msg', 'msg']);
 
@@ -660,5 +665,183 @@ describe('observational memory (in-memory store, log seeded through core; a stor
       'the memory store has no observations domain: observational memory cannot run on it, so there is no observation log to show',
     );
     expect(await page.locator('#panel-messages .mark').count()).toBe(0);
+  });
+});
+
+describe('a 50,000-message thread: paged, windowed, searchable, recall hits shown in place (in-memory store)', () => {
+  const COUNT = 50_000;
+  const user = `long-${process.pid}`;
+  const start = Date.UTC(2026, 0, 1);
+  const id = (i: number) => `long-${String(i).padStart(5, '0')}`;
+  let memory: Memory;
+  let server: InspectorServer;
+  let page: Page;
+  let long: string;
+  let asking: string;
+  let hitId: string;
+  const errors: string[] = [];
+
+  /** Whether the element is wholly inside the message list's visible box. */
+  function inView(selector: string): Promise<boolean> {
+    return page.evaluate((sel) => {
+      const row = document.querySelector(sel);
+      const list = document.querySelector('#panel-messages .body');
+      if (!row || !list) return false;
+      const [r, l] = [row.getBoundingClientRect(), list.getBoundingClientRect()];
+      return r.height > 0 && r.top >= l.top - 1 && r.bottom <= l.bottom + 1;
+    }, selector);
+  }
+
+  beforeAll(async () => {
+    const storage = new InMemoryStore();
+    memory = new Memory({
+      storage,
+      embedder: createLexicalEmbedder(),
+      options: { semanticRecall: { topK: 3, messageRange: 1, scope: 'resource', mode: 'vector' } },
+    });
+    long = (await memory.createThread({ resourceId: user, title: 'A very long thread' })).id;
+    asking = (await memory.createThread({ resourceId: user, title: 'Asking about the dog' })).id;
+    const seeded = Date.now();
+    for (let batch = 0; batch < COUNT; batch += 10_000) {
+      // Straight into the store (nothing embedded): 10,000 messages a call.
+      await storage.saveMessages(
+        Array.from({ length: 10_000 }, (_, j) => {
+          const i = batch + j;
+          return {
+            id: id(i),
+            threadId: long,
+            resourceId: user,
+            role: i % 2 === 0 ? 'user' : 'assistant',
+            type: 'text',
+            content:
+              i === COUNT - 100 ? 'The spare key is under the BLUE flowerpot.' : `Message ${i}: all quiet.`,
+            createdAt: new Date(start + i * 1_000),
+          } as const;
+        }),
+      );
+    }
+    // Through the memory (embedded): the recall hit, right after message 100 of 50,000.
+    const [hit] = await memory.saveMessages({
+      messages: [
+        {
+          threadId: long,
+          resourceId: user,
+          role: 'user',
+          content: 'Our greyhound Biscuit loves long walks on the beach.',
+          createdAt: new Date(start + 100_500),
+        },
+      ],
+    });
+    hitId = hit!.id;
+    await memory.saveMessages({
+      messages: [{ threadId: asking, resourceId: user, role: 'user', content: 'Where can Biscuit walk?' }],
+    });
+    console.log(`seeded ${COUNT + 2} messages in ${Date.now() - seeded} ms`);
+    // As `engram-inspect … --last 50000`: the page must not depend on it to stay fast.
+    server = await startServer(new Inspector({ memory, label: 'in-memory', lastMessages: COUNT + 1 }));
+    page = await context.newPage();
+    page.on('pageerror', (error) => errors.push(error.message));
+  });
+
+  afterAll(async () => {
+    await page?.close();
+    await server?.close();
+  });
+
+  it('first renders the newest messages in under 1 s with a small DOM, and takes in new messages without redrawing the thread', async () => {
+    // When the newest row enters the DOM, in ms from the start of the navigation (the page's
+    // time origin), as the page itself sees it.
+    await page.addInitScript(
+      (sel) => {
+        new MutationObserver((_, observer) => {
+          if (!document.querySelector(sel)) return;
+          window.__shown = performance.now();
+          observer.disconnect();
+        }).observe(document, { childList: true, subtree: true });
+      },
+      `#panel-messages [data-message="${id(COUNT - 1)}"]`,
+    );
+    // The server and the page warmed on a small thread first: the measure is the long thread's.
+    await page.goto(`${server.url}${route(user, asking)}`);
+    await page.locator('#recall-form').waitFor();
+    await page.goto('about:blank');
+    const started = Date.now();
+    await page.goto(`${server.url}${route(user, long)}`);
+    const shown = await page.waitForFunction(() => window.__shown);
+    const elapsed = Math.round(Number(await shown.jsonValue()));
+    const nodes = await page.locator('#panel-messages .body *').count();
+    console.log(
+      `50,000-message thread: first render ${elapsed} ms after the navigation started (${Date.now() - started} ms as the test driver saw it), ${nodes} elements in the list`,
+    );
+    expect(elapsed).toBeLessThan(1_000);
+    expect(nodes).toBeLessThan(2_000);
+    expect(await page.locator('#messages-count').textContent()).toBe('(50,001 messages)');
+    await expect.poll(() => inView(`#panel-messages [data-message="${id(COUNT - 1)}"]`)).toBe(true);
+
+    // Scrolled to the top, the oldest page is read from the server and shown.
+    await page.locator('#panel-messages .body').hover();
+    await page.mouse.wheel(0, -1e9);
+    await page.locator(`#panel-messages [data-message="${id(0)}"]`).waitFor();
+    expect(await page.locator('#panel-messages .body *').count()).toBeLessThan(2_000);
+
+    // A message saved now shows up; the list stays a window.
+    await page.mouse.wheel(0, 1e9);
+    const [added] = await memory.saveMessages({
+      messages: [{ threadId: long, resourceId: user, role: 'assistant', content: 'A new message.' }],
+    });
+    await page.locator(`#panel-messages [data-message="${added!.id}"]`).waitFor({ timeout: 3_000 });
+    expect(await page.locator('#panel-messages .body *').count()).toBeLessThan(2_000);
+    expect(await page.locator('#messages-count').textContent()).toBe('(50,002 messages)');
+    await memory.storage.deleteMessages([added!.id]);
+    expect(errors).toEqual([]);
+  });
+
+  it('finds a message near the end of the thread (case-insensitive) and scrolls it into view', async () => {
+    await page.goto('about:blank');
+    await page.goto(`${server.url}${route(user, long)}`);
+    await page.locator(`#panel-messages [data-message="${id(COUNT - 1)}"]`).waitFor();
+    const target = `#panel-messages [data-message="${id(COUNT - 100)}"]`;
+    expect(await page.locator(target).count()).toBe(0);
+    await page.fill('#message-query', 'blue FLOWERPOT');
+    await page.press('#message-query', 'Enter');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('1 of 1');
+    await page.locator(`${target}.current-match`).waitFor();
+    await expect.poll(() => inView(target)).toBe(true);
+
+    // Many matches: next and previous walk them, wrapping around.
+    await page.fill('#message-query', 'message 4999');
+    await page.press('#message-query', 'Enter');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('1 of 11');
+    await expect.poll(() => inView(`#panel-messages [data-message="${id(4999)}"].current-match`)).toBe(true);
+    await page.click('#message-next');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('2 of 11');
+    await expect.poll(() => inView(`#panel-messages [data-message="${id(49990)}"].current-match`)).toBe(true);
+    await page.click('#message-prev');
+    await page.click('#message-prev');
+    await expect.poll(() => page.locator('#message-matches').textContent()).toBe('11 of 11');
+    await expect.poll(() => inView(`#panel-messages [data-message="${id(49999)}"].current-match`)).toBe(true);
+    expect(await page.locator('#panel-messages .body *').count()).toBeLessThan(2_000);
+    expect(errors).toEqual([]);
+  });
+
+  it('a recall hit’s link opens its thread scrolled to the hit, 49,900 messages from the end, highlighted', async () => {
+    await page.goto('about:blank');
+    await page.goto(`${server.url}${route(user, asking)}`);
+    await page.locator('#recall-form').waitFor();
+    await page.fill('#recall-query', 'long walks on the beach with Biscuit');
+    await page.press('#recall-query', 'Enter');
+    const hit = page.locator('#recall-results .hit').first();
+    await hit.waitFor();
+    expect(await hit.getAttribute('data-thread')).toBe(long);
+    expect(await hit.getAttribute('data-message')).toBe(hitId);
+    await hit.locator('.thread-link').click();
+    await expect.poll(() => page.locator('#thread-title').textContent()).toBe('A very long thread');
+    const row = `#panel-messages [data-message="${hitId}"]`;
+    await page.locator(`${row}.highlight`).waitFor();
+    await expect.poll(() => inView(row)).toBe(true);
+    expect(await page.locator(row).getAttribute('data-index')).toBe('101');
+    expect(await page.locator('#panel-messages .highlight').count()).toBe(1);
+    expect(await page.locator('#panel-messages .body *').count()).toBeLessThan(2_000);
+    expect(errors).toEqual([]);
   });
 });
