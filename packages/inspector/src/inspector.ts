@@ -456,7 +456,7 @@ export class Inspector {
         direction: 'ASC',
       });
       for (const [i, m] of result.messages.entries()) {
-        if (!messageText(m.content).toLowerCase().includes(needle)) continue;
+        if (!searchableText(m.content).toLowerCase().includes(needle)) continue;
         if (matches.length === MATCH_LIMIT) return { query, matches, limited: true };
         matches.push({ index: page * SEARCH_PAGE + i, id: m.id });
       }
@@ -619,8 +619,12 @@ export class Inspector {
   }
 }
 
-/** The text a search within a thread looks at: a string, the text parts, else the JSON. */
-function messageText(content: JsonValue): string {
+/**
+ * The text a search within a thread looks at: a string, the text parts, else the JSON — what the
+ * page shows, every role included (core's `messageText` is what recall embeds: user and assistant
+ * text only).
+ */
+function searchableText(content: JsonValue): string {
   if (typeof content === 'string') return content;
   const parts = content !== null && typeof content === 'object' && !Array.isArray(content) && content.parts;
   if (Array.isArray(parts)) {
