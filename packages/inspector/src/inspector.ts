@@ -420,13 +420,7 @@ export class Inspector {
    */
   async messagePosition(threadId: string, messageId: string): Promise<{ index: number; message: Message }> {
     const storage = this.memory.storage;
-    const [message] = await storage.listMessagesById({ ids: [messageId] });
-    if (!message || message.threadId !== threadId) {
-      throw new MemoryError(
-        'NOT_FOUND',
-        `message ${JSON.stringify(messageId)} is not in thread ${JSON.stringify(threadId)}`,
-      );
-    }
+    const message = await this.messageOf(threadId, messageId);
     const at = message.createdAt;
     const [before, same] = await Promise.all([
       storage.listMessages({ threadId, perPage: 0, dateRange: { end: at, endExclusive: true } }),
@@ -555,15 +549,20 @@ export class Inspector {
   /** Deletes one message of a thread. `NOT_FOUND` when the message is not in that thread. */
   async deleteMessage(threadId: string, messageId: string): Promise<void> {
     this.assertEditable('deleting messages');
-    const storage = this.memory.storage;
-    const [message] = await storage.listMessagesById({ ids: [messageId] });
+    await this.messageOf(threadId, messageId);
+    await this.memory.storage.deleteMessages([messageId]);
+  }
+
+  /** A message of a thread; `NOT_FOUND` when it is absent or in another thread. */
+  private async messageOf(threadId: string, messageId: string): Promise<Message> {
+    const [message] = await this.memory.storage.listMessagesById({ ids: [messageId] });
     if (!message || message.threadId !== threadId) {
       throw new MemoryError(
         'NOT_FOUND',
         `message ${JSON.stringify(messageId)} is not in thread ${JSON.stringify(threadId)}`,
       );
     }
-    await storage.deleteMessages([messageId]);
+    return message;
   }
 
   private async existingThread(threadId: string): Promise<Thread> {
