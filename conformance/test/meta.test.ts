@@ -14,6 +14,7 @@ import {
   brokenAtomicStore,
   CheckThenWriteStore,
   ImmortalStore,
+  InclusiveAfterStore,
   InclusiveRangeStore,
   KeylessCompareStore,
   LeakyCredentialsStore,
@@ -371,6 +372,13 @@ describe('the suite catches further defects', RACES, () => {
       'ordered by (createdAt, id), equal createdAt broken by id, both directions',
     );
     expect(failures(await area(init, 'differential'))).toHaveLength(1);
+  });
+
+  it('a resource listing that repeats its `after` id fails the differential tests', async () => {
+    const init = { name: 'inclusive-after', create: () => new InclusiveAfterStore() };
+    const [differential] = await area(init, 'differential');
+    expect(differential?.status).toBe('fail');
+    expect(message(differential!)).toMatch(/resourceIds/);
   });
 
   it('exclusive date bounds treated as inclusive fail messages', async () => {

@@ -44,7 +44,16 @@ export type Op =
   | { op: 'deleteMessages'; ids: M[] }
   | { op: 'getResourceById'; resource: R }
   | { op: 'updateResource'; resource: R; workingMemory?: string | null; metadata?: JsonObject }
-  | { op: 'atomic'; scope: 'resource' | 'thread'; resource: R; thread: T; append: string };
+  | { op: 'atomic'; scope: 'resource' | 'thread'; resource: R; thread: T; append: string }
+  | { op: 'deleteResource'; resource: R }
+  | { op: 'listResourceIds'; after?: R; limit: number };
+
+/** Operations on optional contract methods, left out for a store without them. */
+export const OPTIONAL_OPS = {
+  atomic: 'updateWorkingMemoryAtomically',
+  deleteResource: 'deleteResource',
+  listResourceIds: 'listResourceIds',
+} as const satisfies Partial<Record<Op['op'], string>>;
 
 const resource = fc.constantFrom(...RESOURCES);
 const threadId = fc.constantFrom(...THREADS);
@@ -236,6 +245,14 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       thread: threadId,
       append: text,
     }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteResource' as const), resource }) },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { op: fc.constant('listResourceIds' as const), after: resource, limit: fc.integer({ min: 1, max: 3 }) },
+      { requiredKeys: ['op', 'limit'] },
+    ),
   },
 );
 

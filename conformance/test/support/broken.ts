@@ -414,3 +414,16 @@ export class TwoStepPurgeStore extends BreakableMemoryStore {
     return { threads: 0, messages: 0, vectors: 0, observations: 0, workingMemory: 0, resources: 0 };
   }
 }
+
+/** `listResourceIds` that answers from `after` itself on, not after it: a page walk repeats ids. */
+export class InclusiveAfterStore extends BreakableMemoryStore {
+  constructor() {
+    super();
+    const list = this.listResourceIds!;
+    this.listResourceIds = async ({ after, limit } = {}) => {
+      const ids = await list({ after, limit });
+      const from = after === undefined ? [] : await this.getResourceById({ resourceId: after });
+      return from === null || after === undefined ? ids : [after, ...ids].slice(0, limit ?? 1_000);
+    };
+  }
+}
