@@ -146,7 +146,7 @@ export async function startServer(
     if (method === 'GET' && first === 'threads' && id !== undefined && sub === 'messages') {
       if (parts.length === 3) {
         const perPage = Math.min(count(q.get('perPage'), 100) || 100, 1000);
-        const direction = q.get('direction') === 'DESC' ? 'DESC' : 'ASC';
+        const direction = order(q.get('direction'));
         return sendJson(res, 200, await inspector.messages(id, count(q.get('page'), 0), perPage, direction));
       }
       if (subId !== undefined && parts.length === 4) {
@@ -219,6 +219,13 @@ function decodeSegment(segment: string): string {
   } catch {
     throw new HttpError(400, 'malformed percent-encoding in the path');
   }
+}
+
+/** A page order given as `asc` or `desc` (any case); absent means oldest first. */
+function order(raw: string | null): 'ASC' | 'DESC' {
+  const value = (raw ?? 'ASC').toUpperCase();
+  if (value === 'ASC' || value === 'DESC') return value;
+  throw new HttpError(400, `direction must be asc or desc, got ${raw}`);
 }
 
 function count(raw: string | null, fallback: number): number {

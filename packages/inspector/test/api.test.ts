@@ -236,6 +236,11 @@ describe('HTTP API', () => {
       expect(last.json().hasMore).toBe(false);
       const newest = await call(readOnly, `${base}/messages?perPage=3&direction=DESC`);
       expect(ids(newest)).toEqual([id(249), id(248), id(247)]);
+      const lower = await call(readOnly, `${base}/messages?perPage=3&direction=desc`);
+      expect(ids(lower)).toEqual(ids(newest));
+      const sideways = await call(readOnly, `${base}/messages?direction=sideways`);
+      expect(sideways.status).toBe(400);
+      expect(sideways.json().message).toMatch(/direction must be asc or desc/);
       expect((await call(readOnly, `${base}/messages?perPage=5000`)).json().perPage).toBe(1000);
 
       for (const i of [0, 1, 2, 3, 125, 249]) {
