@@ -821,7 +821,8 @@ function renderPrompt(view) {
   body.classList.toggle('split', Boolean(recalled));
   const wm = recalled ? el('div', 'turn-wm', el('h4', '', 'WorkingMemory processor')) : body;
   if (view.prompt.warning) wm.append(el('p', 'notice prompt-warning', `Warning: ${view.prompt.warning}`));
-  if ('text' in view.prompt) wm.append(el('pre', 'prompt', view.prompt.text));
+  if ('text' in view.prompt)
+    wm.append(el('pre', 'prompt wm-prompt', view.prompt.text), renderTools(view.prompt.tools));
   else if (view.prompt.refused) wm.append(el('p', 'notice prompt-warning', view.prompt.unavailable));
   else wm.append(el('p', 'muted', view.prompt.unavailable));
   if (!recalled) return;
@@ -837,6 +838,18 @@ function renderPrompt(view) {
     section.append(el('p', 'muted turn-note', recalled.note ?? 'nothing recalled'));
   else section.append(el('pre', 'prompt recall-prompt', recalled.text));
   body.append(section);
+}
+
+/** The memory tools the agent is offered beside the prompt: name, description, input schema. */
+function renderTools(tools) {
+  const section = el('div', 'prompt-tools', el('h4', '', 'Tools offered beside the prompt'));
+  if (tools.length === 0) section.append(el('p', 'muted', 'none (working memory is read-only)'));
+  for (const tool of tools) {
+    const schema = el('details', 'tool-schema', el('summary', '', 'input schema'));
+    schema.append(el('pre', 'schema', JSON.stringify(tool.inputSchema, null, 2)));
+    section.append(el('p', 'tool', el('code', 'tool-name', tool.name), ` — ${tool.description}`), schema);
+  }
+  return section;
 }
 
 // ── semantic recall ─────────────────────────────────────────────────────────────────────────

@@ -17,7 +17,8 @@ const USAGE = `usage:
 Shows what an engram memory holds. The first form serves a page on 127.0.0.1 (a random port
 unless --port is given) at a URL holding a per-run token; it is read-only unless started with
 --allow-edits. The other forms print one thread, one working memory, one composed system
-prompt (with the observation block and the raw tail when the thread has an observation log), or
+prompt (with the observation block, the raw tail when the thread has an observation log, and
+the memory tools offered beside it), or
 a thread's observation log: its generations, the cursor and the tokens on each side (JSON with
 --json).
 
@@ -298,6 +299,13 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
       ];
       for (const m of tail)
         lines.push(`[${m.createdAt.toISOString()}] ${m.role} (${m.id})`, indent(textOf(m)));
+      parts.push(lines.join('\n'));
+    }
+    if ('tools' in prompt && prompt.tools.length > 0) {
+      const lines = ['tools offered beside the prompt:'];
+      for (const tool of prompt.tools) {
+        lines.push(`${tool.name}: ${tool.description}`, indent(`input: ${JSON.stringify(tool.inputSchema)}`));
+      }
       parts.push(lines.join('\n'));
     }
     return parts.join('\n\n');

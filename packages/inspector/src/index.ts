@@ -8,6 +8,7 @@ export {
   type ResourceSummary,
   SEARCH_LIMIT,
   type ThreadView,
+  type ToolView,
   type WorkingMemoryEditRequest,
 } from './inspector.ts';
 export type {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import {
+  getWorkingMemoryTools,
   type JsonObject,
+  type JsonSchemaObject,
   type JsonValue,
   Memory,
   MemoryError,
@@ -86,12 +88,23 @@ export interface DocumentView {
   issues?: string[];
 }
 
+/** A tool the agent is offered for this thread, as the model sees it. */
+export interface ToolView {
+  name: string;
+  description: string;
+  /** The JSON Schema of the tool's input. */
+  inputSchema: JsonSchemaObject;
+}
+
 /**
- * The system message the `WorkingMemory` processor adds, or why none is shown. `warning` is set
- * when the mode and template were assumed; `refused` when the stored working memory contradicts
- * the assumed mode (the composed prompt would not be the agent's).
+ * The system message the `WorkingMemory` processor adds (its instructions and the stored
+ * document) and the memory tools offered beside it, or why none is shown. `warning` is set when
+ * the mode and template were assumed; `refused` when the stored working memory contradicts the
+ * assumed mode (the composed prompt would not be the agent's).
  */
-export type PromptView = { text: string; warning?: string } | { unavailable: string; refused?: true };
+export type PromptView =
+  | { text: string; tools: ToolView[]; warning?: string }
+  | { unavailable: string; refused?: true };
 
 /** Everything the thread page shows. `version` changes whenever anything shown changes. */
 export interface ThreadView {
@@ -482,13 +495,21 @@ export class Inspector {
       );
       if (refusal !== null) return { unavailable: refusal, refused: true };
     }
-    const message = await WorkingMemory.fromMemory(this.memory).buildMessage({
-      threadId: thread.id,
-      resourceId: thread.resourceId,
-    });
+    const ids = { threadId: thread.id, resourceId: thread.resourceId };
+    const [message, offered] = await Promise.all([
+      WorkingMemory.fromMemory(this.memory).buildMessage(ids),
+      getWorkingMemoryTools(this.memory, ids),
+    ]);
     const content = message.content;
     const text = typeof content === 'string' ? content : JSON.stringify(content, null, 2);
-    return this.assumed === undefined ? { text } : { text, warning: assumedWarning(format, this.assumed) };
+    const tools = Object.values(offered).map(({ name, description, inputSchema }) => ({
+      name,
+      description,
+      inputSchema,
+    }));
+    return this.assumed === undefined
+      ? { text, tools }
+      : { text, tools, warning: assumedWarning(format, this.assumed) };
   }
 
   /**

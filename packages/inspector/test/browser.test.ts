@@ -1,6 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import { createLexicalEmbedder, InMemoryStore, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
+import {
+  createLexicalEmbedder,
+  getWorkingMemoryTools,
+  InMemoryStore,
+  Memory,
+  SemanticRecall,
+  WorkingMemory,
+} from '@engram/core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector } from '../src/inspector.ts';
@@ -128,7 +135,19 @@ for (const adapter of ADAPTERS) {
         threadId: seeded.trip,
         resourceId: seeded.resourceId,
       });
-      expect(await page.locator('#panel-prompt pre').textContent()).toBe(expected.content);
+      expect(await page.locator('#panel-prompt pre.wm-prompt').textContent()).toBe(expected.content);
+      // The memory tool the agent is offered, as the model sees it: name, description, input schema.
+      const [tool] = Object.values(
+        await getWorkingMemoryTools(opened.memory, {
+          threadId: seeded.trip,
+          resourceId: seeded.resourceId,
+        }),
+      );
+      const tools = page.locator('#panel-prompt .prompt-tools');
+      expect(await tools.locator('.tool-name').allTextContents()).toEqual([tool!.name]);
+      expect(await tools.locator('.tool').textContent()).toContain(tool!.description);
+      await tools.locator('summary').click();
+      expect(JSON.parse((await tools.locator('pre.schema').textContent()) ?? '')).toEqual(tool!.inputSchema);
       expect(await page.locator('#panel-recall').textContent()).toContain(
         'Semantic recall is not configured for this memory.',
       );
@@ -170,7 +189,7 @@ for (const adapter of ADAPTERS) {
       const elapsed = Date.now() - mergedAt;
       console.log(`[${adapter.name}] page showed the other process's merge after ${elapsed} ms`);
       expect(elapsed).toBeLessThan(2_000);
-      expect(await page.locator('#panel-prompt pre').textContent()).toContain(city);
+      expect(await page.locator('#panel-prompt pre.wm-prompt').textContent()).toContain(city);
       expect(await page.locator('#panel-wm [data-scope="resource"]').textContent()).toContain('"pack"');
     });
 
@@ -482,7 +501,7 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     expect(await doc.locator('li code').textContent()).toBe(XSS_SCRIPT);
     expect(await doc.locator('blockquote').textContent()).toBe(XSS_IMG);
     expect(await doc.locator('p').last().textContent()).toBe(XSS_SCRIPT);
-    expect(await page.locator('#panel-prompt pre').textContent()).toContain(`# Name ${XSS_SCRIPT}`);
+    expect(await page.locator('#panel-prompt pre.wm-prompt').textContent()).toContain(`# Name ${XSS_SCRIPT}`);
     expect(await page.evaluate(() => window.__xss)).toBeUndefined();
     expect(await page.locator('img').count()).toBe(0);
   });

@@ -1,12 +1,18 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { createLexicalEmbedder, Memory, SemanticRecall, WorkingMemory } from '@engram/core';
+import {
+  createLexicalEmbedder,
+  getWorkingMemoryTools,
+  Memory,
+  SemanticRecall,
+  WorkingMemory,
+} from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapter, type OpenedStore, openStore, redactUrl, StoreError, urlPath } from '../src/open.ts';
 import { PLAIN } from './fixtures/no-observations.ts';
 import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
-import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, XSS_SCRIPT } from './support.ts';
+import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, toolsSection, XSS_SCRIPT } from './support.ts';
 
 const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
@@ -100,18 +106,26 @@ describe('engram-inspect CLI', () => {
       threadId: seeded.trip,
       resourceId: seeded.resourceId,
     });
-    const [text, json] = await Promise.all([
+    const ids = { threadId: seeded.trip, resourceId: seeded.resourceId };
+    const [text, json, tools] = await Promise.all([
       cli(['prompt', seeded.trip, ...storeArgs]),
       cli(['prompt', seeded.trip, ...storeArgs, '--json']),
+      getWorkingMemoryTools(opened.memory, ids),
     ]);
     expect(text.code).toBe(0);
     // --schema gives the mode: the prompt is exact, so nothing is said on stderr.
     expect(text.stderr).toBe('');
-    expect(text.stdout).toBe(`${expected.content}\n`);
+    expect(text.stdout).toBe(`${expected.content}\n\n${await toolsSection(opened.memory, ids)}\n`);
+    expect(text.stdout).toContain('updateWorkingMemory: ');
     expect(JSON.parse(json.stdout)).toEqual({
       threadId: seeded.trip,
       resourceId: seeded.resourceId,
       text: expected.content,
+      tools: Object.values(tools).map(({ name, description, inputSchema }) => ({
+        name,
+        description,
+        inputSchema,
+      })),
       // libSQL has the observations domain; this thread has no log.
       observations: {
         status: 'none',
@@ -146,6 +160,7 @@ describe('engram-inspect CLI', () => {
       threadId: thread.id,
       resourceId: 'r-md',
     });
+    const tools = await toolsSection(markdown.memory, { threadId: thread.id, resourceId: 'r-md' });
     const templateFile = `${tmp.dir}/template.md`;
     await writeFile(templateFile, '# User\n- Name:\n');
     await markdown.close();
@@ -157,7 +172,7 @@ describe('engram-inspect CLI', () => {
     const warning =
       "engram-inspect: WARNING: the working-memory mode and template were assumed (Markdown mode with core's default template), so the agent's prompt may differ: pass --schema <file.json> (JSON mode) or --template <file.md>, or open a module exporting the configured Memory\n";
     expect(guessed.code).toBe(0);
-    expect(guessed.stdout).toBe(`${expected.content}\n`);
+    expect(guessed.stdout).toBe(`${expected.content}\n\n${tools}\n`);
     expect(guessed.stdout).toContain('Name: Ada');
     expect(guessed.stderr).toBe(warning);
     expect(json.stderr).toBe(warning);
@@ -182,10 +197,11 @@ describe('engram-inspect CLI', () => {
       threadId: thread.id,
       resourceId: 'r1',
     });
+    const tools = await toolsSection(memory, { threadId: thread.id, resourceId: 'r1' });
     await storage.close();
     const run = await cli(['prompt', thread.id, '--store', MODULE], { INSPECT_TEST_DB: dbUrl });
     expect(run.stderr).toBe('');
-    expect(run.stdout).toBe(`${expected.content}\n`);
+    expect(run.stdout).toBe(`${expected.content}\n\n${tools}\n`);
     expect(run.stdout).toContain('Mood: sunny');
   });
 
@@ -357,7 +373,10 @@ describe('engram-inspect CLI', () => {
         ]),
       ].join('\n');
       const ids = /\(([0-9a-f-]{36})\)/g;
-      expect(text.stdout.replace(ids, '(ID)')).toBe(`${wm.content}\n\n${snapshot.block}\n\n${history}\n`);
+      const tools = await toolsSection(local.memory, target);
+      expect(text.stdout.replace(ids, '(ID)')).toBe(
+        `${wm.content}\n\n${snapshot.block}\n\n${history}\n\n${tools}\n`,
+      );
       const out = JSON.parse(json.stdout);
       expect(out.observations).toMatchObject({
         status: 'log',

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Service, service } from '@engram/conformance';
-import type { Memory } from '@engram/core';
+import { getWorkingMemoryTools, type Memory } from '@engram/core';
 import { Redis } from '@upstash/redis';
 import { MongoClient } from 'mongodb';
 import pg from 'pg';
@@ -241,4 +241,17 @@ export function mergeInAnotherProcess(
       if (!merged) reject(new Error(`merge worker exited with ${code}: ${stderr}`));
     });
   });
+}
+
+/** The last part `engram-inspect prompt` prints: the memory tools offered beside the prompt. */
+export async function toolsSection(
+  memory: Memory,
+  ids: { threadId: string; resourceId: string },
+): Promise<string> {
+  const tools = Object.values(await getWorkingMemoryTools(memory, ids));
+  const lines = tools.flatMap((t) => [
+    `${t.name}: ${t.description}`,
+    `  input: ${JSON.stringify(t.inputSchema)}`,
+  ]);
+  return ['tools offered beside the prompt:', ...lines].join('\n');
 }
