@@ -107,12 +107,19 @@ export class PostgresDriver implements Driver<PostgresTx> {
   };
 
   readonly messages: MessageDriver<PostgresTx> = {
-    readPage: async (query) => ({
-      page: query.perPage === 0 ? [] : await this.rows<Message>(sql.pageMessages(this.names, query)),
-      total: () => this.count(sql.countMessages(this.names, query)),
-      windows:
-        query.include.length === 0 ? [] : await this.rows<Message>(sql.includeWindows(this.names, query)),
-    }),
+    readPage: async (query) => {
+      type Row = Message & { [sql.PAGE_TOTAL]?: number };
+      const rows = query.perPage === 0 ? [] : await this.rows<Row>(sql.pageMessages(this.names, query));
+      // The page's rows carry the total when it was read with them (see `sql.pageMessages`).
+      const known = rows[0]?.[sql.PAGE_TOTAL];
+      const page = rows.map(({ [sql.PAGE_TOTAL]: _, ...m }): Message => m);
+      return {
+        page,
+        total: known ?? (() => this.count(sql.countMessages(this.names, query))),
+        windows:
+          query.include.length === 0 ? [] : await this.rows<Message>(sql.includeWindows(this.names, query)),
+      };
+    },
     byIds: async (ids, tx) =>
       tx
         ? (await tx.client.query<Message>(this.sql.messagesById, [ids])).rows

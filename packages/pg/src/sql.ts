@@ -181,14 +181,19 @@ function messageFilter(n: Names, args: MessageQuery, p: Params): string {
   return `FROM ${n.messages} WHERE ${where.join(' AND ')}`;
 }
 
+/** The column of `pageMessages` rows that carries the total, when it does. */
+export const PAGE_TOTAL = 'page_total';
+
 /**
  * One page of a thread's messages, served by the `(thread_id, created_at, id)` index: the
- * newest N is an index scan backwards that stops after N rows.
+ * newest N is an index scan backwards that stops after N rows. Without a date range each row
+ * also carries the kept total (`PAGE_TOTAL`), so a page and its total take one round trip.
  */
 export function pageMessages(n: Names, args: MessageQuery): Statement {
   const p = new Params();
   const paging = pageLimit(args.page, args.perPage);
-  let text = `SELECT ${message()} ${messageFilter(n, args, p)} ORDER BY ${messageOrder(args.direction)}`;
+  const total = args.dateRange === undefined ? `, (${keptCount(n, args, p)}) AS ${PAGE_TOTAL}` : '';
+  let text = `SELECT ${message()}${total} ${messageFilter(n, args, p)} ORDER BY ${messageOrder(args.direction)}`;
   if (paging) text += ` LIMIT ${p.add(paging.limit)}`;
   if (paging?.offset) text += ` OFFSET ${p.add(paging.offset)}`;
   return { text, values: p.values };
@@ -200,12 +205,15 @@ export function pageMessages(n: Names, args: MessageQuery): Statement {
  */
 export function countMessages(n: Names, args: MessageQuery): Statement {
   const p = new Params();
-  if (args.dateRange === undefined) {
-    let text = `SELECT COALESCE(sum(n), 0)::int AS total FROM ${n.counts} WHERE thread_id = ${p.add(args.threadId)}`;
-    if (args.resourceId !== undefined) text += ` AND resource_id = ${p.add(args.resourceId)}`;
-    return { text, values: p.values };
-  }
+  if (args.dateRange === undefined) return { text: keptCount(n, args, p), values: p.values };
   return { text: `SELECT count(*)::int AS total ${messageFilter(n, args, p)}`, values: p.values };
+}
+
+/** The kept message count of the thread (and resource): one primary-key lookup. */
+function keptCount(n: Names, args: MessageQuery, p: Params): string {
+  let text = `SELECT COALESCE(sum(n), 0)::int AS total FROM ${n.counts} WHERE thread_id = ${p.add(args.threadId)}`;
+  if (args.resourceId !== undefined) text += ` AND resource_id = ${p.add(args.resourceId)}`;
+  return text;
 }
 
 /**

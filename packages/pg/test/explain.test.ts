@@ -67,7 +67,9 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
 
   function expectIndexOnly(plan: PlanNode[], maxRows: number): void {
     const types = plan.map((n) => n['Node Type']);
-    expect(types).not.toContain('Seq Scan');
+    // The kept counts a page reads its total from may be scanned whole while the table is tiny.
+    const seqScans = plan.filter((n) => n['Node Type'] === 'Seq Scan');
+    expect(seqScans.map((n) => n['Relation Name'])).toEqual(seqScans.map(() => 'engram_message_counts'));
     expect(types).not.toContain('Sort');
     expect(types).not.toContain('Bitmap Heap Scan');
     const scans = plan.filter((n) => n['Node Type'] === 'Index Scan' || n['Node Type'] === 'Index Only Scan');
@@ -101,7 +103,7 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
     expectIndexOnly(await explain(statement), 5);
   });
 
-  it('the newest 20 reads its total from the kept count: no count(*), no message row read', async () => {
+  it('the newest 20 reads its total from the kept count, in the page statement: one round trip, no count(*)', async () => {
     await db.query('ANALYZE');
     const count = sql.countMessages(names, newest20);
     expect(count.text).not.toMatch(/count\(\*\)/i);
@@ -130,7 +132,16 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       const page = await recorded.listMessages({ threadId, perPage: 20, direction: 'DESC' });
       expect(page.total).toBe(THREAD_SIZE);
       expect(page.messages).toHaveLength(20);
-      expect(sent.length).toBe(2);
+      expect(Object.keys(page.messages[0]!).sort()).toEqual([
+        'content',
+        'createdAt',
+        'id',
+        'resourceId',
+        'role',
+        'threadId',
+        'type',
+      ]);
+      expect(sent.length).toBe(1);
       expect(sent.filter((text) => /count\(\*\)/i.test(text))).toEqual([]);
       // A date range still counts its rows.
       sent.length = 0;
