@@ -38,8 +38,10 @@ store options:
 
 Vectors move when the source reads them back and the target has their embedding space (or
 none); otherwise run memory.reindex() after an import. A whole-store export finds resources
-through their threads, and on libSQL, PostgreSQL and MongoDB also those without a thread; on
-Upstash and Oracle export such a resource with --resource <id>.`;
+through their threads, then those without a thread (every adapter of this repository lists
+resources; with a store that does not, export such a resource with --resource <id>). A record
+the target cannot hold (PostgreSQL keeps no NUL character inside JSON) stops the run naming it;
+the records before it are written.`;
 
 const STORE_OPTIONS = ['prefix', 'pg-schema', 'db'] as const;
 

@@ -3,7 +3,14 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeService } from '@engram/conformance';
-import { type JsonValue, type MemoryStorage, type Message, normalize, type Thread } from '@engram/core';
+import {
+  type JsonValue,
+  Memory,
+  type MemoryStorage,
+  type Message,
+  normalize,
+  type Thread,
+} from '@engram/core';
 import { LibSQLStore } from '@engram/libsql';
 import { PostgresStore } from '@engram/pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -250,6 +257,39 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
       /skipped \(already there\) 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors/,
     );
     await expectSame(source, storage, seeded);
+  });
+
+  it('a value the target cannot hold (NUL in JSON, on PostgreSQL): exit 1 naming the record; the ones before it are written', async () => {
+    const nulUrl = `file:${join(tmp.dir, 'nul.db')}`;
+    const nulSource = new LibSQLStore({ url: nulUrl });
+    stores.push(nulSource);
+    const memory = new Memory({ storage: nulSource });
+    await memory.createThread({ resourceId: 'tools', threadId: 'tools/t' });
+    const texts = ['first', 'tool output a\u0000b', 'third'];
+    const saved = await memory.saveMessages({
+      messages: texts.map((content, i) => ({
+        threadId: 'tools/t',
+        resourceId: 'tools',
+        role: 'user' as const,
+        content,
+        type: 'text',
+        createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+      })),
+    });
+    const { flags, storage } = await pgTarget();
+    const toFlags = flags.map((f) => (f === '--pg-schema' ? '--to-pg-schema' : f));
+    const copied = await engram(['copy', '--from', nulUrl, '--to', url, ...toFlags]);
+    expect(copied.code).toBe(1);
+    // Records: the resource's thread, then its messages; the refused one is the second message.
+    expect(copied.stderr).toMatch(
+      new RegExp(
+        `^engram copy: INVALID_ARGUMENT: record 3 \\(message "${saved[1]!.id}"\\) was refused by pg: .*NUL`,
+        'm',
+      ),
+    );
+    expect((await storage.listMessagesById({ ids: saved.map((m) => m.id) })).map((m) => m.content)).toEqual([
+      'first',
+    ]);
   });
 
   it('a truncated dump and an unknown record version: exit 1 naming the line; the lines before it are written', async () => {

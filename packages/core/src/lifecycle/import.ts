@@ -1,4 +1,4 @@
-import { MemoryError } from '../errors.ts';
+import { isMemoryError, MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import { jsonEqual } from '../storage/helpers.ts';
 import type { ObservationRow, ObservationVersion } from '../storage/observations.ts';
@@ -25,6 +25,29 @@ export interface ImportCounts {
    * `memory.importRecords` does it when the memory has an embedder).
    */
   unembedded: string[];
+}
+
+/**
+ * Runs the write of one record; when the store refuses a value of it (`INVALID_ARGUMENT`), the
+ * error names the record, so the dump can be mended there and the import run again.
+ */
+async function refusal(
+  storage: MemoryStorage,
+  at: number,
+  kind: RecordKind,
+  id: string,
+  write: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    if (!isMemoryError(error, 'INVALID_ARGUMENT')) throw error;
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      `record ${at} (${kind} ${JSON.stringify(id)}) was refused by ${storage.name}: ${error.message}; the records before it are written, and running the import again with onConflict 'skip' after mending it goes on from there`,
+      { adapter: storage.name, details: { record: at }, cause: error },
+    );
+  }
 }
 
 /** Messages written per `saveMessages` call. */
@@ -185,7 +208,8 @@ class Importer {
         },
       );
     }
-    await this.storage.restoreResource(value);
+    const restore = this.storage.restoreResource.bind(this.storage);
+    await refusal(this.storage, at, 'resource', value.id, () => restore(value));
     this.counts.written.resource += 1;
   }
 
@@ -197,7 +221,7 @@ class Importer {
       if (stored && sameThread(stored, value)) this.threads.set(value.id, value);
       return;
     }
-    await this.storage.saveThread(value);
+    await refusal(this.storage, at, 'thread', value.id, () => this.storage.saveThread(value));
     this.threads.set(value.id, value);
     this.counts.written.thread += 1;
   }
@@ -211,7 +235,20 @@ class Importer {
     );
     const write = batch.filter((b) => this.proceed('message', stored.has(b.message.id), b.at, b.message.id));
     if (write.length === 0) return;
-    await this.storage.saveMessages(write.map((b) => b.message));
+    try {
+      await this.storage.saveMessages(write.map((b) => b.message));
+    } catch (error) {
+      if (!isMemoryError(error, 'INVALID_ARGUMENT')) throw error;
+      // The store refused a value (PostgreSQL holds no NUL in JSON, for one): find which message,
+      // writing those before it, as for a record that is not valid.
+      for (const b of write) {
+        await refusal(this.storage, b.at, 'message', b.message.id, () =>
+          this.storage.saveMessages([b.message]),
+        );
+        this.counts.written.message += 1;
+      }
+      return;
+    }
     this.counts.written.message += write.length;
   }
 
