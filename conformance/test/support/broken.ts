@@ -420,7 +420,8 @@ export class InclusiveAfterStore extends BreakableMemoryStore {
   constructor() {
     super();
     const list = this.listResourceIds!;
-    this.listResourceIds = async ({ after, limit } = {}) => {
+    const writable = this as { listResourceIds?: typeof list };
+    writable.listResourceIds = async ({ after, limit } = {}) => {
       const ids = await list({ after, limit });
       const from = after === undefined ? [] : await this.getResourceById({ resourceId: after });
       return from === null || after === undefined ? ids : [after, ...ids].slice(0, limit ?? 1_000);
