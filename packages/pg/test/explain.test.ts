@@ -1,8 +1,9 @@
 import type { Message } from '@engram/core';
-import type { MessageQuery } from '@engram/core/driver';
+import { createKeywordAnalyzer, type MessageQuery, queryTerms } from '@engram/core/driver';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
+import { searchKeywords } from '../src/keywords.ts';
 import * as sql from '../src/sql.ts';
 import { createDatabase, describePg, sentText, type TestDatabase } from './env.ts';
 
@@ -12,6 +13,7 @@ interface PlanNode {
   'Index Name'?: string;
   'Relation Name'?: string;
   'Actual Rows'?: number;
+  'Actual Loops'?: number;
   Plans?: PlanNode[];
 }
 
@@ -170,5 +172,22 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       include: [{ id: `${threadId}-m005000`, withPreviousMessages: 2, withNextMessages: 2 }],
     });
     expect(window.messages.map((m) => m.id.slice(-4))).toEqual(['4998', '4999', '5000', '5001', '5002']);
+  });
+
+  // Every message holds the word "message": the worst case, a term in all 11,000 rows.
+  it("a keyword search counts each term's documents once per statement, not once per hit", async () => {
+    await db.query('ANALYZE');
+    const terms = queryTerms('message 5000', createKeywordAnalyzer());
+    expect(terms).toHaveLength(2);
+    const plan = await explain(searchKeywords(names, { terms, resourceId, topK: 5, excludeIds: [] }));
+    const termScans = plan.filter((node) => node['Index Name'] === 'engram_message_terms_lexemes_idx');
+    expect(termScans.length).toBeGreaterThan(0);
+    for (const scan of termScans) expect(scan['Actual Loops']).toBeLessThanOrEqual(terms.length);
+    const started = performance.now();
+    const hits = await store.keywords!.search({ query: 'message 5000', resourceId, topK: 1 });
+    console.log(
+      `keyword search over 11,000 matching messages: ${(performance.now() - started).toFixed(1)} ms`,
+    );
+    expect(hits.map((hit) => hit.messageId)).toEqual([`${threadId}-m005000`]);
   });
 });
