@@ -123,6 +123,17 @@ export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export { RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
 export { createStore, Store } from './storage/store.ts';
+export {
+  compareTurnRows,
+  isOlderThan,
+  MAX_TURN_BODY,
+  MAX_TURN_PAGE,
+  type TurnCursor,
+  type TurnDriver,
+  type TurnRow,
+  type TurnStore,
+  ValidatedTurns,
+} from './storage/turns.ts';
 export { bumpedUpdatedAt, newestByThread } from './storage/updated-at.ts';
 export {
   assertId,

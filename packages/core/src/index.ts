@@ -203,6 +203,7 @@ export { RESOURCE_BM25 } from './storage/keywords.ts';
 export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
+export type { TurnCursor, TurnRow, TurnStore } from './storage/turns.ts';
 export type * from './storage/vectors.ts';
 export {
   DEFAULT_TITLE_INSTRUCTIONS,

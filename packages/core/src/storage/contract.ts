@@ -12,6 +12,7 @@ import type {
   Thread,
   WorkingMemoryScope,
 } from './records.ts';
+import type { TurnStore } from './turns.ts';
 import type { VectorStore } from './vectors.ts';
 
 /** One page of a listing. `hasMore` is true when rows exist past this page. */
@@ -168,6 +169,11 @@ export interface MemoryStorage {
    * A store that declares it removes a thread's log in the same write as the thread.
    */
   readonly observations?: ObservationStore;
+  /**
+   * Optional domain: turn records, what each model call was given (see `turns.ts`). A store that
+   * declares it removes a thread's records in the same write as the thread.
+   */
+  readonly turns?: TurnStore;
 
   /**
    * Connects and creates or migrates tables, indexes and collections, once per store (memoised;

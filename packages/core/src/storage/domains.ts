@@ -2,6 +2,7 @@ import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
 import { type KeywordDriver, type KeywordStore, ValidatedKeywords } from './keywords.ts';
 import { type ObservationDriver, type ObservationStore, ValidatedObservations } from './observations.ts';
+import { type TurnDriver, type TurnStore, ValidatedTurns } from './turns.ts';
 import { ValidatedVectors } from './vector-store.ts';
 import type { VectorDriver, VectorStore } from './vectors.ts';
 
@@ -37,6 +38,8 @@ export interface DriverDomains<Tx> {
   keywords?: KeywordDriver<Tx>;
   /** Observation logs for observational memory. */
   observations?: ObservationDriver<Tx>;
+  /** Records of what each model call was given, for `options.turnRecords`. */
+  turns?: TurnDriver<Tx>;
 }
 
 /** The optional domains of a store, as applications see them (validated). */
@@ -44,6 +47,7 @@ export interface StoreDomains {
   vectors?: VectorStore;
   keywords?: KeywordStore;
   observations?: ObservationStore;
+  turns?: TurnStore;
 }
 
 /** The name of an optional domain. */
@@ -83,6 +87,12 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     feature: 'options.observationalMemory',
     resourceRows: true,
     wrap: (adapter, driver, run) => new ValidatedObservations(adapter, driver, run),
+  },
+  turns: {
+    what: 'turn records',
+    feature: 'options.turnRecords',
+    resourceRows: false,
+    wrap: (_adapter, driver, run) => new ValidatedTurns(driver, run),
   },
 };
 

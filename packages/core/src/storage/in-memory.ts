@@ -17,6 +17,7 @@ import { slicePage } from './listing.ts';
 import { type ObservationDriver, type ObservationRow, swapRows } from './observations.ts';
 import type { Message, Resource, Thread } from './records.ts';
 import { Store } from './store.ts';
+import { compareTurnRows, isOlderThan, type TurnDriver, type TurnRow } from './turns.ts';
 import { bumpedUpdatedAt } from './updated-at.ts';
 import { cosine } from './vector-store.ts';
 import {
@@ -35,6 +36,7 @@ export interface MemoryDriverOptions {
   /** `false` leaves the keyword index out; an object sets its analyzer (stop words, stemming). */
   keywords?: boolean | KeywordAnalyzerOptions;
   observations?: boolean;
+  turns?: boolean;
 }
 
 /** A unit of work of the in-memory driver: its changes, applied together when it commits. */
@@ -73,6 +75,8 @@ export class MemoryDriver implements Driver<MemoryTx> {
   private readonly vectorRows = new Map<string, Map<string, VectorRow>>();
   /** Message id → its keyword terms (messages with text only). */
   private readonly keywordRows = new Map<string, string[]>();
+  /** Turn id → its row. */
+  private readonly turnRows = new Map<string, TurnRow>();
   /** Log key → its generations, oldest first. */
   private readonly logs = new Map<string, ObservationRow[]>();
   /** The tail of the queue of writes. */
@@ -86,6 +90,7 @@ export class MemoryDriver implements Driver<MemoryTx> {
   constructor(options: MemoryDriverOptions = {}) {
     if (options.vectors === false) this.vectors = undefined;
     if (options.observations === false) this.observations = undefined;
+    if (options.turns === false) this.turns = undefined;
     if (options.keywords === false) this.keywords = undefined;
     else this.keywords = this.keywordDomain(options.keywords === true ? {} : (options.keywords ?? {}));
   }
@@ -387,6 +392,33 @@ export class MemoryDriver implements Driver<MemoryTx> {
     },
   };
 
+  /** Turn records, newest first per thread. */
+  turns: TurnDriver<MemoryTx> | undefined = {
+    put: async (row) => {
+      this.turnRows.set(row.id, copyTurn(row));
+    },
+    get: async (id) => {
+      const row = this.turnRows.get(id);
+      return row ? copyTurn(row) : null;
+    },
+    list: async (threadId, limit, before) =>
+      [...this.turnRows.values()]
+        .filter((row) => row.threadId === threadId && isOlderThan(row, before))
+        .sort(compareTurnRows)
+        .slice(0, limit)
+        .map(copyTurn),
+    deleteByThread: async (tx, threadId) => {
+      tx.changes.push(() => {
+        for (const [id, row] of this.turnRows) if (row.threadId === threadId) this.turnRows.delete(id);
+      });
+    },
+    deleteByMessages: async (tx, ids) => {
+      tx.changes.push(() => {
+        for (const id of ids) this.turnRows.delete(id);
+      });
+    },
+  };
+
   /** Drops the vectors of these messages in every space. */
   private forget(ids: Iterable<string>): void {
     for (const id of ids) for (const rows of this.vectorRows.values()) rows.delete(id);
@@ -428,4 +460,8 @@ export const memoryDescriptor: AdapterDescriptor = {
 
 function copyRows(rows: readonly ObservationRow[]): ObservationRow[] {
   return rows.map((r) => ({ ...r, updatedAt: new Date(r.updatedAt) }));
+}
+
+function copyTurn(row: TurnRow): TurnRow {
+  return { ...row, createdAt: new Date(row.createdAt) };
 }

@@ -125,6 +125,11 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     return domainOf(this, this.driver, this.domains, 'observations');
   }
 
+  /** Turn records (what each model call was given), when the driver declares the domain. */
+  get turns(): StoreDomains['turns'] {
+    return domainOf(this, this.driver, this.domains, 'turns');
+  }
+
   /** The cascade hooks of every domain the driver declares. */
   private hooks(): DomainHooks<unknown>[] {
     return DOMAIN_NAMES.flatMap((name) => this.driver[name] ?? []);
