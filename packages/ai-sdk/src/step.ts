@@ -14,6 +14,7 @@ import {
   recallHistory,
   stateSignalText,
   WorkingMemory,
+  type WorkingMemoryScope,
   WorkingMemoryState,
 } from '@engram/core';
 import { ownedThread } from '@engram/core/driver';
@@ -187,6 +188,7 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
   const readOnly =
     options.readOnly === true || memory.options.readOnly || (om !== false && om.manageWorkingMemory);
   const requestContext = { threadId, resourceId };
+  const preparedAt = new Date();
 
   const observed = await observedHistory(memory, requestContext);
   const history =
@@ -205,9 +207,13 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
   }
 
   let prepareStep: MemoryPrepareStep | undefined;
+  let shownMemory: { scope: WorkingMemoryScope; text: string | null } | undefined;
   if (config.enabled) {
     const processor = WorkingMemory.fromMemory(memory, { readOnly });
     const memoryMessage = await processor.buildMessage(requestContext);
+    if (memory.options.turnRecords) {
+      shownMemory = { scope: config.scope, text: await memory.getWorkingMemory({ threadId, resourceId }) };
+    }
     system = [system, memoryMessage.content as string].filter(Boolean).join('\n\n');
     if (config.useStateSignals && !readOnly) {
       const state = new WorkingMemoryState({
@@ -230,6 +236,30 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
   const turn = conversation.slice(turnStart);
   const tools = { ...ownTools, ...(await workingMemoryTools(memory, { threadId, resourceId, readOnly })) };
 
+  // A turn record failing to write leaves the saved messages as they are: reported, not thrown.
+  const turnRecord = async (saved: Message[]): Promise<void> => {
+    if (!memory.options.turnRecords) return;
+    const mode = memory.recallMode;
+    await memory
+      .recordTurn(
+        {
+          threadId,
+          resourceId,
+          createdAt: preparedAt,
+          system,
+          history,
+          input: turn,
+          recall: recall && mode ? { mode, result: recall } : undefined,
+          workingMemory: shownMemory,
+          observations: observed,
+        },
+        saved,
+      )
+      .catch((error: unknown) =>
+        console.warn('engram: the turn record was not written; the turn is saved', error),
+      );
+  };
+
   const save: MemoryStep<TOOLS>['save'] = async (result) => {
     const response = await responseMessages(result);
     const responseAsAgent = response.map((m) => fromModelMessage(m, requestContext));
@@ -241,7 +271,9 @@ export async function memoryStep<TOOLS extends ToolSet = Record<never, never>>(
       type: m.type,
     }));
     if (toSave.length === 0) return [];
-    return memory.saveMessages({ messages: toSave });
+    const saved = await memory.saveMessages({ messages: toSave });
+    await turnRecord(saved);
+    return saved;
   };
 
   const call: MemoryCall<TOOLS> = {

@@ -69,6 +69,7 @@ export {
   type WorkingMemoryToolResult,
   workingMemoryToolMode,
 } from './agent/tool.ts';
+export { type PreparedTurn, type TurnRecord, turnRecord } from './agent/turn-record.ts';
 export type {
   AgentLogger,
   AgentMessage,

@@ -101,6 +101,13 @@ export interface MemoryOptions {
    * first assistant reply), when that reply is saved. Only an empty title is replaced. Off by default.
    */
   threadTitle?: ThreadTitleOptions;
+  /**
+   * Keeps a turn record for every turn `memoryStep` saves: the ids of the history window, the
+   * recall hits with their scores, a hash of the working memory shown, the observation
+   * generation and token counts (ids and numbers, no content); read them with
+   * `memory.listTurns` or the inspector. Needs a storage with the `turns` domain. Default `false`.
+   */
+  turnRecords?: boolean;
 }
 
 /** `MemoryOptions` with every default filled in. */
@@ -123,6 +130,7 @@ export interface ResolvedMemoryOptions {
   readonly semanticRecall: false | ResolvedSemanticRecall;
   readonly observationalMemory: false | ResolvedObservationalMemory;
   readonly threadTitle: false | ResolvedThreadTitle;
+  readonly turnRecords: boolean;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -133,6 +141,7 @@ const OPTION_KEYS = Object.keys({
   semanticRecall: true,
   observationalMemory: true,
   threadTitle: true,
+  turnRecords: true,
 } satisfies Record<keyof MemoryOptions, true>);
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
@@ -189,6 +198,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
   const semanticRecall = resolveSemanticRecall(o.semanticRecall);
   const observationalMemory = resolveObservationalMemory(o.observationalMemory);
   const threadTitle = resolveThreadTitle(o.threadTitle);
+  const turnRecords = optionalBoolean(o.turnRecords, 'options.turnRecords') ?? false;
 
   const wm = o.workingMemory;
   if (wm !== undefined && !isPlainObject(wm)) {
@@ -248,6 +258,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     semanticRecall,
     observationalMemory,
     threadTitle,
+    turnRecords,
   });
 }
 

@@ -1,3 +1,4 @@
+import { type PreparedTurn, recordOfRow, type TurnRecord, turnRecord, turnRow } from './agent/turn-record.ts';
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { type CloneThreadArgs, type CloneThreadResult, cloneThread } from './lifecycle/clone.ts';
@@ -9,13 +10,14 @@ import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } 
 import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
 import { assertLanguageModel, type LanguageModelLike } from './observations/model.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
-import type { RecallEngine, RecallResult, ReindexProgress } from './recall/engine.ts';
+import type { RecallEngine, RecallMode, RecallResult, ReindexProgress } from './recall/engine.ts';
 import { recallEngine } from './recall/mode.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import { requireDomain } from './storage/domains.ts';
 import { ownedThread } from './storage/ownership.ts';
 import type { ResourceDeletion } from './storage/purge.ts';
 import type { JsonObject, Message, Thread } from './storage/records.ts';
+import type { TurnStore } from './storage/turns.ts';
 import { assertId, assertJsonObject, assertOptionalId, describe, isPlainObject } from './storage/validate.ts';
 import { type GeneratedTitle, ThreadTitles } from './threads/titles.ts';
 import { type ResolvedSchema, resolveSchema } from './working-memory/schema.ts';
@@ -145,6 +147,8 @@ export class Memory {
   readonly observations: ObservationalMemory | undefined;
   /** Thread titles from a model (`options.threadTitle`, `generateTitle`). */
   private readonly titles: ThreadTitles;
+  /** Where turn records are written (`options.turnRecords`). */
+  private readonly turnLog: TurnStore | undefined;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
@@ -187,6 +191,7 @@ export class Memory {
     const recall = this.options.semanticRecall;
     if (recall) this.engine = recallEngine(storage, config.embedder, recall);
     this.observations = this.observationalMemory(config);
+    this.turnLog = this.options.turnRecords ? requireDomain(storage, 'turns') : undefined;
     if (config.onTitleError !== undefined && typeof config.onTitleError !== 'function') {
       throw invalid('onTitleError must be a function');
     }
@@ -631,6 +636,72 @@ export class Memory {
   /** The recent history; `recall` without a query. */
   getMessages(args: HistoryArgs): Promise<Message[]> {
     return this.history(args);
+  }
+
+  // ── turn records ───────────────────────────────────────────────────────────────────────────
+
+  /** The recall mode in use (`'vector'`, `'keyword'` or `'hybrid'`); `undefined` when recall is off. */
+  get recallMode(): RecallMode | undefined {
+    return this.engine?.config.mode;
+  }
+
+  /**
+   * With `options.turnRecords`: stores the record of a turn prepared as `turn` whose messages
+   * were just saved as `saved` (the first one's id is the record's), and returns it; without
+   * the option (or with nothing saved) it stores nothing and returns `undefined`. `memoryStep`
+   * calls it from `save`; call it yourself from a loop of your own.
+   */
+  async recordTurn(turn: PreparedTurn, saved: readonly Message[]): Promise<TurnRecord | undefined> {
+    if (!this.turnLog || saved.length === 0) return undefined;
+    const record = turnRecord(
+      turn,
+      saved.map((m) => m.id),
+    );
+    await this.turnLog.put(turnRow(record));
+    return record;
+  }
+
+  /**
+   * A thread's turn records, newest first: up to `limit` (default 20, at most 1000), older than
+   * `before` (the last record of the previous page) when given. With `resourceId`, a thread of
+   * another resource has none. `UNSUPPORTED` on a storage without the `turns` domain.
+   */
+  async listTurns(args: {
+    threadId: string;
+    resourceId?: string;
+    limit?: number;
+    before?: Pick<TurnRecord, 'id' | 'createdAt'>;
+  }): Promise<TurnRecord[]> {
+    assertArgs(args, 'listTurns');
+    assertId(args.threadId, 'threadId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    const turns = this.turnStore('listTurns');
+    const before =
+      args.before === undefined ? null : { id: args.before.id, createdAt: args.before.createdAt };
+    const rows = await turns.list(args.threadId, args.limit ?? 20, before);
+    return rows
+      .filter((row) => args.resourceId === undefined || row.resourceId === args.resourceId)
+      .map(recordOfRow);
+  }
+
+  /** One turn record by its id (its first message's), or `null`; with `resourceId`, only that resource's. */
+  async getTurn(args: { turnId: string; resourceId?: string }): Promise<TurnRecord | null> {
+    assertArgs(args, 'getTurn');
+    assertId(args.turnId, 'turnId');
+    assertOptionalId(args.resourceId, 'resourceId');
+    const row = await this.turnStore('getTurn').get(args.turnId);
+    if (!row || (args.resourceId !== undefined && row.resourceId !== args.resourceId)) return null;
+    return recordOfRow(row);
+  }
+
+  private turnStore(operation: string): TurnStore {
+    const turns = this.turnLog ?? this.storage.turns;
+    if (turns) return turns;
+    throw new MemoryError(
+      'UNSUPPORTED',
+      `${operation}: ${JSON.stringify(this.storage.name)} keeps no turn records (it does not declare the optional domain "turns")`,
+      { adapter: this.storage.name, details: { domain: 'turns' } },
+    );
   }
 
   // ── working memory ─────────────────────────────────────────────────────────────────────────
