@@ -333,6 +333,7 @@ function newList(threadId) {
     user: false, // the user scrolls (so the scroll decides the pin)
     marks: new Map(),
     highlight: null, // the message a recall hit pointed at
+    turn: null, // the turn record opened in the turns panel: its history window is marked
     matches: [], // a search: { index, id } oldest first
     match: -1, // the current one
     limited: false, // the server found more matches than it returns
@@ -485,6 +486,17 @@ function drawRows(body, list, first, last) {
       body.append(el('div', 'cursor-line', 'cursor: the messages above are observed, below is the raw tail'));
     }
     const row = messageRow(m, mark);
+    if (list.turn) {
+      const role = list.turn.history.includes(m.id)
+        ? ['in-window', 'in the turn’s history window']
+        : list.turn.messageIds.includes(m.id)
+          ? ['in-turn', 'saved by the turn']
+          : null;
+      if (role) {
+        row.classList.add(role[0]);
+        row.querySelector('.msg-head').append(el('span', `mark mark-${role[0]}`, role[1]));
+      }
+    }
     if (matches.has(m.id)) row.classList.add('match');
     if (m.id === current) row.classList.add('current-match');
     if (m.id === list.highlight) row.classList.add('highlight');
@@ -988,6 +1000,118 @@ function renderHit(hit, resourceId) {
   return item;
 }
 
+// ── turn records ────────────────────────────────────────────────────────────────────────────
+
+/** Reads the open thread's newest turn records; opening one marks its history window. */
+async function loadTurns(threadId) {
+  const body = $('panel-turns').querySelector('.body');
+  if (!state.info.turns.supported) {
+    clear(body).append(el('p', 'muted', 'This store keeps no turn records (its adapter has no "turns" domain).'));
+    return;
+  }
+  let view;
+  try {
+    view = (await api(`/api/threads/${encodeURIComponent(threadId)}/turns?limit=20`)).body;
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  if (threadId !== state.threadId) return;
+  const open = state.list.turn?.id;
+  clear(body);
+  if (!view.supported || view.turns.length === 0) {
+    body.append(
+      el(
+        'p',
+        'muted',
+        view.supported
+          ? 'No turn records: an agent keeps them when its memory has options.turnRecords: true.'
+          : view.message,
+      ),
+    );
+    return;
+  }
+  for (const turn of view.turns) body.append(renderTurn(turn, turn.id === open));
+  if (view.more) body.append(el('p', 'muted', 'older turns: engram-inspect turn <thread> --last <n>'));
+}
+
+function renderTurn(turn, open) {
+  const hits = turn.recall ? turn.recall.hits.length : 0;
+  const summary = el(
+    'summary',
+    '',
+    el('span', 'when', when(turn.createdAt)),
+    ` · history ${plural(turn.history.length, 'message')}`,
+    turn.recall ? ` · recall ${plural(hits, 'hit')} (${turn.recall.mode})` : ' · no recall',
+    ` · tokens ${turn.tokens.system} system / ${turn.tokens.history} history / ${turn.tokens.input} input`,
+  );
+  const details = el('details', 'turn', summary);
+  details.dataset.turn = turn.id;
+  details.open = open;
+  details.addEventListener('toggle', () => {
+    const list = state.list;
+    if (details.open) {
+      for (const other of $('panel-turns').querySelectorAll('details.turn')) {
+        if (other !== details) other.open = false;
+      }
+      list.turn = turn;
+    } else if (list.turn?.id === turn.id) list.turn = null;
+    list.version++;
+    drawList();
+  });
+  const ids = (label, messageIds) => {
+    const line = el('p', 'turn-ids', `${label}: `);
+    if (messageIds.length === 0) line.append('none');
+    messageIds.forEach((id, i) => {
+      const link = el('a', 'msg-link', id);
+      link.href = `#${new URLSearchParams({ r: turn.resourceId, t: turn.threadId, m: id })}`;
+      line.append(i === 0 ? '' : ', ', link);
+    });
+    return line;
+  };
+  details.append(ids('saved', turn.messageIds), ids('history window', turn.history));
+  if (turn.recall) {
+    const list = el('ol', 'turn-hits');
+    for (const hit of turn.recall.hits) {
+      const link = el('a', 'msg-link', hit.messageId);
+      link.href = `#${new URLSearchParams({ r: turn.resourceId, t: hit.threadId, m: hit.messageId })}`;
+      const scores = Object.entries(hit.scores).map(([name, score]) => `${name} ${score.toFixed(3)}`);
+      list.append(
+        el(
+          'li',
+          '',
+          el('span', 'score', hit.score.toFixed(3)),
+          ' ',
+          link,
+          ` · thread ${hit.threadId}${scores.length ? ` · ${scores.join(', ')}` : ''} · window ${plural(hit.window.length, 'message')}`,
+        ),
+      );
+    }
+    details.append(el('p', '', `recall (${turn.recall.mode}):`), hits ? list : el('p', 'muted', 'no hits'));
+  }
+  const wm = turn.workingMemory;
+  details.append(
+    el(
+      'p',
+      'turn-wm',
+      wm === null
+        ? 'working memory: off'
+        : `working memory: ${wm.scope} scope · ${wm.sha256 === null ? 'empty' : `sha256 ${wm.sha256.slice(0, 16)}… · ${plural(wm.chars, 'character')}`}`,
+    ),
+  );
+  const om = turn.observations;
+  details.append(
+    el(
+      'p',
+      'turn-om',
+      om === null
+        ? 'observations: off'
+        : `observations: generation ${om.generation} · log ${om.logTokens} tokens · raw tail ${om.tailTokens} tokens`,
+    ),
+  );
+  return details;
+}
+
 function showView(id) {
   for (const view of ['empty', 'resource-view', 'thread-view']) $(view).hidden = view !== id;
 }
@@ -1008,6 +1132,7 @@ function renderThread(view) {
   renderPrompt(view);
   renderRecall(view);
   renderObservations(view);
+  loadTurns(view.thread.id);
 }
 
 async function refreshThread(force = false) {

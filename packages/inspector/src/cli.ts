@@ -6,6 +6,7 @@ import { type DocumentView, Inspector } from './inspector.ts';
 import type { ObservationsScope, ObservationsView } from './observations.ts';
 import { type OpenedStore, openStore, StoreError, type StoreSettings } from './open.ts';
 import { startServer } from './server.ts';
+import { formatTurns, TURN_PAGE_LIMIT } from './turns.ts';
 
 const USAGE = `usage:
   engram-inspect <store> [--port <n>] [--allow-edits] [--last <n>] [store options]
@@ -13,14 +14,17 @@ const USAGE = `usage:
   engram-inspect wm <resourceId> [--thread <threadId>] [--store <store>] [--json]
   engram-inspect prompt <threadId> [--store <store>] [--json]
   engram-inspect observations <threadId> [--store <store>] [--last <n>] [--json]
+  engram-inspect turn <threadId> [--store <store>] [--last <n>] [--json]
 
 Shows what an engram memory holds. The first form serves a page on 127.0.0.1 (a random port
 unless --port is given) at a URL holding a per-run token; it is read-only unless started with
 --allow-edits. The other forms print one thread, one working memory, one composed system
 prompt (with the observation block, the raw tail when the thread has an observation log, and
 the memory tools offered beside it), or
-a thread's observation log: its generations, the cursor and the tokens on each side (JSON with
---json).
+a thread's observation log: its generations, the cursor and the tokens on each side, or the
+record of the thread's newest turns (--last of them, default 1; kept by an agent whose memory
+has options.turnRecords): the history window's message ids, the recall hits with their scores,
+the working memory's hash, the observation generation and token counts (JSON with --json).
 
 <store> (or --store, or ENGRAM_INSPECT_STORE) is a URL or a module:
   file:./memory.db                 libSQL (@engram/libsql)
@@ -50,7 +54,7 @@ store options (URLs only; a module configures its own Memory):
                                    with --lexical-embedder: the agent's semanticRecall settings`;
 
 interface Parsed {
-  command: 'serve' | 'thread' | 'wm' | 'prompt' | 'observations';
+  command: 'serve' | 'thread' | 'wm' | 'prompt' | 'observations' | 'turn';
   target?: string;
   store?: string;
   port?: number;
@@ -146,7 +150,13 @@ function parse(argv: readonly string[]): Parsed {
     out.settings.recall = recall;
   }
   const [first, second, third] = positional;
-  if (first === 'thread' || first === 'wm' || first === 'prompt' || first === 'observations') {
+  if (
+    first === 'thread' ||
+    first === 'wm' ||
+    first === 'prompt' ||
+    first === 'observations' ||
+    first === 'turn'
+  ) {
     out.command = first;
     if (second === undefined) throw new UsageError(`${first} needs an id`);
     out.target = second;
@@ -309,6 +319,11 @@ async function printCommand(inspector: Inspector, parsed: Parsed): Promise<strin
       parts.push(lines.join('\n'));
     }
     return parts.join('\n\n');
+  }
+  if (parsed.command === 'turn') {
+    const view = await inspector.turns(id, Math.min(parsed.last ?? 1, TURN_PAGE_LIMIT));
+    if (parsed.json) return JSON.stringify({ threadId: id, ...view }, null, 2);
+    return formatTurns(view, id);
   }
   if (parsed.command === 'observations') {
     const { view, messages } = await inspector.readObservations(id);

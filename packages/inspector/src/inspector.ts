@@ -26,6 +26,7 @@ import {
   type TurnRecall,
   turnRecall,
 } from './recall.ts';
+import { readTurns, type TurnsView } from './turns.ts';
 
 /** How many threads one step of the resource scan reads. */
 export const RESOURCE_SCAN_PAGE = 200;
@@ -56,6 +57,8 @@ export interface MemoryInfo {
    * looked at (`null`: the thread's log, else its resource's when only that one exists).
    */
   observations: { supported: boolean; scope: ObservationsScope | null };
+  /** Whether the store keeps turn records (the `turns` domain). */
+  turns: { supported: boolean };
 }
 
 /** One resource found by scanning threads. */
@@ -197,6 +200,7 @@ export class Inspector {
         supported: this.memory.storage.observations !== undefined,
         scope: this.observationsScope ?? null,
       },
+      turns: { supported: this.memory.storage.turns !== undefined },
     };
   }
 
@@ -222,6 +226,14 @@ export class Inspector {
     const messages = page.messages.reverse();
     const read = await readObservations(this.memory, thread, messages, page.total, this.observationsScope);
     return { ...read, messages };
+  }
+
+  /**
+   * A thread's turn records, newest first: what each model call was given (`options.turnRecords`
+   * of the agent's memory), `limit` of them, older than the turn `before` when given.
+   */
+  async turns(threadId: string, limit = 20, before?: string): Promise<TurnsView> {
+    return readTurns(this.memory, threadId, limit, before);
   }
 
   /** Semantic recall status; see `RecallStatus`. */

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { isMemoryError, type MemoryErrorCode } from '@engram/core';
 import type { Inspector, WorkingMemoryEditRequest } from './inspector.ts';
 import { checkRequest, LOOPBACK, newToken, SECURITY_HEADERS } from './security.ts';
+import { TURN_PAGE_LIMIT } from './turns.ts';
 
 /** Options of `startServer`. */
 export interface ServerOptions {
@@ -66,6 +67,8 @@ class HttpError extends Error {
  * - `GET /api/threads/:id/search?q=` — the indexes and ids of the messages containing `q`
  * - `GET /api/threads/:id/observations?last=N` — the thread's observation log (generations,
  *   cursor, tokens on each side, a mark per message shown); says so when the store has none
+ * - `GET /api/threads/:id/turns?limit=&before=` — the thread's turn records, newest first (at
+ *   most 200 a read), older than the turn id `before`; says so when the store keeps none
  * - `POST /api/threads/:id/recall` — semantic recall for `{ query, topK?, scope?, messageRange? }`
  *   in that thread (reads only; `UNSUPPORTED` when the memory has no recall configured)
  * - `PUT /api/working-memory` — edit (`--allow-edits` only); `DELETE /api/threads/:id/messages/:mid`
@@ -142,6 +145,16 @@ export async function startServer(
     ) {
       const last = q.has('last') ? Math.min(Math.max(count(q.get('last'), 1), 1), 1000) : undefined;
       return sendJson(res, 200, await inspector.observations(id, last));
+    }
+    if (
+      method === 'GET' &&
+      first === 'threads' &&
+      id !== undefined &&
+      sub === 'turns' &&
+      parts.length === 3
+    ) {
+      const limit = Math.min(count(q.get('limit'), 20) || 20, TURN_PAGE_LIMIT);
+      return sendJson(res, 200, await inspector.turns(id, limit, q.get('before') ?? undefined));
     }
     if (method === 'GET' && first === 'threads' && id !== undefined && sub === 'messages') {
       if (parts.length === 3) {

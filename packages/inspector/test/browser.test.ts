@@ -385,6 +385,7 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
   const mallory = `mallory-${process.pid}`;
   let trip: string;
   let hostile: string;
+  let turnIds: { history: string[]; saved: string[]; hit: string };
 
   beforeAll(async () => {
     // As `engram-inspect file:… --lexical-embedder 256`: recall with the embedder the store was indexed with.
@@ -434,7 +435,7 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
       ['assistant', 'Noted: Alfama, vegetarian. I will look for guesthouses and a few restaurants.'],
       ['user', 'Flights from Berlin, no checked bag.'],
     ];
-    await memory.saveMessages({
+    const said = await memory.saveMessages({
       messages: turns.map(([role, content], i) => ({
         threadId: trip,
         resourceId: alice,
@@ -443,6 +444,45 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
         createdAt: new Date(start + i * 60_000),
       })),
     });
+    // Two turns recorded as an agent with options.turnRecords records them.
+    const agent = new Memory({ storage: memory.storage, options: { turnRecords: true } });
+    const asked = (i: number) => ({
+      threadId: trip,
+      resourceId: alice,
+      createdAt: new Date(start + i * 60_000),
+      system: 'You plan trips.',
+      input: [said[i]!],
+    });
+    await agent.recordTurn({ ...asked(0), history: [] }, said.slice(0, 2));
+    const gifts = await memory.getMessages({ threadId: gift.id, last: false });
+    const azulejo = gifts.find((m) => String(m.content).startsWith('A tile from Lisbon'))!;
+    await agent.recordTurn(
+      {
+        ...asked(2),
+        history: said.slice(0, 2),
+        recall: {
+          mode: 'keyword',
+          result: {
+            hits: [
+              {
+                message: azulejo,
+                threadId: gift.id,
+                score: 2.5,
+                scores: { keyword: 2.5 },
+                window: [azulejo],
+              },
+            ],
+            usage: { tokens: 0, calls: 0 },
+          },
+        },
+      },
+      said.slice(2, 4),
+    );
+    turnIds = {
+      history: said.slice(0, 2).map((m) => m.id),
+      saved: said.slice(2, 4).map((m) => m.id),
+      hit: azulejo.id,
+    };
     await memory.updateWorkingMemory({
       resourceId: alice,
       workingMemory: [
@@ -525,6 +565,36 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     }
   });
 
+  it('lists the thread’s turns; opening one marks its history window and the messages it saved', async () => {
+    await openThread(page, server, alice, trip);
+    const panel = page.locator('#panel-turns');
+    await panel.locator('details.turn').nth(1).waitFor();
+    const newest = panel.locator('details.turn').first();
+    expect(await newest.locator('summary').textContent()).toMatch(
+      /^.+ · history 2 messages · recall 1 hit \(keyword\) · tokens \d+ system \/ \d+ history \/ \d+ input$/,
+    );
+    expect(await panel.locator('details.turn').nth(1).locator('summary').textContent()).toMatch(
+      / · history 0 messages · no recall · /,
+    );
+    expect(await page.locator('#panel-messages .msg.in-window').count()).toBe(0);
+    await newest.locator('summary').click();
+    await expect.poll(() => page.locator('#panel-messages .msg.in-window').count()).toBe(2);
+    const marked = (selector: string) =>
+      page
+        .locator(`#panel-messages ${selector}`)
+        .evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.message));
+    expect(await marked('.msg.in-window')).toEqual(turnIds.history);
+    expect(await marked('.msg.in-turn')).toEqual(turnIds.saved);
+    expect(await page.locator('#panel-messages .mark-in-window').first().textContent()).toBe(
+      'in the turn’s history window',
+    );
+    const hit = newest.locator('.turn-hits a');
+    expect(await hit.textContent()).toBe(turnIds.hit);
+    expect(await hit.getAttribute('href')).toContain(`m=${encodeURIComponent(turnIds.hit)}`);
+    await newest.locator('summary').click();
+    await expect.poll(() => page.locator('#panel-messages .msg.in-window').count()).toBe(0);
+  });
+
   it('takes the screenshot of a thread (docs/inspector.png with ENGRAM_INSPECTOR_SCREENSHOT=1)', async () => {
     await openThread(page, server, alice, trip);
     await page.locator('#threads li').nth(2).waitFor();
@@ -543,6 +613,8 @@ describe('Markdown working memory, and the README screenshot (libsql)', () => {
     await page.press('#message-query', 'Enter');
     await expect.poll(() => page.locator('#message-matches').textContent()).toBe('1 of 3');
     expect(await page.locator('#panel-messages .msg.match').count()).toBe(3);
+    await page.locator('#panel-turns details.turn summary').first().click();
+    await expect.poll(() => page.locator('#panel-messages .msg.in-window').count()).toBe(2);
     const path = process.env.ENGRAM_INSPECTOR_SCREENSHOT
       ? fileURLToPath(new URL('../docs/inspector.png', import.meta.url))
       : `${tmp.dir}/inspector.png`;

@@ -12,7 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapter, type OpenedStore, openStore, redactUrl, StoreError, urlPath } from '../src/open.ts';
 import { PLAIN } from './fixtures/no-observations.ts';
 import { type ObservedSeed, seedObservedMemory } from './fixtures/observed-memory.ts';
-import { ADAPTERS, type Seeded, seed, type TestStore, tempDir, toolsSection, XSS_SCRIPT } from './support.ts';
+import {
+  ADAPTERS,
+  recordTurns,
+  type Seeded,
+  seed,
+  type TestStore,
+  tempDir,
+  toolsSection,
+  XSS_SCRIPT,
+} from './support.ts';
 
 const BIN = fileURLToPath(new URL('../bin/engram-inspect.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/store-module.ts', import.meta.url));
@@ -180,6 +189,39 @@ describe('engram-inspect CLI', () => {
     expect(given.code).toBe(0);
     expect(given.stderr).toBe('');
     expect(given.stdout).toContain('Name: Ada');
+  });
+
+  it('turn <threadId>: the newest turn record as text; --last n and --json for more', async () => {
+    const agent = new Memory({ storage: opened.memory.storage, options: { turnRecords: true } });
+    const recorded = await recordTurns(agent, 'turn-user');
+    const [newest, oldest] = recorded.turns;
+    const [text, json] = await Promise.all([
+      cli(['turn', recorded.threadId, ...storeArgs]),
+      cli(['turn', recorded.threadId, ...storeArgs, '--last', '5', '--json']),
+    ]);
+    expect(text.stderr).toBe('');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe(
+      [
+        `turn ${newest!.id} · ${newest!.createdAt.toISOString()} · thread ${recorded.threadId} · resource turn-user`,
+        `  saved: ${newest!.messageIds.join(', ')}`,
+        `  history window (2): ${oldest!.messageIds.join(', ')}`,
+        '  recall (keyword, 1 hit):',
+        `    1.250 ${recorded.recalled.id} (thread ${recorded.recalled.threadId}) · keyword 1.250 · window ${recorded.recalled.id}`,
+        '  working memory: off',
+        '  observations: off',
+        `  tokens: system ${newest!.tokens.system} · history ${newest!.tokens.history} · input ${newest!.tokens.input}`,
+        '',
+      ].join('\n'),
+    );
+    expect(json.code).toBe(0);
+    const out = JSON.parse(json.stdout);
+    expect(out.turns.map((t: { id: string }) => t.id)).toEqual([newest!.id, oldest!.id]);
+    expect(out.more).toBe(false);
+    const none = await cli(['turn', seeded.trip, ...storeArgs]);
+    expect(none.stdout).toBe(
+      `thread ${seeded.trip} has no turn records (they are kept for turns saved with options.turnRecords: true)\n`,
+    );
   });
 
   it('takes a module exporting a configured Memory (its scope and template are used)', async () => {

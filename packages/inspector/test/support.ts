@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Service, service } from '@engram/conformance';
-import { getWorkingMemoryTools, type Memory } from '@engram/core';
+import { getWorkingMemoryTools, type Memory, type Message, type TurnRecord } from '@engram/core';
 import { Redis } from '@upstash/redis';
 import { MongoClient } from 'mongodb';
 import pg from 'pg';
@@ -254,4 +254,65 @@ export async function toolsSection(
     `  input: ${JSON.stringify(t.inputSchema)}`,
   ]);
   return ['tools offered beside the prompt:', ...lines].join('\n');
+}
+
+/** What `recordTurns` wrote: the thread and its two turn records, newest first. */
+export interface RecordedTurns {
+  threadId: string;
+  resourceId: string;
+  /** The records as `listTurns` returns them, newest first. */
+  turns: TurnRecord[];
+  /** The message the second turn recalled, from another thread. */
+  recalled: Message;
+}
+
+/**
+ * Two turns of a new thread recorded as `memoryStep` records them (`recordTurn`): the first with
+ * no history, the second with the first turn's two messages as its window and one recall hit
+ * from another thread of the resource.
+ */
+export async function recordTurns(memory: Memory, resourceId: string): Promise<RecordedTurns> {
+  const threadId = rand('turns');
+  const elsewhere = rand('elsewhere');
+  await memory.createThread({ threadId, resourceId, title: 'Turns' });
+  await memory.createThread({ threadId: elsewhere, resourceId, title: 'Elsewhere' });
+  const [recalled] = await memory.saveMessages({
+    messages: [{ threadId: elsewhere, resourceId, role: 'user', content: 'My dog is Biscuit' }],
+  });
+  const prepared = (history: Message[], input: string) => ({
+    threadId,
+    resourceId,
+    createdAt: new Date(),
+    system: 'You are helpful.',
+    history,
+    input: [{ content: input }],
+  });
+  const first = await memory.saveMessages({
+    messages: [
+      { threadId, resourceId, role: 'user', content: 'Hello' },
+      { threadId, resourceId, role: 'assistant', content: 'Hi!' },
+    ],
+  });
+  await memory.recordTurn(prepared([], 'Hello'), first);
+  const second = await memory.saveMessages({
+    messages: [
+      { threadId, resourceId, role: 'user', content: 'What is my dog called?' },
+      { threadId, resourceId, role: 'assistant', content: 'Biscuit.' },
+    ],
+  });
+  const hit = {
+    message: recalled!,
+    threadId: elsewhere,
+    score: 1.25,
+    scores: { keyword: 1.25 },
+    window: [recalled!],
+  };
+  await memory.recordTurn(
+    {
+      ...prepared(first, 'What is my dog called?'),
+      recall: { mode: 'keyword', result: { hits: [hit], usage: { tokens: 0, calls: 0 } } },
+    },
+    second,
+  );
+  return { threadId, resourceId, turns: await memory.listTurns({ threadId }), recalled: recalled! };
 }
