@@ -14,6 +14,8 @@ export interface LatencyRow {
   messages: number;
   engram: Latency;
   raw?: Latency;
+  /** Mean hits per query over the dataset's first 20 questions (each side), a check that both searched. */
+  meanHits: { engram: number; raw?: number };
 }
 
 export interface LatencyAdapterResult {
@@ -92,7 +94,7 @@ export async function benchKeywordLatency(
       ? (i: number) =>
           raw.search(resourceId, keywords.analyzer.terms(QUERIES[i % QUERIES.length] as string), TOP_K)
       : undefined;
-    const sides = rawSide ? [engramSide, rawSide] : [engramSide];
+    const sides: ((i: number) => Promise<unknown[]>)[] = rawSide ? [engramSide, rawSide] : [engramSide];
     const samples: number[][] = sides.map(() => []);
     const begun = performance.now();
     for (let i = 0; i < 10; i++) for (const side of sides) await side(i + 1_000);
@@ -101,14 +103,20 @@ export async function benchKeywordLatency(
       if (i >= 6 && performance.now() - timedFrom > settings.budgetMs) break;
       for (let k = 0; k < sides.length; k++) {
         const at = (i + k) % sides.length;
-        (samples[at] as number[]).push(await time(() => (sides[at] as (i: number) => Promise<unknown>)(i)));
+        (samples[at] as number[]).push(await time(() => (sides[at] as (i: number) => Promise<unknown[]>)(i)));
       }
     }
     console.error(
       `  ${adapter}: ${size} messages, ${samples[0]?.length} rounds, ${((performance.now() - begun) / 1000).toFixed(1)} s`,
     );
+    const mean = async (side: (i: number) => Promise<unknown[]>) => {
+      let n = 0;
+      for (let i = 0; i < 20; i++) n += (await side(i)).length;
+      return n / 20;
+    };
     result.rows.push({
       messages: size,
+      meanHits: { engram: await mean(engramSide), ...(rawSide ? { raw: await mean(rawSide) } : {}) },
       engram: summary(samples[0] as number[]),
       ...(rawSide ? { raw: summary(samples[1] as number[]) } : {}),
     });

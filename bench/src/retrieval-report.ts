@@ -97,8 +97,8 @@ export function latencyMarkdown(run: LatencyRun): string {
     '',
     `${run.machine}. One resource of ${run.sizes.map((n) => n.toLocaleString('en')).join(' and ')} messages (10 threads, texts of the retrieval dataset); queries are the dataset's questions, top 10. engram = \`storage.keywords.search\` (what \`memory.recall\` in keyword mode runs); raw = the backend's own full-text query on the same index, run directly in the same process, alternating with engram's.`,
     '',
-    '| adapter | messages | engram median ms | engram p95 ms | raw median ms | raw p95 ms | engram / raw | raw query |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| adapter | messages | engram median ms | engram p95 ms | raw median ms | raw p95 ms | engram / raw | hits / query (engram, raw) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of run.results) {
     if (r.skipped) {
@@ -107,11 +107,15 @@ export function latencyMarkdown(run: LatencyRun): string {
     }
     for (const row of r.rows) {
       lines.push(
-        `| ${r.adapter} | ${row.messages.toLocaleString('en')} | ${ms(row.engram.median)} | ${ms(row.engram.p95)} | ${ms(row.raw?.median)} | ${ms(row.raw?.p95)} | ${row.raw ? (row.engram.median / row.raw.median).toFixed(2) : '—'} | ${r.raw ?? "none: the index is the adapter's own"} |`,
+        `| ${r.adapter} | ${row.messages.toLocaleString('en')} | ${ms(row.engram.median)} | ${ms(row.engram.p95)} | ${ms(row.raw?.median)} | ${ms(row.raw?.p95)} | ${row.raw ? (row.engram.median / row.raw.median).toFixed(2) : '—'} | ${row.meanHits.engram.toFixed(1)}, ${row.meanHits.raw?.toFixed(1) ?? '—'} |`,
       );
     }
   }
-  const notes = run.results.filter((r) => r.note);
-  if (notes.length > 0) lines.push('', ...notes.map((r) => `- ${r.adapter}: ${r.note}`));
+  lines.push('');
+  for (const r of run.results.filter((x) => !x.skipped)) {
+    lines.push(
+      `- ${r.adapter}: raw = ${r.raw ?? "none (no full-text query of the backend's own: the index is the adapter's own data)"}; setup ${r.setup.map((x) => `${x.step} ${x.seconds.toFixed(1)} s`).join(', ')}.${r.note ? ` ${r.note}` : ''}`,
+    );
+  }
   return `${lines.join('\n')}\n`;
 }
