@@ -17,6 +17,8 @@ const { values } = parseArgs({
     adapters: { type: 'string', default: ADAPTER_NAMES.join(',') },
     quick: { type: 'boolean', default: false },
     recall: { type: 'boolean', default: false },
+    retrieval: { type: 'boolean', default: false },
+    'retrieval-latency': { type: 'boolean', default: false },
     observations: { type: 'boolean', default: false },
     out: { type: 'string', default: new URL('../results/', import.meta.url).pathname },
   },
@@ -26,6 +28,14 @@ if (values.recall) {
   // The semantic recall section runs on its own (src/recall-main.ts).
   const { runRecall } = await import('./recall-main.ts');
   await runRecall(values.adapters.split(','), quick, values.out);
+  process.exit(0);
+}
+if (values.retrieval || values['retrieval-latency']) {
+  // Retrieval quality and keyword latency run on their own (src/retrieval-main.ts).
+  const { runRetrieval, runRetrievalLatency } = await import('./retrieval-main.ts');
+  const adapters = values.adapters.split(',');
+  if (values.retrieval) await runRetrieval(adapters, quick, values.out);
+  if (values['retrieval-latency']) await runRetrievalLatency(adapters, quick, values.out);
   process.exit(0);
 }
 if (values.observations) {

@@ -137,11 +137,21 @@ export interface RecallPeer {
   close(): Promise<void>;
 }
 
+/** The raw driver's own full-text query of the keyword index the store keeps, in one resource. */
+export interface RawKeywords {
+  /** The query, in words, for the report. */
+  describe: string;
+  /** The `topK` best messages of `resourceId` for the analyzed `terms`, best first. */
+  search(resourceId: string, terms: string[], topK: number): Promise<{ id: string }[]>;
+}
+
 /** What the recall section opens on a backend. */
 export interface RecallTarget {
   /** A store with `vectors`, configured for the bench (see `note`). */
   storage: MemoryStorage;
   raw: RawRecall;
+  /** The backend's own full-text query on the store's keyword index (`--retrieval-latency`). */
+  rawKeywords?: RawKeywords;
   variants?: RecallVariant[];
   /** Opens the peer library's recall on the same database, with the bench's embedder and settings. */
   openPeer?(settings: {

@@ -160,6 +160,19 @@ export const target: BenchTarget = {
     };
     return {
       storage,
+      rawKeywords: {
+        describe:
+          'FTS5: `engram_message_terms MATCH` the quoted terms OR-ed, joined to messages on rowid for the resource, ORDER BY bm25() LIMIT k',
+        async search(resourceId, terms, topK) {
+          const result = await client.execute({
+            sql: `SELECT m.id FROM engram_message_terms JOIN ${messages} m ON m.rowid = engram_message_terms.rowid
+                  WHERE engram_message_terms MATCH ? AND m.resource_id = ?
+                  ORDER BY bm25(engram_message_terms) LIMIT ?`,
+            args: [terms.map((t) => `"${t.replaceAll('"', '""')}"`).join(' OR '), resourceId, topK],
+          });
+          return result.rows.map((row) => ({ id: String(row.id) }));
+        },
+      },
       variants: [annVariant],
       // Mastra is loaded only where it runs: the contention workers never import it.
       async openPeer(settings) {

@@ -150,8 +150,23 @@ export const target: BenchTarget = {
     const vectors = table('message_vectors');
     let ext: string | undefined;
     const hnsw = 'pgvector HNSW (m 16, ef_construction 64, ef_search 100, iterative scan)';
+    const terms = table('message_terms');
     return {
       storage,
+      rawKeywords: {
+        describe:
+          "PostgreSQL full-text search: `lexemes @@ to_tsquery` (the terms OR-ed, GIN index) joined to messages for the resource, ORDER BY ts_rank(lexemes, query) DESC LIMIT k (ts_rank, not engram's BM25)",
+        async search(resourceId, words, topK) {
+          const query = words.map((w) => `'${w.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`).join(' | ');
+          const result = await pool.query<{ id: string }>(
+            `SELECT m.id FROM ${terms} k JOIN ${messages} m ON m.id = k.message_id
+             WHERE k.lexemes @@ $1::tsquery AND m.resource_id = $2
+             ORDER BY ts_rank(k.lexemes, $1::tsquery) DESC LIMIT $3`,
+            [query, resourceId, topK],
+          );
+          return result.rows;
+        },
+      },
       raw: {
         describe:
           'one SELECT joining messages and vectors on the resource, ORDER BY embedding <=> $1 LIMIT k (an exact scan without the index; with the HNSW index in place the planner runs it on the index)',
