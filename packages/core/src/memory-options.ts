@@ -101,6 +101,13 @@ export interface MemoryOptions {
    * first assistant reply), when that reply is saved. Only an empty title is replaced. Off by default.
    */
   threadTitle?: ThreadTitleOptions;
+  /**
+   * Records this configuration (working-memory mode, template or schema, recall settings) in the
+   * store's `settings` domain after the first write, so tools that open the store from a URL
+   * (the inspector) render the prompt the agent gets. Skipped on a store without the domain.
+   * Default `true`.
+   */
+  recordConfiguration?: boolean;
 }
 
 /** `MemoryOptions` with every default filled in. */
@@ -123,6 +130,7 @@ export interface ResolvedMemoryOptions {
   readonly semanticRecall: false | ResolvedSemanticRecall;
   readonly observationalMemory: false | ResolvedObservationalMemory;
   readonly threadTitle: false | ResolvedThreadTitle;
+  readonly recordConfiguration: boolean;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -133,6 +141,7 @@ const OPTION_KEYS = Object.keys({
   semanticRecall: true,
   observationalMemory: true,
   threadTitle: true,
+  recordConfiguration: true,
 } satisfies Record<keyof MemoryOptions, true>);
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
@@ -185,6 +194,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     );
   }
   const readOnly = optionalBoolean(o.readOnly, 'options.readOnly') ?? false;
+  const recordConfiguration = optionalBoolean(o.recordConfiguration, 'options.recordConfiguration') ?? true;
 
   const semanticRecall = resolveSemanticRecall(o.semanticRecall);
   const observationalMemory = resolveObservationalMemory(o.observationalMemory);
@@ -248,6 +258,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     semanticRecall,
     observationalMemory,
     threadTitle,
+    recordConfiguration,
   });
 }
 

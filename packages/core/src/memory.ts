@@ -1,3 +1,4 @@
+import { ConfigRecorder, configRecord } from './configuration.ts';
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { type CloneThreadArgs, type CloneThreadResult, cloneThread } from './lifecycle/clone.ts';
@@ -77,6 +78,11 @@ export interface MemoryConfig {
    * `console.warn`.
    */
   onTitleError?: (error: unknown, threadId: string) => void;
+  /**
+   * Called when recording the configuration in the store failed (`options.recordConfiguration`).
+   * The write that triggered it succeeded. Default: one `console.warn` per `Memory`.
+   */
+  onConfigRecordError?: (error: unknown) => void;
   options?: MemoryOptions;
 }
 
@@ -87,6 +93,7 @@ const CONFIG_KEYS = Object.keys({
   onEmbeddingError: true,
   onObservationIssue: true,
   onTitleError: true,
+  onConfigRecordError: true,
   options: true,
 } satisfies Record<keyof MemoryConfig, true>);
 
@@ -145,6 +152,8 @@ export class Memory {
   readonly observations: ObservationalMemory | undefined;
   /** Thread titles from a model (`options.threadTitle`, `generateTitle`). */
   private readonly titles: ThreadTitles;
+  /** Records the configuration in the store after the first write (`options.recordConfiguration`). */
+  private readonly recorder: ConfigRecorder | undefined;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
@@ -200,6 +209,27 @@ export class Memory {
             error,
           )),
     );
+    if (config.onConfigRecordError !== undefined && typeof config.onConfigRecordError !== 'function') {
+      throw invalid('onConfigRecordError must be a function');
+    }
+    if (this.options.recordConfiguration) {
+      this.recorder = new ConfigRecorder(
+        storage,
+        () => configRecord(this.options, this.schema, this.engine?.config.mode),
+        config.onConfigRecordError ??
+          ((error) =>
+            console.warn(
+              'engram: recording the memory configuration in the store failed; the write succeeded, tools reading the store (the inspector) may not know this configuration',
+              error,
+            )),
+      );
+    }
+  }
+
+  /** `result`, once the configuration is recorded after this write (the first one only). */
+  private async recorded<T>(result: T): Promise<T> {
+    await this.recorder?.afterWrite();
+    return result;
   }
 
   /** The observational-memory engine of `config`, checked against the storage and the options. */
@@ -262,7 +292,7 @@ export class Memory {
     await this.assertThreadMemory(metadata, 'createThread');
     const id = args.threadId ?? crypto.randomUUID();
     const now = new Date();
-    return this.storage.createThread({
+    const thread = await this.storage.createThread({
       id,
       resourceId: args.resourceId,
       title: args.title ?? '',
@@ -270,6 +300,7 @@ export class Memory {
       createdAt: now,
       updatedAt: now,
     });
+    return this.recorded(thread);
   }
 
   /** The thread, or `null` when absent or (with `resourceId`) owned by another resource. */
@@ -295,7 +326,7 @@ export class Memory {
     }
     await this.assertThreadMemory(args.metadata, 'updateThread');
     const { readOnly: _readOnly, ...rest } = args;
-    return this.storage.updateThread(rest);
+    return this.recorded(await this.storage.updateThread(rest));
   }
 
   /** Deletes a thread and its messages. Absent threads are ignored. */
@@ -462,6 +493,7 @@ export class Memory {
       };
     });
     const saved = await this.storage.saveMessages(messages);
+    await this.recorder?.afterWrite();
     await this.embedSaved(saved);
     await this.observations?.afterSave(saved);
     await this.titles.afterSave(saved);
@@ -657,6 +689,7 @@ export class Memory {
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
     if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
     await this.workingMemory.replace(args, value, 'updateWorkingMemory');
+    await this.recorder?.afterWrite();
   }
 
   /**
@@ -678,7 +711,9 @@ export class Memory {
       );
     }
     assertArgs(args, 'mergeWorkingMemory');
-    return this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory');
+    return this.recorded(
+      await this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory'),
+    );
   }
 
   /**
@@ -693,7 +728,7 @@ export class Memory {
     this.assertWritable(args?.readOnly, 'applyWorkingMemoryPatch');
     const schema = this.requireSchema('applyWorkingMemoryPatch');
     assertArgs(args, 'applyWorkingMemoryPatch');
-    return this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch');
+    return this.recorded(await this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch'));
   }
 
   /**
@@ -709,7 +744,7 @@ export class Memory {
     this.assertWritable(args?.readOnly, 'editWorkingMemory');
     assertArgs(args, 'editWorkingMemory');
     if (typeof args.edit !== 'function') throw invalid('edit must be a function');
-    return this.workingMemory.edit(args, args.edit, 'editWorkingMemory');
+    return this.recorded(await this.workingMemory.edit(args, args.edit, 'editWorkingMemory'));
   }
 
   /** `true` when the storage promises atomic working-memory updates across processes. */

@@ -12,6 +12,7 @@ import type {
   Thread,
   WorkingMemoryScope,
 } from './records.ts';
+import type { SettingsStore } from './settings.ts';
 import type { VectorStore } from './vectors.ts';
 
 /** One page of a listing. `hasMore` is true when rows exist past this page. */
@@ -168,6 +169,12 @@ export interface MemoryStorage {
    * A store that declares it removes a thread's log in the same write as the thread.
    */
   readonly observations?: ObservationStore;
+  /**
+   * Optional domain: named JSON objects kept for the whole store (see `settings.ts`), where
+   * `Memory` records its configuration for tools that read the store. Store-level, not per
+   * resource: `deleteResource`, export and import leave settings alone.
+   */
+  readonly settings?: SettingsStore;
 
   /**
    * Connects and creates or migrates tables, indexes and collections, once per store (memoised;
