@@ -23,11 +23,14 @@ export function oracleSettings(driver: OracleDriver): core.SettingsDriver {
   };
 }
 
-/** The JSON text of one setting (serialised on the server from the `JSON` type). */
+/**
+ * The JSON text of one setting, serialised on the server whatever the column's type: the column
+ * follows the storage preferred when migration 4 ran, which may differ from the metadata's (a
+ * 19c schema upgraded on 21c), and `JSON_SERIALIZE` reads text and the `JSON` type alike (19c+).
+ */
 export function selectSetting(d: Dialect, key: string): Statement {
-  const value = d.json === 'json' ? 'JSON_SERIALIZE(setting_value RETURNING CLOB)' : 'setting_value';
   return {
-    sql: `SELECT ${value} AS setting_value FROM ${d.names.settings} WHERE setting_key = :setting_key`,
+    sql: `SELECT JSON_SERIALIZE(setting_value RETURNING CLOB) AS setting_value FROM ${d.names.settings} WHERE setting_key = :setting_key`,
     binds: { setting_key: key },
   };
 }
