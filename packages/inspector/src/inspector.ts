@@ -12,6 +12,7 @@ import {
   type WorkingMemoryScope,
 } from '@engram/core';
 import { assumedWarning, contradiction } from './assumed.ts';
+import type { ConfigurationInfo } from './configuration.ts';
 import {
   type ObservationsRead,
   type ObservationsScope,
@@ -56,6 +57,11 @@ export interface MemoryInfo {
    * looked at (`null`: the thread's log, else its resource's when only that one exists).
    */
   observations: { supported: boolean; scope: ObservationsScope | null };
+  /**
+   * Where the working-memory mode, template and recall settings came from, and the
+   * `memory-config` record the agent's `Memory` wrote into the store (`null` when none was read).
+   */
+  configuration: ConfigurationInfo;
 }
 
 /** One resource found by scanning threads. */
@@ -147,6 +153,8 @@ export class Inspector {
   readonly assumed: string | undefined;
   /** The observation log scope to read; `undefined`: the thread's log, else its resource's. */
   readonly observationsScope: ObservationsScope | undefined;
+  /** Where the configuration came from (`OpenedStore.configuration`). */
+  readonly configuration: ConfigurationInfo;
 
   constructor(options: {
     memory: Memory;
@@ -165,11 +173,17 @@ export class Inspector {
      * thread has none, its resource's.
      */
     observationsScope?: ObservationsScope;
+    /** Where the configuration came from. Default: `'assumed'` when `assumed` is set, else `'module'`. */
+    configuration?: ConfigurationInfo;
   }) {
     this.memory = options.memory;
     const om = options.memory.options.observationalMemory;
     this.observationsScope = options.observationsScope ?? (om ? om.scope : undefined);
     this.assumed = options.assumed;
+    this.configuration = options.configuration ?? {
+      source: options.assumed === undefined ? 'module' : 'assumed',
+      recorded: null,
+    };
     this.label = options.label ?? options.memory.storage.name;
     this.allowEdits = options.allowEdits === true;
     const configured = options.memory.options.lastMessages;
@@ -197,6 +211,7 @@ export class Inspector {
         supported: this.memory.storage.observations !== undefined,
         scope: this.observationsScope ?? null,
       },
+      configuration: this.configuration,
     };
   }
 
