@@ -70,11 +70,19 @@ export function recordedOptions(
   return { options, recall };
 }
 
-/** One line naming the record used, for stderr. */
-export function describeRecord(record: MemoryConfigRecord): string {
+/**
+ * One line naming the record used, for stderr; says when its vector or hybrid recall cannot run
+ * here (no `--lexical-embedder`: the inspector has no embedder of its own).
+ */
+export function describeRecord(record: MemoryConfigRecord, embedder: boolean): string {
   const wm = record.workingMemory;
+  const mode = record.semanticRecall ? record.semanticRecall.mode : 'keyword';
+  const unrun =
+    mode !== 'keyword' && !embedder
+      ? `; its ${mode} recall is not run here without an embedder (--lexical-embedder, when the agent embeds with core's lexical embedder)`
+      : '';
   const recall = record.semanticRecall
     ? `, ${record.semanticRecall.mode} recall top ${record.semanticRecall.topK}`
     : '';
-  return `using the memory configuration recorded in the store (${MEMORY_CONFIG_KEY}: ${wm.mode} mode, ${wm.scope} scope, sha256 ${wm.sha256.slice(0, 12)}…, last ${record.lastMessages === false ? 'all' : record.lastMessages} messages${recall}; written by @engram/core ${record.engram} at ${record.recordedAt})`;
+  return `using the memory configuration recorded in the store (${MEMORY_CONFIG_KEY}: ${wm.mode} mode, ${wm.scope} scope, sha256 ${wm.sha256.slice(0, 12)}…, last ${record.lastMessages === false ? 'all' : record.lastMessages} messages${recall}; written by @engram/core ${record.engram} at ${record.recordedAt})${unrun}`;
 }

@@ -208,7 +208,7 @@ async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedSto
     ...(given || use ? {} : { assumed: URL_CONFIGURATION_HINT }),
     configuration: { source: given ? 'flags' : use ? 'recorded' : 'assumed', recorded: record } as const,
     ...(use
-      ? { note: describeRecord(record) }
+      ? { note: describeRecord(record, settings.lexicalEmbedder !== undefined) }
       : typeof found === 'string' && !given
         ? { note: `the store's recorded memory configuration cannot be used: ${found}` }
         : {}),

@@ -279,7 +279,7 @@ describe('engram-inspect CLI', () => {
     expect(recallText).toContain('my dog Biscuit likes the beach');
     await storage.close();
 
-    const [module, flag, mismatch, orphan] = await Promise.all([
+    const [module, flag, mismatch, orphan, unembedded] = await Promise.all([
       cli(['thread', a.id, '--store', RECALL_MODULE, '--json'], { INSPECT_TEST_DB: dbUrl }),
       cli([
         'prompt',
@@ -295,6 +295,7 @@ describe('engram-inspect CLI', () => {
       ]),
       cli(['prompt', a.id, '--store', dbUrl, '--lexical-embedder', '64']),
       cli(['prompt', a.id, '--store', dbUrl, '--top-k', '2']),
+      cli(['prompt', a.id, '--store', dbUrl]),
     ]);
     expect(module.stderr).toBe('');
     const view = JSON.parse(module.stdout);
@@ -305,6 +306,11 @@ describe('engram-inspect CLI', () => {
       /^engram-inspect: using the memory configuration recorded in the store \(memory-config: markdown mode, resource scope, sha256 [0-9a-f]{12}…, last 2 messages, hybrid recall top 2; written by @engram\/core [0-9.]+ at [0-9T:.Z-]+\)\n$/,
     );
     expect(flag.stdout).toContain(`\n\n${recallText}`);
+    expect(unembedded.code).toBe(0);
+    expect(unembedded.stderr).toContain(
+      '; its hybrid recall is not run here without an embedder (--lexical-embedder, when the agent embeds with core',
+    );
+    expect(unembedded.stdout).not.toContain(recallText);
     expect(mismatch.code).toBe(0);
     expect(mismatch.stdout).toContain('(semantic recall failed: ');
     expect(mismatch.stdout).toContain('engram:lexical-256 (256 dimensions)');
