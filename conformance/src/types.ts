@@ -16,6 +16,7 @@ export const AREAS = [
   'recall',
   'observations',
   'purge',
+  'settings',
 ] as const;
 
 /** One area of the suite. */
@@ -37,6 +38,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   recall: 'semantic recall (vectors and keywords)',
   observations: 'observational memory',
   purge: 'deleting and exporting a resource',
+  settings: 'settings (recorded memory configuration)',
 };
 
 /** How an adapter hands its store to the suite. */

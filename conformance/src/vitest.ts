@@ -92,6 +92,8 @@ export const differentialSuite = (init: ConformanceInit): void => register(init,
 export const recallSuite = (init: ConformanceInit): void => register(init, ['recall']);
 /** Registers only the purge area: deleting (and exporting) a resource. */
 export const purgeSuite = (init: ConformanceInit): void => register(init, ['purge']);
+/** Registers only the settings area (checks skip unless the store declares `settings`). */
+export const settingsSuite = (init: ConformanceInit): void => register(init, ['settings']);
 /** Registers a chosen set of areas. */
 export const areasSuite = (init: ConformanceInit, areas: readonly AreaName[]): void => register(init, areas);
 

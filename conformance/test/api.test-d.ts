@@ -50,4 +50,5 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'recall'
   | 'observations'
   | 'purge'
+  | 'settings'
 >();

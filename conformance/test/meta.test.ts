@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InMemoryStore } from '@engram/core';
+import { InMemoryStore, type MemoryStorage } from '@engram/core';
+import { createStore, MemoryDriver } from '@engram/core/driver';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
 import {
@@ -592,5 +593,26 @@ describe('capabilities drive skips', () => {
     const results = await area(init, 'errors');
     expect(failures(results)).toEqual([expect.stringMatching(/^numbers out of 0\.\.2147483647/)]);
     expect(message(results.find((r) => r.status === 'fail')!)).toContain('page 2147483648');
+  });
+
+  it('a settings put that merges into the stored value fails the settings area; a store without settings skips it', async () => {
+    const merging = (): MemoryStorage => {
+      const driver = new MemoryDriver();
+      const rows = new Map<string, string>();
+      driver.settings = {
+        get: async (key) => rows.get(key) ?? null,
+        put: async (key, json) => {
+          rows.set(key, JSON.stringify({ ...JSON.parse(rows.get(key) ?? '{}'), ...JSON.parse(json) }));
+        },
+      };
+      return createStore(driver);
+    };
+    const results = await area({ name: 'merging-settings', create: merging }, 'settings');
+    expect(failures(results)).toEqual([expect.stringMatching(/^put replaces the whole value/)]);
+    const bare = await area(
+      { name: 'no-settings', create: () => new InMemoryStore({ settings: false }) },
+      'settings',
+    );
+    expect(bare.every((r) => r.status === 'skip' && /declares no settings/.test(r.reason ?? ''))).toBe(true);
   });
 });

@@ -12,6 +12,7 @@ import { purgeChecks } from './purge.ts';
 import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
+import { settingsChecks } from './settings.ts';
 import { threadsChecks } from './threads.ts';
 import { workingMemoryChecks } from './working-memory.ts';
 
@@ -29,6 +30,7 @@ export {
   recallChecks,
   recordsChecks,
   resourcesChecks,
+  settingsChecks,
   threadsChecks,
   workingMemoryChecks,
 };
@@ -50,4 +52,5 @@ export const CHECKS: readonly Check[] = [
   ...keywordRecallChecks,
   ...observationsChecks,
   ...purgeChecks,
+  ...settingsChecks,
 ];

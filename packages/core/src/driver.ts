@@ -33,6 +33,7 @@ export { copyMessage, copyResource, copyThread } from './storage/copy.ts';
 export { REDACTED, redactCredentials } from './storage/credentials.ts';
 export type { AdapterDescriptor, DescriptorOptions, ProvisionedStore } from './storage/descriptor.ts';
 export {
+  CASCADE_DOMAINS,
   DOMAIN_NAMES,
   DOMAINS,
   type DomainHooks,
@@ -122,6 +123,12 @@ export {
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export { RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
+export {
+  MAX_SETTING_KEY,
+  MAX_SETTING_VALUE,
+  type SettingsDriver,
+  type SettingsStore,
+} from './storage/settings.ts';
 export { createStore, Store } from './storage/store.ts';
 export {
   compareTurnRows,

@@ -91,6 +91,7 @@ export {
   type VNextOutcome,
   type VNextUpdateReason,
 } from './agent/vnext.ts';
+export { MEMORY_CONFIG_KEY, type MemoryConfigRecord } from './configuration.ts';
 export { isMemoryError, MemoryError, type MemoryErrorCode, type MemoryErrorOptions } from './errors.ts';
 export {
   CLONE_PAGE,
@@ -204,6 +205,7 @@ export { RESOURCE_BM25 } from './storage/keywords.ts';
 export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
+export { MAX_SETTING_KEY, MAX_SETTING_VALUE, type SettingsStore } from './storage/settings.ts';
 export type { TurnCursor, TurnRow, TurnStore } from './storage/turns.ts';
 export type * from './storage/vectors.ts';
 export {
@@ -212,6 +214,7 @@ export {
   type ThreadTitleOptions,
 } from './threads/title-options.ts';
 export { cleanTitle, type GeneratedTitle } from './threads/titles.ts';
+export { ENGRAM_VERSION } from './version.ts';
 export { FallbackLock, fallbackLockFor } from './working-memory/fallback-lock.ts';
 export {
   compileJsonSchema,

@@ -108,6 +108,13 @@ export interface MemoryOptions {
    * `memory.listTurns` or the inspector. Needs a storage with the `turns` domain. Default `false`.
    */
   turnRecords?: boolean;
+  /**
+   * Records this configuration (working-memory mode, template or schema, recall settings) in the
+   * store's `settings` domain after the first write, so tools that open the store from a URL
+   * (the inspector) render the prompt the agent gets. Skipped on a store without the domain.
+   * Default `true`.
+   */
+  recordConfiguration?: boolean;
 }
 
 /** `MemoryOptions` with every default filled in. */
@@ -131,6 +138,7 @@ export interface ResolvedMemoryOptions {
   readonly observationalMemory: false | ResolvedObservationalMemory;
   readonly threadTitle: false | ResolvedThreadTitle;
   readonly turnRecords: boolean;
+  readonly recordConfiguration: boolean;
 }
 
 /** Every key of `MemoryOptions`; the `satisfies` makes a key added to the interface a type error here. */
@@ -142,6 +150,7 @@ const OPTION_KEYS = Object.keys({
   observationalMemory: true,
   threadTitle: true,
   turnRecords: true,
+  recordConfiguration: true,
 } satisfies Record<keyof MemoryOptions, true>);
 
 /** Every key of `SemanticRecallOptions`, checked the same way. */
@@ -194,6 +203,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     );
   }
   const readOnly = optionalBoolean(o.readOnly, 'options.readOnly') ?? false;
+  const recordConfiguration = optionalBoolean(o.recordConfiguration, 'options.recordConfiguration') ?? true;
 
   const semanticRecall = resolveSemanticRecall(o.semanticRecall);
   const observationalMemory = resolveObservationalMemory(o.observationalMemory);
@@ -259,6 +269,7 @@ export function resolveMemoryOptions(options: MemoryOptions | undefined): Resolv
     observationalMemory,
     threadTitle,
     turnRecords,
+    recordConfiguration,
   });
 }
 

@@ -1,4 +1,5 @@
 import { type PreparedTurn, recordOfRow, type TurnRecord, turnRecord, turnRow } from './agent/turn-record.ts';
+import { ConfigRecorder, configRecord } from './configuration.ts';
 import { MemoryError } from './errors.ts';
 import { assertKnownKeys } from './known-keys.ts';
 import { type CloneThreadArgs, type CloneThreadResult, cloneThread } from './lifecycle/clone.ts';
@@ -79,6 +80,11 @@ export interface MemoryConfig {
    * `console.warn`.
    */
   onTitleError?: (error: unknown, threadId: string) => void;
+  /**
+   * Called when recording the configuration in the store failed (`options.recordConfiguration`).
+   * The write that triggered it succeeded. Default: one `console.warn` per `Memory`.
+   */
+  onConfigRecordError?: (error: unknown) => void;
   options?: MemoryOptions;
 }
 
@@ -89,6 +95,7 @@ const CONFIG_KEYS = Object.keys({
   onEmbeddingError: true,
   onObservationIssue: true,
   onTitleError: true,
+  onConfigRecordError: true,
   options: true,
 } satisfies Record<keyof MemoryConfig, true>);
 
@@ -149,6 +156,8 @@ export class Memory {
   private readonly titles: ThreadTitles;
   /** Where turn records are written (`options.turnRecords`). */
   private readonly turnLog: TurnStore | undefined;
+  /** Records the configuration in the store after the first write (`options.recordConfiguration`). */
+  private readonly recorder: ConfigRecorder | undefined;
 
   /**
    * Throws `INVALID_ARGUMENT` for bad options (for example both `template` and `schema`, a
@@ -205,6 +214,27 @@ export class Memory {
             error,
           )),
     );
+    if (config.onConfigRecordError !== undefined && typeof config.onConfigRecordError !== 'function') {
+      throw invalid('onConfigRecordError must be a function');
+    }
+    if (this.options.recordConfiguration) {
+      this.recorder = new ConfigRecorder(
+        storage,
+        () => configRecord(this.options, this.schema, this.engine?.config.mode),
+        config.onConfigRecordError ??
+          ((error) =>
+            console.warn(
+              'engram: recording the memory configuration in the store failed; the write succeeded, tools reading the store (the inspector) may not know this configuration',
+              error,
+            )),
+      );
+    }
+  }
+
+  /** `result`, once the configuration is recorded after this write (the first one only). */
+  private async recorded<T>(result: T): Promise<T> {
+    await this.recorder?.afterWrite();
+    return result;
   }
 
   /** The observational-memory engine of `config`, checked against the storage and the options. */
@@ -267,7 +297,7 @@ export class Memory {
     await this.assertThreadMemory(metadata, 'createThread');
     const id = args.threadId ?? crypto.randomUUID();
     const now = new Date();
-    return this.storage.createThread({
+    const thread = await this.storage.createThread({
       id,
       resourceId: args.resourceId,
       title: args.title ?? '',
@@ -275,6 +305,7 @@ export class Memory {
       createdAt: now,
       updatedAt: now,
     });
+    return this.recorded(thread);
   }
 
   /** The thread, or `null` when absent or (with `resourceId`) owned by another resource. */
@@ -300,7 +331,7 @@ export class Memory {
     }
     await this.assertThreadMemory(args.metadata, 'updateThread');
     const { readOnly: _readOnly, ...rest } = args;
-    return this.storage.updateThread(rest);
+    return this.recorded(await this.storage.updateThread(rest));
   }
 
   /** Deletes a thread and its messages. Absent threads are ignored. */
@@ -467,6 +498,7 @@ export class Memory {
       };
     });
     const saved = await this.storage.saveMessages(messages);
+    await this.recorder?.afterWrite();
     await this.embedSaved(saved);
     await this.observations?.afterSave(saved);
     await this.titles.afterSave(saved);
@@ -728,6 +760,7 @@ export class Memory {
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
     if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
     await this.workingMemory.replace(args, value, 'updateWorkingMemory');
+    await this.recorder?.afterWrite();
   }
 
   /**
@@ -749,7 +782,9 @@ export class Memory {
       );
     }
     assertArgs(args, 'mergeWorkingMemory');
-    return this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory');
+    return this.recorded(
+      await this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory'),
+    );
   }
 
   /**
@@ -764,7 +799,7 @@ export class Memory {
     this.assertWritable(args?.readOnly, 'applyWorkingMemoryPatch');
     const schema = this.requireSchema('applyWorkingMemoryPatch');
     assertArgs(args, 'applyWorkingMemoryPatch');
-    return this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch');
+    return this.recorded(await this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch'));
   }
 
   /**
@@ -780,7 +815,7 @@ export class Memory {
     this.assertWritable(args?.readOnly, 'editWorkingMemory');
     assertArgs(args, 'editWorkingMemory');
     if (typeof args.edit !== 'function') throw invalid('edit must be a function');
-    return this.workingMemory.edit(args, args.edit, 'editWorkingMemory');
+    return this.recorded(await this.workingMemory.edit(args, args.edit, 'editWorkingMemory'));
   }
 
   /** `true` when the storage promises atomic working-memory updates across processes. */

@@ -1229,6 +1229,29 @@ function route() {
   else if (resourceId) showResource(resourceId);
 }
 
+/** The header badge saying where the working-memory mode and template came from. */
+function showConfiguration(configuration) {
+  const badge = $('config');
+  if (!configuration) return;
+  const { source, recorded } = configuration;
+  const wm = recorded?.workingMemory;
+  const text = {
+    recorded: `recorded config: ${wm?.mode} · ${wm?.scope}`,
+    flags: recorded ? 'config from flags (a record exists)' : 'config from flags',
+    module: 'config from module',
+    assumed: 'config assumed',
+  }[source];
+  badge.textContent = text ?? source;
+  badge.title = recorded
+    ? `memory-config written by @engram/core ${recorded.engram} at ${recorded.recordedAt}; sha256 ${wm?.sha256}`
+    : source === 'assumed'
+      ? 'no configuration recorded in the store: Markdown mode and the default template are assumed'
+      : '';
+  badge.classList.toggle('warn', source === 'assumed' || (source === 'flags' && recorded !== null));
+  badge.dataset.source = source;
+  badge.hidden = false;
+}
+
 async function start() {
   state.list = newList(null);
   try {
@@ -1240,6 +1263,7 @@ async function start() {
   $('store').textContent = state.info.label;
   $('mode').textContent = state.info.allowEdits ? 'edits allowed' : 'read-only';
   $('mode').classList.toggle('warn', state.info.allowEdits);
+  showConfiguration(state.info.configuration);
   document.body.dataset.ready = 'true';
   $('resource-open').addEventListener('submit', (event) => {
     event.preventDefault();

@@ -36,12 +36,15 @@ the working memory's hash, the observation generation and token counts (JSON wit
                                    default), or create() returning a Memory or a storage
 
 store options (URLs only; a module configures its own Memory):
-  --scope resource|thread          working-memory scope the agent uses (default resource)
+  --scope resource|thread          working-memory scope the agent uses (default: the recorded
+                                   one, else resource)
   --schema <file.json>             JSON Schema of the working memory (JSON mode)
   --template <file.md>             Markdown template of the working memory
-                                   (with neither, Markdown mode and core's default template are
-                                   assumed: prompt warns on stderr, and refuses when the stored
-                                   working memory is a JSON object)
+                                   (with neither: the configuration the agent's Memory recorded
+                                   in the store, named on stderr; without a record, Markdown mode
+                                   and core's default template are assumed: prompt warns on
+                                   stderr, and refuses when the stored working memory is a JSON
+                                   object)
   --prefix <p>                     key (Upstash), table (pg) or collection (MongoDB) prefix
   --pg-schema <name>               PostgreSQL schema (default public)
   --db <name>                      MongoDB database (default: the URL's path, else engram)
@@ -193,12 +196,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     console.error(`engram-inspect: ${describe(error)}`);
     return 1;
   }
+  if (opened.note) console.error(`engram-inspect: ${visibleControls(opened.note)}`);
   const inspector = new Inspector({
     memory: opened.memory,
     label: opened.label,
     allowEdits: parsed.allowEdits,
     lastMessages: parsed.last,
     assumed: opened.assumed,
+    configuration: opened.configuration,
     observationsScope: parsed.observationsScope,
   });
   if (parsed.command === 'serve') return serve(inspector, opened, parsed.port);

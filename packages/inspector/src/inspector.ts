@@ -12,6 +12,7 @@ import {
   type WorkingMemoryScope,
 } from '@engram/core';
 import { assumedWarning, contradiction } from './assumed.ts';
+import type { ConfigurationInfo } from './configuration.ts';
 import {
   type ObservationsRead,
   type ObservationsScope,
@@ -59,6 +60,11 @@ export interface MemoryInfo {
   observations: { supported: boolean; scope: ObservationsScope | null };
   /** Whether the store keeps turn records (the `turns` domain). */
   turns: { supported: boolean };
+  /**
+   * Where the working-memory mode, template and recall settings came from, and the
+   * `memory-config` record the agent's `Memory` wrote into the store (`null` when none was read).
+   */
+  configuration: ConfigurationInfo;
 }
 
 /** One resource found by scanning threads. */
@@ -150,6 +156,8 @@ export class Inspector {
   readonly assumed: string | undefined;
   /** The observation log scope to read; `undefined`: the thread's log, else its resource's. */
   readonly observationsScope: ObservationsScope | undefined;
+  /** Where the configuration came from (`OpenedStore.configuration`). */
+  readonly configuration: ConfigurationInfo;
 
   constructor(options: {
     memory: Memory;
@@ -168,11 +176,17 @@ export class Inspector {
      * thread has none, its resource's.
      */
     observationsScope?: ObservationsScope;
+    /** Where the configuration came from. Default: `'assumed'` when `assumed` is set, else `'module'`. */
+    configuration?: ConfigurationInfo;
   }) {
     this.memory = options.memory;
     const om = options.memory.options.observationalMemory;
     this.observationsScope = options.observationsScope ?? (om ? om.scope : undefined);
     this.assumed = options.assumed;
+    this.configuration = options.configuration ?? {
+      source: options.assumed === undefined ? 'module' : 'assumed',
+      recorded: null,
+    };
     this.label = options.label ?? options.memory.storage.name;
     this.allowEdits = options.allowEdits === true;
     const configured = options.memory.options.lastMessages;
@@ -201,6 +215,7 @@ export class Inspector {
         scope: this.observationsScope ?? null,
       },
       turns: { supported: this.memory.storage.turns !== undefined },
+      configuration: this.configuration,
     };
   }
 

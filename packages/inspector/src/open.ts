@@ -11,6 +11,7 @@ import {
 } from '@engram/core';
 import { redactCredentials } from '@engram/core/driver';
 import { openWithDescriptor } from './adapters.ts';
+import { type ConfigurationInfo, describeRecord, readRecord, recordedOptions } from './configuration.ts';
 
 /** How to build a `Memory` when the store is given as a URL (a module brings its own). */
 export interface StoreSettings {
@@ -49,6 +50,13 @@ export interface OpenedStore {
    * Absent when the configuration is exact (a module exporting the configured `Memory`).
    */
   assumed?: string;
+  /** Where the configuration came from, and the record found in the store (see `ConfigurationInfo`). */
+  configuration: ConfigurationInfo;
+  /**
+   * Set when the configuration was read from the store's `memory-config` record: one line naming
+   * it, for stderr. Or, when a record exists but cannot be used, why.
+   */
+  note?: string;
   close(): Promise<void>;
 }
 
@@ -144,6 +152,7 @@ async function fromModule(path: string): Promise<OpenedStore> {
     memory,
     label: `${path} (${memory.storage.name})`,
     ...assumed,
+    configuration: { source: wrapped ? 'assumed' : 'module', recorded: null },
     close: () => memory.storage.close(),
   };
 }
@@ -159,34 +168,59 @@ function asMemory(value: unknown): { memory: Memory; wrapped: boolean } | null {
     return { memory: value as Memory, wrapped: false };
   }
   if (typeof candidate.getThreadById === 'function' && typeof candidate.listThreads === 'function') {
-    const options = { workingMemory: { enabled: true } };
+    const options = { workingMemory: { enabled: true }, recordConfiguration: false };
     return { memory: new Memory({ storage: value as MemoryStorage, options }), wrapped: true };
   }
   return null;
 }
 
+/**
+ * A memory over the store at `spec`. Its configuration is, in this order: `--schema` or
+ * `--template` when given; else the `memory-config` record the agent's `Memory` wrote into the
+ * store; else assumed (core's default template, with a warning). The inspector's own `Memory`
+ * never records its configuration.
+ */
 async function fromUrl(spec: string, settings: StoreSettings): Promise<OpenedStore> {
-  const options = await memoryOptions(settings);
+  const given = settings.schemaFile !== undefined || settings.templateFile !== undefined;
+  const flagged = given ? await memoryOptions(settings) : undefined;
   const storage = await storageFor(spec, settings);
   const label = `${redactUrl(spec)} (${storage.name})`;
-  const given = settings.schemaFile !== undefined || settings.templateFile !== undefined;
-  const assumed = given ? {} : { assumed: URL_CONFIGURATION_HINT };
-  if (settings.lexicalEmbedder === undefined) {
-    return { memory: new Memory({ storage, options }), label, ...assumed, close: () => storage.close() };
-  }
-  try {
-    // A store may know whether it has vectors only once it has started (it checks the database).
-    await storage.init();
-    const embedder = createLexicalEmbedder({ dimensions: settings.lexicalEmbedder });
-    const memory = new Memory({
-      storage,
-      embedder,
-      options: { ...options, semanticRecall: settings.recall ?? true },
-    });
-    return { memory, label, ...assumed, close: () => storage.close() };
-  } catch (error) {
+  const fail = async (what: string, error: unknown): Promise<never> => {
     await storage.close().catch(() => undefined);
-    throw new StoreError(`cannot turn on semantic recall for ${label}: ${message(error)}`, { cause: error });
+    throw new StoreError(`${what} ${label}: ${message(error)}`, { cause: error });
+  };
+  let found: Awaited<ReturnType<typeof readRecord>> = null;
+  try {
+    await storage.init();
+    found = await readRecord(storage);
+  } catch (error) {
+    return fail('cannot reach the store', error);
+  }
+  const record = typeof found === 'string' ? null : found;
+  const use = !given && record !== null;
+  const fromRecord = use ? recordedOptions(record, settings) : undefined;
+  const options: MemoryOptions = {
+    ...(flagged ?? fromRecord?.options ?? (await memoryOptions(settings))),
+    recordConfiguration: false,
+  };
+  const opened = {
+    label,
+    ...(given || use ? {} : { assumed: URL_CONFIGURATION_HINT }),
+    configuration: { source: given ? 'flags' : use ? 'recorded' : 'assumed', recorded: record } as const,
+    ...(use
+      ? { note: describeRecord(record, settings.lexicalEmbedder !== undefined) }
+      : typeof found === 'string' && !given
+        ? { note: `the store's recorded memory configuration cannot be used: ${found}` }
+        : {}),
+    close: () => storage.close(),
+  };
+  if (settings.lexicalEmbedder === undefined) return { memory: new Memory({ storage, options }), ...opened };
+  try {
+    const embedder = createLexicalEmbedder({ dimensions: settings.lexicalEmbedder });
+    const semanticRecall = fromRecord?.recall ?? settings.recall ?? true;
+    return { memory: new Memory({ storage, embedder, options: { ...options, semanticRecall } }), ...opened };
+  } catch (error) {
+    return fail('cannot turn on semantic recall for', error);
   }
 }
 

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { JsonValue, Memory } from '@engram/core';
+import { type JsonValue, Memory } from '@engram/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inspector, RESOURCE_SCAN_PAGE } from '../src/inspector.ts';
 import { type OpenedStore, openStore } from '../src/open.ts';
@@ -485,6 +485,73 @@ describe('HTTP API', () => {
       expect(steps).toBe(2);
       expect([0, 1, 2].map((i) => found.get(`${prefix}-${i}`))).toEqual([74, 73, 73]);
       expect(found.get(seeded.resourceId)).toBe(3);
+    });
+  });
+
+  describe('the recorded configuration', () => {
+    it('/api/info shows the memory-config a schema-mode Memory wrote, used for a bare URL; none: assumed', async () => {
+      const url = `file:${tmp.dir}/recorded-api.db`;
+      const schema = { type: 'object', properties: { city: { type: 'string' } } };
+      const writer = await openStore(url);
+      const agent = new Memory({
+        storage: writer.memory.storage,
+        options: {
+          lastMessages: 3,
+          workingMemory: { schema },
+          semanticRecall: { mode: 'keyword', topK: 4, messageRange: { before: 0, after: 2 } },
+        },
+      });
+      await agent.createThread({ resourceId: 'r-api' });
+      await writer.close();
+      const bareUrl = `file:${tmp.dir}/bare-api.db`;
+      await (await openStore(bareUrl)).close();
+
+      const info = async (spec: string) => {
+        const reader = await openStore(spec);
+        const server = await startServer(
+          new Inspector({
+            memory: reader.memory,
+            label: reader.label,
+            assumed: reader.assumed,
+            configuration: reader.configuration,
+          }),
+        );
+        try {
+          return (await call(server, '/api/info')).json();
+        } finally {
+          await server.close();
+          await reader.close();
+        }
+      };
+      const recorded = await info(url);
+      expect(recorded.configuration.source).toBe('recorded');
+      expect(recorded.configuration.recorded).toMatchObject({
+        v: 1,
+        workingMemory: {
+          mode: 'schema',
+          scope: 'resource',
+          schema,
+          sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+        },
+        lastMessages: 3,
+        semanticRecall: {
+          mode: 'keyword',
+          topK: 4,
+          messageRange: { before: 0, after: 2 },
+          scope: 'resource',
+        },
+      });
+      expect(recorded.workingMemory.format).toBe('json');
+      expect(JSON.parse(recorded.workingMemory.template)).toEqual(schema);
+      expect(recorded.lastMessages).toBe(3);
+      expect(recorded.recall).toEqual({
+        configured: true,
+        reason: '',
+        settings: { topK: 4, before: 0, after: 2, scope: 'resource' },
+      });
+      const bare = await info(bareUrl);
+      expect(bare.configuration).toEqual({ source: 'assumed', recorded: null });
+      expect(bare.workingMemory.format).toBe('markdown');
     });
   });
 });

@@ -87,7 +87,9 @@ for (const adapter of ADAPTERS) {
       store = await adapter.create(getUrl(), tmp.dir);
       opened = await openStore(store.spec, store.settings);
       seeded = await seed(opened.memory);
-      readOnly = await startServer(new Inspector({ memory: opened.memory, label: opened.label }));
+      readOnly = await startServer(
+        new Inspector({ memory: opened.memory, label: opened.label, configuration: opened.configuration }),
+      );
       editable = await startServer(
         new Inspector({ memory: opened.memory, label: opened.label, allowEdits: true }),
       );
@@ -319,6 +321,9 @@ for (const adapter of ADAPTERS) {
     it('refuses edits without --allow-edits', async () => {
       await openThread(page, readOnly, seeded.resourceId, seeded.trip);
       expect(await page.locator('#mode').textContent()).toBe('read-only');
+      // Opened with --schema, and no memory-config recorded in that store.
+      expect(await page.locator('#config').textContent()).toBe('config from flags');
+      expect(await page.locator('#config').getAttribute('data-source')).toBe('flags');
       expect(await page.locator('#panel-wm button').count()).toBe(0);
       expect(await page.locator('#panel-messages .msg button').count()).toBe(0);
       const before = await opened.memory.getWorkingMemory({ resourceId: seeded.resourceId });

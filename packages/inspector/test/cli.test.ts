@@ -224,6 +224,52 @@ describe('engram-inspect CLI', () => {
     );
   });
 
+  it('prompt from a bare URL of a store a schema-mode Memory wrote: its recorded configuration, JSON Schema instructions', async () => {
+    const dbUrl = `file:${tmp.dir}/recorded-schema.db`;
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, pets: { type: 'array', items: { type: 'string' } } },
+    };
+    const storage = (await openStore(dbUrl)).memory.storage;
+    const agent = new Memory({
+      storage,
+      options: { lastMessages: 5, workingMemory: { schema, scope: 'thread' } },
+    });
+    const thread = await agent.createThread({ resourceId: 'r-json' });
+    await agent.applyWorkingMemoryPatch({
+      resourceId: 'r-json',
+      threadId: thread.id,
+      patch: { city: 'Lisbon', pets: ['Biscuit'] },
+    });
+    const ids = { threadId: thread.id, resourceId: 'r-json' };
+    const expected = await WorkingMemory.fromMemory(agent).buildMessage(ids);
+    const tools = await toolsSection(agent, ids);
+    const templateFile = `${tmp.dir}/override.md`;
+    await writeFile(templateFile, '# Notes\n- City:\n');
+    await storage.close();
+    expect(expected.content).toContain('<working_memory_data format="json">');
+
+    const [bare, json, overridden] = await Promise.all([
+      cli(['prompt', thread.id, '--store', dbUrl]),
+      cli(['prompt', thread.id, '--store', dbUrl, '--json']),
+      cli(['prompt', thread.id, '--store', dbUrl, '--template', templateFile, '--scope', 'thread']),
+    ]);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toBe(`${expected.content}\n\n${tools}\n`);
+    expect(bare.stdout).toContain('<working_memory_shape format="json">');
+    expect(bare.stdout).toContain('Lisbon');
+    expect(bare.stdout).not.toContain('format="markdown"');
+    expect(bare.stderr).toMatch(
+      /^engram-inspect: using the memory configuration recorded in the store \(memory-config: schema mode, thread scope, sha256 [0-9a-f]{12}…, last 5 messages; written by @engram\/core [0-9.]+ at [^)]+\)\n$/,
+    );
+    expect(bare.stderr).not.toContain('WARNING');
+    expect(JSON.parse(json.stdout).warning).toBeUndefined();
+    // An explicit flag still wins over the record: the prompt is then in Markdown mode, no record named.
+    expect(overridden.code, overridden.stderr).toBe(0);
+    expect(overridden.stderr).toBe('');
+    expect(overridden.stdout).toContain('<working_memory_template format="markdown">\n# Notes\n- City:');
+  });
+
   it('takes a module exporting a configured Memory (its scope and template are used)', async () => {
     const dbUrl = `file:${tmp.dir}/module.db`;
     const storage = (await openStore(dbUrl)).memory.storage;
@@ -275,7 +321,7 @@ describe('engram-inspect CLI', () => {
     expect(recallText).toContain('my dog Biscuit likes the beach');
     await storage.close();
 
-    const [module, flag, mismatch, orphan] = await Promise.all([
+    const [module, flag, mismatch, orphan, unembedded] = await Promise.all([
       cli(['thread', a.id, '--store', RECALL_MODULE, '--json'], { INSPECT_TEST_DB: dbUrl }),
       cli([
         'prompt',
@@ -291,14 +337,22 @@ describe('engram-inspect CLI', () => {
       ]),
       cli(['prompt', a.id, '--store', dbUrl, '--lexical-embedder', '64']),
       cli(['prompt', a.id, '--store', dbUrl, '--top-k', '2']),
+      cli(['prompt', a.id, '--store', dbUrl]),
     ]);
     expect(module.stderr).toBe('');
     const view = JSON.parse(module.stdout);
     expect(view.recall.settings).toEqual({ topK: 2, before: 1, after: 1, scope: 'resource' });
     expect(view.turnRecall.text).toBe(recallText);
-    // A bare URL: the mode and template are assumed, and said so.
-    expect(flag.stderr).toContain('WARNING: the working-memory mode and template were assumed');
+    // A bare URL: the agent's Memory recorded its configuration when it first wrote; it is used and named.
+    expect(flag.stderr).toMatch(
+      /^engram-inspect: using the memory configuration recorded in the store \(memory-config: markdown mode, resource scope, sha256 [0-9a-f]{12}…, last 2 messages, hybrid recall top 2; written by @engram\/core [0-9.]+ at [0-9T:.Z-]+\)\n$/,
+    );
     expect(flag.stdout).toContain(`\n\n${recallText}`);
+    expect(unembedded.code).toBe(0);
+    expect(unembedded.stderr).toContain(
+      '; its hybrid recall is not run here without an embedder (--lexical-embedder, when the agent embeds with core',
+    );
+    expect(unembedded.stdout).not.toContain(recallText);
     expect(mismatch.code).toBe(0);
     expect(mismatch.stdout).toContain('(semantic recall failed: ');
     expect(mismatch.stdout).toContain('engram:lexical-256 (256 dimensions)');

@@ -17,6 +17,7 @@ import { indexStatements, LibSQLKeywords } from './keywords.ts';
 import { messageRow, threadRow, toMessage, toResource, toThread } from './mapping.ts';
 import { BATCH_REFUSED, migrate, SCHEMA_VERSION } from './migrations.ts';
 import { LibSQLObservations } from './observations.ts';
+import { LibSQLSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import { LibSQLVectors } from './vectors.ts';
 
@@ -36,6 +37,7 @@ export class LibSQLDriver implements Driver<Transaction> {
   readonly vectors: LibSQLVectors;
   readonly observations: LibSQLObservations;
   readonly keywords: LibSQLKeywords;
+  readonly settings: LibSQLSettings;
   private readonly connection: Connection;
 
   constructor(options: Settings) {
@@ -45,6 +47,7 @@ export class LibSQLDriver implements Driver<Transaction> {
     this.vectors = new LibSQLVectors(this.connection, options.overFetch, options.cacheBytes);
     this.observations = new LibSQLObservations(this.connection);
     this.keywords = new LibSQLKeywords(this.connection, createKeywordAnalyzer(options.keywords));
+    this.settings = new LibSQLSettings(this.connection);
   }
 
   /**

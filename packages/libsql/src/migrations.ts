@@ -24,6 +24,7 @@ const {
   messageBatches,
   observations,
   vectorRemovals,
+  settings,
 } = TABLES;
 
 /**
@@ -198,6 +199,13 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN
           UPDATE ${vectors} SET seq = (SELECT max(seq) + 1 FROM ${vectors}) WHERE message_id = NEW.id;
         END`,
+    ],
+  },
+  {
+    name: 'store-level settings (the recorded memory configuration)',
+    statements: [
+      // `value`: JSON text of an object; `updated_at` epoch ms.
+      `CREATE TABLE ${settings} (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL)`,
     ],
   },
 ];

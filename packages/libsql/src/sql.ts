@@ -25,6 +25,8 @@ export const TABLES = {
   messageBatches: 'engram_message_batches',
   /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */
   observations: 'engram_observations',
+  /** Store-level settings: one JSON object per key (the recorded memory configuration). */
+  settings: 'engram_settings',
 };
 
 const { threads, messages, resources, messageCounts } = TABLES;

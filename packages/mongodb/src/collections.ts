@@ -85,6 +85,13 @@ export interface ObservationDocument {
   updatedAt: Date;
 }
 
+/** A store-level setting: `_id` is the key, `value` the JSON text of an object. */
+export interface SettingDocument {
+  _id: string;
+  value: string;
+  updatedAt: Date;
+}
+
 export interface MigrationDocument {
   _id: number;
   name: string;
@@ -102,6 +109,7 @@ export interface Collections {
   vectorSpace: Collection<VectorSpaceDocument>;
   observations: Collection<ObservationDocument>;
   keywords: Collection<KeywordDocument>;
+  settings: Collection<SettingDocument>;
 }
 
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
@@ -111,6 +119,7 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     vectors: `${prefix}vectors`,
     observations: `${prefix}observations`,
     keywords: `${prefix}keywords`,
+    settings: `${prefix}settings`,
   };
 }
 

@@ -14,6 +14,7 @@ import { DEFAULT_LEASE_MS, type MongoTx, WriteLocks } from './locks.ts';
 import { messageDriver } from './messages.ts';
 import { migrate } from './migrations.ts';
 import { observationDriver } from './observations.ts';
+import { settingsDriver } from './settings.ts';
 import type { MongoDBStoreOptions } from './store.ts';
 import { resourceDriver, threadDriver } from './threads.ts';
 import { vectorDriver } from './vectors.ts';
@@ -62,6 +63,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
   readonly vectors = vectorDriver(this.connection);
   /** Observation logs: compare-and-set swaps on `(key, generation, version)` (`observations.ts`). */
   readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
+  /** Store-level settings: one document per key, each put one replace with upsert (`settings.ts`). */
+  readonly settings = settingsDriver(this.connection);
 
   constructor(private readonly options: MongoDBStoreOptions) {
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';

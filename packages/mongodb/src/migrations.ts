@@ -72,6 +72,12 @@ export const MIGRATIONS: readonly {
       await backfillKeywords(collections, analyzer);
     },
   },
+  {
+    name: 'store-level settings (the recorded memory configuration), one document per key',
+    async up(collections) {
+      await createCollection(collections, 'settings');
+    },
+  },
 ];
 
 /** The schema version this package writes. */

@@ -5,6 +5,7 @@ import { migrate, serverMajorVersion } from './migrations.ts';
 import { oracleObservations } from './observations.ts';
 import { loadOracledb, type OracleConnection, type OraclePool } from './oracledb.ts';
 import { executeOptions, Session } from './session.ts';
+import { oracleSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { OracleStoreOptions } from './store.ts';
 import { oracleVectors } from './vectors.ts';
@@ -48,6 +49,8 @@ export class OracleDriver implements core.Driver<Session> {
   private readonly vectorDriver = oracleVectors(this);
   /** Observation logs for observational memory (every server version). */
   readonly observations = oracleObservations(this);
+  /** Store-level settings (the recorded memory configuration), one `MERGE` a put. */
+  readonly settings = oracleSettings(this);
 
   /** `options` as `OracleStore` checked them. */
   constructor(private readonly options: OracleStoreOptions) {

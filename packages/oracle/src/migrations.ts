@@ -22,11 +22,16 @@ const table = (sql: string): MigrationStep => ({ sql, alreadyDone: ['ORA-00955']
 /** An index is also done when its columns are indexed already (ORA-01408). */
 const index = (sql: string): MigrationStep => ({ sql, alreadyDone: ['ORA-00955', 'ORA-01408'] });
 
-/** The DDL type of a metadata column: `JSON` (21c+) or a `CLOB` checked with `IS JSON`. */
-export function metadataColumn(json: JsonStorage, constraint: string): string {
+/** The DDL of a JSON column: the `JSON` type (21c+) or a `CLOB` checked with `IS JSON`. */
+export function jsonColumn(column: string, json: JsonStorage, constraint: string): string {
   return json === 'json'
-    ? 'metadata JSON NOT NULL'
-    : `metadata CLOB NOT NULL CONSTRAINT ${constraint} CHECK (metadata IS JSON)`;
+    ? `${column} JSON NOT NULL`
+    : `${column} CLOB NOT NULL CONSTRAINT ${constraint} CHECK (${column} IS JSON)`;
+}
+
+/** The DDL type of a metadata column (see `jsonColumn`). */
+export function metadataColumn(json: JsonStorage, constraint: string): string {
+  return jsonColumn('metadata', json, constraint);
 }
 
 /**
@@ -111,6 +116,18 @@ export const MIGRATIONS: readonly Migration[] = [
   CONSTRAINT ${n.prefix}observations_pk PRIMARY KEY (log_key, generation)
 )`),
       index(`CREATE INDEX ${n.prefix}observations_thread_idx ON ${n.observations} (thread_id)`),
+    ],
+  },
+  {
+    description:
+      'store-level settings (the recorded memory configuration): one row per key, the value stored like metadata (JSON or a CLOB checked IS JSON)',
+    steps: (n, json) => [
+      table(`CREATE TABLE ${n.settings} (
+  setting_key VARCHAR2(512 CHAR) NOT NULL,
+  ${jsonColumn('setting_value', json, `${n.prefix}settings_json`)},
+  updated_at TIMESTAMP(3) NOT NULL,
+  CONSTRAINT ${n.prefix}settings_pk PRIMARY KEY (setting_key)
+)`),
     ],
   },
 ];

@@ -45,7 +45,7 @@ describe('migrations', () => {
     expect(ddl).toContain('CREATE TABLE engram_threads (');
     expect(ddl).toContain('CREATE TABLE engram_messages (');
     expect(ddl).toContain('CREATE TABLE engram_resources (');
-    expect(ddl.match(/TIMESTAMP\(3\) NOT NULL/g)).toHaveLength(6);
+    expect(ddl.match(/TIMESTAMP\(3\) NOT NULL/g)).toHaveLength(7);
     expect(ddl).toContain('working_memory_empty NUMBER(1) DEFAULT 0 NOT NULL');
     expect(ddl).toContain(
       'CREATE INDEX engram_messages_thread_idx ON engram_messages (thread_id, created_at, id)',

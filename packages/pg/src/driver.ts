@@ -17,6 +17,7 @@ import { indexMessages, indexTerms, PostgresKeywordDriver } from './keywords.ts'
 import { messageArrays, threadParams, timestamp } from './mapping.ts';
 import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
+import { PostgresSettingsDriver } from './settings.ts';
 import * as sql from './sql.ts';
 import { PostgresVectorDriver } from './vectors.ts';
 import { workingMemory } from './working-memory.ts';
@@ -47,6 +48,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
   readonly db: Connection;
   readonly vectors: PostgresVectorDriver;
   readonly observations: PostgresObservationDriver;
+  readonly settings: PostgresSettingsDriver;
   readonly keywords: PostgresKeywordDriver;
   readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
 
@@ -57,6 +59,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
     this.db = new Connection(options, this.names);
     this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
     this.observations = new PostgresObservationDriver(this.db, this.names);
+    this.settings = new PostgresSettingsDriver(this.db, this.names);
     this.keywords = new PostgresKeywordDriver(this.db, this.names, createKeywordAnalyzer(options.keywords));
     this.workingMemory = workingMemory(this.db, this.sql);
   }

@@ -124,6 +124,16 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: keywordTable,
     backfill: backfillKeywords,
   },
+  {
+    description: 'store-level settings (the recorded memory configuration), one jsonb object per key',
+    statements: (n) => [
+      `CREATE TABLE ${n.settings} (
+        key text COLLATE "C" PRIMARY KEY,
+        value jsonb NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

@@ -27,6 +27,7 @@ export const KEY_LAYOUT = {
   keywordBackfill: 'keyword-backfill', // list: thread ids whose messages the keyword backfill still indexes
   resources: 'resources', // zset: every resource id with a record, all scores 0 (so ordered by bytes)
   resourceBackfill: 'resource-backfill', // string: the SCAN cursor of the resource index backfill
+  settings: 'settings', // hash: store-level settings (setting key → JSON text of an object)
 } as const;
 
 /** Hash field prefix of metadata keys; record fields never start with it. */

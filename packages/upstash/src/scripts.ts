@@ -14,6 +14,7 @@ import { LAYOUT_VERSION, luaKeyFunctions, MIGRATIONS } from './layout.ts';
 import type { Frame, messageRecord } from './mapping.ts';
 import { OBSERVATION_BODIES } from './observations.ts';
 import { RESOURCE_BODIES } from './resources.ts';
+import { SETTING_BODIES } from './settings.ts';
 import { VECTOR_BODIES } from './vector-scripts.ts';
 
 /** What a read of a unit of work saw: a field of a record, `false` when absent. */
@@ -442,6 +443,7 @@ const BODIES = {
   ...KEYWORD_BODIES,
   ...OBSERVATION_BODIES,
   ...RESOURCE_BODIES,
+  ...SETTING_BODIES,
 };
 
 export type ScriptName = keyof typeof BODIES;

@@ -12,6 +12,7 @@ import type {
   Thread,
   WorkingMemoryScope,
 } from './records.ts';
+import type { SettingsStore } from './settings.ts';
 import type { TurnStore } from './turns.ts';
 import type { VectorStore } from './vectors.ts';
 
@@ -174,6 +175,12 @@ export interface MemoryStorage {
    * declares it removes a thread's records in the same write as the thread.
    */
   readonly turns?: TurnStore;
+  /**
+   * Optional domain: named JSON objects kept for the whole store (see `settings.ts`), where
+   * `Memory` records its configuration for tools that read the store. Store-level, not per
+   * resource: `deleteResource`, export and import leave settings alone.
+   */
+  readonly settings?: SettingsStore;
 
   /**
    * Connects and creates or migrates tables, indexes and collections, once per store (memoised;

@@ -2,6 +2,7 @@ import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
 import { type KeywordDriver, type KeywordStore, ValidatedKeywords } from './keywords.ts';
 import { type ObservationDriver, type ObservationStore, ValidatedObservations } from './observations.ts';
+import { type SettingsDriver, type SettingsStore, ValidatedSettings } from './settings.ts';
 import { type TurnDriver, type TurnStore, ValidatedTurns } from './turns.ts';
 import { ValidatedVectors } from './vector-store.ts';
 import type { VectorDriver, VectorStore } from './vectors.ts';
@@ -10,7 +11,8 @@ import type { VectorDriver, VectorStore } from './vectors.ts';
  * Optional domains: groups of primitives a driver may add beside threads, messages and
  * resources, each behind a feature of `Memory`. Adding one means: its driver interface (with
  * these hooks), an entry in `DOMAINS`, its key in `DriverDomains` and `StoreDomains`, one file
- * per adapter that supports it, and one conformance area.
+ * per adapter that supports it, and one conformance area. A domain kept for the whole store
+ * rather than per message (`settings`) has no hooks and is left out of `CASCADE_DOMAINS`.
  */
 
 /** Runs a domain's driver operation through the store: waits until it is open, maps foreign errors. */
@@ -40,6 +42,8 @@ export interface DriverDomains<Tx> {
   observations?: ObservationDriver<Tx>;
   /** Records of what each model call was given, for `options.turnRecords`. */
   turns?: TurnDriver<Tx>;
+  /** Named JSON objects kept for the whole store (the recorded memory configuration). */
+  settings?: SettingsDriver;
 }
 
 /** The optional domains of a store, as applications see them (validated). */
@@ -48,6 +52,7 @@ export interface StoreDomains {
   keywords?: KeywordStore;
   observations?: ObservationStore;
   turns?: TurnStore;
+  settings?: SettingsStore;
 }
 
 /** The name of an optional domain. */
@@ -94,10 +99,19 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     resourceRows: false,
     wrap: (_adapter, driver, run) => new ValidatedTurns(driver, run),
   },
+  settings: {
+    what: 'settings',
+    feature: 'options.recordConfiguration',
+    resourceRows: false,
+    wrap: (_adapter, driver, run) => new ValidatedSettings(driver, run),
+  },
 };
 
 /** The names of every optional domain. */
 export const DOMAIN_NAMES = Object.keys(DOMAINS) as DomainName[];
+
+/** The domains that keep rows per message, whose hooks run in the delete cascade, in order. */
+export const CASCADE_DOMAINS = ['vectors', 'keywords', 'observations'] as const satisfies DomainName[];
 
 /**
  * The domain `name` of `storage`, or `UNSUPPORTED` naming the domain, the feature that needs it

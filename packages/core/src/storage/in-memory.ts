@@ -16,6 +16,7 @@ import { type KeywordDriver, keywordTerms, searchIndexed } from './keywords.ts';
 import { slicePage } from './listing.ts';
 import { type ObservationDriver, type ObservationRow, swapRows } from './observations.ts';
 import type { Message, Resource, Thread } from './records.ts';
+import type { SettingsDriver } from './settings.ts';
 import { Store } from './store.ts';
 import { compareTurnRows, isOlderThan, type TurnDriver, type TurnRow } from './turns.ts';
 import { bumpedUpdatedAt } from './updated-at.ts';
@@ -37,6 +38,7 @@ export interface MemoryDriverOptions {
   keywords?: boolean | KeywordAnalyzerOptions;
   observations?: boolean;
   turns?: boolean;
+  settings?: boolean;
 }
 
 /** A unit of work of the in-memory driver: its changes, applied together when it commits. */
@@ -79,18 +81,21 @@ export class MemoryDriver implements Driver<MemoryTx> {
   private readonly turnRows = new Map<string, TurnRow>();
   /** Log key → its generations, oldest first. */
   private readonly logs = new Map<string, ObservationRow[]>();
+  /** Setting key → its JSON text. */
+  private readonly settingRows = new Map<string, string>();
   /** The tail of the queue of writes. */
   private writes: Promise<unknown> = Promise.resolve();
 
   /**
-   * `vectors: false` / `keywords: false` / `observations: false` leave out that domain (default:
-   * every domain). `keywords` may instead give the keyword analyzer's options (stop words,
-   * stemming).
+   * `vectors: false` / `keywords: false` / `observations: false` / `settings: false` leave out
+   * that domain (default: every domain). `keywords` may instead give the keyword analyzer's
+   * options (stop words, stemming).
    */
   constructor(options: MemoryDriverOptions = {}) {
     if (options.vectors === false) this.vectors = undefined;
     if (options.observations === false) this.observations = undefined;
     if (options.turns === false) this.turns = undefined;
+    if (options.settings === false) this.settings = undefined;
     if (options.keywords === false) this.keywords = undefined;
     else this.keywords = this.keywordDomain(options.keywords === true ? {} : (options.keywords ?? {}));
   }
@@ -417,6 +422,15 @@ export class MemoryDriver implements Driver<MemoryTx> {
         for (const id of ids) this.turnRows.delete(id);
       });
     },
+  };
+
+  /** Settings: JSON text by key. */
+  settings: SettingsDriver | undefined = {
+    get: async (key) => this.settingRows.get(key) ?? null,
+    put: (key, json) =>
+      this.exclusive(() => {
+        this.settingRows.set(key, json);
+      }),
   };
 
   /** Drops the vectors of these messages in every space. */

@@ -1,6 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
-import { DOMAIN_NAMES, DOMAINS, type DomainHooks } from './domains.ts';
+import { CASCADE_DOMAINS, DOMAINS, type DomainHooks } from './domains.ts';
 import type { Driver } from './driver.ts';
 import { observationKey } from './observations.ts';
 import type { Resource, Thread } from './records.ts';
@@ -41,7 +41,7 @@ export async function purgeResource(
 ): Promise<ResourceDeletion> {
   const deleteRow = driver.resources.delete?.bind(driver.resources);
   const hooks: DomainHooks<unknown>[] = [];
-  for (const name of DOMAIN_NAMES) {
+  for (const name of CASCADE_DOMAINS) {
     const domain = driver[name];
     if (!domain || !DOMAINS[name].resourceRows) continue;
     if (!domain.deleteByResource) throw unsupported(store.name, `the ${name} domain has no deleteByResource`);

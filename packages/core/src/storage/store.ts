@@ -22,7 +22,7 @@ import type {
   UpdateThreadArgs,
 } from './contract.ts';
 import { copyMessage, copyThread } from './copy.ts';
-import { DOMAIN_NAMES, DOMAINS, type DomainHooks, type DomainName, type StoreDomains } from './domains.ts';
+import { CASCADE_DOMAINS, DOMAINS, type DomainHooks, type DomainName, type StoreDomains } from './domains.ts';
 import type { Driver, MessageQuery, Places, ThreadQuery, WindowQuery } from './driver.ts';
 import { createErrorMapper, type ErrorMapper } from './errors.ts';
 import { MessageCountChanges, sortMessages } from './helpers.ts';
@@ -130,9 +130,18 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     return domainOf(this, this.driver, this.domains, 'turns');
   }
 
+  /**
+   * Named JSON objects kept for the whole store, when the driver declares the domain (`Memory`
+   * records its configuration there). Not part of a resource: `deleteResource`, export and import
+   * leave settings alone.
+   */
+  get settings(): StoreDomains['settings'] {
+    return domainOf(this, this.driver, this.domains, 'settings');
+  }
+
   /** The cascade hooks of every domain the driver declares. */
   private hooks(): DomainHooks<unknown>[] {
-    return DOMAIN_NAMES.flatMap((name) => this.driver[name] ?? []);
+    return CASCADE_DOMAINS.flatMap((name) => this.driver[name] ?? []);
   }
 
   /** Runs a driver operation once the store is open, mapping what it throws (for the domains too). */
