@@ -49,5 +49,6 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'differential'
   | 'recall'
   | 'observations'
+  | 'turns'
   | 'purge'
 >();

@@ -34,6 +34,7 @@ import {
   UnorderedTiesStore,
 } from './support/broken.ts';
 import { lastWriterWinsLogsStore, orphanLogsStore } from './support/broken-observations.ts';
+import { orphanTurnsStore, tiesAscendingTurnsStore } from './support/broken-turns.ts';
 import {
   OrphanVectorsStore,
   PostFilterVectorsStore,
@@ -414,6 +415,30 @@ describe('the suite catches broken observation logs', () => {
       'observations',
     );
     expect(skipped.map((r) => r.status)).toEqual(skipped.map(() => 'skip'));
+  });
+});
+
+describe('the suite catches broken turn records', () => {
+  it('ties on createdAt listed by id ascending fail turns', async () => {
+    const results = await area({ name: 'ties-ascending', create: tiesAscendingTurnsStore }, 'turns');
+    expect(failures(results)).toEqual([expect.stringMatching(/^list is newest first/)]);
+  });
+
+  it('a message delete that leaves its turn row fails turns', async () => {
+    const results = await area({ name: 'orphan-turns', create: orphanTurnsStore }, 'turns');
+    expect(failures(results)).toEqual([expect.stringMatching(/^deleting a thread removes its rows/)]);
+  });
+
+  it('the reference store passes turns; a store without the domain skips it with the reason', async () => {
+    const passing = await area({ name: 'memory', create: () => new InMemoryStore() }, 'turns');
+    // two stores of the reference are two databases (processLocal): that check skips
+    expect(passing.map((r) => r.status)).toEqual(
+      passing.map((r) => (r.name.startsWith('two stores') ? 'skip' : 'pass')),
+    );
+    expect(passing.length).toBe(8);
+    const skipped = await area({ name: 'plain', create: () => new InMemoryStore({ turns: false }) }, 'turns');
+    expect(skipped.map((r) => r.status)).toEqual(skipped.map(() => 'skip'));
+    expect(skipped[0]?.reason).toMatch(/declares no turns/);
   });
 });
 

@@ -13,6 +13,7 @@ import { recallChecks } from './recall.ts';
 import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
 import { threadsChecks } from './threads.ts';
+import { turnsChecks } from './turns.ts';
 import { workingMemoryChecks } from './working-memory.ts';
 
 export {
@@ -30,6 +31,7 @@ export {
   recordsChecks,
   resourcesChecks,
   threadsChecks,
+  turnsChecks,
   workingMemoryChecks,
 };
 
@@ -49,5 +51,6 @@ export const CHECKS: readonly Check[] = [
   ...recallChecks,
   ...keywordRecallChecks,
   ...observationsChecks,
+  ...turnsChecks,
   ...purgeChecks,
 ];
