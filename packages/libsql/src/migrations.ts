@@ -24,6 +24,7 @@ const {
   messageBatches,
   observations,
   vectorRemovals,
+  turns,
 } = TABLES;
 
 /**
@@ -198,6 +199,20 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN
           UPDATE ${vectors} SET seq = (SELECT max(seq) + 1 FROM ${vectors}) WHERE message_id = NEW.id;
         END`,
+    ],
+  },
+  {
+    name: 'turn records: one row per turn, listed per thread newest first',
+    statements: [
+      // `body` is a JSON string literal (reads of TEXT stop at a NUL); `created_at` epoch ms.
+      `CREATE TABLE ${turns} (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+      )`,
+      `CREATE INDEX ${turns}_thread_created_id ON ${turns} (thread_id, created_at, id)`,
     ],
   },
 ];

@@ -25,6 +25,8 @@ export const TABLES = {
   messageBatches: 'engram_message_batches',
   /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */
   observations: 'engram_observations',
+  /** Turn records: one row per turn, the body a JSON string literal. */
+  turns: 'engram_turns',
 };
 
 const { threads, messages, resources, messageCounts } = TABLES;
