@@ -18,6 +18,7 @@ import { messageArrays, threadParams, timestamp } from './mapping.ts';
 import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
 import * as sql from './sql.ts';
+import { PostgresTurnDriver } from './turns.ts';
 import { PostgresVectorDriver } from './vectors.ts';
 import { workingMemory } from './working-memory.ts';
 
@@ -48,6 +49,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
   readonly vectors: PostgresVectorDriver;
   readonly observations: PostgresObservationDriver;
   readonly keywords: PostgresKeywordDriver;
+  readonly turns: PostgresTurnDriver;
   readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
 
   constructor(options: PostgresStoreOptions) {
@@ -57,6 +59,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
     this.db = new Connection(options, this.names);
     this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
     this.observations = new PostgresObservationDriver(this.db, this.names);
+    this.turns = new PostgresTurnDriver(this.db, this.names);
     this.keywords = new PostgresKeywordDriver(this.db, this.names, createKeywordAnalyzer(options.keywords));
     this.workingMemory = workingMemory(this.db, this.sql);
   }

@@ -23,6 +23,8 @@ export function names(schemaName: string, prefix: string) {
     vectorSpace: table('vector_space'),
     /** Observation logs: one row per (key, generation). */
     observations: table('observations'),
+    /** Turn records: one row per turn. */
+    turns: table('turns'),
     /** The keyword index: analyzed terms of each message with text (see `keywords.ts`). */
     keywords: table('message_terms'),
     keywordsIndex: quoteIdent(`${prefix}message_terms_lexemes_idx`),

@@ -68,8 +68,8 @@ describePg('lifecycle: migrations and init', (url) => {
       [schema],
     );
     // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space,
-    // observations, message_terms
-    expect(tables[0]!.n).toBe(9);
+    // observations, message_terms, turns
+    expect(tables[0]!.n).toBe(10);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
