@@ -85,6 +85,16 @@ export interface ObservationDocument {
   updatedAt: Date;
 }
 
+/** One turn record: `_id` is the id of the turn's first message. */
+export interface TurnDocument {
+  _id: string;
+  threadId: string;
+  resourceId: string;
+  createdAt: Date;
+  /** Core's serialised record, as a BSON string (NUL and any Unicode stored as is). */
+  body: string;
+}
+
 export interface MigrationDocument {
   _id: number;
   name: string;
@@ -102,6 +112,7 @@ export interface Collections {
   vectorSpace: Collection<VectorSpaceDocument>;
   observations: Collection<ObservationDocument>;
   keywords: Collection<KeywordDocument>;
+  turns: Collection<TurnDocument>;
 }
 
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
@@ -111,6 +122,7 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     vectors: `${prefix}vectors`,
     observations: `${prefix}observations`,
     keywords: `${prefix}keywords`,
+    turns: `${prefix}turns`,
   };
 }
 

@@ -16,6 +16,7 @@ import { migrate } from './migrations.ts';
 import { observationDriver } from './observations.ts';
 import type { MongoDBStoreOptions } from './store.ts';
 import { resourceDriver, threadDriver } from './threads.ts';
+import { turnDriver } from './turns.ts';
 import { vectorDriver } from './vectors.ts';
 import { workingMemoryStrategy } from './working-memory.ts';
 
@@ -62,6 +63,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
   readonly vectors = vectorDriver(this.connection);
   /** Observation logs: compare-and-set swaps on `(key, generation, version)` (`observations.ts`). */
   readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
+  /** Turn records: one document per turn (`turns.ts`). */
+  readonly turns = turnDriver(this.connection);
 
   constructor(private readonly options: MongoDBStoreOptions) {
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';
