@@ -69,7 +69,7 @@ export const turnsChecks = [
     expectEqual(await turns.list(t, 10), [rows[2], rows[1], rows[0]], 'list of the thread');
   }),
 
-  check(`put of an existing id replaces the row${NEEDS_TURNS}`, async (ctx) => {
+  check(`put of an existing id replaces the row, in whichever thread it names${NEEDS_TURNS}`, async (ctx) => {
     const store = await ctx.store();
     const turns = turnsOf(store);
     const r = ctx.id('r');
@@ -79,6 +79,10 @@ export const turnsChecks = [
     await turns.put(second);
     expectEqual(await turns.get(first.id), second, 'the row after the second put');
     expectEqual(await turns.list(first.threadId, 10), [second], 'one row listed');
+    const moved = { ...second, threadId: `${r}-t2`, body: '{"v":3}' };
+    await turns.put(moved);
+    expectEqual(await turns.list(first.threadId, 10), [], 'the first thread after the row moved');
+    expectEqual(await turns.list(moved.threadId, 10), [moved], 'the thread the row moved to');
   }),
 
   check(

@@ -21,6 +21,7 @@ import {
   type ScriptName,
   scriptArgument,
 } from './scripts.ts';
+import { type UpstashTurns, upstashTurns } from './turns.ts';
 import { type UpstashVectors, upstashVectors } from './vectors.ts';
 
 /** A unit of work: what its reads saw (checked again when it commits) and its writes, in order. */
@@ -50,6 +51,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly keywords: UpstashKeywords;
   /** Observation logs: one hash per log, each swap one script (see `upstashObservations`). */
   readonly observations: UpstashObservations;
+  /** Turn records: a hash per row and a sorted set per thread, each call one script (see `upstashTurns`). */
+  readonly turns: UpstashTurns;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
   /** `call`, for the domains and helpers that run scripts. */
   private readonly scripts: Call = (name, args) => this.call(name, args);
@@ -63,6 +66,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     this.vectors = upstashVectors(this.scripts, vectorScanLimit);
     this.keywords = upstashKeywords(this.scripts, analyzer);
     this.observations = upstashObservations(this.scripts);
+    this.turns = upstashTurns(this.scripts);
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */
