@@ -6,6 +6,7 @@ import { parseOracleUrl } from './url.ts';
 
 /** The tables under a prefix, children first. */
 const TABLES = [
+  'turns',
   'observations',
   'message_vectors',
   'vector_space',

@@ -7,6 +7,7 @@ import { loadOracledb, type OracleConnection, type OraclePool } from './oracledb
 import { executeOptions, Session } from './session.ts';
 import * as sql from './sql.ts';
 import type { OracleStoreOptions } from './store.ts';
+import { oracleTurns } from './turns.ts';
 import { oracleVectors } from './vectors.ts';
 
 /** Attributes of a pool the driver creates, before the caller's `poolAttributes`. */
@@ -48,6 +49,8 @@ export class OracleDriver implements core.Driver<Session> {
   private readonly vectorDriver = oracleVectors(this);
   /** Observation logs for observational memory (every server version). */
   readonly observations = oracleObservations(this);
+  /** Turn records (every server version). */
+  readonly turns = oracleTurns(this);
 
   /** `options` as `OracleStore` checked them. */
   constructor(private readonly options: OracleStoreOptions) {

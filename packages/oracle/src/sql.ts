@@ -29,6 +29,8 @@ export interface TableNames extends core.PrefixedTables {
   vectorSpace: string;
   /** Observation logs for observational memory, one row per (log_key, generation). */
   observations: string;
+  /** Turn records, one row per turn. */
+  turns: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -62,6 +64,7 @@ export function tableNames(prefix: string): TableNames {
     ...core.prefixedTables(p),
     vectors: `${p}message_vectors`,
     observations: `${p}observations`,
+    turns: `${p}turns`,
   };
 }
 

@@ -79,6 +79,7 @@ describe('the Oracle adapter descriptor', () => {
     });
     expect(fake.sent.map((s) => s.sql)).toEqual(
       [
+        'turns',
         'observations',
         'message_vectors',
         'vector_space',

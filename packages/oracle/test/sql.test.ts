@@ -18,6 +18,7 @@ describe('table names', () => {
       vectors: 'app_message_vectors',
       vectorSpace: 'app_vector_space',
       observations: 'app_observations',
+      turns: 'app_turns',
     });
   });
 
