@@ -232,6 +232,7 @@ describe('the suite catches deliberately broken stores', RACES, () => {
       'the store is processLocal: no other process can write inside its updates',
       // The reference ranks with statistics over the whole index, not per resource.
       'memory ranks with "bm25": statistics over the whole index',
+      'memory is processLocal: each instance has its own data',
     ]);
     const bare = await runChecks(
       { name: 'memory', create: () => new BreakableMemoryStore() },
@@ -517,7 +518,12 @@ describe('capabilities drive skips', () => {
       'skip',
       expect.stringContaining('whole index'),
     ]);
-    const skipped = results.filter((r) => r.status === 'skip' && r !== stopped && r !== perResource);
+    // And the turns check of two stores on one database: each process-local instance has its own.
+    const twoStores = result(results, 'two stores on one database');
+    expect([twoStores.status, twoStores.reason]).toEqual(['skip', expect.stringContaining('processLocal')]);
+    const skipped = results.filter(
+      (r) => r.status === 'skip' && r !== stopped && r !== perResource && r !== twoStores,
+    );
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>
         expect.stringContaining('needs capabilities.atomicWorkingMemory, which this store does not declare'),
