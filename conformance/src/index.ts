@@ -2,6 +2,7 @@ export { NEEDS_KEYWORDS } from './areas/keyword-recall.ts';
 export { NEEDS_OBSERVATIONS } from './areas/observations.ts';
 export { NEEDS_VECTORS } from './areas/recall.ts';
 export { NEEDS_SETTINGS } from './areas/settings.ts';
+export { NEEDS_TURNS } from './areas/turns.ts';
 export { observingMemory } from './concurrency/tasks.ts';
 export { conformanceModel, expectObservedOrInTail, observedContent, observedIds } from './observer.ts';
 export { type AreaResult, formatTable, summarize } from './report.ts';

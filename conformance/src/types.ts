@@ -15,6 +15,7 @@ export const AREAS = [
   'differential',
   'recall',
   'observations',
+  'turns',
   'purge',
   'settings',
 ] as const;
@@ -37,6 +38,7 @@ export const AREA_TITLES: Record<AreaName, string> = {
   differential: 'differential (property tests)',
   recall: 'semantic recall (vectors and keywords)',
   observations: 'observational memory',
+  turns: 'turn records',
   purge: 'deleting and exporting a resource',
   settings: 'settings (recorded memory configuration)',
 };

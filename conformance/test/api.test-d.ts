@@ -49,6 +49,7 @@ expectTypeOf<AreaName>().toEqualTypeOf<
   | 'differential'
   | 'recall'
   | 'observations'
+  | 'turns'
   | 'purge'
   | 'settings'
 >();

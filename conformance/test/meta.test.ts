@@ -35,6 +35,7 @@ import {
   UnorderedTiesStore,
 } from './support/broken.ts';
 import { lastWriterWinsLogsStore, orphanLogsStore } from './support/broken-observations.ts';
+import { orphanTurnsStore, tiesAscendingTurnsStore } from './support/broken-turns.ts';
 import {
   OrphanVectorsStore,
   PostFilterVectorsStore,
@@ -232,6 +233,7 @@ describe('the suite catches deliberately broken stores', RACES, () => {
       'the store is processLocal: no other process can write inside its updates',
       // The reference ranks with statistics over the whole index, not per resource.
       'memory ranks with "bm25": statistics over the whole index',
+      'memory is processLocal: each instance has its own data',
     ]);
     const bare = await runChecks(
       { name: 'memory', create: () => new BreakableMemoryStore() },
@@ -418,6 +420,30 @@ describe('the suite catches broken observation logs', () => {
   });
 });
 
+describe('the suite catches broken turn records', () => {
+  it('ties on createdAt listed by id ascending fail turns', async () => {
+    const results = await area({ name: 'ties-ascending', create: tiesAscendingTurnsStore }, 'turns');
+    expect(failures(results)).toEqual([expect.stringMatching(/^list is newest first/)]);
+  });
+
+  it('a message delete that leaves its turn row fails turns', async () => {
+    const results = await area({ name: 'orphan-turns', create: orphanTurnsStore }, 'turns');
+    expect(failures(results)).toEqual([expect.stringMatching(/^deleting a thread removes its rows/)]);
+  });
+
+  it('the reference store passes turns; a store without the domain skips it with the reason', async () => {
+    const passing = await area({ name: 'memory', create: () => new InMemoryStore() }, 'turns');
+    // two stores of the reference are two databases (processLocal): that check skips
+    expect(passing.map((r) => r.status)).toEqual(
+      passing.map((r) => (r.name.startsWith('two stores') ? 'skip' : 'pass')),
+    );
+    expect(passing.length).toBe(8);
+    const skipped = await area({ name: 'plain', create: () => new InMemoryStore({ turns: false }) }, 'turns');
+    expect(skipped.map((r) => r.status)).toEqual(skipped.map(() => 'skip'));
+    expect(skipped[0]?.reason).toMatch(/declares no turns/);
+  });
+});
+
 describe('the suite catches broken vector stores', () => {
   it('a vector search that ignores the scope filter fails recall', async () => {
     const results = await area({ name: 'scope-blind', create: () => new ScopeBlindVectorsStore() }, 'recall');
@@ -493,7 +519,12 @@ describe('capabilities drive skips', () => {
       'skip',
       expect.stringContaining('whole index'),
     ]);
-    const skipped = results.filter((r) => r.status === 'skip' && r !== stopped && r !== perResource);
+    // And the turns check of two stores on one database: each process-local instance has its own.
+    const twoStores = result(results, 'two stores on one database');
+    expect([twoStores.status, twoStores.reason]).toEqual(['skip', expect.stringContaining('processLocal')]);
+    const skipped = results.filter(
+      (r) => r.status === 'skip' && r !== stopped && r !== perResource && r !== twoStores,
+    );
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>
         expect.stringContaining('needs capabilities.atomicWorkingMemory, which this store does not declare'),

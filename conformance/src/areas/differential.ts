@@ -9,6 +9,7 @@ import {
   opsArbitrary,
   SETUP_OPS,
   setupArbitrary,
+  TURN_OPS,
 } from '../differential/ops.ts';
 import { assertProperty } from '../property.ts';
 
@@ -40,6 +41,7 @@ function missingOps(store: MemoryStorage): Missing {
     if (typeof store[method] !== 'function') missing.add(op);
   }
   if (!capabilitiesOf(store).atomicWorkingMemory) missing.add('atomic');
+  if (!store.turns) for (const op of TURN_OPS) missing.add(op);
   return missing;
 }
 
@@ -53,12 +55,14 @@ export const differentialChecks = [
       let sequences = 0;
       let operations = 0;
       let nested = 0;
+      let turnOps = 0;
       await assertProperty(
         fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
           const ran = await compare(store, [...setup, ...ops], missing);
           sequences++;
           operations += ran.length;
           nested += ran.filter(carriesNested).length;
+          turnOps += ran.filter((op) => (TURN_OPS as readonly string[]).includes(op.op)).length;
         }),
         DIFFERENTIAL_RUNS,
         DIFFERENTIAL_RUNS * MS_PER_RUN,
@@ -67,7 +71,7 @@ export const differentialChecks = [
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;
       ctx.log(
         `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
-          `(${nested} carrying nested objects with the same values under other keys)${left}`,
+          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns)${left}`,
       );
     },
   ),

@@ -14,6 +14,7 @@ import { recordsChecks } from './records.ts';
 import { resourcesChecks } from './resources.ts';
 import { settingsChecks } from './settings.ts';
 import { threadsChecks } from './threads.ts';
+import { turnsChecks } from './turns.ts';
 import { workingMemoryChecks } from './working-memory.ts';
 
 export {
@@ -32,6 +33,7 @@ export {
   resourcesChecks,
   settingsChecks,
   threadsChecks,
+  turnsChecks,
   workingMemoryChecks,
 };
 
@@ -51,6 +53,7 @@ export const CHECKS: readonly Check[] = [
   ...recallChecks,
   ...keywordRecallChecks,
   ...observationsChecks,
+  ...turnsChecks,
   ...purgeChecks,
   ...settingsChecks,
 ];

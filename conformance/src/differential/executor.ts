@@ -109,6 +109,22 @@ export class Executor {
         return s.deleteResource?.({ resourceId: id(op.resource) });
       case 'listResourceIds':
         return this.ownResourceIds(op.after === undefined ? this.prefix : id(op.after), op.limit);
+      case 'turnPut':
+        return s.turns?.put({
+          id: id(op.id),
+          threadId: id(op.thread),
+          resourceId: id(op.resource),
+          createdAt: at(op.created),
+          body: op.body,
+        });
+      case 'turnGet':
+        return s.turns?.get(id(op.id));
+      case 'turnList':
+        return s.turns?.list(
+          id(op.thread),
+          op.limit,
+          op.before && { createdAt: at(op.before.created), id: id(op.before.id) },
+        );
     }
   }
 
@@ -157,6 +173,9 @@ export class Executor {
     }
     out.messages = await this.store.listMessagesById({ ids: MESSAGES.map((m) => this.id(m)) });
     if (!missing.has('listResourceIds')) out.resourceIds = await this.resourceWalk();
+    if (!missing.has('turnList')) {
+      for (const t of THREADS) out[`turns of ${t}`] = await this.store.turns?.list(this.id(t), 1_000);
+    }
     return this.comparable(out);
   }
 

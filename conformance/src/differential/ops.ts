@@ -46,7 +46,10 @@ export type Op =
   | { op: 'updateResource'; resource: R; workingMemory?: string | null; metadata?: JsonObject }
   | { op: 'atomic'; scope: 'resource' | 'thread'; resource: R; thread: T; append: string }
   | { op: 'deleteResource'; resource: R }
-  | { op: 'listResourceIds'; after?: R; limit: number };
+  | { op: 'listResourceIds'; after?: R; limit: number }
+  | { op: 'turnPut'; id: M; thread: T; resource: R; created: number; body: string }
+  | { op: 'turnGet'; id: M }
+  | { op: 'turnList'; thread: T; limit: number; before?: { created: number; id: M } };
 
 /** Operations on optional contract methods, left out for a store without them. */
 export const OPTIONAL_OPS = {
@@ -54,6 +57,9 @@ export const OPTIONAL_OPS = {
   deleteResource: 'deleteResource',
   listResourceIds: 'listResourceIds',
 } as const satisfies Partial<Record<Op['op'], string>>;
+
+/** Operations on the optional `turns` domain, left out for a store without it. */
+export const TURN_OPS = ['turnPut', 'turnGet', 'turnList'] as const satisfies readonly Op['op'][];
 
 const resource = fc.constantFrom(...RESOURCES);
 const threadId = fc.constantFrom(...THREADS);
@@ -252,6 +258,31 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record(
       { op: fc.constant('listResourceIds' as const), after: resource, limit: fc.integer({ min: 1, max: 3 }) },
       { requiredKeys: ['op', 'limit'] },
+    ),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('turnPut' as const),
+      id: messageId,
+      thread: threadId,
+      resource,
+      // two instants: rows of one thread often share one, so their order rests on the ids
+      created: fc.constantFrom(0, 1),
+      body: text,
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('turnGet' as const), id: messageId }) },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('turnList' as const),
+        thread: threadId,
+        limit: fc.integer({ min: 1, max: 3 }),
+        before: fc.record({ created: time, id: messageId }),
+      },
+      { requiredKeys: ['op', 'thread', 'limit'] },
     ),
   },
 );

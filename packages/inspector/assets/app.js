@@ -1006,7 +1006,9 @@ function renderHit(hit, resourceId) {
 async function loadTurns(threadId) {
   const body = $('panel-turns').querySelector('.body');
   if (!state.info.turns.supported) {
-    clear(body).append(el('p', 'muted', 'This store keeps no turn records (its adapter has no "turns" domain).'));
+    clear(body).append(
+      el('p', 'muted', 'This store keeps no turn records (its adapter has no "turns" domain).'),
+    );
     return;
   }
   let view;

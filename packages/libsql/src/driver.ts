@@ -19,6 +19,7 @@ import { BATCH_REFUSED, migrate, SCHEMA_VERSION } from './migrations.ts';
 import { LibSQLObservations } from './observations.ts';
 import { LibSQLSettings } from './settings.ts';
 import * as sql from './sql.ts';
+import { LibSQLTurns } from './turns.ts';
 import { LibSQLVectors } from './vectors.ts';
 
 /** A stored working memory as core sees it: a string, or `null` (unset, or not a string). */
@@ -38,6 +39,7 @@ export class LibSQLDriver implements Driver<Transaction> {
   readonly observations: LibSQLObservations;
   readonly keywords: LibSQLKeywords;
   readonly settings: LibSQLSettings;
+  readonly turns: LibSQLTurns;
   private readonly connection: Connection;
 
   constructor(options: Settings) {
@@ -46,6 +48,7 @@ export class LibSQLDriver implements Driver<Transaction> {
     this.capabilities = { atomicWorkingMemory: true, transactionalBatches: true, processLocal };
     this.vectors = new LibSQLVectors(this.connection, options.overFetch, options.cacheBytes);
     this.observations = new LibSQLObservations(this.connection);
+    this.turns = new LibSQLTurns(this.connection);
     this.keywords = new LibSQLKeywords(this.connection, createKeywordAnalyzer(options.keywords));
     this.settings = new LibSQLSettings(this.connection);
   }

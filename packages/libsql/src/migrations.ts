@@ -25,6 +25,7 @@ const {
   observations,
   vectorRemovals,
   settings,
+  turns,
 } = TABLES;
 
 /**
@@ -206,6 +207,20 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       // `value`: JSON text of an object; `updated_at` epoch ms.
       `CREATE TABLE ${settings} (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL)`,
+    ],
+  },
+  {
+    name: 'turn records: one row per turn, listed per thread newest first',
+    statements: [
+      // `body` is a JSON string literal (reads of TEXT stop at a NUL); `created_at` epoch ms.
+      `CREATE TABLE ${turns} (
+        id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+      )`,
+      `CREATE INDEX ${turns}_thread_created_id ON ${turns} (thread_id, created_at, id)`,
     ],
   },
 ];

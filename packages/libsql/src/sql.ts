@@ -27,6 +27,8 @@ export const TABLES = {
   observations: 'engram_observations',
   /** Store-level settings: one JSON object per key (the recorded memory configuration). */
   settings: 'engram_settings',
+  /** Turn records: one row per turn, the body a JSON string literal. */
+  turns: 'engram_turns',
 };
 
 const { threads, messages, resources, messageCounts } = TABLES;

@@ -5,6 +5,7 @@ import {
   MemoryError,
   type ObservationStore,
   Store,
+  type TurnStore,
   type VectorStore,
 } from '@engram/core/driver';
 import type { Client } from '@libsql/client';
@@ -128,5 +129,10 @@ export class LibSQLStore extends Store<LibSQLDriver> {
   /** Observation logs for observational memory (`engram_observations`). */
   override get observations(): ObservationStore {
     return super.observations as ObservationStore;
+  }
+
+  /** Turn records for `options.turnRecords` (`engram_turns`). */
+  override get turns(): TurnStore {
+    return super.turns as TurnStore;
   }
 }

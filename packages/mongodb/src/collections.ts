@@ -92,6 +92,16 @@ export interface SettingDocument {
   updatedAt: Date;
 }
 
+/** One turn record: `_id` is the id of the turn's first message. */
+export interface TurnDocument {
+  _id: string;
+  threadId: string;
+  resourceId: string;
+  createdAt: Date;
+  /** Core's serialised record, as a BSON string (NUL and any Unicode stored as is). */
+  body: string;
+}
+
 export interface MigrationDocument {
   _id: number;
   name: string;
@@ -110,6 +120,7 @@ export interface Collections {
   observations: Collection<ObservationDocument>;
   keywords: Collection<KeywordDocument>;
   settings: Collection<SettingDocument>;
+  turns: Collection<TurnDocument>;
 }
 
 export function collectionNames(prefix: string): Record<keyof Collections, string> {
@@ -120,6 +131,7 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
     observations: `${prefix}observations`,
     keywords: `${prefix}keywords`,
     settings: `${prefix}settings`,
+    turns: `${prefix}turns`,
   };
 }
 

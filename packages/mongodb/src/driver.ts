@@ -17,6 +17,7 @@ import { observationDriver } from './observations.ts';
 import { settingsDriver } from './settings.ts';
 import type { MongoDBStoreOptions } from './store.ts';
 import { resourceDriver, threadDriver } from './threads.ts';
+import { turnDriver } from './turns.ts';
 import { vectorDriver } from './vectors.ts';
 import { workingMemoryStrategy } from './working-memory.ts';
 
@@ -65,6 +66,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
   readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
   /** Store-level settings: one document per key, each put one replace with upsert (`settings.ts`). */
   readonly settings = settingsDriver(this.connection);
+  /** Turn records: one document per turn (`turns.ts`). */
+  readonly turns = turnDriver(this.connection);
 
   constructor(private readonly options: MongoDBStoreOptions) {
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';

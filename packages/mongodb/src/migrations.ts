@@ -78,6 +78,13 @@ export const MIGRATIONS: readonly {
       await createCollection(collections, 'settings');
     },
   },
+  {
+    name: 'turn records: one document per turn, indexed by (threadId, createdAt, _id)',
+    async up(collections) {
+      await createCollection(collections, 'turns');
+      await collections.turns.createIndex({ threadId: 1, createdAt: 1, _id: 1 }, { name: 'thread_created' });
+    },
+  },
 ];
 
 /** The schema version this package writes. */

@@ -1,7 +1,8 @@
 import type { Message, Thread } from '@engram/core';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LATEST_VERSION, MongoDBStore } from '../src/index.ts';
+import { MongoDBStore } from '../src/index.ts';
+import { MIGRATIONS } from '../src/migrations.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
 
 const day = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n));
@@ -55,10 +56,12 @@ describeMongo('MongoDB keyword index, read back with a separate client', (url) =
     const store = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
     for (const r of ['x', 'y']) await seed(store, r, TEXTS);
     await store.close();
-    // The schema before the index: no keyword documents, the last migration not recorded.
+    // The schema before the index: no keyword documents, the keyword migration not recorded.
+    const keywordVersion = MIGRATIONS.findIndex((m) => m.name.startsWith('keyword index')) + 1;
+    expect(keywordVersion).toBeGreaterThan(0);
     const db = raw.db(dbName);
     await db.collection(`${prefix}keywords`).deleteMany({});
-    await db.collection<{ _id: number }>(`${prefix}migrations`).deleteOne({ _id: LATEST_VERSION });
+    await db.collection<{ _id: number }>(`${prefix}migrations`).deleteOne({ _id: keywordVersion });
     const upgraded = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
     const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
     expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);

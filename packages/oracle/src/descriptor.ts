@@ -7,6 +7,7 @@ import { parseOracleUrl } from './url.ts';
 /** The tables under a prefix, children first. */
 const TABLES = [
   'settings',
+  'turns',
   'observations',
   'message_vectors',
   'vector_space',

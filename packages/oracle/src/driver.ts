@@ -8,6 +8,7 @@ import { executeOptions, Session } from './session.ts';
 import { oracleSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { OracleStoreOptions } from './store.ts';
+import { oracleTurns } from './turns.ts';
 import { oracleVectors } from './vectors.ts';
 
 /** Attributes of a pool the driver creates, before the caller's `poolAttributes`. */
@@ -51,6 +52,8 @@ export class OracleDriver implements core.Driver<Session> {
   readonly observations = oracleObservations(this);
   /** Store-level settings (the recorded memory configuration), one `MERGE` a put. */
   readonly settings = oracleSettings(this);
+  /** Turn records (every server version). */
+  readonly turns = oracleTurns(this);
 
   /** `options` as `OracleStore` checked them. */
   constructor(private readonly options: OracleStoreOptions) {

@@ -130,6 +130,21 @@ export const MIGRATIONS: readonly Migration[] = [
 )`),
     ],
   },
+  {
+    description:
+      'turn records: one row per turn, the body a JSON string literal in a CLOB, created_at epoch ms; indexed by (thread_id, created_at, id)',
+    steps: (n) => [
+      table(`CREATE TABLE ${n.turns} (
+  id VARCHAR2(255 CHAR) NOT NULL,
+  thread_id VARCHAR2(255 CHAR) NOT NULL,
+  resource_id VARCHAR2(255 CHAR) NOT NULL,
+  created_at NUMBER(16) NOT NULL,
+  body CLOB NOT NULL,
+  CONSTRAINT ${n.prefix}turns_pk PRIMARY KEY (id)
+)`),
+      index(`CREATE INDEX ${n.prefix}turns_thread_idx ON ${n.turns} (thread_id, created_at, id)`),
+    ],
+  },
 ];
 
 /** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */

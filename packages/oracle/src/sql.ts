@@ -31,6 +31,8 @@ export interface TableNames extends core.PrefixedTables {
   observations: string;
   /** Store-level settings, one row per key (the recorded memory configuration). */
   settings: string;
+  /** Turn records, one row per turn. */
+  turns: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -65,6 +67,7 @@ export function tableNames(prefix: string): TableNames {
     vectors: `${p}message_vectors`,
     observations: `${p}observations`,
     settings: `${p}settings`,
+    turns: `${p}turns`,
   };
 }
 

@@ -80,6 +80,7 @@ describe('the Oracle adapter descriptor', () => {
     expect(fake.sent.map((s) => s.sql)).toEqual(
       [
         'settings',
+        'turns',
         'observations',
         'message_vectors',
         'vector_space',

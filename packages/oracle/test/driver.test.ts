@@ -158,6 +158,7 @@ describe('other writes through the driver (fake connection)', () => {
     await store.deleteMessages(['m1', 'm1', 'absent']);
     expect(heads(sent)).toEqual([
       'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
+      'DELETE FROM engram_turns WHERE id IN (:id0)',
       'DELETE FROM engram_messages WHERE id IN (:m0)',
       expect.stringMatching(/^UPDATE engram_threads SET updated_at = GREATEST.* WHERE id IN \(:t0\)$/),
     ]);
@@ -165,6 +166,7 @@ describe('other writes through the driver (fake connection)', () => {
     await store.deleteThread({ threadId: 't1' });
     expect(heads(sent)).toEqual([
       'DELETE FROM engram_observations WHERE thread_id = :thread_id',
+      'DELETE FROM engram_turns WHERE thread_id = :thread_id',
       'DELETE FROM engram_threads WHERE id = :thread_id',
     ]);
   });

@@ -67,6 +67,7 @@ export async function dropTables(config: OracleConnectionConfig, prefix: string)
     const connection = await pool.getConnection();
     try {
       for (const table of [
+        'turns',
         'observations',
         'message_vectors',
         'vector_space',

@@ -52,7 +52,7 @@ describe('observation DDL (migration 3)', () => {
     await new OracleStore({ pool }).init();
     expect(sent.some((s) => s.sql.startsWith('CREATE TABLE engram_observations'))).toBe(true);
     const recorded = sent.filter((s) => s.sql.startsWith('INSERT INTO engram_migrations'));
-    expect(recorded.map((s) => s.binds.version)).toEqual([1, 3, 4]);
+    expect(recorded.map((s) => s.binds.version)).toEqual([1, 3, 4, 5]);
   });
 });
 
@@ -209,6 +209,7 @@ describe('swaps through the driver (fake connection)', () => {
     await store.deleteThread({ threadId: 't1' });
     expect(heads(sent)).toEqual([
       'DELETE FROM engram_observations WHERE thread_id = :thread_id',
+      'DELETE FROM engram_turns WHERE thread_id = :thread_id',
       'DELETE FROM engram_threads WHERE id = :thread_id',
     ]);
     expect(sent[0]?.binds).toEqual({ thread_id: 't1' });

@@ -19,6 +19,7 @@ describe('table names', () => {
       vectorSpace: 'app_vector_space',
       observations: 'app_observations',
       settings: 'app_settings',
+      turns: 'app_turns',
     });
   });
 

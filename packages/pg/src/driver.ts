@@ -19,6 +19,7 @@ import { PostgresObservationDriver } from './observations.ts';
 import { checkOptions, type PostgresStoreOptions } from './options.ts';
 import { PostgresSettingsDriver } from './settings.ts';
 import * as sql from './sql.ts';
+import { PostgresTurnDriver } from './turns.ts';
 import { PostgresVectorDriver } from './vectors.ts';
 import { workingMemory } from './working-memory.ts';
 
@@ -50,6 +51,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
   readonly observations: PostgresObservationDriver;
   readonly settings: PostgresSettingsDriver;
   readonly keywords: PostgresKeywordDriver;
+  readonly turns: PostgresTurnDriver;
   readonly workingMemory: CompareAndSetWorkingMemory<string | null>;
 
   constructor(options: PostgresStoreOptions) {
@@ -60,6 +62,7 @@ export class PostgresDriver implements Driver<PostgresTx> {
     this.vectors = new PostgresVectorDriver(this.db, this.names, options.vectors);
     this.observations = new PostgresObservationDriver(this.db, this.names);
     this.settings = new PostgresSettingsDriver(this.db, this.names);
+    this.turns = new PostgresTurnDriver(this.db, this.names);
     this.keywords = new PostgresKeywordDriver(this.db, this.names, createKeywordAnalyzer(options.keywords));
     this.workingMemory = workingMemory(this.db, this.sql);
   }

@@ -134,6 +134,20 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    description: 'turn records: one row per turn, listed per thread newest first',
+    statements: (n) => [
+      // `body` holds the body as a JSON string literal (text holds no NUL); `created_at` epoch ms.
+      `CREATE TABLE ${n.turns} (
+        id text COLLATE "C" PRIMARY KEY,
+        thread_id text COLLATE "C" NOT NULL,
+        resource_id text COLLATE "C" NOT NULL,
+        created_at bigint NOT NULL,
+        body text NOT NULL
+      )`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}turns_thread_created_id_idx`)} ON ${n.turns} (thread_id, created_at, id)`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

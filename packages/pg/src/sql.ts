@@ -25,6 +25,8 @@ export function names(schemaName: string, prefix: string) {
     observations: table('observations'),
     /** Store-level settings: one jsonb object per key. */
     settings: table('settings'),
+    /** Turn records: one row per turn. */
+    turns: table('turns'),
     /** The keyword index: analyzed terms of each message with text (see `keywords.ts`). */
     keywords: table('message_terms'),
     keywordsIndex: quoteIdent(`${prefix}message_terms_lexemes_idx`),

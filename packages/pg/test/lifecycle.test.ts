@@ -68,8 +68,8 @@ describePg('lifecycle: migrations and init', (url) => {
       [schema],
     );
     // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space,
-    // observations, message_terms, settings
-    expect(tables[0]!.n).toBe(10);
+    // observations, message_terms, settings, turns
+    expect(tables[0]!.n).toBe(11);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {

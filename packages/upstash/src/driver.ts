@@ -22,6 +22,7 @@ import {
   scriptArgument,
 } from './scripts.ts';
 import { upstashSettings } from './settings.ts';
+import { type UpstashTurns, upstashTurns } from './turns.ts';
 import { type UpstashVectors, upstashVectors } from './vectors.ts';
 
 /** A unit of work: what its reads saw (checked again when it commits) and its writes, in order. */
@@ -53,6 +54,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   readonly observations: UpstashObservations;
   /** Store-level settings: one hash, each call one script (see `upstashSettings`). */
   readonly settings: core.SettingsDriver;
+  /** Turn records: a hash per row and a sorted set per thread, each call one script (see `upstashTurns`). */
+  readonly turns: UpstashTurns;
   private readonly handles = new Map<ScriptName, ReturnType<Redis['createScript']>>();
   /** `call`, for the domains and helpers that run scripts. */
   private readonly scripts: Call = (name, args) => this.call(name, args);
@@ -67,6 +70,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     this.keywords = upstashKeywords(this.scripts, analyzer);
     this.observations = upstashObservations(this.scripts);
     this.settings = upstashSettings(this.scripts);
+    this.turns = upstashTurns(this.scripts);
   }
 
   /** Runs one script (EVALSHA, falling back to EVAL once per server) and unframes its reply. */

@@ -21,6 +21,8 @@ export const KEY_LAYOUT = {
   vectorSpace: 'vector-space', // hash: the one embedding space (`embedder`, `dimensions`)
   threadObservations: 'observations:thread:{thread}', // hash: a thread's observation log
   resourceObservations: 'observations:resource:{resource}', // hash: a resource's observation log
+  turn: 'turn:{message}', // hash: a turn record (`threadId`, `resourceId`, `createdAt` ms, `body`)
+  threadTurns: 'thread-turns:{thread}', // zset: a thread's turn ids, by createdAt
   keywords: 'keywords:{resource}:{term}', // hash: a term's postings in a resource (message id → count)
   keywordStats: 'keyword-stats:{resource}', // hash: `docs` and `terms` of the resource's keyword index
   keywordDoc: 'keyword-doc:{message}', // hash: a message's term counts, `:resource`, `:length`

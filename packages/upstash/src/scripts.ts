@@ -15,6 +15,7 @@ import type { Frame, messageRecord } from './mapping.ts';
 import { OBSERVATION_BODIES } from './observations.ts';
 import { RESOURCE_BODIES } from './resources.ts';
 import { SETTING_BODIES } from './settings.ts';
+import { TURN_BODIES, TURN_FUNCTIONS } from './turns.ts';
 import { VECTOR_BODIES } from './vector-scripts.ts';
 
 /** What a read of a unit of work saw: a field of a record, `false` when absent. */
@@ -23,7 +24,7 @@ export type Expectation = [record: 'thread' | 'message', id: string, field: stri
 /** One write of a unit of work, a function of `OP`; `newest` is epoch ms. */
 export type Operation =
   | { op: 'put'; messages: (ReturnType<typeof messageRecord> & { terms: string[] })[] }
-  | { op: 'remove' | 'dropVectors' | 'dropKeywords'; ids: string[] }
+  | { op: 'remove' | 'dropVectors' | 'dropKeywords' | 'dropTurns'; ids: string[] }
   | { op: 'touch'; bumps: { id: string; newest?: number }[] }
   | {
       op:
@@ -31,6 +32,7 @@ export type Operation =
         | 'dropThreadVectors'
         | 'dropThreadKeywords'
         | 'dropThreadObservations'
+        | 'dropThreadTurns'
         | 'deleteResource'
         | 'dropResourceObservations';
       id: string;
@@ -126,6 +128,7 @@ end
 
 local OP = {}
 ${KEYWORD_FUNCTIONS}
+${TURN_FUNCTIONS}
 -- Stores the messages by id (moving one saved with another thread) and, for those given terms,
 -- re-indexes their keywords (the others keep theirs); returns the threads touched.
 function OP.put(o)
@@ -162,7 +165,7 @@ function OP.deleteResource(o)
   redis.call('ZREM', K.resources(), o.id)
 end
 -- The thread, its messages and its indexes (vectors: dropThreadVectors; keywords:
--- dropThreadKeywords; its observation log: dropThreadObservations).
+-- dropThreadKeywords; its observation log: dropThreadObservations; its turns: dropThreadTurns).
 function OP.deleteThread(o)
   local t, key, mz = o.id, K.thread(o.id), K.threadMessages(o.id)
   for _, mid in ipairs(redis.call('ZRANGE', mz, 0, -1)) do redis.call('DEL', K.message(mid)) end
@@ -444,6 +447,7 @@ const BODIES = {
   ...OBSERVATION_BODIES,
   ...RESOURCE_BODIES,
   ...SETTING_BODIES,
+  ...TURN_BODIES,
 };
 
 export type ScriptName = keyof typeof BODIES;

@@ -111,7 +111,12 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
 export const DOMAIN_NAMES = Object.keys(DOMAINS) as DomainName[];
 
 /** The domains that keep rows per message, whose hooks run in the delete cascade, in order. */
-export const CASCADE_DOMAINS = ['vectors', 'keywords', 'observations'] as const satisfies DomainName[];
+export const CASCADE_DOMAINS = [
+  'vectors',
+  'keywords',
+  'observations',
+  'turns',
+] as const satisfies DomainName[];
 
 /**
  * The domain `name` of `storage`, or `UNSUPPORTED` naming the domain, the feature that needs it

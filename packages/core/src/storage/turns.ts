@@ -1,5 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { DomainHooks, DomainRunner } from './domains.ts';
+import { compareIds } from './helpers.ts';
 import { assertId, describe, isPlainObject } from './validate.ts';
 
 /**
@@ -92,11 +93,9 @@ export class ValidatedTurns implements TurnStore {
   }
 }
 
-/** Orders rows newest first, as `list` returns them. */
+/** Orders rows newest first, as `list` returns them (ids by their UTF-8 bytes, as databases sort them). */
 export function compareTurnRows(a: TurnCursor, b: TurnCursor): number {
-  const byTime = b.createdAt.getTime() - a.createdAt.getTime();
-  if (byTime !== 0) return byTime;
-  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+  return b.createdAt.getTime() - a.createdAt.getTime() || compareIds(b.id, a.id);
 }
 
 /** Whether `row` comes after `cursor` in `list` order (is strictly older). */
