@@ -113,7 +113,8 @@ export const settingsChecks = [
   check(`two stores on one database see each other's writes${NEEDS_SETTINGS}`, async (ctx) => {
     const a = await ctx.store();
     const settingsA = settingsOf(a);
-    if (capabilitiesOf(a).processLocal) skipCheck(`${a.name} is processLocal: each store has its own data`);
+    if (capabilitiesOf(a).processLocal)
+      skipCheck(`${a.name} is processLocal: each instance has its own data`);
     const settingsB = settingsOf(await ctx.store());
     const key = ctx.id('setting');
     await settingsA.put(key, { from: 'a' });

@@ -1,3 +1,4 @@
+import { sha256 } from './hash.ts';
 import type { ResolvedMemoryOptions } from './memory-options.ts';
 import type { RecallMode } from './recall/engine.ts';
 import type { MemoryStorage } from './storage/contract.ts';
@@ -152,9 +153,4 @@ export function sameJson(a: unknown, b: unknown): boolean {
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
   return ka.every((k) => Object.hasOwn(rb, k) && sameJson(ra[k], rb[k]));
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 }

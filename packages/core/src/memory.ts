@@ -685,7 +685,7 @@ export class Memory {
    */
   async recordTurn(turn: PreparedTurn, saved: readonly Message[]): Promise<TurnRecord | undefined> {
     if (!this.turnLog || saved.length === 0) return undefined;
-    const record = turnRecord(
+    const record = await turnRecord(
       turn,
       saved.map((m) => m.id),
     );

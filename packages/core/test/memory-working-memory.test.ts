@@ -147,7 +147,7 @@ describe('Memory construction', () => {
     [
       'a key unlike any option',
       () => new Memory({ storage, options: { embedderModel: 'x' } as never }),
-      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall, observationalMemory, threadTitle, recordConfiguration\)/,
+      /unknown option options\.embedderModel \(known: lastMessages, readOnly, workingMemory, semanticRecall, observationalMemory, threadTitle, turnRecords, recordConfiguration\)/,
     ],
     [
       'an unknown key whose value is undefined',

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { MemoryError } from '../errors.ts';
+import { sha256 } from '../hash.ts';
 import type { PreparedObservations } from '../observations/engine.ts';
 import { contentText, tokensOf } from '../observations/tokens.ts';
 import type { RecallMode, RecallResult } from '../recall/engine.ts';
@@ -59,7 +59,7 @@ export interface PreparedTurn {
 }
 
 /** The record of a prepared turn whose messages were saved with these ids (the first is its id). */
-export function turnRecord(turn: PreparedTurn, savedIds: readonly string[]): TurnRecord {
+export async function turnRecord(turn: PreparedTurn, savedIds: readonly string[]): Promise<TurnRecord> {
   const id = savedIds[0];
   if (id === undefined) throw new MemoryError('INVALID_ARGUMENT', 'a turn record needs the saved messages');
   const messageTokens = (messages: readonly Pick<Message, 'content'>[]) =>
@@ -86,10 +86,7 @@ export function turnRecord(turn: PreparedTurn, savedIds: readonly string[]): Tur
     workingMemory: turn.workingMemory
       ? {
           scope: turn.workingMemory.scope,
-          sha256:
-            turn.workingMemory.text === null
-              ? null
-              : createHash('sha256').update(turn.workingMemory.text).digest('hex'),
+          sha256: turn.workingMemory.text === null ? null : await sha256(turn.workingMemory.text),
           chars: turn.workingMemory.text?.length ?? 0,
         }
       : null,
