@@ -1,24 +1,8 @@
 import { createLexicalEmbedder, InMemoryStore, Memory } from '@engram/core';
 import { embedMany, generateText } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { memoryStep } from '../src/index.ts';
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-};
-
-function model(answer: string) {
-  return new MockLanguageModelV3({
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: answer }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage,
-      warnings: [],
-    }),
-  });
-}
+import { textModel } from './text-model.ts';
 
 describe('memoryStep with semantic recall', () => {
   it("adds a hit from the user's other thread to the model's system prompt, labelled by thread", async () => {
@@ -34,7 +18,7 @@ describe('memoryStep with semantic recall', () => {
       input: 'My dog Biscuit hates the car',
     });
     await first.save(
-      await generateText({ model: model('Noted: Biscuit dislikes car rides.'), ...first.call }),
+      await generateText({ model: textModel('Noted: Biscuit dislikes car rides.'), ...first.call }),
     );
     const other = await memoryStep({
       memory,
@@ -42,7 +26,7 @@ describe('memoryStep with semantic recall', () => {
       resourceId: 'sam',
       input: 'Remind me to buy milk',
     });
-    await other.save(await generateText({ model: model('Will do.'), ...other.call }));
+    await other.save(await generateText({ model: textModel('Will do.'), ...other.call }));
 
     const step = await memoryStep({
       memory,
@@ -50,7 +34,7 @@ describe('memoryStep with semantic recall', () => {
       resourceId: 'sam',
       input: 'Can Biscuit come in the car?',
     });
-    const llm = model('Maybe not.');
+    const llm = textModel('Maybe not.');
     await generateText({ model: llm, ...step.call });
     const system = llm.doGenerateCalls[0]?.prompt.find((m) => m.role === 'system')?.content as string;
     expect(system).toMatch(/From another conversation \(thread "trip"\):/);

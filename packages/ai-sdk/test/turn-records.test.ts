@@ -1,29 +1,13 @@
 import { createHash } from 'node:crypto';
 import { InMemoryStore, Memory, MemoryError } from '@engram/core';
 import { generateText } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { memoryStep } from '../src/index.ts';
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-};
-
-function model(answer: string) {
-  return new MockLanguageModelV3({
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: answer }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage,
-      warnings: [],
-    }),
-  });
-}
+import { textModel } from './text-model.ts';
 
 async function turn(memory: Memory, threadId: string, input: string, answer: string) {
   const step = await memoryStep({ memory, threadId, resourceId: 'sam', input });
-  const saved = await step.save(await generateText({ model: model(answer), ...step.call }));
+  const saved = await step.save(await generateText({ model: textModel(answer), ...step.call }));
   return { step, saved };
 }
 
