@@ -44,7 +44,14 @@ describe('engram-conformance CLI', () => {
     expect(out).toMatch(
       /^semantic recall \(vectors and keywords\)\s+\d+\s+0\s+1\s+memory ranks with .*bm25.*: statistics over the whole index \(1\)$/m,
     );
-    expect(out).toMatch(/^total\s+\d+\s+0\s+5$/m);
+    // The turns and settings checks of two stores on one database: one instance is all it has.
+    expect(out).toMatch(
+      /^turn records\s+\d+\s+0\s+1\s+memory is processLocal: each instance has its own data \(1\)$/m,
+    );
+    expect(out).toMatch(
+      /^settings \(recorded memory configuration\)\s+\d+\s+0\s+1\s+memory is processLocal: each instance has its own data \(1\)$/m,
+    );
+    expect(out).toMatch(/^total\s+\d+\s+0\s+7$/m);
     expect(out).toMatch(/100\/100 keys survived/);
   });
 
