@@ -51,6 +51,15 @@ describe('store capabilities', () => {
     expect(new InMemoryStore({ observations: false }).observations).toBeUndefined();
   });
 
+  it('capabilitiesOf reports each optional domain the store has, and only those', () => {
+    const all = { vectors: true, keywords: true, observations: true, turns: true, settings: true };
+    expect(capabilitiesOf(new InMemoryStore())).toMatchObject(all);
+    for (const domain of Object.keys(all) as (keyof typeof all)[]) {
+      const without = capabilitiesOf(new InMemoryStore({ [domain]: false }));
+      expect(without).toMatchObject({ ...all, [domain]: false });
+    }
+  });
+
   it('a driver declaring atomicWorkingMemory without a strategy is refused at construction', () => {
     const declared = { ...DEFAULT_CAPABILITIES, atomicWorkingMemory: true };
     expect(() => new Store(driverWith(declared, false))).toThrow(/supplies no workingMemory strategy/);
@@ -71,7 +80,14 @@ describe('store capabilities', () => {
 
   it('capabilitiesOf reads plain stores: what capabilities names, else the defaults', () => {
     const plain = new NonAtomicStore() as MemoryStorage;
-    expect(capabilitiesOf(plain)).toEqual({ ...DEFAULT_CAPABILITIES, vectors: false, observations: false });
+    expect(capabilitiesOf(plain)).toEqual({
+      ...DEFAULT_CAPABILITIES,
+      vectors: false,
+      keywords: false,
+      observations: false,
+      turns: false,
+      settings: false,
+    });
     const method = { updateWorkingMemoryAtomically: async () => null };
     const declared = {
       ...plain,

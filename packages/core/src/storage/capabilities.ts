@@ -44,12 +44,18 @@ export const SERVER_CAPABILITIES = Object.freeze({
   processLocal: false,
 } as const);
 
-/** Every capability of a store, resolved; `vectors` and `observations` are the presence of those domains. */
+/** Every capability of a store, resolved; the last five are the presence of the optional domains. */
 export interface ResolvedCapabilities extends StoreCapabilities {
   /** `store.vectors` is present: semantic recall works on this store (see `vectors.ts`). */
   readonly vectors: boolean;
+  /** `store.keywords` is present: keyword and hybrid recall work on this store (see `keywords.ts`). */
+  readonly keywords: boolean;
   /** `store.observations` is present: observational memory works on this store (see `observations.ts`). */
   readonly observations: boolean;
+  /** `store.turns` is present: `options.turnRecords` works on this store (see `turns.ts`). */
+  readonly turns: boolean;
+  /** `store.settings` is present: `Memory` records its configuration there (see `settings.ts`). */
+  readonly settings: boolean;
 }
 
 /**
@@ -64,6 +70,9 @@ export function capabilitiesOf(store: MemoryStorage): ResolvedCapabilities {
     transactionalBatches: declared.transactionalBatches ?? DEFAULT_CAPABILITIES.transactionalBatches,
     processLocal: declared.processLocal === true,
     vectors: store.vectors !== undefined,
+    keywords: store.keywords !== undefined,
     observations: store.observations !== undefined,
+    turns: store.turns !== undefined,
+    settings: store.settings !== undefined,
   };
 }

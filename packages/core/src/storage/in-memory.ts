@@ -87,7 +87,7 @@ export class MemoryDriver implements Driver<MemoryTx> {
   private writes: Promise<unknown> = Promise.resolve();
 
   /**
-   * `vectors: false` / `keywords: false` / `observations: false` / `settings: false` leave out
+   * `vectors: false` / `keywords: false` / `observations: false` / `turns: false` / `settings: false` leave out
    * that domain (default: every domain). `keywords` may instead give the keyword analyzer's
    * options (stop words, stemming).
    */
