@@ -34,12 +34,14 @@ interface Seeded {
   resource: unknown;
   vectors: unknown[];
   logs: unknown[];
+  turns: unknown[];
 }
 
 /**
  * Two threads of three messages each, thread-scope working memory on the first, resource-scope
- * working memory and metadata, a vector per message (when the store has vectors) and a
- * thread-scope and a resource-scope observation log (when it has observations).
+ * working memory and metadata, a vector per message (when the store has vectors), a
+ * thread-scope and a resource-scope observation log (when it has observations) and a turn record
+ * per thread (when it has turns).
  */
 export async function seedResource(store: MemoryStorage, resourceId: string): Promise<Seeded> {
   const threads = [0, 1].map((i) =>
@@ -88,6 +90,13 @@ export async function seedResource(store: MemoryStorage, resourceId: string): Pr
       updatedAt,
     });
   }
+  if (store.turns) {
+    for (const [i, t] of threads.entries()) {
+      const id = `${t.id}-m0`;
+      const body = JSON.stringify({ v: 1, history: [id], tokens: { history: i + 1 } });
+      await store.turns.put({ id, threadId: t.id, resourceId, createdAt: at(10 * i + 1), body });
+    }
+  }
   return snapshot(store, resourceId, threads, ids);
 }
 
@@ -107,7 +116,9 @@ async function snapshot(
     for (const t of seededThreads) logs.push(await store.observations.generations(`thread:${t.id}`));
     logs.push(await store.observations.generations(`resource:${resourceId}`));
   }
-  return { resourceId, threads, messages, resource, vectors, logs };
+  const turns: unknown[] = [];
+  if (store.turns) for (const t of seededThreads) turns.push(...(await store.turns.list(t.id, 10)));
+  return { resourceId, threads, messages, resource, vectors, logs, turns };
 }
 
 async function again(store: MemoryStorage, seeded: Seeded): Promise<Seeded> {
@@ -122,6 +133,7 @@ function expectedCounts(store: MemoryStorage): ResourceDeletion {
     messages: 6,
     vectors: store.vectors ? 6 : 0,
     observations: store.observations ? 2 : 0,
+    turns: store.turns ? 2 : 0,
     workingMemory: 2,
     resources: 1,
   };
@@ -132,6 +144,7 @@ const ZERO: ResourceDeletion = {
   messages: 0,
   vectors: 0,
   observations: 0,
+  turns: 0,
   workingMemory: 0,
   resources: 0,
 };
@@ -167,6 +180,7 @@ async function expectGone(store: MemoryStorage, seeded: Seeded, what: string): P
     after.logs.every((rows) => Array.isArray(rows) && rows.length === 0),
     `${what}: observation logs of the resource after deleteResource: ${show(after.logs)}`,
   );
+  expectEqual(after.turns, [], `${what}: turn records of the resource's threads`);
 }
 
 /**
@@ -186,6 +200,7 @@ async function expectSeededGone(store: MemoryStorage, seeded: Seeded): Promise<v
     after.logs.every((rows) => Array.isArray(rows) && rows.length === 0),
     `${what}: observation logs: ${show(after.logs)}`,
   );
+  expectEqual(after.turns, [], `${what}: turn records of the seeded threads`);
   const resource = await store.getResourceById({ resourceId: seeded.resourceId });
   expectTrue(
     resource === null || (resource.metadata.plan === undefined && resource.workingMemory !== '# resource'),
@@ -268,13 +283,14 @@ export const purgeChecks = [
       const reference = new InMemoryStore({
         vectors: store.vectors !== undefined,
         observations: store.observations !== undefined,
+        turns: store.turns !== undefined,
       });
       const r = ctx.id('x');
       // Vectors are exported by stores that read them back; every store with vectors imports them.
       const readsVectors = store.vectors?.readVectors !== undefined;
-      const thread = ['thread', 'message', 'message', 'message'].concat(
-        readsVectors ? ['vector', 'vector', 'vector'] : [],
-      );
+      const thread = ['thread', 'message', 'message', 'message']
+        .concat(readsVectors ? ['vector', 'vector', 'vector'] : [])
+        .concat(store.turns ? ['turn'] : []);
       // This store → reference.
       await seedResource(store, r);
       const exported = await records(store, r);

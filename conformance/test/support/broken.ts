@@ -411,7 +411,7 @@ export class TwoStepPurgeStore extends BreakableMemoryStore {
     }
     driver.logs.delete(`resource:${args.resourceId}`);
     driver.resourceMap.delete(args.resourceId);
-    return { threads: 0, messages: 0, vectors: 0, observations: 0, workingMemory: 0, resources: 0 };
+    return { threads: 0, messages: 0, vectors: 0, observations: 0, turns: 0, workingMemory: 0, resources: 0 };
   }
 }
 

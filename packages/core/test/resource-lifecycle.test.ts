@@ -14,7 +14,10 @@ import { caught } from './support.ts';
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678) + ms);
 const SPACE = { id: 'test:space', dimensions: 2 };
 
-/** A resource with two threads, messages, working memory of both scopes, vectors and observation logs. */
+/**
+ * A resource with two threads, messages, working memory of both scopes, vectors, observation logs
+ * and a turn record.
+ */
 async function seed(storage: MemoryStorage, r: string): Promise<void> {
   for (const i of [0, 1]) {
     const metadata: JsonObject = i === 0 ? { workingMemory: `# ${r}`, n: i } : { n: i };
@@ -73,6 +76,13 @@ async function seed(storage: MemoryStorage, r: string): Promise<void> {
       { ...row, key, threadId: null, generation: 2, version: 4, body: 'g2b', updatedAt: at(6) },
     );
   }
+  await storage.turns?.put({
+    id: `${r}/t1/m0`,
+    threadId: `${r}/t1`,
+    resourceId: r,
+    createdAt: at(20),
+    body: JSON.stringify({ v: 1, history: [`${r}/t1/m0`], tokens: { history: 3 } }),
+  });
 }
 
 async function dump(memory: Memory, resourceId: string): Promise<MemoryRecord[]> {
@@ -93,6 +103,7 @@ describe('memory.deleteResource', () => {
       messages: 4,
       vectors: 4,
       observations: 3,
+      turns: 1,
       workingMemory: 2,
       resources: 1,
     });
@@ -105,6 +116,7 @@ describe('memory.deleteResource', () => {
       messages: 0,
       vectors: 0,
       observations: 0,
+      turns: 0,
       workingMemory: 0,
       resources: 0,
     });
@@ -165,13 +177,21 @@ describe('memory.exportResource / importRecords', () => {
       'message',
       'vector',
       'vector',
+      'turn',
       'observation',
       'observation',
     ]);
     const lines = records.map((r) => JSON.stringify(r));
     const target = new Memory({ storage: new InMemoryStore() });
     const counts = await target.importRecords(lines.map((l) => JSON.parse(l) as unknown));
-    expect(counts.written).toEqual({ resource: 1, thread: 2, message: 4, observation: 3, vector: 4 });
+    expect(counts.written).toEqual({
+      resource: 1,
+      thread: 2,
+      message: 4,
+      observation: 3,
+      vector: 4,
+      turn: 1,
+    });
     expect(await dump(target, 'r')).toEqual(records);
     expect(await target.storage.getResourceById({ resourceId: 'r' })).toEqual(
       await source.storage.getResourceById({ resourceId: 'r' }),
@@ -184,6 +204,7 @@ describe('memory.exportResource / importRecords', () => {
       message: 0,
       observation: 0,
       vector: 0,
+      turn: 0,
     });
     await target.importRecords(records, { onConflict: 'replace' });
     expect(await dump(target, 'r')).toEqual(records);
@@ -231,8 +252,50 @@ describe('memory.exportResource / importRecords', () => {
     expect(await target.storage.listMessagesById({ ids: ['r/t0/m0', 'r/t0/m1'] })).toHaveLength(2);
     // Resumed with 'skip': the thread cut short gets its messages and its exact dates back.
     const counts = await target.importRecords(records, { onConflict: 'skip' });
-    expect(counts.written).toEqual({ resource: 0, thread: 1, message: 2, observation: 3, vector: 4 });
+    expect(counts.written).toEqual({
+      resource: 0,
+      thread: 1,
+      message: 2,
+      observation: 3,
+      vector: 4,
+      turn: 1,
+    });
     expect(await dump(target, 'r')).toEqual(records);
+  });
+});
+
+describe('turn records in a dump', () => {
+  it('go with their thread: written exactly, skipped (and counted) by a store without turns, refused when not a turn record', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    const turn = records.find((r) => r.kind === 'turn');
+    expect(turn).toMatchObject({
+      id: 'r/t1/m0',
+      threadId: 'r/t1',
+      resourceId: 'r',
+      createdAt: at(20).toISOString(),
+    });
+    const target = new Memory({ storage: new InMemoryStore() });
+    await target.importRecords(records);
+    expect(await target.storage.turns?.list('r/t1', 10)).toEqual(
+      await source.storage.turns?.list('r/t1', 10),
+    );
+
+    const without = new Memory({ storage: new InMemoryStore({ turns: false }) });
+    const counts = await without.importRecords(records);
+    expect(counts.skipped.turn).toBe(1);
+    expect(counts.written.message).toBe(4);
+
+    for (const body of ['not json', '{"v":2}', '[]']) {
+      const fresh = new Memory({ storage: new InMemoryStore() });
+      const error = await caught(() => fresh.importRecords([{ ...turn, body }]));
+      expect(error).toMatchObject({ code: 'VALIDATION' });
+      expect(String((error as Error).message)).toMatch(
+        /record 1 \(turn "r\/t1\/m0"\): body must be a version-1 turn record/,
+      );
+      expect(await fresh.storage.turns?.get('r/t1/m0')).toBeNull();
+    }
   });
 });
 

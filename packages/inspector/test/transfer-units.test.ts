@@ -30,13 +30,13 @@ describe('Progress', () => {
     progress.finish();
     const lines = out.text.trimEnd().split('\n');
     expect(lines[0]).toMatch(
-      /^engram export: 2 records \(1 resource, 1 thread, 0 messages, 0 observations, 0 vectors\), \d+ records\/s$/,
+      /^engram export: 2 records \(1 resource, 1 thread, 0 messages, 0 observations, 0 vectors, 0 turns\), \d+ records\/s$/,
     );
     expect(lines[1]).toMatch(
-      /^engram export: 4 records \(1 resource, 1 thread, 2 messages, 0 observations, 0 vectors\)/,
+      /^engram export: 4 records \(1 resource, 1 thread, 2 messages, 0 observations, 0 vectors, 0 turns\)/,
     );
     expect(lines[2]).toMatch(
-      /^engram export: 1 resource, 1 thread, 3 messages, 0 observations, 0 vectors in \d+\.\ds$/,
+      /^engram export: 1 resource, 1 thread, 3 messages, 0 observations, 0 vectors, 0 turns in \d+\.\ds$/,
     );
     expect(lines).toHaveLength(3);
     expect(out.text).not.toContain('\r');
@@ -48,18 +48,18 @@ describe('Progress', () => {
     progress.tick('message');
     progress.tick('message'); // within the redraw interval: not drawn
     progress.finish({
-      written: { resource: 0, thread: 0, message: 1, observation: 0, vector: 0 },
-      skipped: { resource: 0, thread: 0, message: 1, observation: 0, vector: 0 },
+      written: { resource: 0, thread: 0, message: 1, observation: 0, vector: 0, turn: 0 },
+      skipped: { resource: 0, thread: 0, message: 1, observation: 0, vector: 0, turn: 0 },
       unembedded: [],
     });
     expect(out.text.startsWith('\r\u001b[Kengram import: 1 record (0 resources, 0 threads, 1 message')).toBe(
       true,
     );
     expect(out.text).toContain(
-      '\r\u001b[Kengram import: written 0 resources, 0 threads, 1 message, 0 observations, 0 vectors in ',
+      '\r\u001b[Kengram import: written 0 resources, 0 threads, 1 message, 0 observations, 0 vectors, 0 turns in ',
     );
     expect(out.text).toMatch(
-      /\nengram import: skipped \(already there\) 0 resources, 0 threads, 1 message, 0 observations, 0 vectors\n$/,
+      /\nengram import: skipped \(already there\) 0 resources, 0 threads, 1 message, 0 observations, 0 vectors, 0 turns\n$/,
     );
     expect(out.text.split('\n')).toHaveLength(3);
   });

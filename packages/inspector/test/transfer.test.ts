@@ -123,6 +123,17 @@ async function seed(storage: MemoryStorage): Promise<Seed> {
     { generation: 1, version: 1 },
     { ...row, key: 'resource:acme', threadId: null, generation: 2, version: 2, body: 'g2', updatedAt: at(6) },
   );
+  // Two turn records of acme/t2, each named by the first message its turn saved.
+  for (const j of [10, 12]) {
+    const body = JSON.stringify({ v: 1, history: [`acme/t2/m00${j - 2}`], tokens: { history: j } });
+    await storage.turns!.put({
+      id: `acme/t2/m0${j}`,
+      threadId: 'acme/t2',
+      resourceId: 'acme',
+      createdAt: at(1_000 + j),
+      body,
+    });
+  }
   return out;
 }
 
@@ -148,6 +159,9 @@ async function expectSame(source: MemoryStorage, target: MemoryStorage, seeded: 
     expect(rows.length).toBeGreaterThan(0);
     expect(await target.observations!.generations(key)).toEqual(rows);
   }
+  const turns = await source.turns!.list('acme/t2', 10);
+  expect(turns).toHaveLength(2);
+  expect(await target.turns!.list('acme/t2', 10)).toEqual(turns);
   const ids = seeded.messages.map((m) => m.id);
   const byId = (rows: { messageId: string }[]) =>
     [...rows].sort((a, b) => (a.messageId < b.messageId ? -1 : 1));
@@ -161,7 +175,7 @@ async function expectSame(source: MemoryStorage, target: MemoryStorage, seeded: 
 }
 
 /** 2 + 3 + 450 + 3 + 450: resources, threads, messages, observation generations, vectors. */
-const TOTAL = 2 + 3 + 450 + 3 + 450;
+const TOTAL = 2 + 3 + 450 + 3 + 450 + 2;
 
 describeService(pgCase.service!, 'engram export | import | copy: libSQL → PostgreSQL', (url) => {
   let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -208,7 +222,7 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
       [100, 200, 300, 400].map((n) => expect.stringMatching(new RegExp(`^engram export: ${n} records \\(`))),
     );
     expect(progress.at(-1)).toMatch(
-      /^engram export: 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors in /,
+      /^engram export: 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors, 2 turns in /,
     );
 
     const dump = join(tmp.dir, 'dump.jsonl');
@@ -216,7 +230,7 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
     const { flags, storage } = await pgTarget();
     const imported = await engram(['import', '--store', url, ...flags], dump);
     expect(imported.stderr).toMatch(
-      /written 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors/,
+      /written 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors, 2 turns/,
     );
     expect(imported.code).toBe(0);
     expect(imported.stdout).toBe('');
@@ -244,17 +258,21 @@ describeService(pgCase.service!, 'engram export | import | copy: libSQL → Post
     const toFlags = flags.map((f) => (f === '--pg-schema' ? '--to-pg-schema' : f));
     const copied = await engram(['copy', '--from', sourceUrl, '--to', url, ...toFlags]);
     expect(copied.code).toBe(0);
-    expect(copied.stderr).toMatch(/written 1 resource, 2 threads, 202 messages, 3 observations, 450 vectors/);
     expect(copied.stderr).toMatch(
-      /skipped \(already there\) 1 resource, 1 thread, 248 messages, 0 observations, 0 vectors/,
+      /written 1 resource, 2 threads, 202 messages, 3 observations, 450 vectors, 2 turns/,
+    );
+    expect(copied.stderr).toMatch(
+      /skipped \(already there\) 1 resource, 1 thread, 248 messages, 0 observations, 0 vectors, 0 turns/,
     );
     await expectSame(source, storage, seeded);
 
     const again = await engram(['copy', '--from', sourceUrl, '--to', url, ...toFlags]);
     expect(again.code).toBe(0);
-    expect(again.stderr).toMatch(/written 0 resources, 0 threads, 0 messages, 0 observations, 0 vectors/);
     expect(again.stderr).toMatch(
-      /skipped \(already there\) 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors/,
+      /written 0 resources, 0 threads, 0 messages, 0 observations, 0 vectors, 0 turns/,
+    );
+    expect(again.stderr).toMatch(
+      /skipped \(already there\) 2 resources, 3 threads, 450 messages, 3 observations, 450 vectors, 2 turns/,
     );
     await expectSame(source, storage, seeded);
   });

@@ -1,11 +1,13 @@
 import type { MemoryStorage } from '../storage/contract.ts';
 import { observationKey } from '../storage/observations.ts';
+import { threadTurns } from '../storage/turns.ts';
 import {
   type MemoryRecord,
   messageRecord,
   observationRecord,
   resourceRecord,
   threadRecord,
+  turnLine,
   vectorRecord,
 } from './records.ts';
 
@@ -16,7 +18,8 @@ const PAGE = 500;
  * Every record of one resource, streamed page by page (memory stays bounded by a page): the
  * resource row, then each thread (oldest first) followed by its messages in `(createdAt, id)`
  * order (each page of messages followed by their vectors, when the store can read vectors back:
- * `vectors.readVectors`) and its observation log, then the resource's own observation log.
+ * `vectors.readVectors`), its turn records (newest first, as `turns.list` reads them) and its
+ * observation log, then the resource's own observation log.
  */
 export async function* exportResource(
   storage: MemoryStorage,
@@ -46,6 +49,7 @@ export async function* exportResource(
             yield vectorRecord(space, resourceId, row);
         if (!hasMore) break;
       }
+      if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
       if (log)
         for (const row of await log.generations(observationKey('thread', thread.id)))
           yield observationRecord(row);

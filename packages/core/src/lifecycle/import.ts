@@ -3,6 +3,7 @@ import type { MemoryStorage } from '../storage/contract.ts';
 import { jsonEqual } from '../storage/helpers.ts';
 import type { ObservationRow, ObservationVersion } from '../storage/observations.ts';
 import type { Message, Resource, Thread } from '../storage/records.ts';
+import type { TurnRow } from '../storage/turns.ts';
 import { type ParsedRecord, type ParsedVector, parseRecord, type RecordKind } from './records.ts';
 
 /** What `importRecords` does with a record whose id (or log key) the store already holds. */
@@ -59,6 +60,7 @@ const zero = (): Record<RecordKind, number> => ({
   message: 0,
   observation: 0,
   vector: 0,
+  turn: 0,
 });
 
 /**
@@ -168,6 +170,8 @@ class Importer {
         this.vectors.push({ value: record.value, resourceId: record.resourceId, at });
         if (this.vectors.length >= BATCH) await this.flushVectors();
         return;
+      case 'turn':
+        return this.turn(record.value, at);
     }
   }
 
@@ -224,6 +228,21 @@ class Importer {
     await refusal(this.storage, at, 'thread', value.id, () => this.storage.saveThread(value));
     this.threads.set(value.id, value);
     this.counts.written.thread += 1;
+  }
+
+  /**
+   * Writes a turn record as stored. A store without the turns domain skips it (counted in
+   * `skipped.turn`): turn records describe past model calls, and the conversation moves without them.
+   */
+  private async turn(value: TurnRow, at: number): Promise<void> {
+    const turns = this.storage.turns;
+    if (!turns) {
+      this.counts.skipped.turn += 1;
+      return;
+    }
+    if (!this.proceed('turn', (await turns.get(value.id)) !== null, at, value.id)) return;
+    await refusal(this.storage, at, 'turn', value.id, () => turns.put(value));
+    this.counts.written.turn += 1;
   }
 
   private async flushMessages(): Promise<void> {

@@ -1,7 +1,9 @@
+import { recordOfRow } from '../agent/turn-record.ts';
 import { MemoryError } from '../errors.ts';
 import { assertMessage, assertThread } from '../storage/arguments.ts';
 import type { ObservationRow } from '../storage/observations.ts';
 import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '../storage/records.ts';
+import type { TurnRow } from '../storage/turns.ts';
 import { assertId, assertJsonObject, assertText, describe, isPlainObject } from '../storage/validate.ts';
 import { assertSpace, assertVector } from '../storage/vector-store.ts';
 import type { EmbeddingSpace, MessageVector } from '../storage/vectors.ts';
@@ -77,8 +79,28 @@ export interface VectorRecord {
   vector: string;
 }
 
+/**
+ * A turn record (`options.turnRecords`): what one model call of the thread was given. `body` is
+ * the stored record exactly (JSON text: ids, scores, hashes and counts, no message content).
+ */
+export interface TurnRecordLine {
+  v: 1;
+  kind: 'turn';
+  id: string;
+  threadId: string;
+  resourceId: string;
+  createdAt: string;
+  body: string;
+}
+
 /** Any record of a dump. */
-export type MemoryRecord = ResourceRecord | ThreadRecord | MessageRecord | ObservationRecord | VectorRecord;
+export type MemoryRecord =
+  | ResourceRecord
+  | ThreadRecord
+  | MessageRecord
+  | ObservationRecord
+  | VectorRecord
+  | TurnRecordLine;
 
 /** The kinds of record, in the order a dump holds them for one thread. */
 export type RecordKind = MemoryRecord['kind'];
@@ -150,6 +172,18 @@ export function vectorRecord(space: EmbeddingSpace, resourceId: string, v: Messa
   };
 }
 
+export function turnLine(t: TurnRow): TurnRecordLine {
+  return {
+    v: 1,
+    kind: 'turn',
+    id: t.id,
+    threadId: t.threadId,
+    resourceId: t.resourceId,
+    createdAt: t.createdAt.toISOString(),
+    body: t.body,
+  };
+}
+
 /** A vector record read back: its space and the vector as `upsertVectors` takes it. */
 export interface ParsedVector {
   space: EmbeddingSpace;
@@ -162,7 +196,8 @@ export type ParsedRecord =
   | { kind: 'thread'; resourceId: string; value: Thread }
   | { kind: 'message'; resourceId: string; value: Message }
   | { kind: 'observation'; resourceId: string; value: ObservationRow }
-  | { kind: 'vector'; resourceId: string; value: ParsedVector };
+  | { kind: 'vector'; resourceId: string; value: ParsedVector }
+  | { kind: 'turn'; resourceId: string; value: TurnRow };
 
 const FIELDS: Record<RecordKind, readonly string[]> = {
   resource: ['v', 'kind', 'id', 'workingMemory', 'metadata', 'createdAt', 'updatedAt'],
@@ -170,6 +205,7 @@ const FIELDS: Record<RecordKind, readonly string[]> = {
   message: ['v', 'kind', 'id', 'threadId', 'resourceId', 'role', 'content', 'type', 'createdAt'],
   observation: ['v', 'kind', 'key', 'resourceId', 'threadId', 'generation', 'version', 'body', 'updatedAt'],
   vector: ['v', 'kind', 'messageId', 'resourceId', 'space', 'dimensions', 'hash', 'vector'],
+  turn: ['v', 'kind', 'id', 'threadId', 'resourceId', 'createdAt', 'body'],
 };
 
 /**
@@ -275,6 +311,22 @@ function parse(record: unknown): ParsedRecord {
         resourceId: r.resourceId,
         value: { space, vector: { messageId: r.messageId, hash, vector: numbers } },
       };
+    }
+    case 'turn': {
+      for (const field of ['id', 'threadId', 'resourceId'] as const) assertId(r[field], field);
+      const value: TurnRow = {
+        id: r.id as string,
+        threadId: r.threadId as string,
+        resourceId: r.resourceId as string,
+        createdAt: date(r.createdAt, 'createdAt'),
+        body: string(r.body, 'body'),
+      };
+      try {
+        recordOfRow(value);
+      } catch {
+        throw new Error('body must be a version-1 turn record (the JSON text an export wrote)');
+      }
+      return { kind, resourceId: value.resourceId, value };
     }
   }
 }

@@ -5,6 +5,7 @@ import type { Driver } from './driver.ts';
 import { observationKey } from './observations.ts';
 import type { Resource, Thread } from './records.ts';
 import type { Store } from './store.ts';
+import { threadTurns } from './turns.ts';
 
 /** What `deleteResource` removed, per record kind. */
 export interface ResourceDeletion {
@@ -16,6 +17,8 @@ export interface ResourceDeletion {
   vectors: number;
   /** Observation-log rows (generations) of the threads and of the resource; 0 without `observations`. */
   observations: number;
+  /** Turn records of those threads (`options.turnRecords`); 0 without `turns`. */
+  turns: number;
   /** Working-memory documents: thread-scope ones set on the threads, and the resource's. */
   workingMemory: number;
   /** The resource row: 1 when it existed, else 0. */
@@ -54,6 +57,7 @@ export async function purgeResource(
     messages: 0,
     vectors: 0,
     observations: 0,
+    turns: 0,
     workingMemory: 0,
     resources: 0,
   };
@@ -119,6 +123,7 @@ async function countThread(
   if (store.observations) {
     counts.observations += (await store.observations.generations(observationKey('thread', thread.id))).length;
   }
+  if (store.turns) for await (const _ of threadTurns(store.turns, thread.id)) counts.turns += 1;
 }
 
 function unsupported(adapter: string, why: string): MemoryError {

@@ -93,6 +93,16 @@ export class ValidatedTurns implements TurnStore {
   }
 }
 
+/** Every row of the thread, newest first, read a page at a time. */
+export async function* threadTurns(turns: TurnStore, threadId: string): AsyncGenerator<TurnRow> {
+  for (let before: TurnCursor | null = null; ; ) {
+    const rows = await turns.list(threadId, MAX_TURN_PAGE, before);
+    yield* rows;
+    if (rows.length < MAX_TURN_PAGE) return;
+    before = rows[rows.length - 1] as TurnRow;
+  }
+}
+
 /** Orders rows newest first, as `list` returns them (ids by their UTF-8 bytes, as databases sort them). */
 export function compareTurnRows(a: TurnCursor, b: TurnCursor): number {
   return b.createdAt.getTime() - a.createdAt.getTime() || compareIds(b.id, a.id);

@@ -13,16 +13,17 @@ export const DEFAULT_EVERY = 10_000;
 /** Redraws of the terminal line at most this often, in ms. */
 const REDRAW_MS = 100;
 
-const KINDS: readonly RecordKind[] = ['resource', 'thread', 'message', 'observation', 'vector'];
+const KINDS: readonly RecordKind[] = ['resource', 'thread', 'message', 'observation', 'vector', 'turn'];
 const PLURAL: Record<RecordKind, string> = {
   resource: 'resources',
   thread: 'threads',
   message: 'messages',
   observation: 'observations',
   vector: 'vectors',
+  turn: 'turns',
 };
 
-/** `1 resource, 2 threads, 0 messages, 0 observations, 0 vectors`. */
+/** `1 resource, 2 threads, 0 messages, 0 observations, 0 vectors, 0 turns`. */
 export function formatCounts(counts: Record<RecordKind, number>): string {
   return KINDS.map((k) => `${counts[k]} ${counts[k] === 1 ? k : PLURAL[k]}`).join(', ');
 }
@@ -40,6 +41,7 @@ export class Progress {
     message: 0,
     observation: 0,
     vector: 0,
+    turn: 0,
   };
   private total = 0;
   private drawnAt = 0;
