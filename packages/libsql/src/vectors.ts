@@ -210,31 +210,7 @@ export class LibSQLVectors implements VectorDriver<Executor> {
     args: VectorSearch,
     ann: number | null,
   ): Promise<{ hits: VectorHit[]; fetched: number }> {
-    const vector = blob(args.vector);
-    const thread = args.threadId === undefined ? [] : [args.threadId];
-    const rows = await this.rows({
-      sql: `${ann === null ? '' : `WITH k AS MATERIALIZED (SELECT id FROM vector_top_k('${annIndex}', vector32(?), ?))`}
-            SELECT m.id, m.thread_id, m.created_at, v.hash,
-              coalesce(1 - vector_distance_cos(v.embedding, vector32(?)), 0) AS score
-              ${ann === null ? '' : ', (SELECT count(*) FROM k) AS fetched'}
-            ${
-              ann === null
-                ? `FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?`
-                : `FROM k JOIN ${annTable} a ON a.id = k.id JOIN ${vectors} v ON v.space = ? AND v.hash = a.hash
-                   JOIN ${messages} m ON m.id = v.message_id`
-            }
-            WHERE m.resource_id = ? ${thread.length ? 'AND m.thread_id = ?' : ''} AND m.id NOT ${IN_LIST}
-            ORDER BY score DESC, m.created_at DESC, m.id ASC LIMIT ?`,
-      args: [
-        ...(ann === null ? [] : [vector, ann]),
-        vector,
-        args.space.id,
-        args.resourceId,
-        ...thread,
-        JSON.stringify(args.excludeIds ?? []),
-        args.topK,
-      ],
-    });
+    const rows = await this.rows(searchStatement(args, ann));
     const hits = rows.map((row) => ({
       messageId: String(row.id),
       threadId: String(row.thread_id),
@@ -244,4 +220,39 @@ export class LibSQLVectors implements VectorDriver<Executor> {
     }));
     return { hits, fetched: Number(rows[0]?.fetched ?? 0) };
   }
+}
+
+/**
+ * The statement of an exact search over every vector of the scope (`ann` null), or over the
+ * ANN index's `ann` nearest of the whole database (with `fetched`, how many it returned).
+ */
+export function searchStatement(args: VectorSearch, ann: number | null): Statement {
+  const vector = blob(args.vector);
+  const thread = args.threadId === undefined ? [] : [args.threadId];
+  return {
+    sql: `${ann === null ? '' : `WITH k AS MATERIALIZED (SELECT id FROM vector_top_k('${annIndex}', vector32(?), ?))`}
+          SELECT m.id, m.thread_id, m.created_at, v.hash,
+            coalesce(1 - vector_distance_cos(v.embedding, vector32(?)), 0) AS score
+            ${ann === null ? '' : ', (SELECT count(*) FROM k) AS fetched'}
+          ${
+            ann === null
+              ? `FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id AND v.space = ?`
+              : // CROSS JOIN fixes the order: the index's candidates outermost, each joined by
+                // key; left to itself the planner may scan every vector of the space instead.
+                `FROM k CROSS JOIN ${annTable} a ON a.id = k.id
+                 CROSS JOIN ${vectors} v ON v.space = ? AND v.hash = a.hash
+                 CROSS JOIN ${messages} m ON m.id = v.message_id`
+          }
+          WHERE m.resource_id = ? ${thread.length ? 'AND m.thread_id = ?' : ''} AND m.id NOT ${IN_LIST}
+          ORDER BY score DESC, m.created_at DESC, m.id ASC LIMIT ?`,
+    args: [
+      ...(ann === null ? [] : [vector, ann]),
+      vector,
+      args.space.id,
+      args.resourceId,
+      ...thread,
+      JSON.stringify(args.excludeIds ?? []),
+      args.topK,
+    ],
+  };
 }

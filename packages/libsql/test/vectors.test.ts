@@ -2,6 +2,7 @@ import { createLexicalEmbedder, Memory, normalize } from '@engram/core';
 import { DEFAULT_OVER_FETCH, LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterAll, describe, expect, it } from 'vitest';
+import { searchStatement } from '../src/vectors.ts';
 import { tempDir } from './helpers.ts';
 
 const { dir, cleanup } = tempDir('engram-libsql-vectors-');
@@ -215,6 +216,28 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     });
     raw.close();
     await exact.close();
+    await store.close();
+  });
+
+  it("an ANN search starts from the index's candidates and joins each by key, never scanning the space's vectors", async () => {
+    const url = `file:${dir}/ann-plan.db`;
+    const store = new LibSQLStore({ url, vectors: { index: true } });
+    const space = { id: 'test:plan', dimensions: 4 };
+    await store.vectors.claimSpace(space);
+    const raw = createClient({ url });
+    const search = { space, vector: Float32Array.of(1, 0, 0, 0), topK: 3, resourceId: 'u', threadId: 't' };
+    const { sql, args } = searchStatement(search, 30);
+    const plan = (await raw.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args })).rows.map((r) =>
+      String(r.detail),
+    );
+    const at = (pattern: RegExp) => plan.findIndex((line) => pattern.test(line));
+    // Outermost the materialised candidates, then each candidate's row, vectors and message by key.
+    expect(at(/^SCAN k$/)).toBeGreaterThanOrEqual(0);
+    expect(at(/^SEARCH a USING INTEGER PRIMARY KEY/)).toBeGreaterThan(at(/^SCAN k$/));
+    expect(at(/^SEARCH v USING .*\(space=\? AND hash=\?\)/)).toBeGreaterThan(at(/^SEARCH a /));
+    expect(at(/^SEARCH m USING .*\(id=\?\)/)).toBeGreaterThan(at(/^SEARCH v /));
+    expect(plan.filter((line) => /^SCAN (v|m|a)\b/.test(line))).toEqual([]);
+    raw.close();
     await store.close();
   });
 
