@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   createKeywordAnalyzer,
@@ -10,6 +11,9 @@ import {
 import { bm25Score, termCounts } from '../src/storage/keywords.ts';
 
 const analyzer = createKeywordAnalyzer();
+
+/** Every printable ASCII character and a few control ones, as units of random text. */
+const ASCII_PIECES = [...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)), '\t', '\n', '\r'];
 
 describe('keyword analyzer', () => {
   it('folds case and Latin accents, keeps numbers and id parts, drops default stop words, stems English', () => {
@@ -36,6 +40,26 @@ describe('keyword analyzer', () => {
     const own = createKeywordAnalyzer({ stopWords: ['Zürich'], stem: false });
     expect(own.terms('The café in Zurich running')).toEqual(['the', 'cafe', 'in', 'running']);
     expect(own.id).not.toBe(analyzer.id);
+  });
+
+  it('ASCII text, taken without the word segmenter, gives the terms Unicode word segmentation gives', () => {
+    // The general path, as the analyzer documents it: Intl.Segmenter's word-like segments, each
+    // split at whatever is not a letter, digit or mark.
+    const segmenter = new Intl.Segmenter('und', { granularity: 'word' });
+    const segmented = (text: string) =>
+      [...segmenter.segment(text.toLowerCase())]
+        .filter((s) => s.isWordLike)
+        .flatMap((s) => s.segment.split(/[^\p{L}\p{N}\p{M}]+/u).filter((w) => w !== ''));
+    const plain = createKeywordAnalyzer({ stopWords: [], stem: false });
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...ASCII_PIECES), maxLength: 40 }), (text) => {
+        expect(plain.terms(text)).toEqual(segmented(text));
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(plain.terms("can't e.g. x_y 3.14 1,000 a:b O'Neil's U.S.A.")).toEqual(
+      segmented("can't e.g. x_y 3.14 1,000 a:b O'Neil's U.S.A."),
+    );
   });
 
   it('makes no term of search syntax', () => {

@@ -45,6 +45,7 @@ const MAX_TERM = 64;
 const FOLDED = /(?<=[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]\p{M}*)\p{M}/gu;
 const SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u;
 const ASCII_WORD = /^[a-z]+$/;
+const ASCII = /^\p{ASCII}*$/u;
 
 let segmenter: Intl.Segmenter | undefined;
 
@@ -63,6 +64,8 @@ const UNDECOMPOSED = /[øłđæœßþı]/g;
 
 /** `text` without Latin/Greek/Cyrillic accents, compatibility forms unified, lower case. */
 export function foldText(text: string): string {
+  // ASCII has no accents or compatibility forms: both normalisations leave it as it is.
+  if (ASCII.test(text)) return text.toLowerCase();
   return text
     .normalize('NFKD')
     .replace(FOLDED, '')
@@ -72,6 +75,10 @@ export function foldText(text: string): string {
 }
 
 function words(folded: string): string[] {
+  // In ASCII, word segmentation never breaks a run of letters and digits, and every segment
+  // holding one is word-like: splitting at the separators alone gives the same words, without
+  // the segmenter's cost (most of the analyzer's time on ordinary English text).
+  if (ASCII.test(folded)) return folded.split(SEPARATORS).filter((piece) => piece !== '');
   segmenter ??= new Intl.Segmenter('und', { granularity: 'word' });
   const out: string[] = [];
   for (const s of segmenter.segment(folded)) {
@@ -101,7 +108,12 @@ export function createKeywordAnalyzer(options: KeywordAnalyzerOptions = {}): Key
       for (const word of words(foldText(text))) {
         if (stop.has(word)) continue;
         const term = stem && ASCII_WORD.test(word) ? stemmer(word) : word;
-        out.push([...term].length > MAX_TERM ? [...term].slice(0, MAX_TERM).join('') : term);
+        // A term of at most MAX_TERM code units has at most MAX_TERM characters.
+        out.push(
+          term.length > MAX_TERM && [...term].length > MAX_TERM
+            ? [...term].slice(0, MAX_TERM).join('')
+            : term,
+        );
       }
       return out;
     },
