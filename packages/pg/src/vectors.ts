@@ -238,15 +238,19 @@ export class PostgresVectorDriver implements core.VectorDriver {
     if (candidates === null) {
       return this.db.query<Scanned>(`${select} ${order} LIMIT $${values.push(args.topK)}`, values);
     }
-    // The inner ORDER BY must be the distance alone for pgvector to use the index.
-    const text = `SELECT * FROM (${select} ORDER BY ${raw} LIMIT $${values.push(candidates)}) m ${order}`;
+    // The index's settings for this statement only, in the statement itself: `set_config(…, true)`
+    // lasts to the end of the transaction, here the statement's own, so there is no BEGIN, SET
+    // LOCAL or COMMIT to send (through PgBouncer's transaction pooling too). The scan reads them
+    // when it starts: it is LATERAL to the row that sets them and filtered on it, so it runs
+    // after. The inner ORDER BY must be the distance alone for pgvector to use the index.
     const efSearch = Math.min(1000, Math.max((this.hnsw as Hnsw).efSearch, candidates));
-    return this.db.transaction(async (client) => {
-      await client.query(
-        `SET LOCAL hnsw.ef_search = ${efSearch}; SET LOCAL hnsw.iterative_scan = strict_order`,
-      );
-      return (await client.query<Scanned>(text, values)).rows;
-    });
+    const text = `SELECT r.* FROM (SELECT set_config('hnsw.ef_search', '${efSearch}', true) AS ef,
+        set_config('hnsw.iterative_scan', 'strict_order', true) AS iterative) settings
+      CROSS JOIN LATERAL (
+        ${select} AND settings.ef IS NOT NULL AND settings.iterative IS NOT NULL
+        ORDER BY ${raw} LIMIT $${values.push(candidates)}
+      ) r ${order}`;
+    return this.db.query<Scanned>(text, values);
   }
 }
 

@@ -1,7 +1,8 @@
 import { createLexicalEmbedder, Memory } from '@engram/core';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
-import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
 
 describePg('pg vectors, read back with plain SQL', (url) => {
   let db: TestDatabase;
@@ -124,6 +125,133 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     expect(compared).toBe(12);
     await exact.close();
     await hnsw.close();
+  });
+
+  it('hnsw: a scoped search is one statement; its index settings hold for that statement only', async () => {
+    const schemaName = randomName('vec');
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const sent: string[] = [];
+    let statement: { text: string; values: unknown[] } | undefined;
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, {
+        query: (...args: unknown[]) => {
+          const text = sentText(args[0]).trim();
+          sent.push(text);
+          if (text.includes('set_config')) {
+            const values = (args[0] as { values?: unknown[] }).values ?? (args[1] as unknown[]);
+            statement = { text, values };
+          }
+          return query(...args);
+        },
+      });
+    });
+    const store = new PostgresStore({ pool, schemaName, vectors: { hnsw: { efSearch: 64 } } });
+    const space = { id: 'test:hnsw', dimensions: 8 };
+    await store.vectors.claimSpace(space);
+    let seed = 7;
+    const unit = () => {
+      const v = Float32Array.from({ length: 8 }, () => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        return seed / 2 ** 31 - 0.5;
+      });
+      const norm = Math.hypot(...v);
+      return v.map((x) => x / norm);
+    };
+    for (const [resourceId, count] of [
+      ['big', 600],
+      ['small', 12],
+    ] as const) {
+      const at = new Date(Date.UTC(2024, 0, 1));
+      await store.saveThread({
+        id: `t-${resourceId}`,
+        resourceId,
+        title: '',
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+      });
+      const messages = Array.from({ length: count }, (_, i) => ({
+        id: `${resourceId}-${i}`,
+        threadId: `t-${resourceId}`,
+        resourceId,
+        role: 'user' as const,
+        content: `m ${i}`,
+        type: 'text',
+        createdAt: new Date(at.getTime() + i),
+      }));
+      await store.saveMessages(messages);
+      await store.vectors.upsertVectors(
+        space,
+        messages.map((m) => ({ messageId: m.id, hash: m.id, vector: unit() })),
+      );
+    }
+    const exact = new PostgresStore({ connectionString: db.url, schemaName });
+    for (let q = 0; q < 5; q++) {
+      const search = { space, vector: unit(), topK: 5, resourceId: 'small' };
+      sent.length = 0;
+      const got = await store.vectors.searchVectors(search);
+      expect(sent.filter((text) => !/^SELECT (format_type|.*pg_extension)/i.test(text))).toHaveLength(1);
+      expect(sent.join('\n')).not.toMatch(/\b(BEGIN|SET LOCAL|COMMIT)\b/);
+      expect(got).toEqual(await exact.vectors.searchVectors(search));
+    }
+    // The settings are made by a one-time filter above every scan of the statement, so they hold
+    // when the index scan starts (the next test shows pgvector then takes them).
+    const plan = (await pool.query(`EXPLAIN (COSTS OFF) ${statement?.text}`, statement?.values)).rows.map(
+      (r: Record<string, string>) => r['QUERY PLAN'] as string,
+    );
+    const filter = plan.findIndex((line) =>
+      /One-Time Filter: .*hnsw\.ef_search.*hnsw\.iterative_scan/.test(line),
+    );
+    expect(filter).toBeGreaterThan(0);
+    expect(plan.slice(0, filter).filter((line) => /Scan/.test(line))).toEqual([]);
+    // Local to the statement: the pooled connection is back to pgvector's defaults (40, off).
+    const { rows } = await pool.query<{ ef: string; iterative: string }>(
+      "SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative",
+    );
+    expect(rows[0]).toEqual({ ef: '40', iterative: 'off' });
+    await exact.close();
+    await store.close();
+    await pool.end();
+  });
+
+  it('hnsw: pgvector takes settings made by a one-time filter above its index scan (iterative scan on: 40 hits of a 1% filter; off: none)', async () => {
+    const schema = randomName('hnsw');
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query('CREATE EXTENSION IF NOT EXISTS vector');
+      const [{ ext } = { ext: 'public' }] = (
+        await client.query<{ ext: string }>(
+          "SELECT n.nspname AS ext FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'",
+        )
+      ).rows;
+      await client.query(`CREATE TABLE ${schema}.t (id int, grp text, e ${ext}.vector(8))`);
+      await client.query(`INSERT INTO ${schema}.t SELECT i, CASE WHEN i % 100 = 0 THEN 'small' ELSE 'big' END,
+        ARRAY(SELECT sin(i * 7 + j) FROM generate_series(1, 8) j)::real[]::${ext}.vector FROM generate_series(1, 5000) i`);
+      await client.query(`CREATE INDEX ON ${schema}.t USING hnsw (e ${ext}.vector_cosine_ops)`);
+      await client.query(`ANALYZE ${schema}.t`);
+      await client.query('SET enable_seqscan = off');
+      const count = async (iterative: string) =>
+        Number(
+          (
+            await client.query<{ n: string }>(
+              `SELECT count(*) AS n FROM (SELECT set_config('hnsw.ef_search', '40', true) AS ef,
+                 set_config('hnsw.iterative_scan', $1, true) AS iterative) settings
+               CROSS JOIN LATERAL (SELECT id FROM ${schema}.t WHERE grp = 'small'
+                 AND settings.ef IS NOT NULL AND settings.iterative IS NOT NULL
+                 ORDER BY e OPERATOR(${ext}.<=>) '[0.1,0.2,0.3,0.4,-0.1,-0.2,-0.3,0.5]'::${ext}.vector LIMIT 40) r`,
+              [iterative],
+            )
+          ).rows[0]?.n,
+        );
+      expect(await count('strict_order')).toBe(40);
+      expect(await count('off')).toBeLessThan(5);
+    } finally {
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    }
   });
 
   it('a zero vector stored before they were refused scores 0, never NaN', async () => {
