@@ -287,12 +287,24 @@ describe('turn records in a dump', () => {
     expect(counts.skipped.turn).toBe(1);
     expect(counts.written.message).toBe(4);
 
-    for (const body of ['not json', '{"v":2}', '[]']) {
+    // Without its thread (or under another resource), a row could never be listed or erased.
+    for (const orphan of [{ ...turn }, { ...turn, threadId: 'r/t0', resourceId: 'other' }]) {
       const fresh = new Memory({ storage: new InMemoryStore() });
-      const error = await caught(() => fresh.importRecords([{ ...turn, body }]));
+      if (orphan.threadId === 'r/t0') await fresh.importRecords(records.slice(0, 2));
+      const error = await caught(() => fresh.importRecords([orphan]));
       expect(error).toMatchObject({ code: 'VALIDATION' });
       expect(String((error as Error).message)).toMatch(
-        /record 1 \(turn "r\/t1\/m0"\): body must be a version-1 turn record/,
+        /turn "r\/t1\/m0"\): thread "r\/t[01]" of resource "(r|other)" is not in/,
+      );
+      expect(await fresh.storage.turns?.get('r/t1/m0')).toBeNull();
+    }
+    const withThread = records.filter((r) => r.kind === 'thread' && r.id === 'r/t1');
+    for (const body of ['not json', '{"v":2}', '[]']) {
+      const fresh = new Memory({ storage: new InMemoryStore() });
+      const error = await caught(() => fresh.importRecords([...withThread, { ...turn, body }]));
+      expect(error).toMatchObject({ code: 'VALIDATION' });
+      expect(String((error as Error).message)).toMatch(
+        /record 2 \(turn "r\/t1\/m0"\): body must be a version-1 turn record/,
       );
       expect(await fresh.storage.turns?.get('r/t1/m0')).toBeNull();
     }

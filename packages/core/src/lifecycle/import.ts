@@ -231,7 +231,8 @@ class Importer {
   }
 
   /**
-   * Writes a turn record as stored. A store without the turns domain skips it (counted in
+   * Writes a turn record as stored, into its thread (which must be stored, under the record's
+   * resource: `VALIDATION` otherwise). A store without the turns domain skips it (counted in
    * `skipped.turn`): turn records describe past model calls, and the conversation moves without them.
    */
   private async turn(value: TurnRow, at: number): Promise<void> {
@@ -239,6 +240,16 @@ class Importer {
     if (!turns) {
       this.counts.skipped.turn += 1;
       return;
+    }
+    // A row is reached (listed, purged) through its thread: one without it would outlive every erase.
+    const thread =
+      this.threads.get(value.threadId) ?? (await this.storage.getThreadById({ threadId: value.threadId }));
+    if (!thread || thread.resourceId !== value.resourceId) {
+      throw new MemoryError(
+        'VALIDATION',
+        `record ${at} (turn ${JSON.stringify(value.id)}): thread ${JSON.stringify(value.threadId)} of resource ${JSON.stringify(value.resourceId)} is not in ${this.storage.name}; a turn record comes after its thread's record`,
+        { adapter: this.storage.name, details: { record: at } },
+      );
     }
     if (!this.proceed('turn', (await turns.get(value.id)) !== null, at, value.id)) return;
     await refusal(this.storage, at, 'turn', value.id, () => turns.put(value));
