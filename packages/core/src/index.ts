@@ -110,6 +110,8 @@ export {
   type RecordKind,
   type ResourceRecord,
   type ThreadRecord,
+  type TurnRecordLine,
+  type VectorRecord,
 } from './lifecycle/records.ts';
 export {
   type AddMessageInput,
