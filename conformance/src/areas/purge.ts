@@ -348,6 +348,42 @@ export const purgeChecks = [
       );
     },
   ),
+  check(
+    "importRecords with onConflict 'replace' never takes another resource's records: a dump whose message and turn ids another resource holds is refused, and that resource is unchanged",
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      const memory = new Memory({ storage: store });
+      const owner = ctx.id('own');
+      const seeded = await seedResource(store, owner);
+      const intruder = ctx.id('in');
+      // The owner's export, retold as the intruder's: its own thread, the owner's message and turn ids.
+      const taken = (await records(store, owner)).flatMap((x): unknown[] => {
+        const ids = { resourceId: intruder };
+        if (x.kind === 'thread' && x.id === seeded.threads[0]?.id)
+          return [{ ...x, ...ids, id: `${intruder}-t` }];
+        if (x.kind === 'message' || x.kind === 'turn') {
+          if (x.threadId !== seeded.threads[0]?.id) return [];
+          return [{ ...x, ...ids, threadId: `${intruder}-t` }];
+        }
+        return [];
+      });
+      const kinds = new Set(taken.map((x) => (x as MemoryRecord).kind));
+      expectTrue(
+        kinds.has('message') && (kinds.has('turn') || !store.turns),
+        `the forged dump: ${show([...kinds])}`,
+      );
+      for (const only of ['message', 'turn'] as const) {
+        const dump = taken.filter((x) => ['thread', only].includes((x as MemoryRecord).kind));
+        if (dump.length === 1) continue;
+        await expectRejects(
+          () => memory.importRecords(dump, { onConflict: 'replace' }),
+          ['INVALID_ARGUMENT', 'CONFLICT', 'VALIDATION'],
+          `importing the owner's ${only} ids as ${show(intruder)}'s with 'replace'`,
+        );
+      }
+      expectEqual(await again(store, seeded), seeded, `${show(owner)} after the refused imports`);
+    },
+  ),
 ];
 
 async function records(store: MemoryStorage, resourceId: string): Promise<MemoryRecord[]> {

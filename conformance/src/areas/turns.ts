@@ -86,6 +86,33 @@ export const turnsChecks = [
   }),
 
   check(
+    `put of an id another resource holds is INVALID_ARGUMENT and leaves that row${NEEDS_TURNS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const turns = turnsOf(store);
+      const r = ctx.id('r');
+      for (const suffix of ['', ...HOSTILE_SUFFIXES]) {
+        const owner = `${r}${suffix}`;
+        const held = turn(`${owner}-m`, `${owner}-t`, owner, 1, '{"v":1}');
+        await turns.put(held);
+        for (const other of [`${owner}x`, `x${owner}`, `${owner}😀`]) {
+          await expectRejects(
+            () => turns.put({ ...held, threadId: `${other}-t`, resourceId: other, body: '{"v":2}' }),
+            ['INVALID_ARGUMENT'],
+            `put of ${JSON.stringify(held.id)} under resource ${JSON.stringify(other)}`,
+          );
+        }
+        expectEqual(
+          await turns.get(held.id),
+          held,
+          `the row of ${JSON.stringify(owner)} after the refused puts`,
+        );
+        expectEqual(await turns.list(held.threadId, 10), [held], `the thread of ${JSON.stringify(owner)}`);
+      }
+    },
+  ),
+
+  check(
     `list is newest first, ties broken by id descending; paging walks every row once${NEEDS_TURNS}`,
     async (ctx) => {
       const store = await ctx.store();

@@ -10,7 +10,7 @@ import { assertId, describe, isPlainObject } from './validate.ts';
  *
  * Rules every implementation keeps:
  * - A row's `id` is the id of the first message the turn saved; `put` of an existing id replaces
- *   the row.
+ *   the row (core refuses one that another resource holds before the driver is called).
  * - `list` returns a thread's rows newest first (`createdAt`, then `id`, both descending), after
  *   the cursor when one is given.
  * - Rows go with their thread (`deleteByThread`) and with the message whose id they carry
@@ -38,7 +38,7 @@ export interface TurnCursor {
 
 /** The turn primitives of a store, as applications and `Memory` see them. */
 export interface TurnStore {
-  /** Writes the row, replacing one with the same id. */
+  /** Writes the row, replacing one with the same id; an id another resource holds is `INVALID_ARGUMENT`. */
   put(row: TurnRow): Promise<void>;
   /** The row with this id, or `null`. */
   get(id: string): Promise<TurnRow | null>;
@@ -66,9 +66,23 @@ export class ValidatedTurns implements TurnStore {
     private readonly run: DomainRunner,
   ) {}
 
+  /**
+   * Writes the row, replacing one with the same id of the same resource. An id another resource
+   * holds is `INVALID_ARGUMENT` and nothing is written, as a message id is: a row never moves to
+   * another tenant. (The check reads before the write: the id is a message id, which only its
+   * own resource's saves can take.)
+   */
   async put(row: TurnRow): Promise<void> {
     assertRow(row);
-    await this.run('turns.put', () => this.driver.put(copyRow(row)));
+    await this.run('turns.put', async () => {
+      const stored = await this.driver.get(row.id);
+      if (stored && stored.resourceId !== row.resourceId) {
+        throw invalid(
+          `turn id ${JSON.stringify(row.id)} is taken by a turn record of another resource; nothing was written`,
+        );
+      }
+      await this.driver.put(copyRow(row));
+    });
   }
 
   async get(id: string): Promise<TurnRow | null> {
