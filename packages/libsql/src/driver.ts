@@ -78,6 +78,12 @@ export class LibSQLDriver implements Driver<Transaction> {
     return this.connection.use((client) => client.execute(statement));
   }
 
+  /** The total a page's rows carry (`sql.PAGE_TOTAL`), or, for an empty page, `count`'s. */
+  private async totalOf(page: Result['rows'], count: sql.Statement): Promise<number> {
+    const row = page[0] ?? (await this.run(count)).rows[0];
+    return Number(row?.[sql.PAGE_TOTAL] ?? row?.total ?? 0);
+  }
+
   /** Runs read statements in one read transaction: their results come from one snapshot. */
   private read(statements: sql.Statement[]): Promise<Result[]> {
     return this.connection.use((client) => client.batch(statements, 'read'));
@@ -108,19 +114,25 @@ export class LibSQLDriver implements Driver<Transaction> {
         const { rows } = sql.listThreadsStatements(query);
         return { kind: 'candidates', threads: (await this.run(rows)).rows.map(toThread) };
       }
-      const { rows, count } = sql.listThreadsStatements(query, pageLimit(query.page, query.perPage));
-      const [page, counted] = await this.read([rows, count]);
-      return {
-        kind: 'page',
-        threads: page?.rows.map(toThread) ?? [],
-        total: Number(counted?.rows[0]?.total),
-      };
+      const limit = pageLimit(query.page, query.perPage);
+      const { rows, count } = sql.listThreadsStatements(query, limit);
+      if (!limit) {
+        const [page, counted] = await this.read([rows, count]);
+        return { kind: 'page', threads: page?.rows.map(toThread) ?? [], total: Number(counted?.rows[0]?.total) };
+      }
+      const page = (await this.run(rows)).rows;
+      return { kind: 'page', threads: page.map(toThread), total: await this.totalOf(page, count) };
     },
   };
 
   readonly messages: MessageDriver<Transaction> = {
     readPage: async (query) => {
-      const { rows, count } = sql.messagePageStatements(query, pageLimit(query.page, query.perPage));
+      const limit = pageLimit(query.page, query.perPage);
+      const { rows, count } = sql.messagePageStatements(query, limit);
+      if (limit && query.include.length === 0) {
+        const page = (await this.run(rows)).rows;
+        return { page: page.map(toMessage), total: await this.totalOf(page, count), windows: [] };
+      }
       const windows = query.include.map((w) => sql.includeWindowStatement(w, query.resourceId));
       const [page, counted, ...included] = await this.read([rows, count, ...windows]);
       return {

@@ -260,15 +260,22 @@ export function listThreadsStatements(
   const where = conditions.length > 0 ? `WHERE ${conditions.map((c) => c.sql).join(' AND ')}` : '';
   const args = conditions.flatMap((c) => c.args);
   const column = query.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
+  const count = `SELECT COUNT(*) AS total FROM ${threads} ${where}`;
   return {
     rows: {
-      sql: `SELECT ${THREAD_COLUMNS} FROM ${threads} ${where}
+      sql: `SELECT ${THREAD_COLUMNS}${limit ? `, (${count}) AS ${PAGE_TOTAL}` : ''} FROM ${threads} ${where}
             ORDER BY ${column} ${query.direction}, id ${query.direction}${limit ? ' LIMIT ? OFFSET ?' : ''}`,
-      args: limit ? [...args, limit.limit, limit.offset] : args,
+      args: limit ? [...args, ...args, limit.limit, limit.offset] : args,
     },
-    count: { sql: `SELECT COUNT(*) AS total FROM ${threads} ${where}`, args, one: true },
+    count: { sql: count, args, one: true },
   };
 }
+
+/**
+ * The column of a page's rows that carries its total (a scalar subquery, run once), so a page and
+ * its total are one statement; the `count` statement beside it is for an empty page.
+ */
+export const PAGE_TOTAL = 'page_total';
 
 /**
  * The page of `listMessages`, over the `(thread_id, created_at, id)` index, and its total: from
@@ -291,15 +298,16 @@ export function messagePageStatements(
   const args = [...scopeArgs, ...dates.map((d) => d.ms)];
   const count =
     dates.length > 0
-      ? `COUNT(*) AS total FROM ${messages} ${where}`
-      : `COALESCE(SUM(n), 0) AS total FROM ${messageCounts} WHERE ${scope}`;
+      ? `SELECT COUNT(*) AS total FROM ${messages} ${where}`
+      : `SELECT COALESCE(SUM(n), 0) AS total FROM ${messageCounts} WHERE ${scope}`;
+  const countArgs = dates.length > 0 ? args : scopeArgs;
   return {
     rows: {
-      sql: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} ${where}
+      sql: `SELECT ${MESSAGE_COLUMNS}${limit ? `, (${count}) AS ${PAGE_TOTAL}` : ''} FROM ${messages} ${where}
             ORDER BY created_at ${direction}, id ${direction}${limit ? ' LIMIT ? OFFSET ?' : ''}`,
-      args: limit ? [...args, limit.limit, limit.offset] : args,
+      args: limit ? [...countArgs, ...args, limit.limit, limit.offset] : args,
     },
-    count: { sql: `SELECT ${count}`, args: dates.length > 0 ? args : scopeArgs, one: true },
+    count: { sql: count, args: countArgs, one: true },
   };
 }
 

@@ -138,6 +138,49 @@ describe('libsql: storage layout', () => {
     }
   });
 
+  it('reads a page and its total in one statement (the total a scalar subquery), an empty page apart', async () => {
+    const { url } = fileUrl();
+    const store = await open(url);
+    for (const id of ['t1', 't2', 't3']) await store.saveThread(thread(id, 'r', 1));
+    await store.saveMessages(
+      Array.from({ length: 5 }, (_, i) => ({
+        id: `m${i}`,
+        threadId: 't1',
+        resourceId: 'r',
+        role: 'user' as const,
+        content: `message ${i}`,
+        type: 'text',
+        createdAt: new Date(10 + i),
+      })),
+    );
+    const raw = createClient({ url });
+    try {
+      const { rows } = messagePageStatements({ threadId: 't1', direction: 'DESC' }, { limit: 2, offset: 0 });
+      const page = await raw.execute(rows);
+      expect(page.rows.map((r) => [r.id, Number(r.page_total)])).toEqual([
+        ['m4', 5],
+        ['m3', 5],
+      ]);
+      const plan = await raw.execute({ sql: `EXPLAIN QUERY PLAN ${rows.sql}`, args: rows.args });
+      const detail = plan.rows.map((r) => String(r.detail)).join('\n');
+      expect(detail).toMatch(/SCALAR SUBQUERY[\s\S]*engram_message_counts/);
+      expect(detail).not.toMatch(/TEMP B-TREE/);
+    } finally {
+      raw.close();
+    }
+    const messages = await store.listMessages({ threadId: 't1', perPage: 2, direction: 'DESC' });
+    expect([messages.messages.map((m) => m.id), messages.total]).toEqual([['m4', 'm3'], 5]);
+    const past = await store.listMessages({ threadId: 't1', page: 9, perPage: 2 });
+    expect([past.messages.length, past.total]).toEqual([0, 5]);
+    const threads = await store.listThreads({ resourceId: 'r', perPage: 2 });
+    expect([threads.threads.length, threads.total]).toEqual([2, 3]);
+    const none = await store.listThreads({ resourceId: 'r', page: 9, perPage: 2 });
+    expect([none.threads.length, none.total]).toEqual([0, 3]);
+    expect(Object.keys(threads.threads[0] ?? {}).sort()).toEqual(
+      ['createdAt', 'id', 'metadata', 'resourceId', 'title', 'updatedAt'],
+    );
+  });
+
   it('keeps the message counts equal to the messages through saves, moves and deletes', async () => {
     const { url } = fileUrl();
     const store = await open(url);

@@ -108,7 +108,13 @@ export class PostgresDriver implements Driver<PostgresTx> {
     },
     readPage: async (query) => {
       const { page, count } = sql.listThreads(this.names, query);
-      return { kind: 'page', threads: await this.rows<Thread>(page), total: () => this.count(count) };
+      const rows = await this.rows<Thread & { [sql.PAGE_TOTAL]?: number }>(page);
+      const known = rows[0]?.[sql.PAGE_TOTAL];
+      return {
+        kind: 'page',
+        threads: rows.map(({ [sql.PAGE_TOTAL]: _, ...thread }): Thread => thread),
+        total: known ?? (() => this.count(count)),
+      };
     },
   };
 

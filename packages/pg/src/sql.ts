@@ -158,7 +158,11 @@ export function statements(n: Names) {
 
 export type Statements = ReturnType<typeof statements>;
 
-/** A page of `listThreads` and the count of all its threads: metadata keys compared as JSON values. */
+/**
+ * A page of `listThreads` and the count of all its threads: metadata keys compared as JSON values.
+ * Each row of the page also carries the count (`PAGE_TOTAL`, a scalar subquery run once), so a
+ * page and its total take one round trip; `count` is for an empty page.
+ */
 export function listThreads(n: Names, args: ThreadQuery): { page: Statement; count: Statement } {
   const p = new Params();
   const where = args.resourceId === undefined ? [] : [`resource_id = ${p.add(args.resourceId)}`];
@@ -168,7 +172,7 @@ export function listThreads(n: Names, args: ThreadQuery): { page: Statement; cou
   const from = `FROM ${n.threads}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
   const count = { text: `SELECT count(*)::int AS total ${from}`, values: [...p.values] };
   const column = args.orderBy === 'createdAt' ? 'created_at' : 'updated_at';
-  let text = `SELECT ${THREAD} ${from} ORDER BY ${column} ${args.direction}, id ${args.direction}`;
+  let text = `SELECT ${THREAD}, (${count.text}) AS ${PAGE_TOTAL} ${from} ORDER BY ${column} ${args.direction}, id ${args.direction}`;
   if (args.perPage !== false)
     text += ` LIMIT ${p.add(args.perPage)} OFFSET ${p.add(args.page * args.perPage)}`;
   return { page: { text, values: p.values }, count };

@@ -105,7 +105,7 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
     expectIndexOnly(await explain(statement), 5);
   });
 
-  it('the newest 20 reads its total from the kept count, in the page statement: one round trip, no count(*)', async () => {
+  it('the newest 20 reads its total from the kept count, in the page statement: one round trip, no count(*); a page of threads and its count are one statement', async () => {
     await db.query('ANALYZE');
     const count = sql.countMessages(names, newest20);
     expect(count.text).not.toMatch(/count\(\*\)/i);
@@ -154,6 +154,17 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       });
       expect(ranged.total).toBe(THREAD_SIZE - 7_200);
       expect(sent.some((text) => /count\(\*\)/i.test(text))).toBe(true);
+      // A page of threads carries its total too: one statement; an empty page counts apart.
+      sent.length = 0;
+      const threads = await recorded.listThreads({ resourceId, perPage: 2 });
+      expect(threads.total).toBe(3);
+      expect(threads.threads.map((t) => Object.keys(t).sort().join())).toEqual([
+        'createdAt,id,metadata,resourceId,title,updatedAt',
+        'createdAt,id,metadata,resourceId,title,updatedAt',
+      ]);
+      expect(sent.length).toBe(1);
+      const beyond = await recorded.listThreads({ resourceId, page: 5, perPage: 2 });
+      expect([beyond.threads.length, beyond.total]).toEqual([0, 3]);
     } finally {
       await recorded.close();
       await pool.end();
