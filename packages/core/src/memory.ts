@@ -578,11 +578,13 @@ export class Memory {
       },
     }).semanticRecall;
     if (!overrides) throw invalid('recall: bad semantic recall overrides');
-    const history = await this.history({
+    // The history is read beside the searches when its length is bounded (`last` a number).
+    const last = args.last ?? this.options.lastMessages;
+    const history = this.history({
       threadId: args.threadId,
       resourceId: args.resourceId,
       last: args.last,
-    });
+    }).then((messages) => new Set(messages.map((m) => m.id)));
     return engine.recall({
       threadId: args.threadId,
       resourceId: args.resourceId,
@@ -591,7 +593,10 @@ export class Memory {
       scope: overrides.scope,
       before: overrides.before,
       after: overrides.after,
-      exclude: new Set(history.map((m) => m.id)),
+      exclude:
+        Number.isInteger(last) && (last as number) >= 0
+          ? { pending: history, atMost: last as number }
+          : await history,
       signal: args.signal,
     });
   }

@@ -203,7 +203,11 @@ export class RecallEngine {
     return rows.length;
   }
 
-  /** Recalls messages similar to `query` for a turn in `threadId` of `resourceId`. */
+  /**
+   * Recalls messages similar to `query` for a turn in `threadId` of `resourceId`. The searches
+   * (both lists at once in hybrid mode) run beside the read of the history when `exclude` is
+   * still pending; the hits' messages are read in one call, and the windows of each thread at once.
+   */
   async recall(args: {
     threadId: string;
     resourceId: string;
@@ -212,8 +216,12 @@ export class RecallEngine {
     scope?: 'resource' | 'thread';
     before?: number;
     after?: number;
-    /** Ids already in the model's context (the recent history); never returned. */
-    exclude: Set<string>;
+    /**
+     * Ids already in the model's context (the recent history); never returned. Either known, or
+     * still being read (`pending`, at most `atMost` ids): the searches then ask for `atMost` more
+     * hits and drop the history's after, so they need not wait for the read.
+     */
+    exclude: ReadonlySet<string> | { pending: Promise<ReadonlySet<string>>; atMost: number };
     signal?: AbortSignal;
   }): Promise<RecallResult> {
     const usage: EmbeddingUsage = { tokens: 0, calls: 0 };
@@ -221,55 +229,78 @@ export class RecallEngine {
     const scope = args.scope ?? this.config.scope;
     const before = args.before ?? this.config.before;
     const after = args.after ?? this.config.after;
-    const search = {
-      resourceId: args.resourceId,
-      threadId: scope === 'thread' ? args.threadId : undefined,
-      excludeIds: [...args.exclude],
-    };
     const mode = this.config.mode;
     // Hybrid looks deeper into each list, so a hit ranked just below `topK` in both can win.
     const depth = mode === 'hybrid' ? Math.min(MAX_TOP_K, Math.max(20, topK * 4)) : topK;
-    const byVector =
-      mode === 'keyword' ? [] : await this.vectorHits(args.query, depth, search, usage, args.signal);
-    const byKeyword = mode === 'vector' ? [] : await this.keywordHits(args.query, depth, search);
+    let known = 'pending' in args.exclude ? undefined : args.exclude;
+    const pending = 'pending' in args.exclude ? args.exclude : undefined;
+    if (pending && depth + pending.atMost > MAX_TOP_K) known = await pending.pending;
+    const asked = known ? depth : depth + (pending?.atMost ?? 0);
+    const search = {
+      resourceId: args.resourceId,
+      threadId: scope === 'thread' ? args.threadId : undefined,
+      excludeIds: known ? [...known] : [],
+      topK: asked,
+    };
+    const [vectorFound, keywordFound, exclude] = await Promise.all([
+      mode === 'keyword' ? [] : this.vectorSearch(args.query, search, usage, args.signal),
+      mode === 'vector' ? [] : this.keywordSearch(args.query, search),
+      known ?? (pending as { pending: Promise<ReadonlySet<string>> }).pending,
+    ]);
+    const outside = <H extends { messageId: string }>(hits: H[]) =>
+      hits.filter((h) => !exclude.has(h.messageId)).slice(0, depth);
+    const [byVector, byKeyword] = await this.withMessages(outside(vectorFound), outside(keywordFound));
     const ranked = mode === 'hybrid' ? fuse(byVector, byKeyword).slice(0, topK) : [...byVector, ...byKeyword];
-    return { hits: await this.withWindows(ranked, args.resourceId, before, after, args.exclude), usage };
+    return { hits: await this.withWindows(ranked, args.resourceId, before, after, exclude), usage };
   }
 
-  /** Vector hits above the threshold whose text is unchanged, best first. */
-  private async vectorHits(
+  /** Vector hits above the threshold, best first (their text not checked yet). */
+  private async vectorSearch(
     query: string,
-    topK: number,
-    search: { resourceId: string; threadId?: string; excludeIds: string[] },
+    search: { resourceId: string; threadId?: string; excludeIds: string[]; topK: number },
     usage: EmbeddingUsage,
     signal?: AbortSignal,
-  ): Promise<Ranked[]> {
+  ): Promise<VectorHit[]> {
     const vector = await this.queryVector(query, usage, signal);
     if (!vector) return [];
     const space = await this.claim(vector.length);
-    const found = await this.vectors.searchVectors({ space, vector, topK, ...search });
+    const found = await this.vectors.searchVectors({ space, vector, ...search });
     const min = this.config.threshold.vector;
-    const fresh = await this.freshHits(min === undefined ? found : found.filter((h) => h.score >= min));
-    return fresh.map(({ hit, message }) => ({ message, score: hit.score, scores: { vector: hit.score } }));
+    return min === undefined ? found : found.filter((h) => h.score >= min);
   }
 
   /** Keyword hits above the threshold, best first. */
-  private async keywordHits(
+  private async keywordSearch(
     query: string,
-    topK: number,
-    search: { resourceId: string; threadId?: string; excludeIds: string[] },
-  ): Promise<Ranked[]> {
+    search: { resourceId: string; threadId?: string; excludeIds: string[]; topK: number },
+  ): Promise<KeywordHit[]> {
     if (!this.keywords) return [];
-    const found: KeywordHit[] = await this.keywords.search({ query, topK, ...search });
+    const found = await this.keywords.search({ query, ...search });
     const min = this.config.threshold.keyword;
-    const kept = min === undefined ? found : found.filter((h) => h.score >= min);
-    if (kept.length === 0) return [];
-    const messages = await this.storage.listMessagesById({ ids: kept.map((h) => h.messageId) });
+    return min === undefined ? found : found.filter((h) => h.score >= min);
+  }
+
+  /**
+   * The hits of both lists with their messages, read in one call: a vector hit only while its
+   * message exists and still has the text the vector was made from, a keyword hit while its
+   * message exists.
+   */
+  private async withMessages(byVector: VectorHit[], byKeyword: KeywordHit[]): Promise<[Ranked[], Ranked[]]> {
+    const ids = [...new Set([...byVector, ...byKeyword].map((h) => h.messageId))];
+    if (ids.length === 0) return [[], []];
+    const messages = await this.storage.listMessagesById({ ids });
     const byId = new Map(messages.map((m) => [m.id, m]));
-    return kept.flatMap((hit) => {
+    const vector: Ranked[] = [];
+    for (const hit of byVector) {
+      const message = byId.get(hit.messageId);
+      if (message && (await textHash(messageText(message))) === hit.hash)
+        vector.push({ message, score: hit.score, scores: { vector: hit.score } });
+    }
+    const keyword = byKeyword.flatMap((hit): Ranked[] => {
       const message = byId.get(hit.messageId);
       return message ? [{ message, score: hit.score, scores: { keyword: hit.score } }] : [];
     });
+    return [vector, keyword];
   }
 
   /**
@@ -360,42 +391,28 @@ export class RecallEngine {
     );
   }
 
-  /** Hits whose message still exists and still has the text the vector was made from. */
-  private async freshHits(found: VectorHit[]): Promise<{ hit: VectorHit; message: Message }[]> {
-    if (found.length === 0) return [];
-    const messages = await this.storage.listMessagesById({ ids: found.map((h) => h.messageId) });
-    const byId = new Map(messages.map((m) => [m.id, m]));
-    const fresh: { hit: VectorHit; message: Message }[] = [];
-    for (const hit of found) {
-      const message = byId.get(hit.messageId);
-      if (message && (await textHash(messageText(message))) === hit.hash) fresh.push({ hit, message });
-    }
-    return fresh;
-  }
-
   /** Adds each hit's window from its own thread; de-duplicates against history and earlier hits. */
   private async withWindows(
     hits: Ranked[],
     resourceId: string,
     before: number,
     after: number,
-    exclude: Set<string>,
+    exclude: ReadonlySet<string>,
   ): Promise<RecallHit[]> {
-    const byThread = new Map<string, Message[]>();
-    for (const threadId of new Set(hits.map((h) => h.message.threadId))) {
-      const ofThread = hits.filter((h) => h.message.threadId === threadId);
-      const page = await this.storage.listMessages({
-        threadId,
-        resourceId,
-        perPage: 0,
-        include: ofThread.map((h) => ({
-          id: h.message.id,
-          withPreviousMessages: before,
-          withNextMessages: after,
-        })),
-      });
-      byThread.set(threadId, page.messages);
-    }
+    const threads = [...new Set(hits.map((h) => h.message.threadId))];
+    const pages = await Promise.all(
+      threads.map((threadId) =>
+        this.storage.listMessages({
+          threadId,
+          resourceId,
+          perPage: 0,
+          include: hits
+            .filter((h) => h.message.threadId === threadId)
+            .map((h) => ({ id: h.message.id, withPreviousMessages: before, withNextMessages: after })),
+        }),
+      ),
+    );
+    const byThread = new Map(threads.map((threadId, i) => [threadId, pages[i]?.messages ?? []]));
     const shown = new Set(exclude);
     const out: RecallHit[] = [];
     for (const { message, score, scores } of hits) {

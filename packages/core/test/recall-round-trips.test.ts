@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { createLexicalEmbedder, InMemoryStore, Memory, type MemoryStorage } from '../src/index.ts';
+
+type Call = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * `store` with its reads of recall slowed down (10 ms each) and logged as `> name` when they start
+ * and `< name` when they end, so the order shows which reads waited for which.
+ */
+function traced(store: InMemoryStore, log: string[]): MemoryStorage {
+  const timed =
+    (label: (args: unknown[]) => string, call: Call): Call =>
+    async (...args) => {
+      const name = label(args);
+      log.push(`> ${name}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      try {
+        return await call(...args);
+      } finally {
+        log.push(`< ${name}`);
+      }
+    };
+  const wrap = <T extends object>(target: T, names: Record<string, (args: unknown[]) => string>): T =>
+    new Proxy(target, {
+      get(object, key) {
+        const value = Reflect.get(object, key, object);
+        if (typeof value !== 'function') return value;
+        const bound = value.bind(object) as Call;
+        const label = typeof key === 'string' ? names[key] : undefined;
+        return label ? timed(label, bound) : bound;
+      },
+    });
+  const vectors = wrap(store.vectors as object, { searchVectors: () => 'searchVectors' });
+  const keywords = wrap(store.keywords as object, { search: () => 'keywords.search' });
+  return new Proxy(
+    wrap(store, {
+      listMessages: ([query]) =>
+        (query as { perPage?: number }).perPage === 0
+          ? `window ${(query as { threadId: string }).threadId}`
+          : 'history',
+      listMessagesById: () => 'listMessagesById',
+    }),
+    {
+      get: (object, key) =>
+        key === 'vectors' ? vectors : key === 'keywords' ? keywords : Reflect.get(object, key),
+    },
+  ) as MemoryStorage;
+}
+
+const say = (threadId: string, content: string, id: string, at: number) => ({
+  id,
+  threadId,
+  resourceId: 'u1',
+  role: 'user' as const,
+  content,
+  createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, at)),
+});
+
+describe('memory.recall round trips', () => {
+  it('searches beside the history read, reads the hits of both lists in one call and every window at once', async () => {
+    const store = new InMemoryStore();
+    const log: string[] = [];
+    const memory = new Memory({
+      storage: traced(store, log),
+      embedder: createLexicalEmbedder(),
+      options: { lastMessages: 2, semanticRecall: { mode: 'hybrid', topK: 3, messageRange: 1 } },
+    });
+    for (const threadId of ['a', 'b', 'c', 'now']) await memory.createThread({ resourceId: 'u1', threadId });
+    let at = 0;
+    for (const threadId of ['a', 'b', 'c']) {
+      await memory.saveMessages({
+        messages: [
+          say(threadId, `filler before in ${threadId}`, `${threadId}1`, at++),
+          say(threadId, `the ferry to Skye leaves from pier ${threadId}`, `${threadId}2`, at++),
+          say(threadId, `filler after in ${threadId}`, `${threadId}3`, at++),
+        ],
+      });
+    }
+    await memory.saveMessages({
+      messages: [
+        say('now', 'hello', 'n1', at++),
+        say('now', 'which pier does the ferry to Skye use', 'n2', at++),
+      ],
+    });
+
+    log.length = 0;
+    const { hits } = await memory.recall({ threadId: 'now', resourceId: 'u1', query: 'ferry to Skye pier' });
+    expect(hits.map((h) => h.message.id).sort()).toEqual(['a2', 'b2', 'c2']);
+    expect(hits.every((h) => h.window.length === 3)).toBe(true);
+
+    const started = (name: string) => log.indexOf(`> ${name}`);
+    const ended = (name: string) => log.indexOf(`< ${name}`);
+    // Both searches start before the history read ends.
+    expect(started('searchVectors')).toBeLessThan(ended('history'));
+    expect(started('keywords.search')).toBeLessThan(ended('history'));
+    // One read of the hits' messages for both lists.
+    expect(log.filter((entry) => entry === '> listMessagesById')).toHaveLength(1);
+    // Every window read starts before the first one ends.
+    const windows = ['a', 'b', 'c'].map((t) => `window ${t}`);
+    const firstEnd = Math.min(...windows.map(ended));
+    expect(windows.every((w) => started(w) >= 0 && started(w) < firstEnd)).toBe(true);
+  });
+
+  it('asks for as many more hits as the history can hold, so hits in the history do not crowd the others out', async () => {
+    const memory = new Memory({
+      storage: new InMemoryStore(),
+      options: { lastMessages: 5, semanticRecall: { mode: 'keyword', topK: 3, messageRange: 0 } },
+    });
+    await memory.createThread({ resourceId: 'u1', threadId: 't' });
+    // Message i says "kiwi" i + 1 times: the newest five, the history, rank best.
+    await memory.saveMessages({
+      messages: Array.from({ length: 10 }, (_, i) =>
+        say('t', `${'kiwi '.repeat(i + 1)}and some other words here`, `m${i}`, i),
+      ),
+    });
+    const { hits } = await memory.recall({ threadId: 't', resourceId: 'u1', query: 'kiwi' });
+    expect(hits.map((h) => h.message.id)).toEqual(['m4', 'm3', 'm2']);
+    const whole = await memory.recall({ threadId: 't', resourceId: 'u1', query: 'kiwi', last: false });
+    expect(whole.hits).toEqual([]);
+    const none = await memory.recall({ threadId: 't', resourceId: 'u1', query: 'kiwi', last: 0 });
+    expect(none.hits.map((h) => h.message.id)).toEqual(['m9', 'm8', 'm7']);
+  });
+});
