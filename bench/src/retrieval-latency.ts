@@ -1,5 +1,6 @@
-import type { MemoryStorage, Message } from '@engram/core';
+import { createLexicalEmbedder, Memory, type MemoryStorage, type Message } from '@engram/core';
 import { percentile, time } from './measure.ts';
+import { DIMENSIONS } from './recall.ts';
 import { FULL, generateDataset } from './retrieval-data.ts';
 import type { RawKeywords } from './target.ts';
 
@@ -14,8 +15,10 @@ export interface LatencyRow {
   messages: number;
   engram: Latency;
   raw?: Latency;
-  /** Mean hits per query over the dataset's first 20 questions (each side), a check that both searched. */
-  meanHits: { engram: number; raw?: number };
+  /** `memory.recall` in hybrid mode (keyword and vector lists fused), when the store has vectors. */
+  hybrid?: Latency;
+  /** Mean hits per query over the dataset's first 20 questions (each side), a check that each searched. */
+  meanHits: { engram: number; raw?: number; hybrid?: number };
 }
 
 export interface LatencyAdapterResult {
@@ -30,6 +33,8 @@ export interface LatencyAdapterResult {
 
 export interface LatencySettings {
   sizes: number[];
+  /** The largest size this adapter runs (its fixture cap), and why. */
+  cap?: { messages: number; reason: string } | null;
   iterations: number;
   budgetMs: number;
 }
@@ -48,9 +53,12 @@ function summary(samples: number[]): Latency {
 }
 
 /**
- * Grows one resource to each size (messages saved through the store, so its keyword index is
+ * Grows one resource to each size (messages saved through `Memory` in hybrid mode with core's
+ * lexical embedder, so the keyword index and, where the store has vectors, the vectors are
  * written as in use), then times keyword searches of the dataset's questions: engram's
- * `keywords.search` and the raw full-text query alternately, after 10 untimed rounds.
+ * `keywords.search` and the raw full-text query alternately, after 10 untimed rounds, and
+ * `memory.recall` in hybrid mode (the query embedded by the lexical embedder, both lists, fusion,
+ * the hits' messages; `messageRange: 0`, no history).
  */
 export async function benchKeywordLatency(
   adapter: string,
@@ -62,6 +70,13 @@ export async function benchKeywordLatency(
   const keywords = storage.keywords;
   if (!keywords) return { adapter, skipped: 'the store has no keyword index', rows: [], setup: [] };
   const result: LatencyAdapterResult = { adapter, raw: raw?.describe, rows: [], setup: [] };
+  const hybrid = storage.vectors
+    ? new Memory({
+        storage,
+        embedder: createLexicalEmbedder({ dimensions: DIMENSIONS }),
+        options: { lastMessages: 0, semanticRecall: { mode: 'hybrid', topK: TOP_K, messageRange: 0 } },
+      })
+    : null;
   const tag = `kl${Date.now().toString(36)}`;
   const resourceId = `${tag}-r`;
   const threads = Array.from({ length: THREADS }, (_, i) => `${tag}-t${i}`);
@@ -69,7 +84,12 @@ export async function benchKeywordLatency(
   for (const id of threads)
     await storage.createThread({ id, resourceId, title: id, metadata: {}, createdAt: now, updatedAt: now });
   let written = 0;
-  for (const size of settings.sizes) {
+  const sizes = settings.sizes.filter((n) => !settings.cap || n <= settings.cap.messages);
+  if (sizes.length < settings.sizes.length && settings.cap)
+    result.note = `ran ${sizes.join(' and ')} messages, not ${settings.sizes.filter((n) => !sizes.includes(n)).join(', ')}: ${settings.cap.reason}`;
+  if (!hybrid)
+    result.note = `${result.note ? `${result.note} ` : ''}No hybrid row: the store has no vectors.`;
+  for (const size of sizes) {
     const started = performance.now();
     while (written < size) {
       const batch: Message[] = [];
@@ -84,7 +104,7 @@ export async function benchKeywordLatency(
           createdAt: new Date(1_767_000_000_000 + written * 1000),
         });
       }
-      await storage.saveMessages(batch);
+      await (hybrid ? hybrid.saveMessages({ messages: batch }) : storage.saveMessages(batch));
     }
     await settle?.();
     result.setup.push({ step: `grow to ${size} messages`, seconds: (performance.now() - started) / 1000 });
@@ -94,7 +114,18 @@ export async function benchKeywordLatency(
       ? (i: number) =>
           raw.search(resourceId, keywords.analyzer.terms(QUERIES[i % QUERIES.length] as string), TOP_K)
       : undefined;
-    const sides: ((i: number) => Promise<unknown[]>)[] = rawSide ? [engramSide, rawSide] : [engramSide];
+    const hybridSide = hybrid
+      ? async (i: number) =>
+          (
+            await hybrid.recall({
+              threadId: threads[0] as string,
+              resourceId,
+              query: QUERIES[i % QUERIES.length] as string,
+            })
+          ).hits
+      : undefined;
+    const sides: ((i: number) => Promise<unknown[]>)[] = [engramSide, ...(rawSide ? [rawSide] : [])];
+    if (hybridSide) sides.push(hybridSide);
     const samples: number[][] = sides.map(() => []);
     const begun = performance.now();
     for (let i = 0; i < 10; i++) for (const side of sides) await side(i + 1_000);
@@ -116,9 +147,14 @@ export async function benchKeywordLatency(
     };
     result.rows.push({
       messages: size,
-      meanHits: { engram: await mean(engramSide), ...(rawSide ? { raw: await mean(rawSide) } : {}) },
+      meanHits: {
+        engram: await mean(engramSide),
+        ...(rawSide ? { raw: await mean(rawSide) } : {}),
+        ...(hybridSide ? { hybrid: await mean(hybridSide) } : {}),
+      },
       engram: summary(samples[0] as number[]),
       ...(rawSide ? { raw: summary(samples[1] as number[]) } : {}),
+      ...(hybridSide ? { hybrid: summary(samples.at(-1) as number[]) } : {}),
     });
   }
   return result;

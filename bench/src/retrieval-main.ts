@@ -89,15 +89,26 @@ export async function runRetrieval(adapters: string[], quick: boolean, out: stri
 }
 
 /**
- * `--retrieval-latency`: keyword search at 1k and 10k messages in one resource, engram against
- * the backend's own full-text query. Writes `<date>[-quick]-retrieval-latency.json` and `.md`.
+ * `--retrieval-latency`: keyword search at 1k, 10k and 100k messages (`--quick`: 1k and 10k) in
+ * one resource, engram against the backend's own full-text query, and hybrid `memory.recall`. Writes `<date>[-quick]-retrieval-latency.json` and `.md`.
  */
 export async function runRetrievalLatency(adapters: string[], quick: boolean, out: string): Promise<void> {
-  const settings = { sizes: [1_000, 10_000], iterations: quick ? 40 : 120, budgetMs: quick ? 6_000 : 20_000 };
+  const settings = {
+    sizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000],
+    iterations: quick ? 40 : 120,
+    budgetMs: quick ? 6_000 : 20_000,
+  };
   const date = new Date().toISOString();
   const results = await eachAdapter<LatencyAdapterResult>(
     adapters,
-    (name, opened) => benchKeywordLatency(name, opened.storage, opened.rawKeywords, settings, opened.settle),
+    async (name, opened) =>
+      benchKeywordLatency(
+        name,
+        opened.storage,
+        opened.rawKeywords,
+        { ...settings, cap: await (await loadTarget(name)).fixtureCap?.() },
+        opened.settle,
+      ),
     (adapter, skipped) => ({ adapter, skipped, rows: [], setup: [] }),
   );
   const run: LatencyRun = { date, machine: machine(), quick, sizes: settings.sizes, results };

@@ -93,21 +93,21 @@ function deltaNote(reference: Scores, keyword: Scores | undefined): string {
 
 export function latencyMarkdown(run: LatencyRun): string {
   const lines = [
-    `# Keyword search latency${run.quick ? ' (quick)' : ''} — ${run.date.slice(0, 10)}`,
+    `# Keyword and hybrid search latency${run.quick ? ' (quick)' : ''} — ${run.date.slice(0, 10)}`,
     '',
-    `${run.machine}. One resource of ${run.sizes.map((n) => n.toLocaleString('en')).join(' and ')} messages (10 threads, texts of the retrieval dataset); queries are the dataset's questions, top 10. engram = \`storage.keywords.search\` (what \`memory.recall\` in keyword mode runs); raw = the backend's own full-text query on the same index, run directly in the same process, alternating with engram's.`,
+    `${run.machine}. One resource of ${run.sizes.map((n) => n.toLocaleString('en')).join(', ')} messages (10 threads, texts of the retrieval dataset, saved through \`Memory\` in hybrid mode with core's lexical embedder); queries are the dataset's questions, top 10. engram = \`storage.keywords.search\` (what \`memory.recall\` in keyword mode runs); raw = the backend's own full-text query on the same index, run directly in the same process, alternating with engram's; hybrid = \`memory.recall\` in hybrid mode (the query embedded, both lists searched and fused, the hits' messages read; no history, no windows), in the same rounds.`,
     '',
-    '| adapter | messages | engram median ms | engram p95 ms | raw median ms | raw p95 ms | engram / raw | hits / query (engram, raw) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| adapter | messages | engram median ms | engram p95 ms | raw median ms | raw p95 ms | engram / raw | hybrid median ms | hybrid p95 ms | hits / query (engram, raw, hybrid) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of run.results) {
     if (r.skipped) {
-      lines.push(`| ${r.adapter} | not run: ${r.skipped} | | | | | | |`);
+      lines.push(`| ${r.adapter} | not run: ${r.skipped} | | | | | | | | |`);
       continue;
     }
     for (const row of r.rows) {
       lines.push(
-        `| ${r.adapter} | ${row.messages.toLocaleString('en')} | ${ms(row.engram.median)} | ${ms(row.engram.p95)} | ${ms(row.raw?.median)} | ${ms(row.raw?.p95)} | ${row.raw ? (row.engram.median / row.raw.median).toFixed(2) : '—'} | ${row.meanHits.engram.toFixed(1)}, ${row.meanHits.raw?.toFixed(1) ?? '—'} |`,
+        `| ${r.adapter} | ${row.messages.toLocaleString('en')} | ${ms(row.engram.median)} | ${ms(row.engram.p95)} | ${ms(row.raw?.median)} | ${ms(row.raw?.p95)} | ${row.raw ? (row.engram.median / row.raw.median).toFixed(2) : '—'} | ${ms(row.hybrid?.median)} | ${ms(row.hybrid?.p95)} | ${row.meanHits.engram.toFixed(1)}, ${row.meanHits.raw?.toFixed(1) ?? '—'}, ${row.meanHits.hybrid?.toFixed(1) ?? '—'} |`,
       );
     }
   }
