@@ -118,7 +118,11 @@ export class LibSQLDriver implements Driver<Transaction> {
       const { rows, count } = sql.listThreadsStatements(query, limit);
       if (!limit) {
         const [page, counted] = await this.read([rows, count]);
-        return { kind: 'page', threads: page?.rows.map(toThread) ?? [], total: Number(counted?.rows[0]?.total) };
+        return {
+          kind: 'page',
+          threads: page?.rows.map(toThread) ?? [],
+          total: Number(counted?.rows[0]?.total),
+        };
       }
       const page = (await this.run(rows)).rows;
       return { kind: 'page', threads: page.map(toThread), total: await this.totalOf(page, count) };

@@ -176,9 +176,14 @@ describe('libsql: storage layout', () => {
     expect([threads.threads.length, threads.total]).toEqual([2, 3]);
     const none = await store.listThreads({ resourceId: 'r', page: 9, perPage: 2 });
     expect([none.threads.length, none.total]).toEqual([0, 3]);
-    expect(Object.keys(threads.threads[0] ?? {}).sort()).toEqual(
-      ['createdAt', 'id', 'metadata', 'resourceId', 'title', 'updatedAt'],
-    );
+    expect(Object.keys(threads.threads[0] ?? {}).sort()).toEqual([
+      'createdAt',
+      'id',
+      'metadata',
+      'resourceId',
+      'title',
+      'updatedAt',
+    ]);
   });
 
   it('keeps the message counts equal to the messages through saves, moves and deletes', async () => {
