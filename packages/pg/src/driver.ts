@@ -121,15 +121,20 @@ export class PostgresDriver implements Driver<PostgresTx> {
   readonly messages: MessageDriver<PostgresTx> = {
     readPage: async (query) => {
       type Row = Message & { [sql.PAGE_TOTAL]?: number };
+      const strip = ({ [sql.PAGE_TOTAL]: _, ...m }: Row): Message => m;
+      // Windows alone (`perPage: 0`, as recall reads them) carry the total themselves.
+      const windowsOnly = query.perPage === 0 && query.dateRange === undefined;
       const rows = query.perPage === 0 ? [] : await this.rows<Row>(sql.pageMessages(this.names, query));
-      // The page's rows carry the total when it was read with them (see `sql.pageMessages`).
-      const known = rows[0]?.[sql.PAGE_TOTAL];
-      const page = rows.map(({ [sql.PAGE_TOTAL]: _, ...m }): Message => m);
+      const windows =
+        query.include.length === 0
+          ? []
+          : await this.rows<Row>(sql.includeWindows(this.names, query, windowsOnly));
+      // The rows carry the total when it was read with them (see `sql.pageMessages`).
+      const known = rows[0]?.[sql.PAGE_TOTAL] ?? (windowsOnly ? windows[0]?.[sql.PAGE_TOTAL] : undefined);
       return {
-        page,
+        page: rows.map(strip),
         total: known ?? (() => this.count(sql.countMessages(this.names, query))),
-        windows:
-          query.include.length === 0 ? [] : await this.rows<Message>(sql.includeWindows(this.names, query)),
+        windows: windows.map(strip),
       };
     },
     byIds: async (ids, tx) =>

@@ -227,8 +227,11 @@ function keptCount(n: Names, args: MessageQuery, p: Params): string {
 /**
  * Every include window in one statement: for each target, its own thread's previous and next
  * messages (optionally restricted to one resource), each side an index range scan with a limit.
+ * `withTotal` (no date range): each row also carries the kept count (`PAGE_TOTAL`), for a call
+ * that reads windows only, so it takes one round trip.
  */
-export function includeWindows(n: Names, { include: windows, resourceId }: MessageQuery): Statement {
+export function includeWindows(n: Names, query: MessageQuery, withTotal = false): Statement {
+  const { include: windows, resourceId } = query;
   const p = new Params();
   const ids = p.add(windows.map((w) => w.id));
   const before = p.add(windows.map((w) => w.withPreviousMessages));
@@ -240,7 +243,7 @@ export function includeWindows(n: Names, { include: windows, resourceId }: Messa
       FROM unnest(${ids}::text[], ${before}::int[], ${after}::int[]) AS w(id, before, after)
       JOIN ${n.messages} t ON t.id = w.id${inScope('t')}
     )
-    SELECT x.* FROM targets, LATERAL (
+    SELECT x.*${withTotal ? `, (${keptCount(n, query, p)}) AS ${PAGE_TOTAL}` : ''} FROM targets, LATERAL (
       (SELECT ${message('m.')} FROM ${n.messages} m
         WHERE m.id = targets.id)
       UNION ALL

@@ -105,7 +105,7 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
     expectIndexOnly(await explain(statement), 5);
   });
 
-  it('the newest 20 reads its total from the kept count, in the page statement: one round trip, no count(*); a page of threads and its count are one statement', async () => {
+  it('the newest 20 reads its total from the kept count, in the page statement: one round trip, no count(*); windows alone and a page of threads carry their totals too', async () => {
     await db.query('ANALYZE');
     const count = sql.countMessages(names, newest20);
     expect(count.text).not.toMatch(/count\(\*\)/i);
@@ -154,6 +154,16 @@ describePg('query plans on a thread of 10,000 messages', (url) => {
       });
       expect(ranged.total).toBe(THREAD_SIZE - 7_200);
       expect(sent.some((text) => /count\(\*\)/i.test(text))).toBe(true);
+      // Windows alone (as recall reads them) carry the total too: one statement.
+      sent.length = 0;
+      const windows = await recorded.listMessages({
+        threadId,
+        perPage: 0,
+        include: [{ id: `${threadId}-m005000`, withPreviousMessages: 1, withNextMessages: 1 }],
+      });
+      expect(windows.messages.map((m) => m.id.slice(-4))).toEqual(['4999', '5000', '5001']);
+      expect([windows.total, sent.length]).toEqual([THREAD_SIZE, 1]);
+      expect(Object.keys(windows.messages[0] ?? {})).not.toContain('page_total');
       // A page of threads carries its total too: one statement; an empty page counts apart.
       sent.length = 0;
       const threads = await recorded.listThreads({ resourceId, perPage: 2 });
