@@ -108,34 +108,25 @@ export class PostgresDriver implements Driver<PostgresTx> {
     },
     readPage: async (query) => {
       const { page, count } = sql.listThreads(this.names, query);
-      const rows = await this.rows<Thread & { [sql.PAGE_TOTAL]?: number }>(page);
-      const known = rows[0]?.[sql.PAGE_TOTAL];
-      return {
-        kind: 'page',
-        threads: rows.map(({ [sql.PAGE_TOTAL]: _, ...thread }): Thread => thread),
-        total: known ?? (() => this.count(count)),
-      };
+      const [threads, known] = withoutTotal(await this.rows<Thread & Counted>(page));
+      return { kind: 'page', threads, total: known ?? (() => this.count(count)) };
     },
   };
 
   readonly messages: MessageDriver<PostgresTx> = {
     readPage: async (query) => {
-      type Row = Message & { [sql.PAGE_TOTAL]?: number };
-      const strip = ({ [sql.PAGE_TOTAL]: _, ...m }: Row): Message => m;
       // Windows alone (`perPage: 0`, as recall reads them) carry the total themselves.
       const windowsOnly = query.perPage === 0 && query.dateRange === undefined;
-      const rows = query.perPage === 0 ? [] : await this.rows<Row>(sql.pageMessages(this.names, query));
-      const windows =
+      const [page, pageTotal] = withoutTotal(
+        query.perPage === 0 ? [] : await this.rows<Message & Counted>(sql.pageMessages(this.names, query)),
+      );
+      const [windows, windowsTotal] = withoutTotal(
         query.include.length === 0
           ? []
-          : await this.rows<Row>(sql.includeWindows(this.names, query, windowsOnly));
-      // The rows carry the total when it was read with them (see `sql.pageMessages`).
-      const known = rows[0]?.[sql.PAGE_TOTAL] ?? (windowsOnly ? windows[0]?.[sql.PAGE_TOTAL] : undefined);
-      return {
-        page: rows.map(strip),
-        total: known ?? (() => this.count(sql.countMessages(this.names, query))),
-        windows: windows.map(strip),
-      };
+          : await this.rows<Message & Counted>(sql.includeWindows(this.names, query, windowsOnly)),
+      );
+      const known = pageTotal ?? (windowsOnly ? windowsTotal : undefined);
+      return { page, total: known ?? (() => this.count(sql.countMessages(this.names, query))), windows };
     },
     byIds: async (ids, tx) =>
       tx
@@ -211,4 +202,13 @@ export class PostgresDriver implements Driver<PostgresTx> {
       return (await this.one<Resource>(this.sql.upsertResource, values)) as Resource;
     },
   };
+}
+
+/** A row that may carry its statement's total (`sql.PAGE_TOTAL`, see `sql.pageMessages`). */
+type Counted = { [sql.PAGE_TOTAL]?: number };
+
+/** The rows without the total column, and the total they carried (`undefined` when none did). */
+function withoutTotal<R extends object>(rows: (R & Counted)[]): [R[], number | undefined] {
+  const total = rows[0]?.[sql.PAGE_TOTAL];
+  return [rows.map(({ [sql.PAGE_TOTAL]: _, ...row }) => row as R), total];
 }
