@@ -275,6 +275,46 @@ export const keywordRecallChecks = [
   ),
 
   check(
+    `the history's own matches do not crowd the other hits out of recall (keyword and hybrid)${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      keywordsOf(store);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      const modes = store.vectors ? (['keyword', 'hybrid'] as const) : (['keyword'] as const);
+      // Message i says "kiwi" i + 1 times among the same other words: the newest rank best.
+      const messages = Array.from({ length: 8 }, (_, i) => ({
+        id: `${t}-m${i}`,
+        threadId: t,
+        resourceId: r,
+        role: 'user' as const,
+        content: `${'kiwi '.repeat(i + 1)}<b>fruit</b> & "notes"`,
+        createdAt: at(i),
+      }));
+      for (const [n, mode] of modes.entries()) {
+        const memory = new Memory({
+          storage: store,
+          ...(mode === 'hybrid' ? { embedder: conformanceEmbedder() } : {}),
+          options: { lastMessages: 3, semanticRecall: { mode, topK: 2, messageRange: 0 } },
+        });
+        if (n === 0) {
+          await memory.createThread({ resourceId: r, threadId: t });
+          await memory.saveMessages({ messages });
+        } else await memory.reindex({ resourceId: r });
+        const { hits } = await memory.recall({ threadId: t, resourceId: r, query: 'kiwi' });
+        const found = hits.map((h) => h.message.id);
+        expectEqual(found.length, 2, `${mode}: two hits outside the history (the newest 3)`);
+        expectTrue(
+          found.every((id) => !['m5', 'm6', 'm7'].some((m) => id === `${t}-${m}`)),
+          `${mode}: no hit from the history`,
+        );
+        if (mode === 'keyword')
+          expectEqual(found, [`${t}-m4`, `${t}-m3`], 'keyword: the best two outside it');
+      }
+    },
+  ),
+
+  check(
     `hybrid recall fuses both lists and reports both scores [needs keywords and vectors]`,
     async (ctx) => {
       const store = await ctx.store();
