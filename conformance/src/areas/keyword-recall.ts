@@ -315,6 +315,66 @@ export const keywordRecallChecks = [
   ),
 
   check(
+    `hybrid recall never ranks a message below both of its ranks in the keyword and the vector list [needs keywords and vectors]`,
+    async (ctx) => {
+      const store = await ctx.store();
+      keywordsOf(store);
+      if (!store.vectors) skipCheck(`${store.name} declares no vectors (no hybrid recall)`);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      const memoryIn = (mode: 'keyword' | 'vector' | 'hybrid') =>
+        new Memory({
+          storage: store,
+          embedder: conformanceEmbedder(),
+          onEmbeddingError: (error) => {
+            throw error;
+          },
+          options: { lastMessages: 0, semanticRecall: { mode, topK: CORPUS.length, messageRange: 0 } },
+        });
+      const loader = memoryIn('hybrid');
+      await loader.createThread({ resourceId: r, threadId: t });
+      await loader.saveMessages({
+        messages: CORPUS.map((content, i) => ({
+          threadId: t,
+          resourceId: r,
+          role: 'user' as const,
+          content,
+          createdAt: at(i),
+        })),
+      });
+      const ranked = async (mode: 'keyword' | 'vector' | 'hybrid', query: string) =>
+        (await memoryIn(mode).recall({ threadId: t, resourceId: r, query })).hits.map((h) => h.message.id);
+      for (const query of [
+        'the dog in the garden park',
+        'weather today at the park',
+        'garden water summer day',
+      ]) {
+        const [byKeyword, byVector, hybrid] = await Promise.all([
+          ranked('keyword', query),
+          ranked('vector', query),
+          ranked('hybrid', query),
+        ]);
+        expectTrue(byKeyword.length >= 3, `"${query}": the keyword list finds several messages`);
+        for (const [i, id] of hybrid.entries()) {
+          const k = byKeyword.indexOf(id);
+          const v = byVector.indexOf(id);
+          if (k < 0 || v < 0) continue;
+          expectTrue(
+            i <= Math.max(k, v),
+            `"${query}": hybrid rank ${i + 1} of ${id} is below both its keyword rank ${k + 1} and its vector rank ${v + 1} (keyword ${JSON.stringify(byKeyword)}, vector ${JSON.stringify(byVector)}, hybrid ${JSON.stringify(hybrid)})`,
+          );
+        }
+        // Every message of either list is in the fused one, which holds nothing else.
+        expectEqual(
+          [...hybrid].sort(),
+          [...new Set([...byKeyword, ...byVector])].sort(),
+          `"${query}": hybrid holds the union of both lists`,
+        );
+      }
+    },
+  ),
+
+  check(
     `hybrid recall fuses both lists and reports both scores [needs keywords and vectors]`,
     async (ctx) => {
       const store = await ctx.store();

@@ -1,6 +1,6 @@
 import { sha256 } from './hash.ts';
 import type { ResolvedMemoryOptions } from './memory-options.ts';
-import type { RecallMode } from './recall/engine.ts';
+import type { RecallMode, ResolvedSemanticRecall } from './recall/engine.ts';
 import type { MemoryStorage } from './storage/contract.ts';
 import type { JsonObject, WorkingMemoryScope } from './storage/records.ts';
 import { ENGRAM_VERSION } from './version.ts';
@@ -42,6 +42,8 @@ export interface MemoryConfigRecord {
         topK: number;
         messageRange: { before: number; after: number };
         scope: WorkingMemoryScope;
+        /** Hybrid mode only: how the two lists were fused. */
+        fusion?: { rankConstant: number; weights: { vector: number; keyword: number } };
       };
   observationalMemory:
     | false
@@ -53,6 +55,20 @@ export interface MemoryConfigRecord {
         bufferActivation: number;
         blockAfter: number;
       };
+}
+
+function recallRecord(
+  recall: ResolvedSemanticRecall,
+  mode: RecallMode,
+): MemoryConfigRecord['semanticRecall'] {
+  const { rankConstant, weights } = recall.fusion;
+  return {
+    mode,
+    topK: recall.topK,
+    messageRange: { before: recall.before, after: recall.after },
+    scope: recall.scope,
+    ...(mode === 'hybrid' ? { fusion: { rankConstant, weights: { ...weights } } } : {}),
+  };
 }
 
 /** The record of a resolved configuration; `recallMode`: the mode the recall engine chose. */
@@ -81,14 +97,7 @@ export async function configRecord(
       sha256: await sha256(jsonSchema ? JSON.stringify(jsonSchema) : template),
     },
     lastMessages: options.lastMessages,
-    semanticRecall: recall
-      ? {
-          mode: recallMode ?? recall.mode ?? 'keyword',
-          topK: recall.topK,
-          messageRange: { before: recall.before, after: recall.after },
-          scope: recall.scope,
-        }
-      : false,
+    semanticRecall: recall ? recallRecord(recall, recallMode ?? recall.mode ?? 'keyword') : false,
     observationalMemory: om
       ? {
           scope: om.scope,

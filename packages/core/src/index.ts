@@ -178,6 +178,8 @@ export {
   normalize,
 } from './recall/embedder.ts';
 export {
+  DEFAULT_FUSION,
+  type RecallFusion,
   type RecallHit,
   type RecallMode,
   type RecallResult,

@@ -5,7 +5,13 @@ import {
   type ResolvedObservationalMemory,
   resolveObservationalMemory,
 } from './observations/options.ts';
-import type { RecallMode, RecallThreshold, ResolvedSemanticRecall } from './recall/engine.ts';
+import {
+  DEFAULT_FUSION,
+  type RecallFusion,
+  type RecallMode,
+  type RecallThreshold,
+  type ResolvedSemanticRecall,
+} from './recall/engine.ts';
 import type { WorkingMemoryScope } from './storage/records.ts';
 import { describe, isPlainObject } from './storage/validate.ts';
 import {
@@ -62,6 +68,14 @@ export interface SemanticRecallOptions {
    * none.
    */
   threshold?: { vector?: number; keyword?: number };
+  /**
+   * How hybrid mode fuses its two lists: weighted reciprocal-rank fusion, where a hit at rank r
+   * (from 1) of a list adds `weight / (rankConstant + r)`. Default `{ rankConstant: 60,
+   * weights: { vector: 1, keyword: 1 } }`. A larger keyword weight trusts exact words (names,
+   * ids, numbers) over meaning; a smaller `rankConstant` gives the top ranks of each list more
+   * lead. Used in hybrid mode only.
+   */
+  fusion?: { rankConstant?: number; weights?: { vector?: number; keyword?: number } };
   /** How many similar messages to retrieve, 1–1000. Default 3. */
   topK?: number;
   /**
@@ -76,6 +90,7 @@ export interface SemanticRecallOptions {
 /** Default semantic recall settings. */
 export const SEMANTIC_RECALL_DEFAULTS: ResolvedSemanticRecall = Object.freeze({
   threshold: Object.freeze({}),
+  fusion: DEFAULT_FUSION,
   topK: 3,
   before: 2,
   after: 2,
@@ -157,6 +172,7 @@ const OPTION_KEYS = Object.keys({
 const SEMANTIC_RECALL_KEYS = Object.keys({
   mode: true,
   threshold: true,
+  fusion: true,
   topK: true,
   messageRange: true,
   scope: true,
@@ -319,7 +335,45 @@ function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
     );
   }
   const threshold = resolveThreshold(value.threshold);
-  return Object.freeze({ ...(mode === undefined ? {} : { mode }), threshold, topK, before, after, scope });
+  const fusion = resolveFusion(value.fusion);
+  return Object.freeze({
+    ...(mode === undefined ? {} : { mode }),
+    threshold,
+    fusion,
+    topK,
+    before,
+    after,
+    scope,
+  });
+}
+
+function resolveFusion(value: unknown): RecallFusion {
+  if (value === undefined) return DEFAULT_FUSION;
+  const at = 'options.semanticRecall.fusion';
+  if (!isPlainObject(value)) {
+    throw invalid(`${at} must be { rankConstant?, weights?: { vector?, keyword? } }, got ${describe(value)}`);
+  }
+  assertKnownKeys(value, ['rankConstant', 'weights'], `${at}.`);
+  const nonNegative = (n: unknown, name: string, fallback: number): number => {
+    if (n === undefined) return fallback;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
+      throw invalid(`${at}.${name} must be a finite number ≥ 0, got ${describe(n)}`);
+    }
+    return n;
+  };
+  const weights = value.weights ?? {};
+  if (!isPlainObject(weights)) {
+    throw invalid(`${at}.weights must be { vector?, keyword? }, got ${describe(weights)}`);
+  }
+  assertKnownKeys(weights, ['vector', 'keyword'], `${at}.weights.`);
+  const d = DEFAULT_FUSION;
+  const vector = nonNegative(weights.vector, 'weights.vector', d.weights.vector);
+  const keyword = nonNegative(weights.keyword, 'weights.keyword', d.weights.keyword);
+  if (vector === 0 && keyword === 0) {
+    throw invalid(`${at}.weights cannot both be 0 (use mode 'vector' or 'keyword' for one list)`);
+  }
+  const rankConstant = nonNegative(value.rankConstant, 'rankConstant', d.rankConstant);
+  return Object.freeze({ rankConstant, weights: Object.freeze({ vector, keyword }) });
 }
 
 function resolveThreshold(value: unknown): RecallThreshold {

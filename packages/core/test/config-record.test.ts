@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStore, MemoryDriver } from '../src/driver.ts';
 import {
+  createLexicalEmbedder,
   ENGRAM_VERSION,
   InMemoryStore,
   MEMORY_CONFIG_KEY,
@@ -54,6 +55,20 @@ describe('Memory records its configuration in the store', () => {
     const json = JSON.stringify(record?.workingMemory.schema);
     expect(record?.workingMemory.sha256).toBe(createHash('sha256').update(json).digest('hex'));
     expect(Number.isNaN(Date.parse(record?.recordedAt ?? ''))).toBe(false);
+  });
+
+  it('hybrid mode records its fusion; the other modes do not', async () => {
+    const store = new InMemoryStore();
+    const memory = new Memory({
+      storage: store,
+      embedder: createLexicalEmbedder(),
+      options: { semanticRecall: { fusion: { rankConstant: 1, weights: { keyword: 3 } } } },
+    });
+    await memory.createThread({ resourceId: 'alice', threadId: uid('t') });
+    expect((await recorded(store))?.semanticRecall).toMatchObject({
+      mode: 'hybrid',
+      fusion: { rankConstant: 1, weights: { vector: 1, keyword: 3 } },
+    });
   });
 
   it('Markdown mode records the template text (core default when none is given)', async () => {

@@ -7,6 +7,7 @@ import {
   isMemoryError,
   Memory,
   type MemoryStorage,
+  type SemanticRecallOptions,
 } from '../src/index.ts';
 import { bm25Score, termCounts } from '../src/storage/keywords.ts';
 
@@ -176,5 +177,37 @@ describe('hybrid recall', () => {
     expect(hits[0]?.scores.keyword).toBeGreaterThan(0);
     expect(hits[0]?.scores.vector).toBeGreaterThan(0);
     expect(hits[0]?.score).toBeCloseTo(2 / 61, 12);
+  });
+
+  it('fusion weights and rank constant decide between the top hits of the keyword and vector lists', async () => {
+    const top = async (semanticRecall: SemanticRecallOptions) => {
+      const memory = new Memory({
+        storage: new InMemoryStore(),
+        embedder: createLexicalEmbedder(),
+        options: { lastMessages: 0, semanticRecall: { topK: 3, messageRange: 0, ...semanticRecall } },
+      });
+      await memory.createThread({ resourceId: 'u1', threadId: 'a' });
+      await memory.saveMessages({
+        messages: [
+          say('a', 'order 4471 shipped', 'm1'),
+          say('a', 'shipping the order to the office took ages, the order was late', 'm2'),
+          say('a', 'orders', 'm3'),
+        ],
+      });
+      const query = 'order 4471 shipping late office';
+      return (await memory.recall({ threadId: 'a', resourceId: 'u1', query })).hits;
+    };
+    const [byKeyword] = await top({ mode: 'keyword' });
+    const [byVector] = await top({ mode: 'vector' });
+    // The fixture's premise: the two lists disagree on the best hit.
+    expect(byKeyword?.message.id).not.toBe(byVector?.message.id);
+    const keywordLed = await top({ mode: 'hybrid', fusion: { rankConstant: 0, weights: { keyword: 10 } } });
+    const vectorLed = await top({ mode: 'hybrid', fusion: { rankConstant: 0, weights: { vector: 10 } } });
+    expect(keywordLed[0]?.message.id).toBe(byKeyword?.message.id);
+    expect(vectorLed[0]?.message.id).toBe(byVector?.message.id);
+    // Its score is Σ weight / (rankConstant + rank) over both lists, the keyword list's rank 1.
+    const vectorRank =
+      (await top({ mode: 'vector' })).findIndex((h) => h.message.id === byKeyword?.message.id) + 1;
+    expect(keywordLed[0]?.score).toBeCloseTo(10 / 1 + (vectorRank > 0 ? 1 / vectorRank : 0), 12);
   });
 });

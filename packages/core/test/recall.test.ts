@@ -70,6 +70,7 @@ describe('semantic recall options', () => {
     const memory = new Memory({ storage, embedder, options: { semanticRecall: true } });
     expect(memory.options.semanticRecall).toEqual({
       threshold: {},
+      fusion: { rankConstant: 60, weights: { vector: 1, keyword: 1 } },
       topK: 3,
       before: 2,
       after: 2,
@@ -85,6 +86,7 @@ describe('semantic recall options', () => {
     });
     expect(memory.options.semanticRecall).toEqual({
       threshold: {},
+      fusion: { rankConstant: 60, weights: { vector: 1, keyword: 1 } },
       topK: 3,
       before: 0,
       after: 3,
@@ -98,6 +100,11 @@ describe('semantic recall options', () => {
     [{ messageRange: -1 }, /messageRange must be an integer/],
     [{ scope: 'global' }, /scope must be 'resource' or 'thread'/],
     [{ topk: 3 }, /topk.*topK/],
+    [{ fusion: 60 }, /fusion must be \{ rankConstant\?, weights\?/],
+    [{ fusion: { rankConstant: -1 } }, /fusion.rankConstant must be a finite number ≥ 0, got number -1/],
+    [{ fusion: { weights: { keyword: Number.NaN } } }, /fusion.weights.keyword must be a finite number/],
+    [{ fusion: { weights: { vector: 0, keyword: 0 } } }, /cannot both be 0/],
+    [{ fusion: { weights: { text: 2 } } }, /fusion.weights.text/],
   ])('refuses %j with INVALID_ARGUMENT', async (semanticRecall, message) => {
     const error = await caught(
       () => new Memory({ storage, embedder, options: { semanticRecall: semanticRecall as never } }),

@@ -23,11 +23,24 @@ export interface RecallThreshold {
   readonly keyword?: number;
 }
 
+/**
+ * How hybrid recall fuses its two lists (weighted reciprocal-rank fusion): a hit at rank r (from
+ * 1) of a list adds `weight / (rankConstant + r)` for that list.
+ */
+export interface RecallFusion {
+  /** Damps the lead of the first ranks: larger evens them out. Default 60 (`RRF_K`). */
+  readonly rankConstant: number;
+  /** Weight of each list. Default 1 each. */
+  readonly weights: { readonly vector: number; readonly keyword: number };
+}
+
 /** Semantic recall settings with every default filled in. */
 export interface ResolvedSemanticRecall {
   /** `undefined`: chosen by `Memory` from the embedder and the store's domains. */
   readonly mode?: RecallMode;
   readonly threshold: RecallThreshold;
+  /** Hybrid mode's fusion of the two lists. */
+  readonly fusion: RecallFusion;
   readonly topK: number;
   /** Messages added before each hit, from the hit's own thread. */
   readonly before: number;
@@ -44,7 +57,7 @@ export interface RecallHit {
   threadId: string;
   /**
    * The ranking score of the mode: cosine similarity in [-1, 1] (vector), BM25 (keyword), or
-   * the reciprocal-rank-fusion score (hybrid).
+   * the (weighted) reciprocal-rank-fusion score (hybrid).
    */
   score: number;
   /** The hit's score in each list that found it (a hybrid hit may be in one list only). */
@@ -79,6 +92,12 @@ export interface ReindexProgress {
 const QUERY_CACHE = 32;
 /** Reciprocal-rank fusion's constant: a hit at rank r (from 1) of a list adds 1 / (RRF_K + r). */
 export const RRF_K = 60;
+
+/** Plain reciprocal-rank fusion: `RRF_K`, both lists weighted 1. */
+export const DEFAULT_FUSION: RecallFusion = Object.freeze({
+  rankConstant: RRF_K,
+  weights: Object.freeze({ vector: 1, keyword: 1 }),
+});
 
 /** What recall searches with: the store's domains and the embedder the mode needs. */
 export interface RecallSources {
@@ -250,7 +269,10 @@ export class RecallEngine {
     const outside = <H extends { messageId: string }>(hits: H[]) =>
       hits.filter((h) => !exclude.has(h.messageId)).slice(0, depth);
     const [byVector, byKeyword] = await this.withMessages(outside(vectorFound), outside(keywordFound));
-    const ranked = mode === 'hybrid' ? fuse(byVector, byKeyword).slice(0, topK) : [...byVector, ...byKeyword];
+    const ranked =
+      mode === 'hybrid'
+        ? fuse(byVector, byKeyword, this.config.fusion).slice(0, topK)
+        : [...byVector, ...byKeyword];
     return { hits: await this.withWindows(ranked, args.resourceId, before, after, exclude), usage };
   }
 
@@ -430,20 +452,25 @@ export class RecallEngine {
 }
 
 /**
- * Reciprocal-rank fusion: each message scores Σ 1 / (RRF_K + rank) over the lists that found it
- * (rank from 1), keeping its score in each list. Ties: newer first, then id (as hits are ordered).
+ * Weighted reciprocal-rank fusion: each message scores Σ weight / (rankConstant + rank) over the
+ * lists that found it (rank from 1), keeping its score in each list. Ties: newer first, then id
+ * (as hits are ordered).
  */
-export function fuse(byVector: Ranked[], byKeyword: Ranked[]): Ranked[] {
+export function fuse(
+  byVector: Ranked[],
+  byKeyword: Ranked[],
+  fusion: RecallFusion = DEFAULT_FUSION,
+): Ranked[] {
   const fused = new Map<string, Ranked>();
-  const add = (list: Ranked[]) =>
+  const add = (list: Ranked[], weight: number) =>
     list.forEach((hit, i) => {
       const entry = fused.get(hit.message.id) ?? { message: hit.message, score: 0, scores: {} };
-      entry.score += 1 / (RRF_K + i + 1);
+      entry.score += weight / (fusion.rankConstant + i + 1);
       Object.assign(entry.scores, hit.scores);
       fused.set(hit.message.id, entry);
     });
-  add(byVector);
-  add(byKeyword);
+  add(byVector, fusion.weights.vector);
+  add(byKeyword, fusion.weights.keyword);
   return [...fused.values()].sort((a, b) =>
     compareHits(
       { score: a.score, createdAt: a.message.createdAt, messageId: a.message.id },
