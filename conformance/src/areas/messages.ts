@@ -181,6 +181,34 @@ export const messagesChecks = [
     expectEqual(idsOf(page.messages), sorted(expected), "page of A + window around B's message in B");
   }),
 
+  check(
+    'include windows of several threads come in one listing, even of a thread that does not exist',
+    async (ctx) => {
+      const store = await ctx.store();
+      const r = ctx.id('r');
+      const a = await seeded(ctx, store, 4, r);
+      const b = await seeded(ctx, store, 4, r);
+      const include = [
+        { id: a.messages[1]!.id, withPreviousMessages: 1 },
+        { id: b.messages[2]!.id, withNextMessages: 1 },
+      ];
+      const expected = sorted([a.messages[0]!, a.messages[1]!, b.messages[2]!, b.messages[3]!]);
+      const fromA = await store.listMessages({ threadId: a.thread.id, resourceId: r, perPage: 0, include });
+      expectEqual(idsOf(fromA.messages), expected, "listed from A: A's window and B's");
+      const fromNone = await store.listMessages({
+        threadId: ctx.id('gone'),
+        resourceId: r,
+        perPage: 0,
+        include,
+      });
+      expectEqual(
+        idsOf(fromNone.messages),
+        expected,
+        'listed from a thread that does not exist: both windows',
+      );
+    },
+  ),
+
   check('include windows are restricted to resourceId', async (ctx) => {
     const store = await ctx.store();
     const mine = await seeded(ctx, store, 3);

@@ -112,6 +112,15 @@ interface Ranked {
   scores: { vector?: number; keyword?: number };
 }
 
+/** A hit to show: its id and thread as found, and (vector hits) the hash of the text it was made from. */
+interface Candidate {
+  messageId: string;
+  threadId: string;
+  hash?: string;
+  score: number;
+  scores: { vector?: number; keyword?: number };
+}
+
 /**
  * Core's half of recall. Vector mode: embeds message text (outside any storage transaction, in
  * batches, once per distinct text), stores the vectors through the store's primitives, and
@@ -225,7 +234,8 @@ export class RecallEngine {
   /**
    * Recalls messages similar to `query` for a turn in `threadId` of `resourceId`. The searches
    * (both lists at once in hybrid mode) run beside the read of the history when `exclude` is
-   * still pending; the hits' messages are read in one call, and the windows of each thread at once.
+   * still pending. With one list, its hits' messages come with their windows in one read; in
+   * hybrid mode both lists' messages are read in one call before fusion, then the windows.
    */
   async recall(args: {
     threadId: string;
@@ -268,11 +278,23 @@ export class RecallEngine {
     ]);
     const outside = <H extends { messageId: string }>(hits: H[]) =>
       hits.filter((h) => !exclude.has(h.messageId)).slice(0, depth);
+    if (mode !== 'hybrid') {
+      // One list: its hits are the answer, so their messages come with the windows' read.
+      const hits: Candidate[] =
+        mode === 'vector'
+          ? outside(vectorFound).map((h) => ({ ...h, scores: { vector: h.score } }))
+          : outside(keywordFound).map((h) => ({ ...h, scores: { keyword: h.score } }));
+      return { hits: await this.withWindows(hits, args.resourceId, before, after, exclude), usage };
+    }
     const [byVector, byKeyword] = await this.withMessages(outside(vectorFound), outside(keywordFound));
-    const ranked =
-      mode === 'hybrid'
-        ? fuse(byVector, byKeyword, this.config.fusion).slice(0, topK)
-        : [...byVector, ...byKeyword];
+    const ranked = fuse(byVector, byKeyword, this.config.fusion)
+      .slice(0, topK)
+      .map(({ message, score, scores }) => ({
+        messageId: message.id,
+        threadId: message.threadId,
+        score,
+        scores,
+      }));
     return { hits: await this.withWindows(ranked, args.resourceId, before, after, exclude), usage };
   }
 
@@ -414,36 +436,37 @@ export class RecallEngine {
   }
 
   /** Adds each hit's window from its own thread; de-duplicates against history and earlier hits. */
+  /**
+   * Each hit with its message and up to `before`/`after` neighbours of its own thread, in one
+   * read whatever the threads (a listing's windows come from each target's own thread). A hit
+   * whose message is gone, or (`hash`) whose text changed since its vector was made, is dropped.
+   */
   private async withWindows(
-    hits: Ranked[],
+    hits: Candidate[],
     resourceId: string,
     before: number,
     after: number,
     exclude: ReadonlySet<string>,
   ): Promise<RecallHit[]> {
-    const threads = [...new Set(hits.map((h) => h.message.threadId))];
-    const pages = await Promise.all(
-      threads.map((threadId) =>
-        this.storage.listMessages({
-          threadId,
-          resourceId,
-          perPage: 0,
-          include: hits
-            .filter((h) => h.message.threadId === threadId)
-            .map((h) => ({ id: h.message.id, withPreviousMessages: before, withNextMessages: after })),
-        }),
-      ),
-    );
-    const byThread = new Map(threads.map((threadId, i) => [threadId, pages[i]?.messages ?? []]));
+    const first = hits[0];
+    if (!first) return [];
+    const { messages } = await this.storage.listMessages({
+      threadId: first.threadId,
+      resourceId,
+      perPage: 0,
+      include: hits.map((h) => ({ id: h.messageId, withPreviousMessages: before, withNextMessages: after })),
+    });
+    const byThread = new Map<string, Message[]>();
+    for (const m of messages) byThread.set(m.threadId, [...(byThread.get(m.threadId) ?? []), m]);
     const shown = new Set(exclude);
     const out: RecallHit[] = [];
-    for (const { message, score, scores } of hits) {
-      if (shown.has(message.id)) continue;
+    for (const { messageId, hash, score, scores } of hits) {
+      if (shown.has(messageId)) continue;
+      const message = messages.find((m) => m.id === messageId);
+      if (!message || (hash !== undefined && (await textHash(messageText(message))) !== hash)) continue;
       const list = byThread.get(message.threadId) ?? [];
-      const at = list.findIndex((m) => m.id === message.id);
-      const window = (at < 0 ? [message] : list.slice(Math.max(0, at - before), at + after + 1)).filter(
-        (m) => !shown.has(m.id),
-      );
+      const at = list.indexOf(message);
+      const window = list.slice(Math.max(0, at - before), at + after + 1).filter((m) => !shown.has(m.id));
       for (const m of window) shown.add(m.id);
       out.push({ message, threadId: message.threadId, score, scores: { ...scores }, window });
     }
