@@ -19,6 +19,8 @@ const { values } = parseArgs({
     recall: { type: 'boolean', default: false },
     retrieval: { type: 'boolean', default: false },
     'retrieval-latency': { type: 'boolean', default: false },
+    /** `--retrieval` ranks the vector list with GloVe word vectors (path, or `default`). */
+    'word-vectors': { type: 'string' },
     observations: { type: 'boolean', default: false },
     out: { type: 'string', default: new URL('../results/', import.meta.url).pathname },
   },
@@ -33,8 +35,16 @@ if (values.recall) {
 if (values.retrieval || values['retrieval-latency']) {
   // Retrieval quality and keyword latency run on their own (src/retrieval-main.ts).
   const { runRetrieval, runRetrievalLatency } = await import('./retrieval-main.ts');
+  const { DEFAULT_WORD_VECTORS } = await import('./word-vectors.ts');
   const adapters = values.adapters.split(',');
-  if (values.retrieval) await runRetrieval(adapters, quick, values.out);
+  const wordVectors = values['word-vectors'];
+  if (values.retrieval)
+    await runRetrieval(
+      adapters,
+      quick,
+      values.out,
+      wordVectors === 'default' ? DEFAULT_WORD_VECTORS : wordVectors,
+    );
   if (values['retrieval-latency']) await runRetrievalLatency(adapters, quick, values.out);
   process.exit(0);
 }

@@ -1,5 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { createLexicalEmbedder, type EmbeddingModelLike } from '@engram/core';
+import { DIMENSIONS } from './recall.ts';
 import { benchRetrieval, referenceRankings } from './retrieval.ts';
 import { datasetShape, FULL, generateDataset, QUICK } from './retrieval-data.ts';
 import { benchKeywordLatency, type LatencyAdapterResult } from './retrieval-latency.ts';
@@ -11,6 +13,7 @@ import {
 } from './retrieval-report.ts';
 import type { RecallTarget } from './target.ts';
 import { loadTarget } from './targets.ts';
+import { createWordVectorEmbedder, loadWordVectors } from './word-vectors.ts';
 
 const machine = () => `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`;
 
@@ -60,10 +63,21 @@ function write(out: string, stamp: string, run: unknown, markdown: string): void
 
 /**
  * `--retrieval`: recall@1/5/10 of keyword, vector and hybrid recall on the generated
- * conversations (`--quick`: 3 of the 10), next to the BM25 reference. Writes
- * `<date>[-quick]-retrieval.json` and `.md`.
+ * conversations (`--quick`: 3 of the 10), next to the BM25 reference. The vector list comes
+ * from core's lexical embedder, or with `wordVectors` (a path) from GloVe word vectors. Writes
+ * `<date>[-quick]-retrieval[-word-vectors].json` and `.md`.
  */
-export async function runRetrieval(adapters: string[], quick: boolean, out: string): Promise<void> {
+export async function runRetrieval(
+  adapters: string[],
+  quick: boolean,
+  out: string,
+  wordVectors?: string,
+): Promise<void> {
+  let embedder: EmbeddingModelLike = createLexicalEmbedder({ dimensions: DIMENSIONS });
+  if (wordVectors) {
+    console.error(`loading word vectors from ${wordVectors}`);
+    embedder = createWordVectorEmbedder(loadWordVectors(wordVectors));
+  }
   const data = generateDataset(quick ? QUICK : FULL);
   const perConversation = referenceRankings(data, 'conversation');
   const overAll = referenceRankings(data, 'all');
@@ -71,21 +85,29 @@ export async function runRetrieval(adapters: string[], quick: boolean, out: stri
   const results = await eachAdapter(
     adapters,
     (name, opened) =>
-      benchRetrieval(name, opened.storage, data, {
-        conversation: perConversation.ranked,
-        all: overAll.ranked,
-      }),
+      benchRetrieval(
+        name,
+        opened.storage,
+        data,
+        {
+          conversation: perConversation.ranked,
+          all: overAll.ranked,
+        },
+        embedder,
+      ),
     (adapter, skipped) => ({ adapter, skipped, modes: {} }),
   );
   const run: RetrievalRun = {
     date,
     machine: machine(),
     quick,
+    embedder: wordVectors ? 'word-vectors' : 'lexical',
     dataset: datasetShape(data),
     reference: { conversation: perConversation.scores, all: overAll.scores },
     results,
   };
-  write(out, `${date.slice(0, 10)}${quick ? '-quick' : ''}-retrieval`, run, retrievalMarkdown(run));
+  const stamp = `${date.slice(0, 10)}${quick ? '-quick' : ''}-retrieval${wordVectors ? '-word-vectors' : ''}`;
+  write(out, stamp, run, retrievalMarkdown(run));
 }
 
 /**

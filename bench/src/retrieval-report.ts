@@ -1,4 +1,4 @@
-import { MODES, type ReferenceCorpus, type RetrievalAdapterResult, type Scores } from './retrieval.ts';
+import { type ReferenceCorpus, type RetrievalAdapterResult, RUNS, type Scores } from './retrieval.ts';
 import { CATEGORIES, type datasetShape } from './retrieval-data.ts';
 import type { LatencyAdapterResult } from './retrieval-latency.ts';
 
@@ -7,6 +7,8 @@ export interface RetrievalRun {
   date: string;
   machine: string;
   quick: boolean;
+  /** What the vector list was ranked with (`lexical`: core's; `word-vectors`: GloVe, `src/word-vectors.ts`). */
+  embedder?: 'lexical' | 'word-vectors';
   dataset: ReturnType<typeof datasetShape>;
   /**
    * The in-process BM25 reference over the same turns, statistics per conversation (a plain
@@ -36,14 +38,19 @@ const pct = (x: number | undefined) =>
 const ms = (x: number | undefined) =>
   x === undefined || Number.isNaN(x) ? '—' : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0);
 
+const vectorNote = (run: RetrievalRun) =>
+  run.embedder === 'word-vectors'
+    ? 'a sentence embedder from pre-trained GloVe word vectors (100 dimensions; the smooth-inverse-frequency weighted mean of the known words, `src/word-vectors.ts`): it finds meaning and misses ids and most numbers'
+    : "core's offline lexical embedder (256 dimensions): it matches words and character trigrams, not meaning";
+
 export function retrievalMarkdown(run: RetrievalRun): string {
   const d = run.dataset;
   const lines = [
-    `# Retrieval quality${run.quick ? ' (quick)' : ''} — ${run.date.slice(0, 10)}`,
+    `# Retrieval quality${run.quick ? ' (quick)' : ''}${run.embedder === 'word-vectors' ? ', vector list by word vectors' : ''} — ${run.date.slice(0, 10)}`,
     '',
     `${run.machine}. Dataset: seeded generator (\`src/retrieval-data.ts\`, seed ${d.seed}), ${d.conversations} conversations, ${d.sessions} sessions, ${d.turns} turns, ${d.questions} questions (${CATEGORIES.map((c) => `${c} ${d.byCategory[c]}`).join(', ')}).`,
     "Each conversation is one resource, each session one thread, each turn one message. `memory.recall` with `scope: resource`, `messageRange: 0`, `last: 0` (no history left out), top 10; recall@k = share of a question's evidence turns in the top k, averaged over questions.",
-    "vector = core's offline lexical embedder (256 dimensions); hybrid = reciprocal-rank fusion of both lists; BM25 reference = an in-process Okapi BM25 (`src/bm25.ts`) over the same turns and core's analyzed terms, searching the question's conversation, computed in the same run; its statistics (document frequencies, average length) per conversation, or over all conversations as libSQL and pg keep them (Upstash and MongoDB keep them per resource).",
+    `vector = ${vectorNote(run)}; hybrid = reciprocal-rank fusion of both lists (default: rank constant 60, both weighted 1; the second hybrid row weights the keyword list 3 with rank constant 1); BM25 reference = an in-process Okapi BM25 (\`src/bm25.ts\`) over the same turns and core's analyzed terms, searching the question's conversation, computed in the same run; its statistics (document frequencies, average length) per conversation, or over all conversations as libSQL and pg keep them (Upstash and MongoDB keep them per resource).`,
     '',
     '| adapter | mode | R@1 | R@5 | R@10 | median ms / query |',
     '| --- | --- | ---: | ---: | ---: | ---: |',
@@ -57,11 +64,11 @@ export function retrievalMarkdown(run: RetrievalRun): string {
       lines.push(`| ${r.adapter} | not run: ${r.skipped} | | | | |`);
       continue;
     }
-    for (const mode of MODES) {
-      const s = r.modes[mode];
+    for (const { label } of RUNS) {
+      const s = r.modes[label];
       if (s)
         lines.push(
-          `| ${r.adapter} | ${mode} | ${pct(s.all.r1)} | ${pct(s.all.r5)} | ${pct(s.all.r10)} | ${ms(s.medianMs)} |`,
+          `| ${r.adapter} | ${label} | ${pct(s.all.r1)} | ${pct(s.all.r5)} | ${pct(s.all.r10)} | ${ms(s.medianMs)} |`,
         );
     }
   }
@@ -74,7 +81,8 @@ export function retrievalMarkdown(run: RetrievalRun): string {
     `| ${adapter} | ${mode} | ${CATEGORIES.map((c) => `${pct(s.byCategory[c]?.r5)} / ${pct(s.byCategory[c]?.r10)}`).join(' | ')} |`;
   for (const [corpus, label] of REFERENCES) lines.push(row('—', label, run.reference[corpus]));
   for (const r of run.results)
-    for (const mode of MODES) if (r.modes[mode]) lines.push(row(r.adapter, mode, r.modes[mode] as Scores));
+    for (const { label } of RUNS)
+      if (r.modes[label]) lines.push(row(r.adapter, label, r.modes[label] as Scores));
   lines.push('', '## Per adapter', '');
   for (const r of run.results) {
     if (r.skipped) continue;

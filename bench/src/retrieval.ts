@@ -1,12 +1,12 @@
 import {
   createKeywordAnalyzer,
-  createLexicalEmbedder,
+  type EmbeddingModelLike,
   Memory,
   type MemoryStorage,
   type RecallMode,
+  type SemanticRecallOptions,
 } from '@engram/core';
 import { Bm25Index } from './bm25.ts';
-import { DIMENSIONS } from './recall.ts';
 import {
   CATEGORIES,
   type Category,
@@ -18,7 +18,29 @@ import {
 /** The cut-offs recall is reported at. */
 export const CUTOFFS = [1, 5, 10] as const;
 const TOP_K = Math.max(...CUTOFFS);
-export const MODES: readonly RecallMode[] = ['keyword', 'vector', 'hybrid'];
+
+/** One way of asking: a recall mode, and for hybrid its fusion. */
+export interface RecallRun {
+  /** The row's label in the results. */
+  label: string;
+  mode: RecallMode;
+  fusion?: SemanticRecallOptions['fusion'];
+}
+
+/**
+ * What every adapter is asked in: each mode with its defaults, and hybrid again with a fusion
+ * that trusts the keyword list more (its weight 3, rank constant 1).
+ */
+export const RUNS: readonly RecallRun[] = [
+  { label: 'keyword', mode: 'keyword' },
+  { label: 'vector', mode: 'vector' },
+  { label: 'hybrid', mode: 'hybrid' },
+  {
+    label: 'hybrid, keyword ×3, k 1',
+    mode: 'hybrid',
+    fusion: { rankConstant: 1, weights: { keyword: 3, vector: 1 } },
+  },
+];
 
 /** Mean recall of the evidence turns at each cut-off (0–1). */
 export type RecallAt = Record<`r${(typeof CUTOFFS)[number]}`, number>;
@@ -38,7 +60,8 @@ export interface RetrievalAdapterResult {
   ranking?: string;
   /** Seconds to load the dataset through `Memory` (threads, messages, vectors, keyword index). */
   loadSeconds?: number;
-  modes: Partial<Record<RecallMode, Scores>>;
+  /** Scores per run, by its label (`RUNS`). */
+  modes: Record<string, Scores>;
   /**
    * Keyword mode against the reference: the mean share of the reference's top 10 that keyword
    * mode's top 10 holds too (1 = the same sets).
@@ -109,9 +132,9 @@ export function score(qs: Question[], ranked: Map<string, string[]>, times: numb
 }
 
 /**
- * Loads `data` into `storage` through `Memory` (hybrid mode with core's lexical embedder, so
- * every message gets its vector and its keyword terms), then asks every question in each mode
- * with `memory.recall` (resource scope, `messageRange: 0`, nothing left out as history (`last: 0`), top 10).
+ * Loads `data` into `storage` through `Memory` (hybrid mode with `embedder`, so every message
+ * gets its vector and its keyword terms), then asks every question in each of `RUNS` with
+ * `memory.recall` (resource scope, `messageRange: 0`, nothing left out as history (`last: 0`), top 10).
  */
 export async function benchRetrieval(
   adapter: string,
@@ -119,11 +142,15 @@ export async function benchRetrieval(
   data: RetrievalDataset,
   /** The reference's rankings with each corpus, to compare keyword mode with the one the store's ranking uses. */
   reference: Record<ReferenceCorpus, Map<string, string[]>>,
+  embedder: EmbeddingModelLike,
 ): Promise<RetrievalAdapterResult> {
   if (!storage.keywords) return { adapter, skipped: 'the store has no keyword index', modes: {} };
-  const embedder = createLexicalEmbedder({ dimensions: DIMENSIONS });
-  const memoryIn = (mode: RecallMode) =>
-    new Memory({ storage, embedder, options: { semanticRecall: { mode, topK: TOP_K, messageRange: 0 } } });
+  const memoryIn = (mode: RecallMode, fusion?: RecallRun['fusion']) =>
+    new Memory({
+      storage,
+      embedder,
+      options: { semanticRecall: { mode, topK: TOP_K, messageRange: 0, ...(fusion ? { fusion } : {}) } },
+    });
   const tag = `rt${Date.now().toString(36)}`;
   const resourceOf = (cid: string) => `${tag}-${cid}`;
   const ownId = (id: string) => `${tag}-${id}`;
@@ -153,8 +180,8 @@ export async function benchRetrieval(
     modes: {},
   };
   const qs = questions(data);
-  for (const mode of MODES) {
-    const memory = memoryIn(mode);
+  for (const run of RUNS) {
+    const memory = memoryIn(run.mode, run.fusion);
     const ranked = new Map<string, string[]>();
     const times: number[] = [];
     for (const c of data.conversations) {
@@ -177,13 +204,13 @@ export async function benchRetrieval(
         );
       }
     }
-    result.modes[mode] = score(qs, ranked, times);
-    if (mode === 'keyword') {
+    result.modes[run.label] = score(qs, ranked, times);
+    if (run.mode === 'keyword') {
       // Upstash and MongoDB take BM25 statistics per resource, libSQL and pg over the whole index.
       result.referenceCorpus = storage.keywords.ranking === 'bm25' ? 'all' : 'conversation';
       result.keywordOverlap = overlap(qs, ranked, reference[result.referenceCorpus]);
     }
-    console.error(`  ${adapter}: ${mode} R@5 ${result.modes[mode]?.all.r5.toFixed(3)}`);
+    console.error(`  ${adapter}: ${run.label} R@5 ${result.modes[run.label]?.all.r5.toFixed(3)}`);
   }
   return result;
 }
