@@ -20,6 +20,7 @@ export {
   type KeywordAnalyzerOptions,
 } from './recall/analyzer.ts';
 export { assertWorkingMemoryField } from './storage/arguments.ts';
+export { type BackfillListener, type BackfillProgress, backfillListener } from './storage/backfill.ts';
 export {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,

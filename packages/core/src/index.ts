@@ -195,6 +195,7 @@ export {
   type LexicalEmbedderOptions,
 } from './recall/lexical-embedder.ts';
 export { messageText, textHash } from './recall/text.ts';
+export type { BackfillListener, BackfillProgress } from './storage/backfill.ts';
 export {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { BackfillListener } from '@engram/core/driver';
 import { createClient } from '@libsql/client';
 import { type Database, EmbeddedDatabase, inTransaction, type Transaction } from './embedded.ts';
 import { isBusyError } from './errors.ts';
@@ -12,6 +13,8 @@ export type Settings = LibSQLStoreOptions & {
   busyTimeoutMs: number;
   overFetch: number | null;
   cacheBytes: number | null;
+  /** `onBackfillProgress`, checked. */
+  onBackfill: BackfillListener;
 };
 
 /** The file path of a `file:` URL (`file:relative.db`, `file:/abs.db`, `file:///abs.db`). */

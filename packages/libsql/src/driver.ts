@@ -41,9 +41,11 @@ export class LibSQLDriver implements Driver<Transaction> {
   readonly settings: LibSQLSettings;
   readonly turns: LibSQLTurns;
   private readonly connection: Connection;
+  private readonly onBackfill: Settings['onBackfill'];
 
   constructor(options: Settings) {
     this.connection = new Connection(options);
+    this.onBackfill = options.onBackfill;
     const { processLocal } = this.connection;
     this.capabilities = { atomicWorkingMemory: true, transactionalBatches: true, processLocal };
     this.vectors = new LibSQLVectors(this.connection, options.overFetch, options.cacheBytes);
@@ -59,10 +61,13 @@ export class LibSQLDriver implements Driver<Transaction> {
    * reads it). Migrations apply once either way.
    */
   open(): Promise<void> {
-    return retry(() => this.connection.use((db) => migrate(db, SCHEMA_VERSION, this.keywords.analyzer)), {
-      adapter: ADAPTER,
-      retryable: isBusyError,
-    });
+    return retry(
+      () => this.connection.use((db) => migrate(db, SCHEMA_VERSION, this.keywords.analyzer, this.onBackfill)),
+      {
+        adapter: ADAPTER,
+        retryable: isBusyError,
+      },
+    );
   }
 
   close(): Promise<void> {

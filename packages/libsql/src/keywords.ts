@@ -1,4 +1,5 @@
 import {
+  type BackfillListener,
   type KeywordAnalyzer,
   type KeywordDriver,
   type KeywordHit,
@@ -52,16 +53,24 @@ export function indexStatements(written: readonly Message[], analyzer: KeywordAn
 
 /**
  * Indexes every message not indexed yet, in batches (the migration that adds the index, inside
- * its transaction). Messages without terms are looked at once and left out.
+ * its transaction), reporting after each batch. Messages without terms are looked at once and
+ * left out.
  */
-export async function backfillKeywords(tx: Executor, analyzer: KeywordAnalyzer): Promise<void> {
+export async function backfillKeywords(
+  tx: Executor,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
+  const counted = await tx.execute(`SELECT count(*) AS n FROM ${messages}`);
+  const total = Number(counted.rows[0]?.n ?? 0);
+  let done = 0;
   let after = -1;
   for (;;) {
     const { rows } = await tx.execute({
       sql: `SELECT rowid, id, role, content FROM ${messages} WHERE rowid > ? ORDER BY rowid LIMIT 500`,
       args: [after],
     });
-    if (rows.length === 0) return;
+    if (rows.length === 0) break;
     const batch = rows.map((row) => ({
       id: String(row.id),
       role: String(row.role),
@@ -69,7 +78,10 @@ export async function backfillKeywords(tx: Executor, analyzer: KeywordAnalyzer):
     })) as Message[];
     for (const statement of indexStatements(batch, analyzer)) await tx.execute(statement);
     after = Number(rows.at(-1)?.rowid);
+    done += rows.length;
+    progress({ backfill: 'keyword index', done, total });
   }
+  if (done === 0) progress({ backfill: 'keyword index', done, total });
 }
 
 /** FTS5 query text: each term a quoted string (quotes doubled), OR-ed: no operator survives. */

@@ -1,4 +1,9 @@
-import { defaultKeywordAnalyzer, type KeywordAnalyzer, MemoryError } from '@engram/core/driver';
+import {
+  type BackfillListener,
+  defaultKeywordAnalyzer,
+  type KeywordAnalyzer,
+  MemoryError,
+} from '@engram/core/driver';
 import { type Database, type Executor, inTransaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
 import { backfillKeywords, CREATE_KEYWORDS } from './keywords.ts';
@@ -10,7 +15,7 @@ export interface Migration {
   readonly name: string;
   readonly statements: readonly string[];
   /** Runs after the statements, in the same transaction: data the SQL alone cannot make. */
-  readonly backfill?: (tx: Executor, analyzer: KeywordAnalyzer) => Promise<void>;
+  readonly backfill?: (tx: Executor, analyzer: KeywordAnalyzer, progress: BackfillListener) => Promise<void>;
 }
 
 const {
@@ -263,6 +268,7 @@ export async function migrate(
   client: Database,
   target: number = SCHEMA_VERSION,
   analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
+  progress: BackfillListener = () => {},
 ): Promise<void> {
   const before = await appliedVersion(client);
   if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
@@ -274,7 +280,7 @@ export async function migrate(
     for (let version = current + 1; version <= target; version++) {
       const migration = MIGRATIONS[version - 1]!;
       for (const sql of migration.statements) await tx.execute(sql);
-      await migration.backfill?.(tx, analyzer);
+      await migration.backfill?.(tx, analyzer, progress);
       await tx.execute({
         sql: `INSERT INTO ${migrations} (version, name, applied_at) VALUES (?, ?, ?)`,
         args: [version, migration.name, Date.now()],

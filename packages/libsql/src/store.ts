@@ -1,4 +1,6 @@
 import {
+  type BackfillProgress,
+  backfillListener,
   checkClientShape,
   type KeywordAnalyzerOptions,
   type KeywordStore,
@@ -52,6 +54,12 @@ export type LibSQLStoreOptions = (
    * given.
    */
   keywords?: KeywordAnalyzerOptions;
+  /**
+   * Called as a schema upgrade fills in the keyword index for the messages already stored (after
+   * each batch of 500, and at the end). The upgrade runs in one transaction: stopped, it leaves
+   * nothing half-done and runs again at the next open. Errors it throws are ignored.
+   */
+  onBackfillProgress?: (progress: BackfillProgress) => void;
 };
 
 const invalidOption = (message: string) =>
@@ -81,7 +89,8 @@ function settings(options: LibSQLStoreOptions): Settings {
   if (cacheBytes !== null && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0)) {
     throw invalidOption(`vectors.cache.maxBytes must be a non-negative integer, got ${String(cacheBytes)}`);
   }
-  const valid = { busyTimeoutMs, overFetch: index ? overFetch : null, cacheBytes };
+  const onBackfill = backfillListener(options.onBackfillProgress, ADAPTER);
+  const valid = { busyTimeoutMs, overFetch: index ? overFetch : null, cacheBytes, onBackfill };
   if ('client' in options && options.client !== undefined) {
     const client = checkClientShape<Client>(options.client, {
       adapter: ADAPTER,

@@ -106,6 +106,58 @@ describe('libsql: versioned migrations', () => {
     }
   });
 
+  it('backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+    const url = dbFile();
+    const old = createClient({ url });
+    const keywordVersion = MIGRATIONS.findIndex((m) => m.name.startsWith('keyword index')) + 1;
+    await migrate(old, keywordVersion - 1);
+    const t = Date.UTC(2024, 0, 2);
+    await old.execute({
+      sql: 'INSERT INTO engram_threads VALUES (?, ?, ?, ?, ?, ?)',
+      args: ['th-k', 'user-k', 'Old', '{}', t, t],
+    });
+    await old.batch(
+      Array.from({ length: 1_201 }, (_, i) => ({
+        sql: 'INSERT INTO engram_messages (id, thread_id, resource_id, role, content, created_at, type) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        args: [
+          `m${i}`,
+          'th-k',
+          'user-k',
+          'user',
+          JSON.stringify(i === 700 ? 'the quokka smiled' : `note ${i}`),
+          t + i,
+          'v2',
+        ],
+      })),
+      'write',
+    );
+    old.close();
+
+    const reports: unknown[] = [];
+    const store = new LibSQLStore({
+      url,
+      onBackfillProgress: (progress) => {
+        reports.push(progress);
+        throw new Error('a listener that throws does not stop the upgrade');
+      },
+    });
+    try {
+      await store.init();
+      expect(reports).toEqual([
+        { backfill: 'keyword index', done: 500, total: 1_201 },
+        { backfill: 'keyword index', done: 1_000, total: 1_201 },
+        { backfill: 'keyword index', done: 1_201, total: 1_201 },
+      ]);
+      const hits = await store.keywords.search({ query: 'quokka', topK: 5, resourceId: 'user-k' });
+      expect(hits.map((h) => h.messageId)).toEqual(['m700']);
+    } finally {
+      await store.close();
+    }
+    expect(() => new LibSQLStore({ url, onBackfillProgress: 'log' as never })).toThrow(
+      /onBackfillProgress must be a function/,
+    );
+  });
+
   it('upgrades the one-statement save of schema 5: it no longer sets updatedAt back', async () => {
     const url = dbFile();
     const old = createClient({ url });

@@ -1,4 +1,6 @@
 import {
+  type BackfillListener,
+  backfillListener,
   checkClientShape,
   createKeywordAnalyzer,
   type Driver,
@@ -69,6 +71,8 @@ export class MongoDBDriver implements Driver<MongoTx> {
   /** Turn records: one document per turn (`turns.ts`). */
   readonly turns = turnDriver(this.connection);
 
+  private readonly onBackfill: BackfillListener;
+
   constructor(private readonly options: MongoDBStoreOptions) {
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';
     checkNames(options.dbName, this.collectionPrefix);
@@ -81,6 +85,7 @@ export class MongoDBDriver implements Driver<MongoTx> {
     this.client = createClient(options);
     this.ownsClient = this.client !== options.client;
     this.keywords = keywordDriver(this.connection, createKeywordAnalyzer(options.keywords));
+    this.onBackfill = backfillListener(options.onBackfillProgress, 'mongodb');
     this.messages = messageDriver(this.connection, this.keywords.analyzer);
   }
 
@@ -104,7 +109,7 @@ export class MongoDBDriver implements Driver<MongoTx> {
       (typeof hello.setName === 'string' || hello.msg === 'isdbgrid') &&
       hello.logicalSessionTimeoutMinutes != null;
     const store = collections(db, this.collectionPrefix);
-    await migrate(store, this.keywords.analyzer);
+    await migrate(store, this.keywords.analyzer, this.onBackfill);
     const writeLocks = this.options.writeLocks ?? 'auto';
     const locked = writeLocks === 'always' || (writeLocks === 'auto' && (ferretdb1 || !transactions));
     Object.assign(this.connection, {

@@ -1,4 +1,5 @@
 import {
+  type BackfillListener,
   type KeywordAnalyzer,
   type KeywordDriver,
   keywordTerms,
@@ -93,9 +94,17 @@ export async function indexMessages(
  * last id done is kept in the lock collection's document `keyword-backfill`, so a backfill cut
  * short goes on from there; it is deleted at the end.
  */
-export async function backfillKeywords(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
+export async function backfillKeywords(
+  collections: Collections,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
   const cursor = collections.locks as unknown as Collection<{ _id: string; after: string }>;
   let after = (await cursor.findOne({ _id: 'keyword-backfill' }))?.after;
+  const total = await collections.messages.countDocuments({});
+  // Resumed: the messages up to the kept place were done by the run that stopped.
+  let done = after === undefined ? 0 : await collections.messages.countDocuments({ _id: { $lte: after } });
+  let reported = false;
   for (;;) {
     const batch = await collections.messages
       .find(after === undefined ? {} : { _id: { $gt: after } })
@@ -115,6 +124,10 @@ export async function backfillKeywords(collections: Collections, analyzer: Keywo
     }
     after = batch.at(-1)?._id;
     await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: after as string }, { upsert: true });
+    done += batch.length;
+    reported = true;
+    progress({ backfill: 'keyword index', done, total: Math.max(total, done) });
   }
+  if (!reported) progress({ backfill: 'keyword index', done, total });
   await cursor.deleteOne({ _id: 'keyword-backfill' });
 }

@@ -1,4 +1,4 @@
-import type { KeywordAnalyzer } from '@engram/core/driver';
+import type { BackfillListener, KeywordAnalyzer } from '@engram/core/driver';
 import type { Collections } from './collections.ts';
 import { mongoError } from './errors.ts';
 import { backfillKeywords } from './keywords.ts';
@@ -25,7 +25,7 @@ async function createCollection(collections: Collections, name: keyof Collection
  */
 export const MIGRATIONS: readonly {
   name: string;
-  up(collections: Collections, analyzer: KeywordAnalyzer): Promise<void>;
+  up(collections: Collections, analyzer: KeywordAnalyzer, progress: BackfillListener): Promise<void>;
 }[] = [
   {
     name: 'collections, thread listing indexes and the (threadId, createdAt, _id) message index',
@@ -64,12 +64,12 @@ export const MIGRATIONS: readonly {
   },
   {
     name: 'keyword index (BM25 per resource): one document per message with text, backfilled',
-    async up(collections, analyzer) {
+    async up(collections, analyzer, progress) {
       await createCollection(collections, 'keywords');
       // One a command: FerretDB 1.24 panics on a createIndexes of several that already exist.
       await collections.keywords.createIndex({ resourceId: 1 }, { name: 'resource' });
       await collections.keywords.createIndex({ threadId: 1 }, { name: 'thread' });
-      await backfillKeywords(collections, analyzer);
+      await backfillKeywords(collections, analyzer, progress);
     },
   },
   {
@@ -111,18 +111,28 @@ async function appliedVersions(collections: Collections): Promise<Set<number>> {
  * several clients create the same indexes of a new database at once. Whoever gets the lock next
  * finds the versions recorded and does nothing.
  */
-export async function migrate(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
+export async function migrate(
+  collections: Collections,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener = () => {},
+): Promise<void> {
   const applied = await appliedVersions(collections);
   if (MIGRATIONS.every((_, i) => applied.has(i + 1))) return;
-  await new WriteLocks(collections.locks).hold(['migrations'], () => applyPending(collections, analyzer));
+  await new WriteLocks(collections.locks).hold(['migrations'], () =>
+    applyPending(collections, analyzer, progress),
+  );
 }
 
-async function applyPending(collections: Collections, analyzer: KeywordAnalyzer): Promise<void> {
+async function applyPending(
+  collections: Collections,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
   const applied = await appliedVersions(collections);
   for (const [i, migration] of MIGRATIONS.entries()) {
     const version = i + 1;
     if (applied.has(version)) continue;
-    await migration.up(collections, analyzer);
+    await migration.up(collections, analyzer, progress);
     // Not inserted when another process applied and recorded the same version meanwhile.
     await insertNew(collections.migrations, { _id: version, name: migration.name, appliedAt: new Date() });
   }

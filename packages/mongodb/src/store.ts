@@ -1,4 +1,9 @@
-import { type KeywordAnalyzerOptions, type KeywordStore, Store } from '@engram/core/driver';
+import {
+  type BackfillProgress,
+  type KeywordAnalyzerOptions,
+  type KeywordStore,
+  Store,
+} from '@engram/core/driver';
 import type { MongoClient, MongoClientOptions } from 'mongodb';
 import { MongoDBDriver } from './driver.ts';
 
@@ -56,6 +61,12 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
    * stop words, Porter stemming. Changing it does not re-index stored messages.
    */
   keywords?: KeywordAnalyzerOptions;
+  /**
+   * Called as a schema upgrade fills in the keyword index for the messages already stored (after
+   * each batch of 500, and at the end). Stopped, the upgrade resumes after the last batch done at
+   * the next open (its place is kept in the locks collection). Errors it throws are ignored.
+   */
+  onBackfillProgress?: (progress: BackfillProgress) => void;
 };
 
 /**

@@ -62,13 +62,41 @@ describeMongo('MongoDB keyword index, read back with a separate client', (url) =
     const db = raw.db(dbName);
     await db.collection(`${prefix}keywords`).deleteMany({});
     await db.collection<{ _id: number }>(`${prefix}migrations`).deleteOne({ _id: keywordVersion });
-    const upgraded = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
+    const reports: unknown[] = [];
+    const onBackfillProgress = (progress: unknown) => {
+      reports.push(progress);
+      throw new Error('a listener that throws does not stop the upgrade');
+    };
+    const upgraded = new MongoDBStore({ url, dbName, collectionPrefix: prefix, onBackfillProgress });
     const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
     expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);
-    expect(await db.collection(`${prefix}keywords`).countDocuments()).toBe(2 * TEXTS.length);
+    const total = 2 * TEXTS.length;
+    expect(await db.collection(`${prefix}keywords`).countDocuments()).toBe(total);
+    expect(reports).toEqual([{ backfill: 'keyword index', done: total, total }]);
     expect(await db.collection(`${prefix}locks`).countDocuments({ _id: 'keyword-backfill' as never })).toBe(
       0,
     );
     await upgraded.close();
+
+    // A run that stopped after resource x's messages: the next one resumes after them.
+    await db.collection(`${prefix}keywords`).deleteMany({});
+    await db.collection<{ _id: number }>(`${prefix}migrations`).deleteOne({ _id: keywordVersion });
+    const lastOfX = TEXTS.map((_, i) => `x-m${i}`)
+      .sort()
+      .at(-1) as string;
+    await db
+      .collection<{ _id: string; after: string }>(`${prefix}locks`)
+      .insertOne({ _id: 'keyword-backfill', after: lastOfX });
+    reports.length = 0;
+    const resumed = new MongoDBStore({ url, dbName, collectionPrefix: prefix, onBackfillProgress });
+    await resumed.init();
+    expect(reports).toEqual([{ backfill: 'keyword index', done: total, total }]);
+    const indexed = await db.collection(`${prefix}keywords`).find({}).toArray();
+    expect(indexed.every((d) => String(d._id).startsWith('y-'))).toBe(true);
+    expect(indexed).toHaveLength(TEXTS.length);
+    await resumed.close();
+    expect(() => new MongoDBStore({ url, dbName, onBackfillProgress: {} as never })).toThrow(
+      /onBackfillProgress must be a function/,
+    );
   });
 });

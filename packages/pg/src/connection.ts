@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createKeywordAnalyzer, MemoryError, RETRY, retry } from '@engram/core/driver';
+import { backfillListener, createKeywordAnalyzer, MemoryError, RETRY, retry } from '@engram/core/driver';
 import pg from 'pg';
 import { errorCode, isConnectionError } from './errors.ts';
 import { LATEST_VERSION, migrate } from './migrations.ts';
@@ -48,6 +48,7 @@ export class Connection {
         this.names,
         LATEST_VERSION,
         createKeywordAnalyzer(this.options.keywords),
+        backfillListener(this.options.onBackfillProgress, 'pg'),
       );
       if (this.options.preparedStatements === undefined) this.prepared = await isDirect(client);
       release();

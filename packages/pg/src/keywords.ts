@@ -1,4 +1,5 @@
 import {
+  type BackfillListener,
   BM25,
   type KeywordAnalyzer,
   type KeywordDriver,
@@ -74,23 +75,30 @@ export function indexMessages(n: Names, written: readonly Message[], analyzer: K
   };
 }
 
-/** Indexes every message in batches: the migration that adds the index, inside its transaction. */
+/** Indexes every message in batches (the migration that adds the index, inside its transaction), reporting after each. */
 export async function backfillKeywords(
   client: ClientBase,
   n: Names,
   analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
 ): Promise<void> {
+  const counted = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${n.messages}`);
+  const total = Number(counted.rows[0]?.n ?? 0);
+  let done = 0;
   let after = '';
   for (;;) {
     const { rows } = await client.query<{ id: string; role: Message['role']; content: Message['content'] }>(
       `SELECT id, role, content FROM ${n.messages} WHERE id > $1 ORDER BY id LIMIT 500`,
       [after],
     );
-    if (rows.length === 0) return;
+    if (rows.length === 0) break;
     const { text, values } = indexMessages(n, rows as Message[], analyzer);
     await client.query(text, values);
     after = rows.at(-1)?.id ?? after;
+    done += rows.length;
+    progress({ backfill: 'keyword index', done, total });
   }
+  if (done === 0) progress({ backfill: 'keyword index', done, total });
 }
 
 /**

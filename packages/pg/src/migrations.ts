@@ -1,4 +1,4 @@
-import { defaultKeywordAnalyzer, type KeywordAnalyzer } from '@engram/core/driver';
+import { type BackfillListener, defaultKeywordAnalyzer, type KeywordAnalyzer } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import { backfillKeywords, keywordTable } from './keywords.ts';
 import { type Names, quoteIdent } from './sql.ts';
@@ -7,7 +7,12 @@ import { type Names, quoteIdent } from './sql.ts';
 interface Migration {
   description: string;
   statements: (n: Names) => string[];
-  backfill?: (client: ClientBase, n: Names, analyzer: KeywordAnalyzer) => Promise<void>;
+  backfill?: (
+    client: ClientBase,
+    n: Names,
+    analyzer: KeywordAnalyzer,
+    progress: BackfillListener,
+  ) => Promise<void>;
 }
 
 /**
@@ -166,6 +171,7 @@ export async function migrate(
   n: Names,
   target = LATEST_VERSION,
   analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
+  progress: BackfillListener = () => {},
 ): Promise<number> {
   // The recorded version, or 0 when nothing was ever created.
   const [table] = (await client.query('SELECT to_regclass($1) AS found', [n.version])).rows;
@@ -191,7 +197,7 @@ export async function migrate(
     const from = row.rows[0]?.version ?? 0;
     for (const migration of MIGRATIONS.slice(from, target)) {
       for (const statement of migration.statements(n)) await client.query(statement);
-      await migration.backfill?.(client, n, analyzer);
+      await migration.backfill?.(client, n, analyzer, progress);
     }
     if (target > from) {
       const stamp = target >= SNAKE_CASE_VERSION ? 'updated_at' : '"updatedAt"';

@@ -1,4 +1,10 @@
-import { checkClientShape, type KeywordAnalyzerOptions, MemoryError } from '@engram/core/driver';
+import {
+  type BackfillProgress,
+  backfillListener,
+  checkClientShape,
+  type KeywordAnalyzerOptions,
+  MemoryError,
+} from '@engram/core/driver';
 import type pg from 'pg';
 import type { PostgresVectorOptions } from './vectors.ts';
 
@@ -22,6 +28,12 @@ export type PostgresStoreOptions = PostgresConnectionOptions & {
    * stop words, Porter stemming. Set it once per schema: the index keeps the terms it was given.
    */
   keywords?: KeywordAnalyzerOptions;
+  /**
+   * Called as a schema upgrade fills in the keyword index for the messages already stored (after
+   * each batch of 500, and at the end). The upgrade runs in one transaction: stopped, it leaves
+   * nothing half-done and runs again at the next open. Errors it throws are ignored.
+   */
+  onBackfillProgress?: (progress: BackfillProgress) => void;
   /** The schema holding every table and index; created when missing. Default `'public'`. */
   schemaName?: string;
   /** Prepended to every table and index name. Letters, digits and `_`. Default `'engram_'`. */
@@ -82,5 +94,6 @@ export function checkOptions(options: PostgresStoreOptions): { schemaName: strin
   if (options.preparedStatements !== undefined && typeof options.preparedStatements !== 'boolean') {
     throw invalid('preparedStatements must be a boolean');
   }
+  backfillListener(options.onBackfillProgress, 'pg');
   return { schemaName, prefix };
 }

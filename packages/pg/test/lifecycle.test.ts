@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LATEST_VERSION, PostgresStore } from '../src/index.ts';
-import { migrate } from '../src/migrations.ts';
+import { MIGRATIONS, migrate } from '../src/migrations.ts';
 import * as sql from '../src/sql.ts';
 import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
 import { objectsIn } from './objects.ts';
@@ -112,6 +112,57 @@ describePg('lifecycle: migrations and init', (url) => {
     } finally {
       await store.close();
     }
+  });
+
+  it('init() backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+    const schema = randomName('kwfill');
+    const names = sql.names(schema, 'engram_');
+    const keywordVersion = MIGRATIONS.findIndex((m) => m.description.startsWith('keyword index')) + 1;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const at = new Date('2024-01-02T00:00:00.000Z');
+    try {
+      expect(await migrate(client, names, keywordVersion - 1)).toBe(keywordVersion - 1);
+      await client.query(
+        `INSERT INTO ${names.threads} (id, resource_id, title, metadata, created_at, updated_at)
+          VALUES ('tk', 'rk', 'Old', '{}', $1, $1)`,
+        [at],
+      );
+      await client.query(
+        `INSERT INTO ${names.messages} (id, thread_id, resource_id, role, content, type, created_at)
+          SELECT 'm' || lpad(i::text, 4, '0'), 'tk', 'rk', 'user',
+                 to_jsonb(CASE WHEN i = 700 THEN 'the quokka smiled' ELSE 'note ' || i END), 'v2',
+                 $1::timestamptz + i * interval '1 second'
+          FROM generate_series(1, 1201) AS i`,
+        [at],
+      );
+    } finally {
+      await client.end();
+    }
+    const reports: unknown[] = [];
+    const store = new PostgresStore({
+      connectionString: db.url,
+      schemaName: schema,
+      onBackfillProgress: (progress) => {
+        reports.push(progress);
+        throw new Error('a listener that throws does not stop the upgrade');
+      },
+    });
+    try {
+      await store.init();
+      expect(reports).toEqual([
+        { backfill: 'keyword index', done: 500, total: 1_201 },
+        { backfill: 'keyword index', done: 1_000, total: 1_201 },
+        { backfill: 'keyword index', done: 1_201, total: 1_201 },
+      ]);
+      const hits = await store.keywords!.search({ query: 'quokka', topK: 5, resourceId: 'rk' });
+      expect(hits.map((h) => h.messageId)).toEqual(['m0700']);
+    } finally {
+      await store.close();
+    }
+    expect(() => new PostgresStore({ connectionString: db.url, onBackfillProgress: 1 as never })).toThrow(
+      /onBackfillProgress must be a function/,
+    );
   });
 
   it('init() upgrades a schema at migration 2 by counting the messages already there', async () => {

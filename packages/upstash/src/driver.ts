@@ -65,6 +65,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     private readonly prefix: string,
     vectorScanLimit: number,
     analyzer: core.KeywordAnalyzer,
+    private readonly onBackfill: core.BackfillListener,
   ) {
     this.vectors = upstashVectors(this.scripts, vectorScanLimit);
     this.keywords = upstashKeywords(this.scripts, analyzer);
@@ -97,7 +98,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         { adapter: ADAPTER },
       );
     }
-    if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer);
+    if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer, this.onBackfill);
     if (typeof resourceCursor === 'string') {
       await backfillResources(this.client, this.scripts, this.prefix, resourceCursor);
     }

@@ -146,8 +146,18 @@ if same then redis.call('LTRIM', queue, #A.threads, -1) end
 return frame(redis.call('LLEN', queue))
 `;
 
+/** The messages of the threads the backfill still has to index (its progress total). */
+const BACKFILL_SIZE = `
+local n = 0
+for _, t in ipairs(redis.call('LRANGE', K.keywordBackfill(), 0, -1)) do
+  n = n + redis.call('ZCARD', K.threadMessages(t))
+end
+return frame(n)
+`;
+
 export const KEYWORD_BODIES = {
   searchKeywords: SEARCH,
+  keywordBackfillSize: BACKFILL_SIZE,
   keywordBackfillRead: BACKFILL_READ,
   keywordBackfillWrite: BACKFILL_WRITE,
 };

@@ -1,4 +1,5 @@
 import {
+  type BackfillListener,
   BM25,
   compareKeywordHits,
   type KeywordAnalyzer,
@@ -95,17 +96,27 @@ export async function patchTerms(
 /**
  * Indexes the messages stored before the index existed (the layout migration queued their
  * threads): a batch of whole threads per round, analyzed here, written by a script that skips a
- * message changed since it was read. Resumable: the queue is the cursor, so an interrupted
- * backfill goes on at the next `open()`.
+ * message changed since it was read, reporting after each batch. Resumable: the queue is the
+ * cursor, so an interrupted backfill goes on at the next `open()` (its progress then counts what
+ * was left).
  */
-export async function backfillKeywords(call: Call, analyzer: KeywordAnalyzer): Promise<void> {
+export async function backfillKeywords(
+  call: Call,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
+  const total = Number(text(await call('keywordBackfillSize', {})));
+  let done = 0;
   for (;;) {
     const [threads, rows] = list(await call('keywordBackfillRead', { limit: BACKFILL_BATCH })).map(list);
-    if (!threads || threads.length === 0) return;
+    if (!threads || threads.length === 0) break;
     const messages = (rows ?? []).map((row) => {
       const [id, , role, content] = list(row).map(text) as [string, string, Message['role'], string];
       return { id, role, content, terms: keywordTerms({ role, content: JSON.parse(content) }, analyzer) };
     });
     await call('keywordBackfillWrite', { threads, messages });
+    done += messages.length;
+    progress({ backfill: 'keyword index', done, total: Math.max(total, done) });
   }
+  if (done === 0) progress({ backfill: 'keyword index', done, total });
 }

@@ -1,4 +1,6 @@
 import {
+  type BackfillProgress,
+  backfillListener,
   checkClientShape,
   createKeywordAnalyzer,
   type KeywordAnalyzerOptions,
@@ -25,6 +27,12 @@ export type UpstashStoreOptions = {
    * stop words, Porter stemming. Changing it does not re-index stored messages.
    */
   keywords?: KeywordAnalyzerOptions;
+  /**
+   * Called as a layout upgrade fills in the keyword index for the messages already stored (after
+   * each batch of threads, about 500 messages, and at the end). Stopped, the upgrade goes on with
+   * the threads left at the next open. Errors it throws are ignored.
+   */
+  onBackfillProgress?: (progress: BackfillProgress) => void;
 } & (
   | {
       /**
@@ -75,7 +83,8 @@ function driverOf(options: UpstashStoreOptions): UpstashDriver {
     throw invalid('vectorScanLimit must be a positive integer');
   }
   const analyzer = createKeywordAnalyzer(options.keywords);
-  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit, analyzer);
+  const onBackfill = backfillListener(options.onBackfillProgress, ADAPTER);
+  return new UpstashDriver(clientOf(options), prefix, vectorScanLimit, analyzer, onBackfill);
 }
 
 const CLIENT_SHAPE = {

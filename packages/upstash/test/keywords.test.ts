@@ -34,8 +34,8 @@ async function hash(key: string): Promise<Record<string, string>> {
   return Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, flat[i + 1] ?? '']] : [])));
 }
 
-async function open(sub: string) {
-  const store = new UpstashStore({ client: testClient(), prefix: `${prefix}:${sub}` });
+async function open(sub: string, onBackfillProgress?: (progress: unknown) => void) {
+  const store = new UpstashStore({ client: testClient(), prefix: `${prefix}:${sub}`, onBackfillProgress });
   await store.init();
   return store;
 }
@@ -88,11 +88,20 @@ describe.skipIf(upstashSkip)(
       const [, keys] = await raw.scan(0, { match: `${p}:keyword*`, count: 1000 });
       await raw.del(...keys);
       await raw.set(`${p}:schema`, '1');
-      const upgraded = await open('backfill');
+      const reports: unknown[] = [];
+      const upgraded = await open('backfill', (progress) => {
+        reports.push(progress);
+        throw new Error('a listener that throws does not stop the upgrade');
+      });
+      const total = 3 * TEXTS.length;
+      expect(reports.at(-1)).toEqual({ backfill: 'keyword index', done: total, total });
       expect(await raw.exists(`${p}:keyword-backfill`)).toBe(0);
       const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
       expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);
       expect(await hash(`${p}:keyword-stats:z`)).toMatchObject({ docs: String(TEXTS.length) });
+      expect(() => new UpstashStore({ client: raw, onBackfillProgress: [] as never })).toThrow(
+        /onBackfillProgress must be a function/,
+      );
     });
   },
 );
