@@ -435,11 +435,11 @@ export class RecallEngine {
     );
   }
 
-  /** Adds each hit's window from its own thread; de-duplicates against history and earlier hits. */
   /**
    * Each hit with its message and up to `before`/`after` neighbours of its own thread, in one
-   * read whatever the threads (a listing's windows come from each target's own thread). A hit
-   * whose message is gone, or (`hash`) whose text changed since its vector was made, is dropped.
+   * read whatever the threads (a listing's windows come from each target's own thread), without
+   * messages of `exclude` (the history) or of an earlier hit's window. A hit whose message is gone
+   * (or left the resource), or (`hash`) whose text changed since its vector was made, is dropped.
    */
   private async withWindows(
     hits: Candidate[],
@@ -457,7 +457,11 @@ export class RecallEngine {
       include: hits.map((h) => ({ id: h.messageId, withPreviousMessages: before, withNextMessages: after })),
     });
     const byThread = new Map<string, Message[]>();
-    for (const m of messages) byThread.set(m.threadId, [...(byThread.get(m.threadId) ?? []), m]);
+    for (const m of messages) {
+      const list = byThread.get(m.threadId);
+      if (list) list.push(m);
+      else byThread.set(m.threadId, [m]);
+    }
     const shown = new Set(exclude);
     const out: RecallHit[] = [];
     for (const { messageId, hash, score, scores } of hits) {
