@@ -69,6 +69,20 @@ const PLANTED: readonly [string, number][] = [
   ['TROMSØ in the spring', 1],
 ];
 
+/** Creates thread `threadId` of `resourceId` through `memory` and saves `CORPUS` in it, 1 ms apart. */
+async function saveCorpus(memory: Memory, resourceId: string, threadId: string): Promise<void> {
+  await memory.createThread({ resourceId, threadId });
+  await memory.saveMessages({
+    messages: CORPUS.map((content, i) => ({
+      threadId,
+      resourceId,
+      role: 'user' as const,
+      content,
+      createdAt: at(i),
+    })),
+  });
+}
+
 /** Keyword recall: BM25 on the store's keyword index, kept in the same write as the messages. */
 export const keywordRecallChecks = [
   check(
@@ -331,17 +345,7 @@ export const keywordRecallChecks = [
           },
           options: { lastMessages: 0, semanticRecall: { mode, topK: CORPUS.length, messageRange: 0 } },
         });
-      const loader = memoryIn('hybrid');
-      await loader.createThread({ resourceId: r, threadId: t });
-      await loader.saveMessages({
-        messages: CORPUS.map((content, i) => ({
-          threadId: t,
-          resourceId: r,
-          role: 'user' as const,
-          content,
-          createdAt: at(i),
-        })),
-      });
+      await saveCorpus(memoryIn('hybrid'), r, t);
       const ranked = async (mode: 'keyword' | 'vector' | 'hybrid', query: string) =>
         (await memoryIn(mode).recall({ threadId: t, resourceId: r, query })).hits.map((h) => h.message.id);
       for (const query of [
@@ -390,16 +394,7 @@ export const keywordRecallChecks = [
       });
       const r = ctx.id('r');
       const t = `${r}-t`;
-      await memory.createThread({ resourceId: r, threadId: t });
-      await memory.saveMessages({
-        messages: CORPUS.map((content, i) => ({
-          threadId: t,
-          resourceId: r,
-          role: 'user' as const,
-          content,
-          createdAt: at(i),
-        })),
-      });
+      await saveCorpus(memory, r, t);
       const { hits } = await memory.recall({ threadId: t, resourceId: r, query: 'locker code 80417' });
       expectEqual(hits[0]?.message.content, CORPUS[7], 'top hit');
       expectTrue(hits[0]?.scores.keyword !== undefined, 'the top hit reports its keyword score');
