@@ -73,7 +73,7 @@ export interface SemanticRecallOptions {
    * (from 1) of a list adds `weight / (rankConstant + r)`. Default `{ rankConstant: 60,
    * weights: { vector: 1, keyword: 1 } }`. A larger keyword weight trusts exact words (names,
    * ids, numbers) over meaning; a smaller `rankConstant` gives the top ranks of each list more
-   * lead. Used in hybrid mode only.
+   * lead. Each value is 0 or from 1e-6 to 1e6. Used in hybrid mode only.
    */
   fusion?: { rankConstant?: number; weights?: { vector?: number; keyword?: number } };
   /** How many similar messages to retrieve, 1–1000. Default 3. */
@@ -347,6 +347,10 @@ function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
   });
 }
 
+/** The range of a fusion weight or rank constant other than 0. */
+const FUSION_MIN = 1e-6;
+const FUSION_MAX = 1e6;
+
 function resolveFusion(value: unknown): RecallFusion {
   if (value === undefined) return DEFAULT_FUSION;
   const at = 'options.semanticRecall.fusion';
@@ -354,10 +358,13 @@ function resolveFusion(value: unknown): RecallFusion {
     throw invalid(`${at} must be { rankConstant?, weights?: { vector?, keyword? } }, got ${describe(value)}`);
   }
   assertKnownKeys(value, ['rankConstant', 'weights'], `${at}.`);
+  // Bounded so that fused scores neither overflow nor underflow and ranks stay apart.
   const nonNegative = (n: unknown, name: string, fallback: number): number => {
     if (n === undefined) return fallback;
-    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
-      throw invalid(`${at}.${name} must be a finite number ≥ 0, got ${describe(n)}`);
+    if (typeof n !== 'number' || !(n === 0 || (n >= FUSION_MIN && n <= FUSION_MAX))) {
+      throw invalid(
+        `${at}.${name} must be 0 or a number from ${FUSION_MIN} to ${FUSION_MAX}, got ${describe(n)}`,
+      );
     }
     return n;
   };

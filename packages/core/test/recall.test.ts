@@ -101,8 +101,18 @@ describe('semantic recall options', () => {
     [{ scope: 'global' }, /scope must be 'resource' or 'thread'/],
     [{ topk: 3 }, /topk.*topK/],
     [{ fusion: 60 }, /fusion must be \{ rankConstant\?, weights\?/],
-    [{ fusion: { rankConstant: -1 } }, /fusion.rankConstant must be a finite number ≥ 0, got number -1/],
-    [{ fusion: { weights: { keyword: Number.NaN } } }, /fusion.weights.keyword must be a finite number/],
+    [
+      { fusion: { rankConstant: -1 } },
+      /fusion.rankConstant must be 0 or a number from 0.000001 to 1000000, got number -1/,
+    ],
+    [{ fusion: { weights: { keyword: Number.NaN } } }, /fusion.weights.keyword must be 0 or a number/],
+    // Values whose fused scores would overflow, underflow or tie.
+    [{ fusion: { weights: { vector: 1e308 } } }, /fusion.weights.vector must be 0 or a number from/],
+    [
+      { fusion: { weights: { keyword: Number.MIN_VALUE } } },
+      /fusion.weights.keyword must be 0 or a number from/,
+    ],
+    [{ fusion: { rankConstant: 1e308 } }, /fusion.rankConstant must be 0 or a number from/],
     [{ fusion: { weights: { vector: 0, keyword: 0 } } }, /cannot both be 0/],
     [{ fusion: { weights: { text: 2 } } }, /fusion.weights.text/],
   ])('refuses %j with INVALID_ARGUMENT', async (semanticRecall, message) => {
