@@ -1,5 +1,6 @@
 import * as core from '@engram/core/driver';
 import { ORACLE_ERRORS } from './errors.ts';
+import { indexMessages, oracleKeywords } from './keywords.ts';
 import * as rows from './mapping.ts';
 import { migrate, serverMajorVersion } from './migrations.ts';
 import { oracleObservations } from './observations.ts';
@@ -54,10 +55,15 @@ export class OracleDriver implements core.Driver<Session> {
   readonly settings = oracleSettings(this);
   /** Turn records (every server version). */
   readonly turns = oracleTurns(this);
+  /** Keyword and hybrid recall: postings and BM25 in SQL (every server version; `keywords.ts`). */
+  readonly keywords: core.KeywordDriver<Session>;
+  private readonly onBackfill: core.BackfillListener;
 
   /** `options` as `OracleStore` checked them. */
   constructor(private readonly options: OracleStoreOptions) {
     this.names = sql.tableNames(options.tablePrefix ?? 'engram_');
+    this.keywords = oracleKeywords(this, core.createKeywordAnalyzer(options.keywords));
+    this.onBackfill = core.backfillListener(options.onBackfillProgress, 'oracle');
     if ('pool' in options) this.pool = options.pool;
   }
 
@@ -79,7 +85,10 @@ export class OracleDriver implements core.Driver<Session> {
       const preferred = requested === 'auto' ? (major >= 21 ? 'json' : 'clob') : requested;
       return {
         names: this.names,
-        json: await migrate(session, this.names, preferred),
+        json: await migrate(session, this.names, preferred, this.oracledb.DB_TYPE_CLOB, {
+          analyzer: this.keywords.analyzer,
+          progress: this.onBackfill,
+        }),
         clobType: this.oracledb.DB_TYPE_CLOB,
         vectorType: this.oracledb.DB_TYPE_VECTOR,
         vectors: major >= 23,
@@ -204,6 +213,7 @@ export class OracleDriver implements core.Driver<Session> {
           throw core.messageOfAnotherResource(this.name, message.id);
         }
       }
+      await indexMessages(s, this.dialect, messages, this.keywords.analyzer);
     },
     remove: async (s, ids) => {
       for (const chunk of sql.chunks(ids)) await s.run(sql.deleteMessagesByIds(this.dialect, chunk));

@@ -1,5 +1,13 @@
-import { driverCode, MemoryError } from '@engram/core/driver';
+import {
+  type BackfillListener,
+  defaultKeywordAnalyzer,
+  driverCode,
+  type KeywordAnalyzer,
+  MemoryError,
+} from '@engram/core/driver';
+import { backfillKeywords, type KeywordDialect } from './keywords.ts';
 import { toTimestampText } from './mapping.ts';
+import type { OracleDbType } from './oracledb.ts';
 import type { Session } from './session.ts';
 import { type JsonStorage, type Statement, type TableNames, timestampBind } from './sql.ts';
 
@@ -15,6 +23,20 @@ export interface Migration {
   /** The oldest major server version it runs on; skipped (not recorded) on an older one. */
   minMajorVersion?: number;
   steps: (names: TableNames, json: JsonStorage) => MigrationStep[];
+  /**
+   * Fills in data for the rows already stored, after the steps and before the version is
+   * recorded, committing as it goes: stopped, it goes on at the next `migrate`.
+   */
+  backfill?: (session: Session, context: BackfillContext) => Promise<void>;
+}
+
+/** What a backfill needs besides the session. */
+export interface BackfillContext {
+  dialect: KeywordDialect;
+  /** The store's keyword analyzer. */
+  analyzer: KeywordAnalyzer;
+  /** `onBackfillProgress`, checked. */
+  progress: BackfillListener;
 }
 
 /** Oracle has no `CREATE … IF NOT EXISTS` before 23ai: ORA-00955 (name already used) means done. */
@@ -145,6 +167,29 @@ export const MIGRATIONS: readonly Migration[] = [
       index(`CREATE INDEX ${n.prefix}turns_thread_idx ON ${n.turns} (thread_id, created_at, id)`),
     ],
   },
+  {
+    description:
+      'keyword index: postings (term, message_id, tf) and each message term count, cascading from messages; backfilled',
+    steps: (n) => [
+      table(`CREATE TABLE ${n.keywords} (
+  term VARCHAR2(255 CHAR) NOT NULL,
+  message_id VARCHAR2(255 CHAR) NOT NULL,
+  tf NUMBER(10) NOT NULL,
+  CONSTRAINT ${n.prefix}message_terms_pk PRIMARY KEY (term, message_id),
+  CONSTRAINT ${n.prefix}message_terms_fk FOREIGN KEY (message_id) REFERENCES ${n.messages} (id) ON DELETE CASCADE
+)`),
+      // The foreign key's column, indexed: a cascading delete then locks and scans no more.
+      index(`CREATE INDEX ${n.prefix}message_terms_message_idx ON ${n.keywords} (message_id)`),
+      table(`CREATE TABLE ${n.keywordCounts} (
+  message_id VARCHAR2(255 CHAR) NOT NULL,
+  term_count NUMBER(10) NOT NULL,
+  CONSTRAINT ${n.prefix}message_term_counts_pk PRIMARY KEY (message_id),
+  CONSTRAINT ${n.prefix}message_term_counts_fk FOREIGN KEY (message_id) REFERENCES ${n.messages} (id) ON DELETE CASCADE
+)`),
+    ],
+    backfill: (session, { dialect, analyzer, progress }) =>
+      backfillKeywords(session, dialect, analyzer, progress),
+  },
 ];
 
 /** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */
@@ -203,10 +248,20 @@ export async function runStep(session: Session, step: MigrationStep): Promise<vo
 /**
  * Brings the schema to `LATEST_VERSION`. Oracle commits each DDL statement, so instead of a
  * rollback every step is idempotent, and processes may migrate at once (`DDL_LOCK_TIMEOUT` waits
- * for a concurrent step); a version is recorded once all its steps succeeded. Returns the
+ * for a concurrent step); a version is recorded once all its steps and its backfill succeeded
+ * (a backfill commits batch by batch and resumes with what is left). Returns the
  * storage the metadata columns actually have (an existing schema keeps its own).
  */
-export async function migrate(session: Session, n: TableNames, preferred: JsonStorage): Promise<JsonStorage> {
+export async function migrate(
+  session: Session,
+  n: TableNames,
+  preferred: JsonStorage,
+  clobType: OracleDbType,
+  keywords: { analyzer: KeywordAnalyzer; progress: BackfillListener } = {
+    analyzer: defaultKeywordAnalyzer,
+    progress: () => {},
+  },
+): Promise<JsonStorage> {
   await session.run(DDL_LOCK_TIMEOUT);
   await runStep(session, createMigrationsTable(n));
   const rows = await session.rows<{ VERSION: number }>(selectAppliedVersions(n));
@@ -224,6 +279,7 @@ export async function migrate(session: Session, n: TableNames, preferred: JsonSt
     const version = i + 1;
     if (applied.has(version) || major < (migration.minMajorVersion ?? 0)) continue;
     for (const step of migration.steps(n, preferred)) await runStep(session, step);
+    await migration.backfill?.(session, { dialect: { names: n, clobType }, ...keywords });
     // ORA-00001: a concurrent `init` recorded it first.
     await session.run(insertAppliedVersion(n, version, migration.description, new Date())).then(
       () => session.connection.commit(),

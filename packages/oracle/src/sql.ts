@@ -33,6 +33,9 @@ export interface TableNames extends core.PrefixedTables {
   settings: string;
   /** Turn records, one row per turn. */
   turns: string;
+  /** The keyword index: postings (message, term, count) and each message's term count. */
+  keywords: string;
+  keywordCounts: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -68,6 +71,8 @@ export function tableNames(prefix: string): TableNames {
     observations: `${p}observations`,
     settings: `${p}settings`,
     turns: `${p}turns`,
+    keywords: `${p}message_terms`,
+    keywordCounts: `${p}message_term_counts`,
   };
 }
 
@@ -235,7 +240,11 @@ export function touchThreads(d: Dialect, threadIds: readonly string[], now: Date
 const MESSAGE_COLUMNS = `m.id, m.thread_id, m.resource_id, m.message_role, m.message_type, m.content, ${timestampText('m.created_at', 'created_at_text')}`;
 
 /** Full rows of the listed messages (at most 1,000 ids), of `resourceId` when given. */
-export function selectMessagesByIds(d: Dialect, ids: readonly string[], resourceId?: string): Statement {
+export function selectMessagesByIds(
+  d: Pick<Dialect, 'names'>,
+  ids: readonly string[],
+  resourceId?: string,
+): Statement {
   const { sql, binds } = inList('m', ids);
   const select = `SELECT ${MESSAGE_COLUMNS} FROM ${d.names.messages} m WHERE m.id IN (${sql})`;
   if (resourceId === undefined) return { sql: select, binds };

@@ -1,4 +1,10 @@
-import { checkClientShape, MemoryError, Store } from '@engram/core/driver';
+import {
+  type BackfillProgress,
+  checkClientShape,
+  type KeywordAnalyzerOptions,
+  MemoryError,
+  Store,
+} from '@engram/core/driver';
 import { OracleDriver } from './driver.ts';
 import type { OraclePool } from './oracledb.ts';
 import type { OracleConnectionConfig } from './url.ts';
@@ -15,6 +21,18 @@ export interface OracleStoreBaseOptions {
    * 21c and later, `CLOB CHECK (metadata IS JSON)` before. Existing tables keep theirs.
    */
   jsonType?: OracleJsonType;
+  /**
+   * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
+   * stop words, Porter stemming. Set it once per database: the index keeps the terms it was
+   * given.
+   */
+  keywords?: KeywordAnalyzerOptions;
+  /**
+   * Called as a schema upgrade fills in the keyword index for the messages already stored (after
+   * each batch of 500, and at the end). Each batch is committed: stopped, the upgrade goes on
+   * at the next open with the messages left. Errors it throws are ignored.
+   */
+  onBackfillProgress?: (progress: BackfillProgress) => void;
 }
 
 /** Connect with credentials: the store creates (and on `close()` closes) its own pool. */

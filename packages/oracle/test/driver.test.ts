@@ -63,15 +63,23 @@ describe('saveMessages through the driver (fake connection)', () => {
       'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
       'MERGE INTO engram_messages m',
       'MERGE INTO engram_messages m',
+      // The keyword index, in the same transaction: the messages' rows out, their terms in.
+      'DELETE FROM engram_message_terms WHERE message_id IN (:m0, :m1)',
+      'DELETE FROM engram_message_term_counts WHERE message_id IN (:m0, :m1)',
+      'INSERT INTO engram_message_term_counts (message_id, term_count)',
+      'INSERT INTO engram_message_terms (message_id, term, tf)',
       expect.stringMatching(/^UPDATE engram_threads SET updated_at = GREATEST/),
       expect.stringMatching(/^UPDATE engram_threads SET updated_at = GREATEST/),
     ]);
     expect(sent[0]?.binds).toEqual({ t0: 't1', t1: 't2' });
     expect(sent[1]?.binds).toEqual({ m0: 'm1', m1: 'm2' });
     expect([sent[2]?.binds.message_id, sent[3]?.binds.message_id]).toEqual(['m2', 'm1']);
+    expect(sent[4]?.binds).toEqual({ m0: 'm2', m1: 'm1' });
+    expect(sent[6]?.binds).toEqual({ rows_json: '[["m2",1],["m1",1]]' });
+    expect(sent[7]?.binds).toEqual({ rows_json: '[["m2","hello",1],["m1","hello",1]]' });
     // The thread the message left and the thread of an older message are bumped to the time of
     // the write; the thread of the message from the future to its createdAt.
-    const [now, future] = [sent[4]!.binds, sent[5]!.binds];
+    const [now, future] = [sent[8]!.binds, sent[9]!.binds];
     expect(now).toMatchObject({ t0: 't2', t1: 't0' });
     expect(Date.parse(`${now.updated_at}Z`)).toBeGreaterThanOrEqual(before - 1);
     expect(future).toEqual({ t0: 't1', updated_at: '2999-01-01T00:00:00.000' });
@@ -148,9 +156,15 @@ describe('other writes through the driver (fake connection)', () => {
       'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
       expect.stringMatching(/^SELECT m\.id, .* WHERE m\.id IN \(:m0, :m1\)$/),
       'MERGE INTO engram_messages m',
+      'DELETE FROM engram_message_terms WHERE message_id IN (:m0)',
+      'DELETE FROM engram_message_term_counts WHERE message_id IN (:m0)',
+      'INSERT INTO engram_message_term_counts (message_id, term_count)',
+      'INSERT INTO engram_message_terms (message_id, term, tf)',
       expect.stringMatching(/^UPDATE engram_threads SET updated_at = GREATEST/),
     ]);
     expect(sent[2]?.binds).toMatchObject({ message_id: 'm1', content: '"bye"' });
+    // Updated text is indexed by its new words only.
+    expect(sent[6]?.binds).toEqual({ rows_json: '[["m1","bye",1]]' });
   });
 
   it('deleteMessages deletes the messages found and bumps their threads; deleteThread deletes its logs, then the thread', async () => {

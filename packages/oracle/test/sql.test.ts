@@ -20,6 +20,8 @@ describe('table names', () => {
       observations: 'app_observations',
       settings: 'app_settings',
       turns: 'app_turns',
+      keywords: 'app_message_terms',
+      keywordCounts: 'app_message_term_counts',
     });
   });
 

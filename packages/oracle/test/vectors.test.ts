@@ -5,7 +5,7 @@ import { LATEST_VERSION, MIGRATIONS, migrate } from '../src/migrations.ts';
 import type { Session } from '../src/session.ts';
 import { tableNames } from '../src/sql.ts';
 import * as vsql from '../src/vectors.ts';
-import { bindsMatch, dialect, driverBinds, parse } from './fixtures.ts';
+import { bindsMatch, dialect, driverBinds, oracledb, parse } from './fixtures.ts';
 
 const d = dialect('json');
 const q = new Float32Array([0.5, -0.25, 1e-30, 3]);
@@ -57,16 +57,16 @@ describe('migrate gates the vector migration on the server version', () => {
   const n = tableNames('engram_');
 
   it('runs and records version 2 on 23ai', async () => {
-    const { session, sent } = recordingSession(2_304_000_000, [1, 3, 4, 5]);
-    await migrate(session, n, 'json');
+    const { session, sent } = recordingSession(2_304_000_000, [1, 3, 4, 5, 6]);
+    await migrate(session, n, 'json', oracledb.DB_TYPE_CLOB);
     expect(sent.some((s) => s.startsWith('CREATE TABLE engram_message_vectors'))).toBe(true);
     expect(sent.filter((s) => s.startsWith('INSERT INTO engram_migrations'))).toHaveLength(1);
   });
 
   it('skips it, unrecorded, on 19c and 21c (so it runs after an upgrade)', async () => {
     for (const version of [1_919_000_000, 2_103_000_000]) {
-      const { session, sent } = recordingSession(version, [1, 3, 4, 5]);
-      await migrate(session, n, 'clob');
+      const { session, sent } = recordingSession(version, [1, 3, 4, 5, 6]);
+      await migrate(session, n, 'clob', oracledb.DB_TYPE_CLOB);
       expect(sent.some((s) => s.includes('message_vectors') || s.includes('vector_space'))).toBe(false);
       expect(sent.some((s) => s.startsWith('INSERT INTO engram_migrations'))).toBe(false);
     }
@@ -210,7 +210,9 @@ describe('OracleStore vectors', () => {
     const connection = {
       oracleServerVersion: serverVersion,
       execute: async (text: string) =>
-        text.startsWith('SELECT version') ? { rows: [] } : { rows: [{ DATA_TYPE: 'CLOB' }], rowsAffected: 0 },
+        text.startsWith('SELECT version') || text.includes('NOT EXISTS')
+          ? { rows: [] }
+          : { rows: [{ DATA_TYPE: 'CLOB' }], rowsAffected: 0 },
       commit: async () => {},
       rollback: async () => {},
       close: async () => {},
