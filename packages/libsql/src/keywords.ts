@@ -1,5 +1,4 @@
 import {
-  type BackfillListener,
   type KeywordAnalyzer,
   type KeywordDriver,
   type KeywordHit,
@@ -51,37 +50,43 @@ export function indexStatements(written: readonly Message[], analyzer: KeywordAn
   return statements;
 }
 
+/** What backfill progress reports name the keyword backfill, and its row in `engram_backfills`. */
+export const KEYWORD_BACKFILL = 'keyword index';
+
+/** Messages a keyword backfill indexes per batch. */
+export const BACKFILL_BATCH = 500;
+
 /**
- * Indexes every message not indexed yet, in batches (the migration that adds the index, inside
- * its transaction), reporting after each batch. Messages without terms are looked at once and
- * left out.
+ * One batch of the keyword backfill, in the caller's write transaction (which no other write
+ * can interleave with, so the messages are indexed as stored): indexes the messages after
+ * `lastId` in id order (at most `BACKFILL_BATCH`, a message indexed already is replaced) and
+ * returns how many it read and the last id. Messages without terms are read and left out.
  */
-export async function backfillKeywords(
+export async function indexBatch(
   tx: Executor,
   analyzer: KeywordAnalyzer,
-  progress: BackfillListener,
-): Promise<void> {
-  const counted = await tx.execute(`SELECT count(*) AS n FROM ${messages}`);
-  const total = Number(counted.rows[0]?.n ?? 0);
-  let done = 0;
-  let after = -1;
-  for (;;) {
-    const { rows } = await tx.execute({
-      sql: `SELECT rowid, id, role, content FROM ${messages} WHERE rowid > ? ORDER BY rowid LIMIT 500`,
-      args: [after],
-    });
-    if (rows.length === 0) break;
-    const batch = rows.map((row) => ({
-      id: String(row.id),
-      role: String(row.role),
-      content: JSON.parse(String(row.content)),
-    })) as Message[];
-    for (const statement of indexStatements(batch, analyzer)) await tx.execute(statement);
-    after = Number(rows.at(-1)?.rowid);
-    done += rows.length;
-    progress({ backfill: 'keyword index', done, total });
-  }
-  if (done === 0) progress({ backfill: 'keyword index', done, total });
+  lastId: string,
+): Promise<{ read: number; lastId: string }> {
+  const { rows } = await tx.execute({
+    sql: `SELECT id, role, content FROM ${messages} WHERE id > ? ORDER BY id LIMIT ${BACKFILL_BATCH}`,
+    args: [lastId],
+  });
+  const batch = rows.map((row) => ({
+    id: String(row.id),
+    role: String(row.role),
+    content: JSON.parse(String(row.content)),
+  })) as Message[];
+  for (const statement of indexStatements(batch, analyzer)) await tx.execute(statement);
+  return { read: batch.length, lastId: batch.at(-1)?.id ?? lastId };
+}
+
+/** How many messages come after `lastId` in id order: what a keyword backfill from there has to do. */
+export async function messagesAfter(tx: Executor, lastId: string): Promise<number> {
+  const { rows } = await tx.execute({
+    sql: `SELECT count(*) AS n FROM ${messages} WHERE id > ?`,
+    args: [lastId],
+  });
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** FTS5 query text: each term a quoted string (quotes doubled), OR-ed: no operator survives. */

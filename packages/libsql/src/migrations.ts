@@ -4,9 +4,9 @@ import {
   type KeywordAnalyzer,
   MemoryError,
 } from '@engram/core/driver';
-import { type Database, type Executor, inTransaction } from './embedded.ts';
+import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
-import { backfillKeywords, CREATE_KEYWORDS } from './keywords.ts';
+import { BACKFILL_BATCH, CREATE_KEYWORDS, indexBatch, KEYWORD_BACKFILL, messagesAfter } from './keywords.ts';
 import { NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
@@ -14,8 +14,12 @@ export interface Migration {
   /** What the change does, recorded next to the version. */
   readonly name: string;
   readonly statements: readonly string[];
-  /** Runs after the statements, in the same transaction: data the SQL alone cannot make. */
-  readonly backfill?: (tx: Executor, analyzer: KeywordAnalyzer, progress: BackfillListener) => Promise<void>;
+  /**
+   * The index the statements create, empty, has to be filled in for the messages already stored:
+   * recorded in `engram_backfills` and done after the upgrade commits, resumable. Before version
+   * 13 (which added that table) it was done inside the upgrade's transaction.
+   */
+  readonly backfill?: typeof KEYWORD_BACKFILL;
 }
 
 const {
@@ -31,6 +35,7 @@ const {
   vectorRemovals,
   settings,
   turns,
+  backfills,
 } = TABLES;
 
 /**
@@ -188,7 +193,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: 'keyword index: FTS5 terms of each message with text, backfilled',
     statements: [CREATE_KEYWORDS],
-    backfill: backfillKeywords,
+    // Filled in within this transaction until version 13; since then after it, resumable.
+    backfill: KEYWORD_BACKFILL,
   },
   {
     name: 'vector write order and a log of vector deletes, for searches over vectors kept in process',
@@ -228,6 +234,10 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ${turns}_thread_created_id ON ${turns} (thread_id, created_at, id)`,
     ],
   },
+  {
+    name: 'backfills an upgrade left to do, each with the last message id done, so a stopped one resumes',
+    statements: [`CREATE TABLE ${backfills} (name TEXT PRIMARY KEY, last_id TEXT NOT NULL)`],
+  },
 ];
 
 /** The schema version this package writes. */
@@ -258,11 +268,15 @@ function tooNew(found: number, target: number): MemoryError {
   );
 }
 
+/** The first version with `engram_backfills`: backfills run after the upgrade, resumable. */
+const BACKFILLS_VERSION = 13;
+
 /**
  * Brings the schema up to `target` (default: all migrations). Reads the version first and
  * takes the write lock only when something is missing; the check is repeated inside the
  * `BEGIN IMMEDIATE` transaction, so concurrent `init()` calls from several processes apply each
- * migration exactly once.
+ * migration exactly once. Then finishes a backfill left pending, by this upgrade or one stopped
+ * before (one query when none is).
  */
 export async function migrate(
   client: Database,
@@ -272,19 +286,93 @@ export async function migrate(
 ): Promise<void> {
   const before = await appliedVersion(client);
   if (before > SCHEMA_VERSION) throw tooNew(before, SCHEMA_VERSION);
-  if (before >= target) return;
-  await inTransaction(client, async (tx) => {
+  if (before < target) await upgrade(client, target, analyzer, progress);
+  if (Math.max(before, target) < BACKFILLS_VERSION) return;
+  const pending = await client.execute({
+    sql: `SELECT 1 FROM ${backfills} WHERE name = ?`,
+    args: [KEYWORD_BACKFILL],
+  });
+  if (pending.rows.length > 0) await backfillKeywords(client, analyzer, progress);
+}
+
+/** The schema transaction of `migrate`. */
+function upgrade(
+  client: Database,
+  target: number,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
+  return inTransaction(client, async (tx) => {
     await tx.execute(CREATE_VERSION_TABLE);
     const current = await appliedVersion(tx);
     if (current > SCHEMA_VERSION) throw tooNew(current, SCHEMA_VERSION);
-    for (let version = current + 1; version <= target; version++) {
-      const migration = MIGRATIONS[version - 1]!;
+    const applied = MIGRATIONS.slice(current, target);
+    for (const [i, migration] of applied.entries()) {
       for (const sql of migration.statements) await tx.execute(sql);
-      await migration.backfill?.(tx, analyzer, progress);
       await tx.execute({
         sql: `INSERT INTO ${migrations} (version, name, applied_at) VALUES (?, ?, ?)`,
-        args: [version, migration.name, Date.now()],
+        args: [current + i + 1, migration.name, Date.now()],
       });
     }
+    if (!applied.some((migration) => migration.backfill)) return;
+    if (target >= BACKFILLS_VERSION) {
+      await tx.execute({
+        sql: `INSERT INTO ${backfills} (name, last_id) VALUES (?, '')`,
+        args: [KEYWORD_BACKFILL],
+      });
+    } else {
+      // An older schema (tests build them): filled in here, as its release did.
+      await backfillKeywords(tx, analyzer, progress);
+    }
   });
+}
+
+/**
+ * Indexes the messages in id order, a batch at a time, reporting after each (`total`: the messages
+ * left when this run started). Given the database, it finishes the backfill recorded in
+ * `engram_backfills`: each batch is a write transaction of its own (`BEGIN IMMEDIATE`), which
+ * reads the last id done from the marker row, indexes the batch after it and moves the marker on,
+ * deleting it with the last batch. So a backfill stopped half-way resumes after the last batch
+ * committed, processes that open at once take turns, and none returns before the index is
+ * complete. Given the upgrade's transaction (an older target), the batches run in it.
+ */
+async function backfillKeywords(
+  db: Database | Transaction,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<void> {
+  const resumable = 'transaction' in db;
+  let lastId = '';
+  let total: number | undefined;
+  const batch = async (tx: Executor): Promise<number> => {
+    if (resumable) {
+      const { rows } = await tx.execute({
+        sql: `SELECT last_id FROM ${backfills} WHERE name = ?`,
+        args: [KEYWORD_BACKFILL],
+      });
+      // Finished by another process meanwhile.
+      if (rows.length === 0) return 0;
+      lastId = String(rows[0]?.last_id);
+    }
+    total ??= await messagesAfter(tx, lastId);
+    const next = await indexBatch(tx, analyzer, lastId);
+    lastId = next.lastId;
+    if (resumable) {
+      await tx.execute(
+        next.read < BACKFILL_BATCH
+          ? { sql: `DELETE FROM ${backfills} WHERE name = ?`, args: [KEYWORD_BACKFILL] }
+          : { sql: `UPDATE ${backfills} SET last_id = ? WHERE name = ?`, args: [lastId, KEYWORD_BACKFILL] },
+      );
+    }
+    return next.read;
+  };
+  let done = 0;
+  for (;;) {
+    const read = resumable ? await inTransaction(db, batch) : await batch(db);
+    done += read;
+    if (read > 0 || done === 0) {
+      progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total ?? 0, done) });
+    }
+    if (read < BACKFILL_BATCH) return;
+  }
 }

@@ -29,6 +29,8 @@ export const TABLES = {
   settings: 'engram_settings',
   /** Turn records: one row per turn, the body a JSON string literal. */
   turns: 'engram_turns',
+  /** Backfills a schema upgrade left to do, each with the last message id it has done. */
+  backfills: 'engram_backfills',
 };
 
 const { threads, messages, resources, messageCounts } = TABLES;

@@ -3,7 +3,7 @@ import { LibSQLStore, MIGRATIONS, SCHEMA_VERSION } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../src/migrations.ts';
-import { exited, runScript, tempDir } from './helpers.ts';
+import { exited, runScript, tempDir, waitForLine } from './helpers.ts';
 
 describe('libsql: versioned migrations', () => {
   const cleanups: Array<() => void> = [];
@@ -106,10 +106,17 @@ describe('libsql: versioned migrations', () => {
     }
   });
 
-  it('backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+  const keywordVersion = MIGRATIONS.findIndex((m) => m.name.startsWith('keyword index')) + 1;
+  const MESSAGES = 1_201;
+  const messageId = (i: number) => `m${String(i).padStart(4, '0')}`;
+
+  /**
+   * A database at the version before the keyword index, holding `MESSAGES` messages of `user-k`
+   * (`m0001`…, each with its own word `w<i>`, `m0700` also "quokka"); then migrated to `target`.
+   */
+  async function oldDatabase(target = keywordVersion - 1): Promise<string> {
     const url = dbFile();
     const old = createClient({ url });
-    const keywordVersion = MIGRATIONS.findIndex((m) => m.name.startsWith('keyword index')) + 1;
     await migrate(old, keywordVersion - 1);
     const t = Date.UTC(2024, 0, 2);
     await old.execute({
@@ -117,22 +124,46 @@ describe('libsql: versioned migrations', () => {
       args: ['th-k', 'user-k', 'Old', '{}', t, t],
     });
     await old.batch(
-      Array.from({ length: 1_201 }, (_, i) => ({
-        sql: 'INSERT INTO engram_messages (id, thread_id, resource_id, role, content, created_at, type) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      Array.from({ length: MESSAGES }, (_, n) => ({
+        sql: 'INSERT INTO engram_messages (id, thread_id, resource_id, role, content, type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
         args: [
-          `m${i}`,
+          messageId(n + 1),
           'th-k',
           'user-k',
           'user',
-          JSON.stringify(i === 700 ? 'the quokka smiled' : `note ${i}`),
-          t + i,
+          JSON.stringify(`note w${n + 1}${n + 1 === 700 ? ' the quokka smiled' : ''}`),
           'v2',
+          t + n,
         ],
       })),
       'write',
     );
+    await migrate(old, target);
     old.close();
+    return url;
+  }
 
+  /** Each message is found by its own word, and nothing else is. */
+  async function expectEveryMessageFound(store: LibSQLStore): Promise<void> {
+    for (let i = 1; i <= MESSAGES; i++) {
+      const hits = await store.keywords.search({ query: `w${i}`, topK: 5, resourceId: 'user-k' });
+      expect(hits.map((h) => h.messageId)).toEqual([messageId(i)]);
+    }
+  }
+
+  /** The pending backfills (backdoor). */
+  async function backfills(url: string): Promise<unknown[]> {
+    const client = createClient({ url });
+    try {
+      const { rows } = await client.execute('SELECT name, last_id FROM engram_backfills');
+      return rows.map((row) => ({ name: row.name, lastId: row.last_id }));
+    } finally {
+      client.close();
+    }
+  }
+
+  it('backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+    const url = await oldDatabase();
     const reports: unknown[] = [];
     const store = new LibSQLStore({
       url,
@@ -149,13 +180,59 @@ describe('libsql: versioned migrations', () => {
         { backfill: 'keyword index', done: 1_201, total: 1_201 },
       ]);
       const hits = await store.keywords.search({ query: 'quokka', topK: 5, resourceId: 'user-k' });
-      expect(hits.map((h) => h.messageId)).toEqual(['m700']);
+      expect(hits.map((h) => h.messageId)).toEqual(['m0700']);
     } finally {
       await store.close();
     }
+    expect(await backfills(url)).toEqual([]);
     expect(() => new LibSQLStore({ url, onBackfillProgress: 'log' as never })).toThrow(
       /onBackfillProgress must be a function/,
     );
+  });
+
+  it('resumes a keyword backfill stopped half-way (process killed): the next open indexes only the messages left', async () => {
+    const url = await oldDatabase();
+    const child = runScript('./fixtures/stop-backfill.ts', { ENGRAM_LIBSQL_CONFORMANCE_URL: url });
+    await waitForLine(child, 'stopped 500');
+    child.kill('SIGKILL');
+    await exited(child);
+    // The schema is upgraded and the first batch committed with its place.
+    expect(await backfills(url)).toEqual([{ name: 'keyword index', lastId: 'm0500' }]);
+
+    const reports: unknown[] = [];
+    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
+    try {
+      await store.init();
+      expect(reports).toEqual([
+        { backfill: 'keyword index', done: 500, total: 701 },
+        { backfill: 'keyword index', done: 701, total: 701 },
+      ]);
+      expect(await backfills(url)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+
+    // Done: the next open does not backfill again.
+    const again = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
+    await again.init();
+    await again.close();
+    expect(reports).toHaveLength(2);
+  });
+
+  it('does not backfill a database whose keyword index was complete before backfills were resumable', async () => {
+    // Upgraded past the keyword index by a version that filled it in within the upgrade.
+    const url = await oldDatabase(SCHEMA_VERSION - 1);
+    const reports: unknown[] = [];
+    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
+    try {
+      await store.init();
+      expect(reports).toEqual([]);
+      expect(await backfills(url)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
   });
 
   it('upgrades the one-statement save of schema 5: it no longer sets updatedAt back', async () => {

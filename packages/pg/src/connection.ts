@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { backfillListener, createKeywordAnalyzer, MemoryError, RETRY, retry } from '@engram/core/driver';
 import pg from 'pg';
-import { errorCode, isConnectionError } from './errors.ts';
+import { isConnectionError, isRetryable } from './errors.ts';
 import { LATEST_VERSION, migrate } from './migrations.ts';
 import type { PostgresStoreOptions } from './options.ts';
 import type { Names } from './sql.ts';
@@ -189,6 +189,3 @@ async function isDirect(client: pg.PoolClient): Promise<boolean> {
     server.port === socket.remotePort
   );
 }
-
-/** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
-const isRetryable = (error: unknown) => ['40P01', '40001'].includes(errorCode(error) ?? '');

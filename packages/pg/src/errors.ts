@@ -31,6 +31,9 @@ export function isConnectionError(error: unknown): boolean {
   return CONNECTION_MESSAGE.test(driverMessage(error));
 }
 
+/** Deadlock victims and serialization failures: rolled back whole, safe to run again. */
+export const isRetryable = (error: unknown) => ['40P01', '40001'].includes(errorCode(error) ?? '');
+
 /** The engram code for a driver error raised by `operation` (pg's classification table). */
 export function classify(error: unknown, operation: string): MemoryErrorCode {
   if (isConnectionError(error)) return 'CONNECTION';

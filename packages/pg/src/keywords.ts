@@ -1,5 +1,4 @@
 import {
-  type BackfillListener,
   BM25,
   type KeywordAnalyzer,
   type KeywordDriver,
@@ -75,30 +74,43 @@ export function indexMessages(n: Names, written: readonly Message[], analyzer: K
   };
 }
 
-/** Indexes every message in batches (the migration that adds the index, inside its transaction), reporting after each. */
-export async function backfillKeywords(
+/** What backfill progress reports name the keyword backfill, and its row in `backfills`. */
+export const KEYWORD_BACKFILL = 'keyword index';
+
+/** Messages a keyword backfill indexes per batch. */
+export const BACKFILL_BATCH = 500;
+
+/**
+ * One batch of the keyword backfill, in the caller's transaction: indexes the messages after
+ * `lastId` in id order (at most `BACKFILL_BATCH`, a message indexed already is replaced) and
+ * returns how many it read and the last id. The rows are read `FOR SHARE`: a save changing one
+ * waits until this commits and then indexes it itself, and one that changed it first is waited
+ * for and read as it left it, so the index never keeps older terms than its message.
+ */
+export async function indexBatch(
   client: ClientBase,
   n: Names,
   analyzer: KeywordAnalyzer,
-  progress: BackfillListener,
-): Promise<void> {
-  const counted = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${n.messages}`);
-  const total = Number(counted.rows[0]?.n ?? 0);
-  let done = 0;
-  let after = '';
-  for (;;) {
-    const { rows } = await client.query<{ id: string; role: Message['role']; content: Message['content'] }>(
-      `SELECT id, role, content FROM ${n.messages} WHERE id > $1 ORDER BY id LIMIT 500`,
-      [after],
-    );
-    if (rows.length === 0) break;
+  lastId: string,
+): Promise<{ read: number; lastId: string }> {
+  const { rows } = await client.query<{ id: string; role: Message['role']; content: Message['content'] }>(
+    `SELECT id, role, content FROM ${n.messages} WHERE id > $1 ORDER BY id LIMIT ${BACKFILL_BATCH} FOR SHARE`,
+    [lastId],
+  );
+  if (rows.length > 0) {
     const { text, values } = indexMessages(n, rows as Message[], analyzer);
     await client.query(text, values);
-    after = rows.at(-1)?.id ?? after;
-    done += rows.length;
-    progress({ backfill: 'keyword index', done, total });
   }
-  if (done === 0) progress({ backfill: 'keyword index', done, total });
+  return { read: rows.length, lastId: rows.at(-1)?.id ?? lastId };
+}
+
+/** How many messages come after `lastId` in id order: what a keyword backfill from there has to do. */
+export async function messagesAfter(client: ClientBase, n: Names, lastId: string): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ${n.messages} WHERE id > $1`,
+    [lastId],
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 /**

@@ -1,18 +1,24 @@
-import { type BackfillListener, defaultKeywordAnalyzer, type KeywordAnalyzer } from '@engram/core/driver';
+import {
+  type BackfillListener,
+  defaultKeywordAnalyzer,
+  type KeywordAnalyzer,
+  retry,
+} from '@engram/core/driver';
 import type { ClientBase } from 'pg';
-import { backfillKeywords, keywordTable } from './keywords.ts';
+import { isRetryable } from './errors.ts';
+import { BACKFILL_BATCH, indexBatch, KEYWORD_BACKFILL, keywordTable, messagesAfter } from './keywords.ts';
 import { type Names, quoteIdent } from './sql.ts';
 
-/** One schema change: its statements, then (same transaction) data the SQL alone cannot make. */
+/** One schema change: its statements, and the backfill it leaves for the rows stored before it. */
 interface Migration {
   description: string;
   statements: (n: Names) => string[];
-  backfill?: (
-    client: ClientBase,
-    n: Names,
-    analyzer: KeywordAnalyzer,
-    progress: BackfillListener,
-  ) => Promise<void>;
+  /**
+   * The index the statements create, empty, has to be filled in for the messages already stored:
+   * recorded in `backfills` and done after the upgrade commits (`finishBackfill`). Before version
+   * 10 (which made it resumable) it was done inside the upgrade's transaction.
+   */
+  backfill?: typeof KEYWORD_BACKFILL;
 }
 
 /**
@@ -127,7 +133,8 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       'keyword index: analyzed terms of each message with text, a GIN-indexed tsvector, backfilled',
     statements: keywordTable,
-    backfill: backfillKeywords,
+    // Filled in within this transaction until version 10; since then after it, resumable.
+    backfill: KEYWORD_BACKFILL,
   },
   {
     description: 'store-level settings (the recorded memory configuration), one jsonb object per key',
@@ -153,6 +160,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ${quoteIdent(`${n.prefix}turns_thread_created_id_idx`)} ON ${n.turns} (thread_id, created_at, id)`,
     ],
   },
+  {
+    description:
+      'backfills an upgrade left to do, each with the last message id done, so a stopped one resumes',
+    statements: (n) => [
+      `CREATE TABLE ${n.backfills} (
+        name text COLLATE "C" PRIMARY KEY,
+        last_id text COLLATE "C" NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */
@@ -161,10 +178,19 @@ export const LATEST_VERSION = MIGRATIONS.length;
 /** The first version whose columns are all snake_case (the version table's included). */
 const SNAKE_CASE_VERSION = 5;
 
+/** The first version with the `backfills` table: backfills run after the upgrade, resumable. */
+const BACKFILLS_VERSION = 10;
+
+/** The advisory lock upgrades and backfills of the schema take, keyed on its name. */
+const lockSchema = (client: ClientBase, n: Names) =>
+  client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:${n.schemaName}`]);
+
 /**
  * Brings the schema (created when missing) up to `target` in one transaction, under an advisory
  * lock keyed on its name, so processes may call it at once: the first does the work, the others
- * find nothing to do. Returns the version the schema is at afterwards (more when it is newer).
+ * find nothing to do. Then finishes a backfill left pending, by this upgrade or one stopped
+ * before (one query when none is). Returns the version the schema is at afterwards (more when
+ * it is newer).
  */
 export async function migrate(
   client: ClientBase,
@@ -173,6 +199,21 @@ export async function migrate(
   analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
   progress: BackfillListener = () => {},
 ): Promise<number> {
+  const version = await upgrade(client, n, target, analyzer, progress);
+  if (version < BACKFILLS_VERSION || version > LATEST_VERSION) return version;
+  const pending = await client.query(`SELECT 1 FROM ${n.backfills} WHERE name = $1`, [KEYWORD_BACKFILL]);
+  if (pending.rowCount !== 0) await backfillKeywords(client, n, analyzer, progress, true);
+  return version;
+}
+
+/** The schema transaction of `migrate`; the version the schema is at afterwards. */
+async function upgrade(
+  client: ClientBase,
+  n: Names,
+  target: number,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+): Promise<number> {
   // The recorded version, or 0 when nothing was ever created.
   const [table] = (await client.query('SELECT to_regclass($1) AS found', [n.version])).rows;
   const [row] = table?.found
@@ -180,9 +221,8 @@ export async function migrate(
     : [];
   const found: number = row?.version ?? 0;
   if (found >= target) return found;
-  await client.query('BEGIN');
-  try {
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:${n.schemaName}`]);
+  return inTransaction(client, async () => {
+    await lockSchema(client, n);
     const schema = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
     if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${n.schema}`);
     // Created as it was before any migration; migration 5 renames its "updatedAt".
@@ -195,9 +235,17 @@ export async function migrate(
       `SELECT version FROM ${n.version} WHERE id = 1 FOR UPDATE`,
     );
     const from = row.rows[0]?.version ?? 0;
-    for (const migration of MIGRATIONS.slice(from, target)) {
+    const applied = MIGRATIONS.slice(from, target);
+    for (const migration of applied) {
       for (const statement of migration.statements(n)) await client.query(statement);
-      await migration.backfill?.(client, n, analyzer, progress);
+    }
+    if (applied.some((migration) => migration.backfill)) {
+      if (target >= BACKFILLS_VERSION) {
+        await client.query(`INSERT INTO ${n.backfills} (name, last_id) VALUES ($1, '')`, [KEYWORD_BACKFILL]);
+      } else {
+        // An older schema (tests build them): filled in here, as its release did.
+        await backfillKeywords(client, n, analyzer, progress, false);
+      }
     }
     if (target > from) {
       const stamp = target >= SNAKE_CASE_VERSION ? 'updated_at' : '"updatedAt"';
@@ -207,8 +255,74 @@ export async function migrate(
         [target],
       );
     }
-    await client.query('COMMIT');
     return Math.max(from, target);
+  });
+}
+
+/**
+ * Indexes the messages in id order, a batch at a time, reporting after each (`total`: the messages
+ * left when this run started). `resumable` (the backfill recorded in `backfills`): each batch is a
+ * transaction of its own under the schema's advisory lock, which reads the last id done from the
+ * marker row, indexes the batch after it and moves the marker on, deleting it with the last batch.
+ * So a backfill stopped half-way resumes after the last batch committed, processes that open at
+ * once take turns, and none returns before the index is complete. Otherwise the batches run in
+ * the caller's transaction.
+ */
+async function backfillKeywords(
+  client: ClientBase,
+  n: Names,
+  analyzer: KeywordAnalyzer,
+  progress: BackfillListener,
+  resumable: boolean,
+): Promise<void> {
+  let lastId = '';
+  let total: number | undefined;
+  const batch = async (): Promise<number> => {
+    if (resumable) {
+      await lockSchema(client, n);
+      const marker = `SELECT last_id FROM ${n.backfills} WHERE name = $1`;
+      const [row] = (await client.query<{ last_id: string }>(marker, [KEYWORD_BACKFILL])).rows;
+      // Finished by another process meanwhile.
+      if (!row) return 0;
+      lastId = row.last_id;
+    }
+    total ??= await messagesAfter(client, n, lastId);
+    const next = await indexBatch(client, n, analyzer, lastId);
+    lastId = next.lastId;
+    if (resumable) {
+      await client.query(
+        next.read < BACKFILL_BATCH
+          ? `DELETE FROM ${n.backfills} WHERE name = $1`
+          : `UPDATE ${n.backfills} SET last_id = $2 WHERE name = $1`,
+        next.read < BACKFILL_BATCH ? [KEYWORD_BACKFILL] : [KEYWORD_BACKFILL, lastId],
+      );
+    }
+    return next.read;
+  };
+  let done = 0;
+  for (;;) {
+    const read = resumable
+      ? await retry(() => inTransaction(client, batch), {
+          adapter: 'pg',
+          what: 'keyword backfill',
+          retryable: isRetryable,
+        })
+      : await batch();
+    done += read;
+    if (read > 0 || done === 0) {
+      progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total ?? 0, done) });
+    }
+    if (read < BACKFILL_BATCH) return;
+  }
+}
+
+/** `fn` in a transaction of `client`, committed, or rolled back when it throws. */
+async function inTransaction<T>(client: ClientBase, fn: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await fn();
+    await client.query('COMMIT');
+    return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;

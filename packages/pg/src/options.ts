@@ -29,9 +29,11 @@ export type PostgresStoreOptions = PostgresConnectionOptions & {
    */
   keywords?: KeywordAnalyzerOptions;
   /**
-   * Called as a schema upgrade fills in the keyword index for the messages already stored (after
-   * each batch of 500, and at the end). The upgrade runs in one transaction: stopped, it leaves
-   * nothing half-done and runs again at the next open. Errors it throws are ignored.
+   * Called as a schema upgrade fills in the keyword index for the messages already stored, after
+   * each batch of 500 (each committed on its own, after the schema change). Stopped half-way, the
+   * backfill resumes at the next open after the last batch committed, and `total` counts the
+   * messages left; an open finishes a pending backfill before the store serves. Errors it throws
+   * are ignored.
    */
   onBackfillProgress?: (progress: BackfillProgress) => void;
   /** The schema holding every table and index; created when missing. Default `'public'`. */

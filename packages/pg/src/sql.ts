@@ -30,6 +30,8 @@ export function names(schemaName: string, prefix: string) {
     /** The keyword index: analyzed terms of each message with text (see `keywords.ts`). */
     keywords: table('message_terms'),
     keywordsIndex: quoteIdent(`${prefix}message_terms_lexemes_idx`),
+    /** Backfills a schema upgrade left to do, each with the last message id it has done. */
+    backfills: table('backfills'),
   };
 }
 

@@ -10,6 +10,7 @@ import { createDatabase, describePg, randomName, type TestDatabase } from './env
 import { objectsIn } from './objects.ts';
 
 const INIT_ONCE = fileURLToPath(new URL('./fixtures/init-once.ts', import.meta.url));
+const STOP_BACKFILL = fileURLToPath(new URL('./fixtures/stop-backfill.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** Runs `init()` in `count` separate OS processes that all start at the same moment. */
@@ -68,8 +69,8 @@ describePg('lifecycle: migrations and init', (url) => {
       [schema],
     );
     // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space,
-    // observations, message_terms, settings, turns
-    expect(tables[0]!.n).toBe(11);
+    // observations, message_terms, settings, turns, backfills
+    expect(tables[0]!.n).toBe(12);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
@@ -114,10 +115,17 @@ describePg('lifecycle: migrations and init', (url) => {
     }
   });
 
-  it('init() backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+  const keywordVersion = MIGRATIONS.findIndex((m) => m.description.startsWith('keyword index')) + 1;
+  const MESSAGES = 1_201;
+  const messageId = (i: number) => `m${String(i).padStart(4, '0')}`;
+
+  /**
+   * A schema at the version before the keyword index, holding `MESSAGES` messages of `rk`
+   * (`m0001`…, each with its own word `w<i>`, `m0700` also "quokka"); then migrated to `target`.
+   */
+  async function oldSchema(target = keywordVersion - 1): Promise<string> {
     const schema = randomName('kwfill');
     const names = sql.names(schema, 'engram_');
-    const keywordVersion = MIGRATIONS.findIndex((m) => m.description.startsWith('keyword index')) + 1;
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     const at = new Date('2024-01-02T00:00:00.000Z');
@@ -131,14 +139,35 @@ describePg('lifecycle: migrations and init', (url) => {
       await client.query(
         `INSERT INTO ${names.messages} (id, thread_id, resource_id, role, content, type, created_at)
           SELECT 'm' || lpad(i::text, 4, '0'), 'tk', 'rk', 'user',
-                 to_jsonb(CASE WHEN i = 700 THEN 'the quokka smiled' ELSE 'note ' || i END), 'v2',
+                 to_jsonb('note w' || i || CASE WHEN i = 700 THEN ' the quokka smiled' ELSE '' END), 'v2',
                  $1::timestamptz + i * interval '1 second'
-          FROM generate_series(1, 1201) AS i`,
-        [at],
+          FROM generate_series(1, $2::int) AS i`,
+        [at, MESSAGES],
       );
+      expect(await migrate(client, names, target)).toBe(target);
     } finally {
       await client.end();
     }
+    return schema;
+  }
+
+  /** Each message is found by its own word, and nothing else is. */
+  async function expectEveryMessageFound(store: PostgresStore): Promise<void> {
+    const found = await Promise.all(
+      Array.from({ length: MESSAGES }, async (_, n) => {
+        const hits = await store.keywords!.search({ query: `w${n + 1}`, topK: 5, resourceId: 'rk' });
+        return hits.map((h) => h.messageId);
+      }),
+    );
+    expect(found).toEqual(Array.from({ length: MESSAGES }, (_, n) => [messageId(n + 1)]));
+  }
+
+  /** The pending backfills (backdoor). */
+  const backfills = (schema: string) =>
+    db.query(`SELECT name, last_id FROM ${sql.names(schema, 'engram_').backfills}`);
+
+  it('init() backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
+    const schema = await oldSchema();
     const reports: unknown[] = [];
     const store = new PostgresStore({
       connectionString: db.url,
@@ -160,9 +189,109 @@ describePg('lifecycle: migrations and init', (url) => {
     } finally {
       await store.close();
     }
+    expect(await backfills(schema)).toEqual([]);
     expect(() => new PostgresStore({ connectionString: db.url, onBackfillProgress: 1 as never })).toThrow(
       /onBackfillProgress must be a function/,
     );
+  });
+
+  it('init() resumes a keyword backfill stopped half-way (process killed), indexing only the messages left', async () => {
+    const schema = await oldSchema();
+    const child = spawn(process.execPath, ['--import', TSX, '--conditions=source', STOP_BACKFILL], {
+      env: { ...process.env, ENGRAM_PG_TEST_URL: db.url, ENGRAM_PG_TEST_SCHEMA: schema },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('stopped 500\n')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`the backfill was not stopped: ${out}`)));
+    });
+    child.kill('SIGKILL');
+    await exited;
+    // The schema is upgraded and the first batch committed with its place.
+    expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+    expect(await backfills(schema)).toEqual([{ name: 'keyword index', last_id: 'm0500' }]);
+
+    const reports: unknown[] = [];
+    const store = new PostgresStore({
+      connectionString: db.url,
+      schemaName: schema,
+      onBackfillProgress: (progress) => reports.push(progress),
+    });
+    try {
+      await store.init();
+      expect(reports).toEqual([
+        { backfill: 'keyword index', done: 500, total: 701 },
+        { backfill: 'keyword index', done: 701, total: 701 },
+      ]);
+      expect(await backfills(schema)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+
+    // Done: the next open does not backfill again.
+    const again = new PostgresStore({
+      connectionString: db.url,
+      schemaName: schema,
+      onBackfillProgress: (progress) => reports.push(progress),
+    });
+    await again.init();
+    await again.close();
+    expect(reports).toHaveLength(2);
+  });
+
+  it('init() from several stores at once shares a pending backfill: each batch is done once, all wait for the end', async () => {
+    const schema = await oldSchema();
+    const batches: number[] = [];
+    const stores = Array.from({ length: 4 }, () => {
+      let done = 0;
+      return new PostgresStore({
+        connectionString: db.url,
+        schemaName: schema,
+        onBackfillProgress: (progress) => {
+          if (progress.done > done) batches.push(progress.done - done);
+          done = progress.done;
+        },
+      });
+    });
+    try {
+      await Promise.all(
+        stores.map(async (store) => {
+          await store.init();
+          // No store serves before the index is complete.
+          expect(await backfills(schema)).toEqual([]);
+        }),
+      );
+      expect(batches.sort((a, b) => b - a)).toEqual([500, 500, 201]);
+      await expectEveryMessageFound(stores[0]!);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it('init() does not backfill a schema whose keyword index was complete before backfills were resumable', async () => {
+    // Upgraded past the keyword index by a version that filled it in within the upgrade.
+    const schema = await oldSchema(LATEST_VERSION - 1);
+    const reports: unknown[] = [];
+    const store = new PostgresStore({
+      connectionString: db.url,
+      schemaName: schema,
+      onBackfillProgress: (progress) => reports.push(progress),
+    });
+    try {
+      await store.init();
+      expect(reports).toEqual([]);
+      expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
+      expect(await backfills(schema)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
   });
 
   it('init() upgrades a schema at migration 2 by counting the messages already there', async () => {
