@@ -28,13 +28,19 @@ export interface RecallRun {
 }
 
 /**
- * What every adapter is asked in: each mode with its defaults, and hybrid again with a fusion
- * that trusts the keyword list more (its weight 3, rank constant 1).
+ * What every adapter is asked in: each mode with its defaults (hybrid's fusion is the
+ * embedder's default: keyword-led with the lexical embedder, plain RRF with another), and
+ * hybrid again with each of the two fusions set.
  */
 export const RUNS: readonly RecallRun[] = [
   { label: 'keyword', mode: 'keyword' },
   { label: 'vector', mode: 'vector' },
   { label: 'hybrid', mode: 'hybrid' },
+  {
+    label: 'hybrid, plain RRF (k 60)',
+    mode: 'hybrid',
+    fusion: { rankConstant: 60, weights: { keyword: 1, vector: 1 } },
+  },
   {
     label: 'hybrid, keyword ×3, k 1',
     mode: 'hybrid',

@@ -42,6 +42,7 @@ function missingOps(store: MemoryStorage): Missing {
   }
   if (!capabilitiesOf(store).atomicWorkingMemory) missing.add('atomic');
   if (!store.turns) for (const op of TURN_OPS) missing.add(op);
+  if (!store.keywords) missing.add('keywordSearch');
   return missing;
 }
 
@@ -56,6 +57,7 @@ export const differentialChecks = [
       let operations = 0;
       let nested = 0;
       let turnOps = 0;
+      let keywordOps = 0;
       await assertProperty(
         fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
           const ran = await compare(store, [...setup, ...ops], missing);
@@ -63,6 +65,7 @@ export const differentialChecks = [
           operations += ran.length;
           nested += ran.filter(carriesNested).length;
           turnOps += ran.filter((op) => (TURN_OPS as readonly string[]).includes(op.op)).length;
+          keywordOps += ran.filter((op) => op.op === 'keywordSearch').length;
         }),
         DIFFERENTIAL_RUNS,
         DIFFERENTIAL_RUNS * MS_PER_RUN,
@@ -71,7 +74,7 @@ export const differentialChecks = [
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;
       ctx.log(
         `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
-          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns)${left}`,
+          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches)${left}`,
       );
     },
   ),

@@ -1,18 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { InMemoryStore, type MemoryStorage, type Message } from '@engram/core';
+import { InMemoryStore, type KeywordSearch, type MemoryStorage, type Message } from '@engram/core';
+import { defaultKeywordAnalyzer, type KeywordAnalyzer, keywordTerms, queryTerms } from '@engram/core/driver';
 import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
 import { at } from '../fixtures.ts';
-import { MESSAGES, type Op, RESOURCES, THREADS } from './ops.ts';
+import { KEYWORD_QUERIES, MESSAGES, type Op, RESOURCES, THREADS } from './ops.ts';
+
+/** Keyword hits asked for: more than there are messages, so every match is returned. */
+const KEYWORD_TOP_K = 10;
 
 /** The optional operations a store leaves out (the sequence skips them on both sides). */
 export type Missing = ReadonlySet<Op['op']>;
 
 /** Executes symbolic operations against one store. */
 export class Executor {
+  /**
+   * `analyzer`: the keyword analyzer of the store under test; the oracle's executor finds with
+   * it the messages a keyword search must return.
+   */
   constructor(
     readonly store: MemoryStorage,
     readonly prefix: string,
     readonly oracle: InMemoryStore,
+    readonly analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
   ) {}
 
   id(symbol: string): string {
@@ -117,6 +126,14 @@ export class Executor {
           createdAt: at(op.created),
           body: op.body,
         });
+      case 'keywordSearch':
+        return this.keywordHits({
+          query: op.query,
+          topK: KEYWORD_TOP_K,
+          resourceId: id(op.resource),
+          threadId: op.thread && id(op.thread),
+          excludeIds: op.exclude.map(id),
+        });
       case 'turnGet':
         return s.turns?.get(id(op.id));
       case 'turnList':
@@ -126,6 +143,38 @@ export class Executor {
           op.before && { createdAt: at(op.before.created), id: id(op.before.id) },
         );
     }
+  }
+
+  /**
+   * The messages a keyword search found, by id with their threads: which messages match, not
+   * their order (backends rank with their own statistics). The oracle's executor lists the
+   * messages in scope holding a query term, as the store's analyzer makes the terms; a store's
+   * hit with a score that is not positive and finite is reported as such.
+   */
+  private async keywordHits(search: KeywordSearch): Promise<unknown> {
+    let hits: { messageId: string; threadId: string; score: number }[];
+    if (this.store === this.oracle) {
+      const terms = queryTerms(search.query, this.analyzer);
+      const stored = await this.oracle.listMessagesById({ ids: MESSAGES.map((m) => this.id(m)) });
+      hits = stored
+        .filter(
+          (m) =>
+            m.resourceId === search.resourceId &&
+            (search.threadId === undefined || m.threadId === search.threadId) &&
+            !search.excludeIds?.includes(m.id) &&
+            keywordTerms(m, this.analyzer).some((t) => terms.includes(t)),
+        )
+        .map((m) => ({ messageId: m.id, threadId: m.threadId, score: 1 }));
+    } else {
+      hits = (await this.store.keywords?.search(search)) ?? [];
+    }
+    return hits
+      .map((h) => ({
+        id: h.messageId,
+        thread: h.threadId,
+        ...(h.score > 0 && Number.isFinite(h.score) ? {} : { badScore: h.score }),
+      }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /**
@@ -176,6 +225,17 @@ export class Executor {
     if (!missing.has('turnList')) {
       for (const t of THREADS) out[`turns of ${t}`] = await this.store.turns?.list(this.id(t), 1_000);
     }
+    if (!missing.has('keywordSearch')) {
+      // Every word any message can hold: the index matches the messages as they are now.
+      const query = KEYWORD_QUERIES.join(' ');
+      for (const r of RESOURCES) {
+        out[`keyword hits of ${r}`] = await this.keywordHits({
+          query,
+          topK: KEYWORD_TOP_K,
+          resourceId: this.id(r),
+        });
+      }
+    }
     return this.comparable(out);
   }
 
@@ -221,7 +281,7 @@ function listing(ops: readonly Op[], upTo = ops.length): string {
 export async function compare(store: MemoryStorage, ops: Op[], missing: Missing): Promise<Op[]> {
   const prefix = `d${randomUUID().slice(0, 8)}-`;
   const oracle = new InMemoryStore();
-  const reference = new Executor(oracle, prefix, oracle);
+  const reference = new Executor(oracle, prefix, oracle, store.keywords?.analyzer);
   const subject = new Executor(store, prefix, oracle);
   const ran: Op[] = [];
   for (const [i, op] of ops.entries()) {

@@ -49,7 +49,8 @@ export type Op =
   | { op: 'listResourceIds'; after?: R; limit: number }
   | { op: 'turnPut'; id: M; thread: T; resource: R; created: number; body: string }
   | { op: 'turnGet'; id: M }
-  | { op: 'turnList'; thread: T; limit: number; before?: { created: number; id: M } };
+  | { op: 'turnList'; thread: T; limit: number; before?: { created: number; id: M } }
+  | { op: 'keywordSearch'; resource: R; thread?: T; query: string; exclude: M[] };
 
 /** Operations on optional contract methods, left out for a store without them. */
 export const OPTIONAL_OPS = {
@@ -60,6 +61,13 @@ export const OPTIONAL_OPS = {
 
 /** Operations on the optional `turns` domain, left out for a store without it. */
 export const TURN_OPS = ['turnPut', 'turnGet', 'turnList'] as const satisfies readonly Op['op'][];
+
+/**
+ * Message texts sharing words in other cases, accents, inflections and punctuation (and query
+ * syntax of the backends), and the queries searched with: every query is plain words.
+ */
+const WORDS = ['cello lessons', 'CELLO!', 'lesson x', 'x-y: (z) NEAR', 'Zoë, zoe'] as const;
+export const KEYWORD_QUERIES = ['cello', 'lessons', 'x', 'z NEAR', 'zoe', 'é', 'hi', '"cello" OR -x', 'a'];
 
 const resource = fc.constantFrom(...RESOURCES);
 const threadId = fc.constantFrom(...THREADS);
@@ -91,6 +99,12 @@ const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
   fc.constant<JsonValue>({ format: 2, parts: [{ type: 'text', text: 'hi' }] }),
   fc.constant<JsonValue>([1, 'two', { three: 3 }]),
   { weight: 6, arbitrary: keyedJson },
+);
+
+/** Message content: JSON of every shape, or text the keyword index holds. */
+const content: fc.Arbitrary<JsonValue> = fc.oneof(
+  { weight: 2, arbitrary: smallJson },
+  { weight: 1, arbitrary: fc.constantFrom(...WORDS) },
 );
 
 /** True when `op` carries one of the nested objects above (for the run's log line). */
@@ -163,7 +177,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
             { weight: 1, arbitrary: resource },
           ),
           created: time,
-          content: smallJson,
+          content,
         }),
         { minLength: 1, maxLength: 3, selector: (m) => m.id },
       ),
@@ -213,7 +227,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('updateMessages' as const),
       patches: fc.uniqueArray(
-        fc.record({ id: messageId, content: smallJson, created: time }, { requiredKeys: ['id'] }),
+        fc.record({ id: messageId, content, created: time }, { requiredKeys: ['id'] }),
         {
           minLength: 1,
           maxLength: 2,
@@ -283,6 +297,19 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
         before: fc.record({ created: time, id: messageId }),
       },
       { requiredKeys: ['op', 'thread', 'limit'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('keywordSearch' as const),
+        resource,
+        thread: threadId,
+        query: fc.constantFrom(...KEYWORD_QUERIES),
+        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
+      },
+      { requiredKeys: ['op', 'resource', 'query', 'exclude'] },
     ),
   },
 );
@@ -366,14 +393,11 @@ export const setupArbitrary: fc.Arbitrary<Op[]> = fc
     resources: fc.tuple(resource, resource, resource),
     metadata: fc.tuple(metadata, metadata, metadata),
     created: fc.tuple(time, time, time),
-    messages: fc.uniqueArray(
-      fc.record({ id: messageId, thread: threadId, created: time, content: smallJson }),
-      {
-        minLength: 2,
-        maxLength: 5,
-        selector: (m) => m.id,
-      },
-    ),
+    messages: fc.uniqueArray(fc.record({ id: messageId, thread: threadId, created: time, content }), {
+      minLength: 2,
+      maxLength: 5,
+      selector: (m) => m.id,
+    }),
   })
   .map(({ resources, metadata, created, messages }): Op[] => [
     ...THREADS.map(

@@ -1,6 +1,6 @@
 import { sha256 } from './hash.ts';
 import type { ResolvedMemoryOptions } from './memory-options.ts';
-import type { RecallMode, ResolvedSemanticRecall } from './recall/engine.ts';
+import type { RecallFusion, RecallMode, ResolvedSemanticRecall } from './recall/engine.ts';
 import type { MemoryStorage } from './storage/contract.ts';
 import type { JsonObject, WorkingMemoryScope } from './storage/records.ts';
 import { ENGRAM_VERSION } from './version.ts';
@@ -59,9 +59,9 @@ export interface MemoryConfigRecord {
 
 function recallRecord(
   recall: ResolvedSemanticRecall,
-  mode: RecallMode,
+  { mode, fusion }: { mode: RecallMode; fusion: RecallFusion },
 ): MemoryConfigRecord['semanticRecall'] {
-  const { rankConstant, weights } = recall.fusion;
+  const { rankConstant, weights } = fusion;
   return {
     mode,
     topK: recall.topK,
@@ -71,11 +71,11 @@ function recallRecord(
   };
 }
 
-/** The record of a resolved configuration; `recallMode`: the mode the recall engine chose. */
+/** The record of a resolved configuration; `engine`: the mode and fusion the recall engine chose. */
 export async function configRecord(
   options: ResolvedMemoryOptions,
   schema: ResolvedSchema | null,
-  recallMode: RecallMode | undefined,
+  engine: { mode: RecallMode; fusion: RecallFusion } | undefined,
 ): Promise<MemoryConfigRecord> {
   const wm = options.workingMemory;
   // Through JSON: a converter may leave `undefined` members, which a setting cannot hold.
@@ -97,7 +97,7 @@ export async function configRecord(
       sha256: await sha256(jsonSchema ? JSON.stringify(jsonSchema) : template),
     },
     lastMessages: options.lastMessages,
-    semanticRecall: recall ? recallRecord(recall, recallMode ?? recall.mode ?? 'keyword') : false,
+    semanticRecall: recall && engine ? recallRecord(recall, engine) : false,
     observationalMemory: om
       ? {
           scope: om.scope,

@@ -179,6 +179,8 @@ export {
 } from './recall/embedder.ts';
 export {
   DEFAULT_FUSION,
+  defaultFusion,
+  LEXICAL_FUSION,
   type RecallFusion,
   type RecallHit,
   type RecallMode,

@@ -70,10 +70,12 @@ export interface SemanticRecallOptions {
   threshold?: { vector?: number; keyword?: number };
   /**
    * How hybrid mode fuses its two lists: weighted reciprocal-rank fusion, where a hit at rank r
-   * (from 1) of a list adds `weight / (rankConstant + r)`. Default `{ rankConstant: 60,
-   * weights: { vector: 1, keyword: 1 } }`. A larger keyword weight trusts exact words (names,
-   * ids, numbers) over meaning; a smaller `rankConstant` gives the top ranks of each list more
-   * lead. Each value is 0 or from 1e-6 to 1e6. Used in hybrid mode only.
+   * (from 1) of a list adds `weight / (rankConstant + r)`. Default: plain RRF, `{ rankConstant:
+   * 60, weights: { vector: 1, keyword: 1 } }` (`DEFAULT_FUSION`); with core's lexical embedder,
+   * whose vectors know only words, `{ rankConstant: 1, weights: { vector: 1, keyword: 3 } }`
+   * (`LEXICAL_FUSION`). Values left out are plain RRF's. A larger keyword weight trusts exact
+   * words (names, ids, numbers) over meaning; a smaller `rankConstant` gives the top ranks of
+   * each list more lead. Each value is 0 or from 1e-6 to 1e6. Used in hybrid mode only.
    */
   fusion?: { rankConstant?: number; weights?: { vector?: number; keyword?: number } };
   /** How many similar messages to retrieve, 1–1000. Default 3. */
@@ -90,7 +92,6 @@ export interface SemanticRecallOptions {
 /** Default semantic recall settings. */
 export const SEMANTIC_RECALL_DEFAULTS: ResolvedSemanticRecall = Object.freeze({
   threshold: Object.freeze({}),
-  fusion: DEFAULT_FUSION,
   topK: 3,
   before: 2,
   after: 2,
@@ -339,7 +340,7 @@ function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
   return Object.freeze({
     ...(mode === undefined ? {} : { mode }),
     threshold,
-    fusion,
+    ...(fusion === undefined ? {} : { fusion }),
     topK,
     before,
     after,
@@ -351,8 +352,9 @@ function resolveSemanticRecall(value: unknown): false | ResolvedSemanticRecall {
 const FUSION_MIN = 1e-6;
 const FUSION_MAX = 1e6;
 
-function resolveFusion(value: unknown): RecallFusion {
-  if (value === undefined) return DEFAULT_FUSION;
+/** The fusion given, its missing values from `DEFAULT_FUSION`; `undefined` when none is given. */
+function resolveFusion(value: unknown): RecallFusion | undefined {
+  if (value === undefined) return undefined;
   const at = 'options.semanticRecall.fusion';
   if (!isPlainObject(value)) {
     throw invalid(`${at} must be { rankConstant?, weights?: { vector?, keyword? } }, got ${describe(value)}`);

@@ -220,7 +220,7 @@ export class Memory {
     if (this.options.recordConfiguration) {
       this.recorder = new ConfigRecorder(
         storage,
-        () => configRecord(this.options, this.schema, this.engine?.config.mode),
+        () => configRecord(this.options, this.schema, this.engine?.config),
         config.onConfigRecordError ??
           ((error) =>
             console.warn(

@@ -4,8 +4,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStore, MemoryDriver } from '../src/driver.ts';
 import {
   createLexicalEmbedder,
+  DEFAULT_FUSION,
+  defaultFusion,
   ENGRAM_VERSION,
   InMemoryStore,
+  LEXICAL_FUSION,
   MEMORY_CONFIG_KEY,
   Memory,
   type MemoryConfigRecord,
@@ -69,6 +72,35 @@ describe('Memory records its configuration in the store', () => {
       mode: 'hybrid',
       fusion: { rankConstant: 1, weights: { vector: 1, keyword: 3 } },
     });
+  });
+
+  it('hybrid mode fuses by plain RRF, led by keywords with the lexical embedder, unless a fusion is given', async () => {
+    const fusionOf = async (
+      embedder: ReturnType<typeof createLexicalEmbedder>,
+      semanticRecall: object = {},
+    ) => {
+      const store = new InMemoryStore();
+      const memory = new Memory({ storage: store, embedder, options: { semanticRecall } });
+      await memory.createThread({ resourceId: 'alice', threadId: uid('t') });
+      const record = (await recorded(store))?.semanticRecall;
+      return record ? record.fusion : undefined;
+    };
+    const lexical = createLexicalEmbedder();
+    const model = {
+      ...createLexicalEmbedder(),
+      provider: 'openai',
+      modelId: 'text-embedding-3-small',
+    } as never;
+    expect(await fusionOf(lexical)).toEqual({ rankConstant: 1, weights: { vector: 1, keyword: 3 } });
+    expect(await fusionOf(model)).toEqual({ rankConstant: 60, weights: { vector: 1, keyword: 1 } });
+    // Values left out of a given fusion are plain RRF's, whatever the embedder.
+    expect(await fusionOf(lexical, { fusion: { weights: { keyword: 2 } } })).toEqual({
+      rankConstant: 60,
+      weights: { vector: 1, keyword: 2 },
+    });
+    expect(defaultFusion(createLexicalEmbedder({ dimensions: 64 }))).toBe(LEXICAL_FUSION);
+    expect(defaultFusion(model)).toBe(DEFAULT_FUSION);
+    expect(defaultFusion(undefined)).toBe(DEFAULT_FUSION);
   });
 
   it('Markdown mode records the template text (core default when none is given)', async () => {

@@ -176,7 +176,8 @@ describe('hybrid recall', () => {
     expect(hits[0]?.message.id).toBe('m1');
     expect(hits[0]?.scores.keyword).toBeGreaterThan(0);
     expect(hits[0]?.scores.vector).toBeGreaterThan(0);
-    expect(hits[0]?.score).toBeCloseTo(2 / 61, 12);
+    // The lexical embedder's default fusion: keyword weight 3, vector 1, rank constant 1.
+    expect(hits[0]?.score).toBeCloseTo(3 / 2 + 1 / 2, 12);
   });
 
   it('fusion weights and rank constant decide between the top hits of the keyword and vector lists', async () => {

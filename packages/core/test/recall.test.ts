@@ -70,7 +70,6 @@ describe('semantic recall options', () => {
     const memory = new Memory({ storage, embedder, options: { semanticRecall: true } });
     expect(memory.options.semanticRecall).toEqual({
       threshold: {},
-      fusion: { rankConstant: 60, weights: { vector: 1, keyword: 1 } },
       topK: 3,
       before: 2,
       after: 2,
@@ -86,7 +85,6 @@ describe('semantic recall options', () => {
     });
     expect(memory.options.semanticRecall).toEqual({
       threshold: {},
-      fusion: { rankConstant: 60, weights: { vector: 1, keyword: 1 } },
       topK: 3,
       before: 0,
       after: 3,

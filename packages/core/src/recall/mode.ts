@@ -2,14 +2,14 @@ import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import { requireDomain } from '../storage/domains.ts';
 import type { EmbeddingModelLike } from './embedder.ts';
-import { RecallEngine, type RecallMode, type ResolvedSemanticRecall } from './engine.ts';
+import { defaultFusion, RecallEngine, type RecallMode, type ResolvedSemanticRecall } from './engine.ts';
 
 /**
  * The recall engine of a `Memory`, its mode chosen and checked at construction: an explicit
  * mode needs what it names (`INVALID_ARGUMENT` without the embedder it needs, `UNSUPPORTED` on a
  * storage without the domain); without one, `'hybrid'` when there is an embedder and the storage
  * has vectors and a keyword index, `'vector'` with an embedder and vectors only, `'keyword'`
- * without an embedder.
+ * without an embedder. Without a fusion, hybrid mode fuses as `defaultFusion(embedder)`.
  */
 export function recallEngine(
   storage: MemoryStorage,
@@ -33,5 +33,6 @@ export function recallEngine(
     );
   }
   const keywords = mode === 'vector' ? undefined : requireDomain(storage, 'keywords');
-  return new RecallEngine(storage, { vectors, keywords, embedder }, { ...config, mode });
+  const fusion = config.fusion ?? defaultFusion(embedder);
+  return new RecallEngine(storage, { vectors, keywords, embedder }, { ...config, mode, fusion });
 }
