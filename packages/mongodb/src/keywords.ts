@@ -101,9 +101,9 @@ export async function backfillKeywords(
 ): Promise<void> {
   const cursor = collections.locks as unknown as Collection<{ _id: string; after: string }>;
   let after = (await cursor.findOne({ _id: 'keyword-backfill' }))?.after;
-  const total = await collections.messages.countDocuments({});
-  // Resumed: the messages up to the kept place were done by the run that stopped.
-  let done = after === undefined ? 0 : await collections.messages.countDocuments({ _id: { $lte: after } });
+  // Resumed: the messages up to the kept place were done by the run that stopped; counts what is left.
+  const total = await collections.messages.countDocuments(after === undefined ? {} : { _id: { $gt: after } });
+  let done = 0;
   let reported = false;
   for (;;) {
     const batch = await collections.messages
