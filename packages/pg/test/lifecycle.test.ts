@@ -166,6 +166,14 @@ describePg('lifecycle: migrations and init', (url) => {
   const backfills = (schema: string) =>
     db.query(`SELECT name, last_id FROM ${sql.names(schema, 'engram_').backfills}`);
 
+  /** A store of `schema` whose backfill reports go to `reports`. */
+  const reporting = (schema: string, reports: unknown[]) =>
+    new PostgresStore({
+      connectionString: db.url,
+      schemaName: schema,
+      onBackfillProgress: (progress) => reports.push(progress),
+    });
+
   it('init() backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
     const schema = await oldSchema();
     const reports: unknown[] = [];
@@ -217,11 +225,7 @@ describePg('lifecycle: migrations and init', (url) => {
     expect(await backfills(schema)).toEqual([{ name: 'keyword index', last_id: 'm0500' }]);
 
     const reports: unknown[] = [];
-    const store = new PostgresStore({
-      connectionString: db.url,
-      schemaName: schema,
-      onBackfillProgress: (progress) => reports.push(progress),
-    });
+    const store = reporting(schema, reports);
     try {
       await store.init();
       expect(reports).toEqual([
@@ -235,11 +239,7 @@ describePg('lifecycle: migrations and init', (url) => {
     }
 
     // Done: the next open does not backfill again.
-    const again = new PostgresStore({
-      connectionString: db.url,
-      schemaName: schema,
-      onBackfillProgress: (progress) => reports.push(progress),
-    });
+    const again = reporting(schema, reports);
     await again.init();
     await again.close();
     expect(reports).toHaveLength(2);
@@ -278,11 +278,7 @@ describePg('lifecycle: migrations and init', (url) => {
     // Upgraded past the keyword index by a version that filled it in within the upgrade.
     const schema = await oldSchema(LATEST_VERSION - 1);
     const reports: unknown[] = [];
-    const store = new PostgresStore({
-      connectionString: db.url,
-      schemaName: schema,
-      onBackfillProgress: (progress) => reports.push(progress),
-    });
+    const store = reporting(schema, reports);
     try {
       await store.init();
       expect(reports).toEqual([]);
