@@ -1,9 +1,8 @@
 import * as core from '@engram/core/driver';
 import type { OracleDriver } from './driver.ts';
 import { fromTimestampText, type MessageRow, rowToMessage, TIMESTAMP_FORMAT, textBind } from './mapping.ts';
-import type { OracleDbType } from './oracledb.ts';
 import type { Session } from './session.ts';
-import { chunks, inList, type Statement, selectMessagesByIds, type TableNames } from './sql.ts';
+import { chunks, type Dialect, inList, type Statement, selectMessagesByIds } from './sql.ts';
 
 /**
  * The keyword index: postings in `<prefix>message_terms` (one row per message and term, with the
@@ -20,8 +19,8 @@ import { chunks, inList, type Statement, selectMessagesByIds, type TableNames } 
  * work on every server version (19c and later) inside the write that saves the message.
  */
 
-/** What the keyword statements need: the table names and the CLOB bind type. */
-export type KeywordDialect = { names: TableNames; clobType: OracleDbType };
+/** What the keyword statements need of the dialect: the table names and the CLOB bind type (also before `open()` made one). */
+export type KeywordDialect = Pick<Dialect, 'names' | 'clobType'>;
 
 /** Messages per backfill batch (each batch one transaction). */
 export const BACKFILL_BATCH = 500;
@@ -53,7 +52,12 @@ export function deleteIndexRows(
 }
 
 /** `INSERT` of rows given as one JSON array of arrays (a single CLOB bind, whatever their number). */
-function insertJson(d: KeywordDialect, table: string, columns: Array<[string, string]>, rows: unknown[][]) {
+function insertJson(
+  d: KeywordDialect,
+  table: string,
+  columns: Array<[string, string]>,
+  rows: unknown[][],
+): Statement {
   const names = columns.map(([name]) => name).join(', ');
   const paths = columns.map(([name, type], i) => `${name} ${type} PATH '$[${i}]'`).join(', ');
   return {

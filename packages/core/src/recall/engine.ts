@@ -501,11 +501,7 @@ export class RecallEngine {
  * lists that found it (rank from 1), keeping its score in each list. Ties: newer first, then id
  * (as hits are ordered).
  */
-export function fuse(
-  byVector: Ranked[],
-  byKeyword: Ranked[],
-  fusion: RecallFusion = DEFAULT_FUSION,
-): Ranked[] {
+export function fuse(byVector: Ranked[], byKeyword: Ranked[], fusion: RecallFusion): Ranked[] {
   const fused = new Map<string, Ranked>();
   const add = (list: Ranked[], weight: number) =>
     list.forEach((hit, i) => {
