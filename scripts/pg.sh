@@ -26,8 +26,33 @@ trusts() {
   PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atqc 'select 1' >/dev/null 2>&1
 }
 
+# Test databases (engram_test_<epoch>_<hex>, made by packages/pg/test/env.ts) that a killed run
+# left behind are dropped WITH (FORCE), which also ends their sessions: a racer stopped
+# mid-transaction would otherwise hold its locks and connections for good. A database counts as
+# left behind once it is ENGRAM_PG_STALE_MINUTES (default 100, more than CI's limit) old; names
+# of the older form, engram_test_<hex>, always do. Younger ones may belong to a run going on.
+sql() { PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atqc "$2" 2>/dev/null; }
+
+drop_stale_databases() {
+  command -v psql >/dev/null 2>&1 || return 0
+  local port="$1" now name dropped=0
+  now="$(date +%s)"
+  while read -r name; do
+    [ -n "$name" ] || continue
+    if [[ "$name" =~ ^engram_test_([0-9]+)_[0-9a-f]+$ ]] \
+      && [ $((now - BASH_REMATCH[1])) -lt $((${ENGRAM_PG_STALE_MINUTES:-100} * 60)) ]; then
+      continue
+    fi
+    sql "$port" "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null && dropped=$((dropped + 1))
+  done < <(sql "$port" "SELECT datname FROM pg_database WHERE datname ~ '^engram_test_'")
+  [ "$dropped" -eq 0 ] || log "dropped $dropped test database(s) that stopped runs left behind"
+  log "$(sql "$port" "SELECT count(*) || ' of ' || current_setting('max_connections') || ' connections in use'
+    FROM pg_stat_activity WHERE backend_type = 'client backend'")"
+}
+
 emit() {
   [ "${ENGRAM_SKIP_PGVECTOR:-}" = "1" ] || ensure_pgvector "$1"
+  drop_stale_databases "$1"
   echo "export ENGRAM_PG_URL=postgres://postgres@127.0.0.1:$1/postgres"
 }
 

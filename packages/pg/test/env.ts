@@ -29,9 +29,13 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates a fresh database on the server at `url`, so reruns never collide. */
+/**
+ * Creates a fresh database on the server at `url`, so reruns never collide. Its name carries
+ * the time it was made (`engram_test_<epoch seconds>_<hex>`): `scripts/pg.sh` drops the ones a
+ * killed run left behind.
+ */
 export async function createDatabase(url: string): Promise<TestDatabase> {
-  const name = randomName('engram_test');
+  const name = randomName(`engram_test_${Math.floor(Date.now() / 1000)}`);
   await withClient(url, (client) => client.query(`CREATE DATABASE ${name}`));
   const dbUrl = new URL(url);
   dbUrl.pathname = `/${name}`;
