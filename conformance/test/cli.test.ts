@@ -57,7 +57,11 @@ describe('engram-conformance CLI', () => {
 
   it('fails broken store (a): exits non-zero and shows the concurrency failures across 4 OS processes', async () => {
     // Only the areas looked at below: the whole suite on this file store takes two minutes.
-    const { code, out } = await cli(fixture('broken-atomic-module.ts'), '--area', 'concurrency,messages,errors');
+    const { code, out } = await cli(
+      fixture('broken-atomic-module.ts'),
+      '--area',
+      'concurrency,messages,errors',
+    );
     expect(code, out).toBe(1);
     expect(out).not.toMatch(/^working memory\s/m);
     expect(out).toMatch(/^concurrency\s+[1-8]\s+[2-6]\s+0$/m);
