@@ -7,6 +7,10 @@
 //                                                  deletes them); prints nothing else
 //   node scripts/test-summary.mjs --combine DIR…   sums saved passes; a pass whose folder holds
 //                                                  no report counts as one failure
+//   node scripts/test-summary.mjs --expect NAMES    as the first form; each package named (comma-
+//                                                  separated, or `all`: every workspace package
+//                                                  with a test script) that wrote no report (it
+//                                                  hung, crashed or never ran) counts as one failure
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -89,5 +93,30 @@ if (mode === '--save') {
   if (failures.length > 0) console.log(`Failed:\n${failures.join('\n')}`);
   console.log(line(total));
 } else {
-  console.log(line(sum(inRepo(), false)));
+  const reports = inRepo();
+  const total = sum(reports, false);
+  if (mode === '--expect') {
+    const missing = expected(dirs[0] ?? 'all').filter(
+      (dir) => !reports.some(([label]) => label === `${dir}/.vitest-report.json`),
+    );
+    for (const dir of missing) console.log(`no test report: ${dir} (its run hung, crashed or did not start)`);
+    total.failed += missing.length;
+  }
+  console.log(line(total));
+}
+
+/** The folders of the workspace packages named (or of all with a test script). */
+function expected(names) {
+  const wanted = names === 'all' ? undefined : new Set(names.split(','));
+  const dirs = [];
+  for (const parent of ['packages', 'examples', '.']) {
+    for (const name of readdirSync(join(root, parent))) {
+      const file = join(root, parent, name, 'package.json');
+      if (name === 'node_modules' || !existsSync(file)) continue;
+      const pkg = JSON.parse(readFileSync(file, 'utf8'));
+      if (!pkg.scripts?.test || !(wanted ? wanted.has(pkg.name) : true)) continue;
+      dirs.push(parent === '.' ? name : `${parent}/${name}`);
+    }
+  }
+  return dirs;
 }
