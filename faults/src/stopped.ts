@@ -74,6 +74,12 @@ export async function runStopped(options: StoppedOptions): Promise<StoppedResult
   const tell = (message: ParentMessage) => {
     for (const child of others) if (child.process.connected) child.process.send(message);
   };
+  // Should this process exit mid-run (a killed test run), no writer may stay stopped with its
+  // locks and connections held: they are killed on the way out.
+  const reap = () => {
+    for (const child of all) child.process.kill('SIGKILL');
+  };
+  process.on('exit', reap);
   try {
     await waitFor(() => all.every((c) => c.ready) && acks.stopped > 0, 60_000, 'the writers to start');
     for (let n = 0; n < stops; n += 1) {
@@ -95,6 +101,7 @@ export async function runStopped(options: StoppedOptions): Promise<StoppedResult
     }, 30_000);
     await exits;
     clearTimeout(timeout);
+    process.off('exit', reap);
   }
 
   const checker = await openStore(options.target);

@@ -50,6 +50,13 @@ export async function stoppedWriter(ctx: CheckContext, racers: number, tally: Ta
   const files = { ready: join(dir, 'ready'), window: join(dir, 'window'), stop: join(dir, 'stop') };
   const pause = stopMs(ctx.init);
   let pid: number | undefined;
+  const reap = () => {
+    try {
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
   try {
     const running = raceProcesses(
       ctx.init.worker,
@@ -57,6 +64,9 @@ export async function stoppedWriter(ctx: CheckContext, racers: number, tally: Ta
       racers,
     );
     pid = await waitForPid(files.ready, running);
+    // Should this process exit mid-check (a killed test run), the racer must not stay stopped
+    // with its locks and connections held: it is killed on the way out.
+    process.on('exit', reap);
     for (let n = 0; n < STOPS; n++) {
       await sleep(BETWEEN_MS);
       process.kill(pid, 'SIGSTOP');
@@ -76,6 +86,7 @@ export async function stoppedWriter(ctx: CheckContext, racers: number, tally: Ta
       `(${reports[0]?.written.length ?? 0} merges by it, ${others} by the others)`;
     tally(reports, how, (key) => keys[mergeOf(key)]?.has(key) ?? false);
   } finally {
+    process.off('exit', reap);
     if (pid !== undefined) process.kill(pid, 'SIGCONT');
     writeFileSync(files.stop, '');
     rmSync(dir, { recursive: true, force: true });
