@@ -31,14 +31,14 @@ trusts() {
 # mid-transaction would otherwise hold its locks and connections for good. A database counts as
 # left behind once it is ENGRAM_PG_STALE_MINUTES (default 100, more than CI's limit) old; names
 # of the older form, engram_test_<hex>, always do. Younger ones may belong to a run going on.
-# ENGRAM_PG_RESET=1 (set by .ci/run, which owns the server while it runs) drops every test
+# ENGRAM_RESET_SERVICES=1 (set by .ci/run, which owns the server while it runs) drops every test
 # database and ends every other session on the postgres database too.
 sql() { PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atqc "$2" 2>/dev/null; }
 
 drop_stale_databases() {
   command -v psql >/dev/null 2>&1 || return 0
   local port="$1" now name dropped=0 stale=$((${ENGRAM_PG_STALE_MINUTES:-100} * 60)) ended
-  [ "${ENGRAM_PG_RESET:-}" != "1" ] || stale=0
+  [ "${ENGRAM_RESET_SERVICES:-}" != "1" ] || stale=0
   now="$(date +%s)"
   while read -r name; do
     [ -n "$name" ] || continue
@@ -48,10 +48,10 @@ drop_stale_databases() {
     sql "$port" "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null && dropped=$((dropped + 1))
   done < <(sql "$port" "SELECT datname FROM pg_database WHERE datname ~ '^engram_test_'")
   [ "$dropped" -eq 0 ] || log "dropped $dropped test database(s) that stopped runs left behind"
-  if [ "${ENGRAM_PG_RESET:-}" = "1" ]; then
+  if [ "${ENGRAM_RESET_SERVICES:-}" = "1" ]; then
     ended="$(sql "$port" "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
       WHERE datname = 'postgres' AND backend_type = 'client backend' AND pid <> pg_backend_pid()")"
-    [ "${ended:-0}" = "0" ] || log "ended $ended session(s) left on the postgres database (ENGRAM_PG_RESET=1)"
+    [ "${ended:-0}" = "0" ] || log "ended $ended session(s) left on the postgres database (ENGRAM_RESET_SERVICES=1)"
   fi
   log "$(sql "$port" "SELECT count(*) || ' of ' || current_setting('max_connections') || ' connections in use'
     FROM pg_stat_activity WHERE backend_type = 'client backend'")"

@@ -58,6 +58,15 @@ emit() {
   echo "export ENGRAM_UPSTASH_TOKEN=$token"
 }
 
+# ENGRAM_RESET_SERVICES=1 (set by .ci/run): a bridge this script started before, perhaps from
+# other sources, is stopped, so the one the tests reach runs this checkout's code.
+if [ "${ENGRAM_RESET_SERVICES:-}" = "1" ] && [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+  log "stopping the bridge started before (pid $(cat "$dir/pid"), ENGRAM_RESET_SERVICES=1)"
+  kill "$(cat "$dir/pid")"
+  for _ in $(seq 1 50); do kill -0 "$(cat "$dir/pid")" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$dir/pid"
+fi
+
 status=0
 probe || status=$?
 if [ "$status" -eq 0 ]; then
