@@ -20,7 +20,13 @@ export {
   type KeywordAnalyzerOptions,
 } from './recall/analyzer.ts';
 export { assertWorkingMemoryField } from './storage/arguments.ts';
-export { type BackfillListener, type BackfillProgress, backfillListener } from './storage/backfill.ts';
+export {
+  type BackfillListener,
+  type BackfillProgress,
+  type BackfillStep,
+  backfillListener,
+  runBackfill,
+} from './storage/backfill.ts';
 export {
   capabilitiesOf,
   DEFAULT_CAPABILITIES,

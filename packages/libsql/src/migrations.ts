@@ -1,8 +1,10 @@
 import {
   type BackfillListener,
+  type BackfillStep,
   defaultKeywordAnalyzer,
   type KeywordAnalyzer,
   MemoryError,
+  runBackfill,
 } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
@@ -344,14 +346,14 @@ async function backfillKeywords(
   const resumable = 'transaction' in db;
   let lastId = '';
   let total: number | undefined;
-  const batch = async (tx: Executor): Promise<number> => {
+  const batch = async (tx: Executor): Promise<BackfillStep> => {
     if (resumable) {
       const { rows } = await tx.execute({
         sql: `SELECT last_id FROM ${backfills} WHERE name = ?`,
         args: [KEYWORD_BACKFILL],
       });
       // Finished by another process meanwhile.
-      if (rows.length === 0) return 0;
+      if (rows.length === 0) return { read: 0 };
       lastId = String(rows[0]?.last_id);
     }
     total ??= await messagesAfter(tx, lastId);
@@ -364,15 +366,9 @@ async function backfillKeywords(
           : { sql: `UPDATE ${backfills} SET last_id = ? WHERE name = ?`, args: [lastId, KEYWORD_BACKFILL] },
       );
     }
-    return next.read;
+    return { read: next.read, total };
   };
-  let done = 0;
-  for (;;) {
-    const read = resumable ? await inTransaction(db, batch) : await batch(db);
-    done += read;
-    if (read > 0 || done === 0) {
-      progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total ?? 0, done) });
-    }
-    if (read < BACKFILL_BATCH) return;
-  }
+  await runBackfill(KEYWORD_BACKFILL, BACKFILL_BATCH, progress, () =>
+    resumable ? inTransaction(db, batch) : batch(db),
+  );
 }

@@ -148,21 +148,19 @@ export async function backfillKeywords(
   progress: core.BackfillListener,
 ): Promise<void> {
   const total = await s.count(countUnindexed(d));
-  let done = 0;
   let after: string | null = null;
-  for (;;) {
+  await core.runBackfill('keyword index', BACKFILL_BATCH, progress, async () => {
     const batch = await s.rows<{ ID: string }>(selectUnindexed(d, after, BACKFILL_BATCH));
     const ids: string[] = batch.map((r) => r.ID);
-    if (ids.length === 0) break;
-    const read = selectMessagesByIds(d, ids);
-    const rows = await s.rows<MessageRow>({ sql: `${read.sql} FOR UPDATE`, binds: read.binds });
-    await indexMessages(s, d, rows.map(rowToMessage), analyzer);
-    await s.connection.commit();
-    after = ids.at(-1) ?? after;
-    done += ids.length;
-    progress({ backfill: 'keyword index', done, total });
-  }
-  if (done === 0) progress({ backfill: 'keyword index', done, total });
+    if (ids.length > 0) {
+      const read = selectMessagesByIds(d, ids);
+      const rows = await s.rows<MessageRow>({ sql: `${read.sql} FOR UPDATE`, binds: read.binds });
+      await indexMessages(s, d, rows.map(rowToMessage), analyzer);
+      await s.connection.commit();
+      after = ids.at(-1) ?? after;
+    }
+    return { read: ids.length, total };
+  });
 }
 
 /**

@@ -1,8 +1,10 @@
 import {
   type BackfillListener,
+  type BackfillStep,
   defaultKeywordAnalyzer,
   type KeywordAnalyzer,
   retry,
+  runBackfill,
 } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import { isRetryable } from './errors.ts';
@@ -277,13 +279,13 @@ async function backfillKeywords(
 ): Promise<void> {
   let lastId = '';
   let total: number | undefined;
-  const batch = async (): Promise<number> => {
+  const batch = async (): Promise<BackfillStep> => {
     if (resumable) {
       await lockSchema(client, n);
       const marker = `SELECT last_id FROM ${n.backfills} WHERE name = $1`;
       const [row] = (await client.query<{ last_id: string }>(marker, [KEYWORD_BACKFILL])).rows;
       // Finished by another process meanwhile.
-      if (!row) return 0;
+      if (!row) return { read: 0 };
       lastId = row.last_id;
     }
     total ??= await messagesAfter(client, n, lastId);
@@ -297,23 +299,12 @@ async function backfillKeywords(
         next.read < BACKFILL_BATCH ? [KEYWORD_BACKFILL] : [KEYWORD_BACKFILL, lastId],
       );
     }
-    return next.read;
+    return { read: next.read, total };
   };
-  let done = 0;
-  for (;;) {
-    const read = resumable
-      ? await retry(() => inTransaction(client, batch), {
-          adapter: 'pg',
-          what: 'keyword backfill',
-          retryable: isRetryable,
-        })
-      : await batch();
-    done += read;
-    if (read > 0 || done === 0) {
-      progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total ?? 0, done) });
-    }
-    if (read < BACKFILL_BATCH) return;
-  }
+  const options = { adapter: 'pg', what: 'keyword backfill', retryable: isRetryable };
+  await runBackfill(KEYWORD_BACKFILL, BACKFILL_BATCH, progress, () =>
+    resumable ? retry(() => inTransaction(client, batch), options) : batch(),
+  );
 }
 
 /** `fn` in a transaction of `client`, committed, or rolled back when it throws. */

@@ -39,3 +39,34 @@ export function backfillListener(option: unknown, adapter: string): BackfillList
     }
   };
 }
+
+/** What one batch of a backfill did. */
+export interface BackfillStep {
+  /** Records the batch read; fewer than the batch size (0 included) ends the backfill. */
+  readonly read: number;
+  /** Records to do in all, once the batch has counted them. */
+  readonly total?: number;
+}
+
+/**
+ * Runs a backfill a batch at a time: `step` until one reads fewer than `batchSize` records.
+ * Reports to `progress` after each batch that read something, and once with `done` 0 when there
+ * was nothing to do; `total` is the highest a batch counted, never less than `done`. Where each
+ * batch runs (a transaction of its own, resumable, or the caller's) is the adapter's `step`.
+ */
+export async function runBackfill(
+  backfill: string,
+  batchSize: number,
+  progress: BackfillListener,
+  step: () => Promise<BackfillStep>,
+): Promise<void> {
+  let done = 0;
+  let total = 0;
+  for (;;) {
+    const batch = await step();
+    done += batch.read;
+    total = Math.max(total, batch.total ?? 0, done);
+    if (batch.read > 0 || done === 0) progress({ backfill, done, total });
+    if (batch.read < batchSize) return;
+  }
+}
