@@ -81,9 +81,13 @@ export class PostgresDriver implements Driver<PostgresTx> {
     return (await this.db.query<R>(text, values, true))[0] ?? null;
   }
 
-  /** The rows of a page or count statement (unnamed: planned for the values of each call). */
+  /**
+   * The rows of a page, window or count statement, prepared like the fixed statements: each reads
+   * through an index on its thread or resource whatever the values, and a plan cached while the
+   * tables were small is made again when `ANALYZE` updates their statistics.
+   */
   private rows<R extends pg.QueryResultRow>({ text, values }: sql.Statement): Promise<R[]> {
-    return this.db.query<R>(text, values);
+    return this.db.query<R>(text, values, true);
   }
 
   private async count(statement: sql.Statement): Promise<number> {

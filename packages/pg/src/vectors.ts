@@ -23,8 +23,11 @@ export interface PostgresVectorOptions {
 }
 
 type Hnsw = { m: number; efConstruction: number; efSearch: number };
-/** A hit as scanned, with pgvector's distance (what its index ranks by). */
-type Scanned = core.VectorHit & { distance?: number };
+/**
+ * A hit as scanned: pgvector's rows carry the distance (what its index ranks by, computed once per
+ * row) and no score, the `real[]` fallback's the score.
+ */
+type Scanned = Omit<core.VectorHit, 'score'> & { score?: number; distance?: number };
 
 /** The schema holding the `vector` extension (NULL when it is not installed), as an SQL subquery. */
 const EXTENSION_SCHEMA = `(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
@@ -200,7 +203,10 @@ export class PostgresVectorDriver implements core.VectorDriver {
       const tiedPast = ranked.length === candidates && kth?.distance === ranked[ranked.length - 1]?.distance;
       hits = !kth || tiedPast ? await this.scan(args, true, null) : ranked.slice(0, args.topK);
     }
-    return hits.map(({ distance, ...hit }) => hit);
+    return hits.map(({ distance, score, ...hit }) => ({
+      ...hit,
+      score: distance === undefined ? (score as number) : 1 - distance,
+    }));
   }
 
   /**
@@ -223,10 +229,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const ties = '"createdAt" DESC, "messageId"';
     // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
     const [columns, order] = pgvector
-      ? [
-          `coalesce(nullif(${raw}, 'NaN'::float8), 1) AS distance, 1 - coalesce(nullif(${raw}, 'NaN'::float8), 1) AS score`,
-          `ORDER BY distance, ${ties}`,
-        ]
+      ? [`coalesce(nullif(${raw}, 'NaN'::float8), 1) AS distance`, `ORDER BY distance, ${ties}`]
       : [
           `coalesce((SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
              FROM unnest(v.embedding, $1::real[]) AS t(a, b)), 0) AS score`,
