@@ -25,6 +25,8 @@ export {
   type BackfillProgress,
   type BackfillStep,
   backfillListener,
+  KEYWORD_BACKFILL,
+  KEYWORD_BACKFILL_BATCH,
   runBackfill,
 } from './storage/backfill.ts';
 export {

@@ -1,4 +1,5 @@
 import {
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   type KeywordDriver,
   type KeywordHit,
@@ -50,16 +51,10 @@ export function indexStatements(written: readonly Message[], analyzer: KeywordAn
   return statements;
 }
 
-/** What backfill progress reports name the keyword backfill, and its row in `engram_backfills`. */
-export const KEYWORD_BACKFILL = 'keyword index';
-
-/** Messages a keyword backfill indexes per batch. */
-export const BACKFILL_BATCH = 500;
-
 /**
  * One batch of the keyword backfill, in the caller's write transaction (which no other write
  * can interleave with, so the messages are indexed as stored): indexes the messages after
- * `lastId` in id order (at most `BACKFILL_BATCH`, a message indexed already is replaced) and
+ * `lastId` in id order (at most `KEYWORD_BACKFILL_BATCH`, a message indexed already is replaced) and
  * returns how many it read and the last id. Messages without terms are read and left out.
  */
 export async function indexBatch(
@@ -68,7 +63,7 @@ export async function indexBatch(
   lastId: string,
 ): Promise<{ read: number; lastId: string }> {
   const { rows } = await tx.execute({
-    sql: `SELECT id, role, content FROM ${messages} WHERE id > ? ORDER BY id LIMIT ${BACKFILL_BATCH}`,
+    sql: `SELECT id, role, content FROM ${messages} WHERE id > ? ORDER BY id LIMIT ${KEYWORD_BACKFILL_BATCH}`,
     args: [lastId],
   });
   const batch = rows.map((row) => ({

@@ -2,13 +2,15 @@ import {
   type BackfillListener,
   type BackfillStep,
   defaultKeywordAnalyzer,
+  KEYWORD_BACKFILL,
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   MemoryError,
   runBackfill,
 } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
-import { BACKFILL_BATCH, CREATE_KEYWORDS, indexBatch, KEYWORD_BACKFILL, messagesAfter } from './keywords.ts';
+import { CREATE_KEYWORDS, indexBatch, messagesAfter } from './keywords.ts';
 import { NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
@@ -361,14 +363,14 @@ async function backfillKeywords(
     lastId = next.lastId;
     if (resumable) {
       await tx.execute(
-        next.read < BACKFILL_BATCH
+        next.read < KEYWORD_BACKFILL_BATCH
           ? { sql: `DELETE FROM ${backfills} WHERE name = ?`, args: [KEYWORD_BACKFILL] }
           : { sql: `UPDATE ${backfills} SET last_id = ? WHERE name = ?`, args: [lastId, KEYWORD_BACKFILL] },
       );
     }
     return { read: next.read, total };
   };
-  await runBackfill(KEYWORD_BACKFILL, BACKFILL_BATCH, progress, () =>
+  await runBackfill(KEYWORD_BACKFILL, KEYWORD_BACKFILL_BATCH, progress, () =>
     resumable ? inTransaction(db, batch) : batch(db),
   );
 }

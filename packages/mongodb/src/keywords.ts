@@ -1,5 +1,7 @@
 import {
   type BackfillListener,
+  KEYWORD_BACKFILL,
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   type KeywordDriver,
   keywordTerms,
@@ -15,8 +17,6 @@ import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { bulkWrite } from './writes.ts';
 
-/** Messages the backfill reads per batch. */
-const BACKFILL_BATCH = 500;
 /** Upserts per command in the backfill. */
 const UPSERTS_PER_COMMAND = 20;
 
@@ -109,7 +109,7 @@ export async function backfillKeywords(
     const batch = await collections.messages
       .find(after === undefined ? {} : { _id: { $gt: after } })
       .sort({ _id: 1 })
-      .limit(BACKFILL_BATCH)
+      .limit(KEYWORD_BACKFILL_BATCH)
       .toArray();
     if (batch.length === 0) break;
     const ops = batch.flatMap((m): AnyBulkWriteOperation<KeywordDocument>[] => {
@@ -126,8 +126,8 @@ export async function backfillKeywords(
     await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: after as string }, { upsert: true });
     done += batch.length;
     reported = true;
-    progress({ backfill: 'keyword index', done, total: Math.max(total, done) });
+    progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total, done) });
   }
-  if (!reported) progress({ backfill: 'keyword index', done, total });
+  if (!reported) progress({ backfill: KEYWORD_BACKFILL, done, total });
   await cursor.deleteOne({ _id: 'keyword-backfill' });
 }

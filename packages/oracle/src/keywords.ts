@@ -22,9 +22,6 @@ import { chunks, type Dialect, inList, type Statement, selectMessagesByIds } fro
 /** What the keyword statements need of the dialect: the table names and the CLOB bind type (also before `open()` made one). */
 export type KeywordDialect = Pick<Dialect, 'names' | 'clobType'>;
 
-/** Messages per backfill batch (each batch one transaction). */
-export const BACKFILL_BATCH = 500;
-
 /** The index rows of these messages: `[id, term count]` per message with terms, `[id, term, tf]` per posting. */
 export function indexRows(
   written: readonly Pick<core.Message, 'id' | 'role' | 'content'>[],
@@ -136,7 +133,7 @@ WHERE NOT EXISTS (SELECT 1 FROM ${keywordCounts} k WHERE k.message_id = m.id)`,
 }
 
 /**
- * Indexes every message not indexed yet, one transaction per batch of `BACKFILL_BATCH`,
+ * Indexes every message not indexed yet, one transaction per batch of `KEYWORD_BACKFILL_BATCH`,
  * reporting after each. Stopped, it resumes at the next open with what is left (messages
  * without terms are looked at again, and stay out). Each batch row-locks its messages and reads
  * them again, so a concurrent save's newer text is never replaced by older terms.
@@ -149,8 +146,8 @@ export async function backfillKeywords(
 ): Promise<void> {
   const total = await s.count(countUnindexed(d));
   let after: string | null = null;
-  await core.runBackfill('keyword index', BACKFILL_BATCH, progress, async () => {
-    const batch = await s.rows<{ ID: string }>(selectUnindexed(d, after, BACKFILL_BATCH));
+  await core.runBackfill(core.KEYWORD_BACKFILL, core.KEYWORD_BACKFILL_BATCH, progress, async () => {
+    const batch = await s.rows<{ ID: string }>(selectUnindexed(d, after, core.KEYWORD_BACKFILL_BATCH));
     const ids: string[] = batch.map((r) => r.ID);
     if (ids.length > 0) {
       const read = selectMessagesByIds(d, ids);

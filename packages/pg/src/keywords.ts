@@ -1,5 +1,6 @@
 import {
   BM25,
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   type KeywordDriver,
   type KeywordHit,
@@ -74,15 +75,9 @@ export function indexMessages(n: Names, written: readonly Message[], analyzer: K
   };
 }
 
-/** What backfill progress reports name the keyword backfill, and its row in `backfills`. */
-export const KEYWORD_BACKFILL = 'keyword index';
-
-/** Messages a keyword backfill indexes per batch. */
-export const BACKFILL_BATCH = 500;
-
 /**
  * One batch of the keyword backfill, in the caller's transaction: indexes the messages after
- * `lastId` in id order (at most `BACKFILL_BATCH`, a message indexed already is replaced) and
+ * `lastId` in id order (at most `KEYWORD_BACKFILL_BATCH`, a message indexed already is replaced) and
  * returns how many it read and the last id. The rows are read `FOR SHARE`: a save changing one
  * waits until this commits and then indexes it itself, and one that changed it first is waited
  * for and read as it left it, so the index never keeps older terms than its message.
@@ -94,7 +89,7 @@ export async function indexBatch(
   lastId: string,
 ): Promise<{ read: number; lastId: string }> {
   const { rows } = await client.query<{ id: string; role: Message['role']; content: Message['content'] }>(
-    `SELECT id, role, content FROM ${n.messages} WHERE id > $1 ORDER BY id LIMIT ${BACKFILL_BATCH} FOR SHARE`,
+    `SELECT id, role, content FROM ${n.messages} WHERE id > $1 ORDER BY id LIMIT ${KEYWORD_BACKFILL_BATCH} FOR SHARE`,
     [lastId],
   );
   if (rows.length > 0) {

@@ -2,13 +2,15 @@ import {
   type BackfillListener,
   type BackfillStep,
   defaultKeywordAnalyzer,
+  KEYWORD_BACKFILL,
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   retry,
   runBackfill,
 } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import { isRetryable } from './errors.ts';
-import { BACKFILL_BATCH, indexBatch, KEYWORD_BACKFILL, keywordTable, messagesAfter } from './keywords.ts';
+import { indexBatch, keywordTable, messagesAfter } from './keywords.ts';
 import { type Names, quoteIdent } from './sql.ts';
 
 /** One schema change: its statements, and the backfill it leaves for the rows stored before it. */
@@ -293,16 +295,16 @@ async function backfillKeywords(
     lastId = next.lastId;
     if (resumable) {
       await client.query(
-        next.read < BACKFILL_BATCH
+        next.read < KEYWORD_BACKFILL_BATCH
           ? `DELETE FROM ${n.backfills} WHERE name = $1`
           : `UPDATE ${n.backfills} SET last_id = $2 WHERE name = $1`,
-        next.read < BACKFILL_BATCH ? [KEYWORD_BACKFILL] : [KEYWORD_BACKFILL, lastId],
+        next.read < KEYWORD_BACKFILL_BATCH ? [KEYWORD_BACKFILL] : [KEYWORD_BACKFILL, lastId],
       );
     }
     return { read: next.read, total };
   };
   const options = { adapter: 'pg', what: 'keyword backfill', retryable: isRetryable };
-  await runBackfill(KEYWORD_BACKFILL, BACKFILL_BATCH, progress, () =>
+  await runBackfill(KEYWORD_BACKFILL, KEYWORD_BACKFILL_BATCH, progress, () =>
     resumable ? retry(() => inTransaction(client, batch), options) : batch(),
   );
 }

@@ -2,6 +2,8 @@ import {
   type BackfillListener,
   BM25,
   compareKeywordHits,
+  KEYWORD_BACKFILL,
+  KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   type KeywordDriver,
   keywordTerms,
@@ -15,9 +17,6 @@ import type { Call, Expectation } from './scripts.ts';
 
 /** The keyword domain of `UpstashDriver`. */
 export type UpstashKeywords = KeywordDriver<UpstashTx>;
-
-/** Messages the keyword backfill reads per script call (whole threads, at least one). */
-const BACKFILL_BATCH = 500;
 
 /**
  * The keyword index in Redis (`keyword-scripts.ts`): an inverted index per resource, written by
@@ -108,7 +107,9 @@ export async function backfillKeywords(
   const total = Number(text(await call('keywordBackfillSize', {})));
   let done = 0;
   for (;;) {
-    const [threads, rows] = list(await call('keywordBackfillRead', { limit: BACKFILL_BATCH })).map(list);
+    const [threads, rows] = list(await call('keywordBackfillRead', { limit: KEYWORD_BACKFILL_BATCH })).map(
+      list,
+    );
     if (!threads || threads.length === 0) break;
     const messages = (rows ?? []).map((row) => {
       const [id, , role, content] = list(row).map(text) as [string, string, Message['role'], string];
@@ -116,7 +117,7 @@ export async function backfillKeywords(
     });
     await call('keywordBackfillWrite', { threads, messages });
     done += messages.length;
-    progress({ backfill: 'keyword index', done, total: Math.max(total, done) });
+    progress({ backfill: KEYWORD_BACKFILL, done, total: Math.max(total, done) });
   }
-  if (done === 0) progress({ backfill: 'keyword index', done, total });
+  if (done === 0) progress({ backfill: KEYWORD_BACKFILL, done, total });
 }

@@ -14,6 +14,15 @@ export interface BackfillProgress {
   readonly total: number;
 }
 
+/**
+ * The keyword index's backfill, run by a schema upgrade that adds the index to stored messages:
+ * its name in progress reports and in an adapter's record of a backfill under way.
+ */
+export const KEYWORD_BACKFILL = 'keyword index';
+
+/** Messages a keyword backfill indexes per batch, on every adapter. */
+export const KEYWORD_BACKFILL_BATCH = 500;
+
 /** Called after each batch of a backfill (once, with `done` 0, when there was nothing to do). */
 export type BackfillListener = (progress: BackfillProgress) => void;
 
