@@ -134,6 +134,90 @@ export const recallChecks = [
   ),
 
   check(
+    `searchWithWindows returns what searchVectors and the windows' listMessages return (optional fast path)${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const windowed = vectors.searchWithWindows;
+      if (!windowed) {
+        skipCheck(`${store.name} has no searchWithWindows (optional: core searches, then reads the windows)`);
+      }
+      const r = ctx.id('r');
+      const next = random(77);
+      const query = unit(next);
+      await seed(
+        store,
+        `${r}-a`,
+        r,
+        Array.from({ length: 30 }, () => unit(next)),
+      );
+      await seed(
+        store,
+        `${r}-b`,
+        r,
+        Array.from({ length: 20 }, () => unit(next)),
+        100,
+      );
+      await seed(store, `${r}-c`, r, [query, query, query], 500);
+      // Closer vectors in another resource must neither be hits nor join a window: in a thread of
+      // their own, and in one of ours moved there with messages between ours.
+      const other = ctx.id('other');
+      await seed(
+        store,
+        `${r}-x`,
+        other,
+        Array.from({ length: 5 }, () => query),
+        501,
+      );
+      const moved = thread(`${r}-b`, other);
+      await store.saveThread(moved);
+      const late = [0, 1, 2].map((i) => message(`${r}-b-late${i}`, moved, at(102 + i * 5)));
+      await store.saveMessages(late);
+      await vectors.upsertVectors(
+        SPACE,
+        late.map((m) => ({ messageId: m.id, hash: `h-${m.id}`, vector: query })),
+      );
+      let compared = 0;
+      for (const vector of [query, ...Array.from({ length: 4 }, () => unit(next))]) {
+        for (const args of [
+          { topK: 3, resourceId: r, before: 2, after: 2 },
+          { topK: 8, resourceId: r, before: 0, after: 1 },
+          { topK: 5, resourceId: r, threadId: `${r}-b`, before: 3, after: 0 },
+          { topK: 60, resourceId: r, before: 1, after: 1 },
+          { topK: 4, resourceId: r, before: 2, after: 2, excludeIds: [`${r}-c-m1`, `${r}-a-m3`] },
+          { topK: 3, resourceId: ctx.id('nobody'), before: 2, after: 2 },
+        ]) {
+          const what = JSON.stringify({ ...args, resourceId: args.resourceId === r ? 'r' : 'another' });
+          const got = await windowed({ space: SPACE, vector, ...args });
+          const hits = await vectors.searchVectors({ space: SPACE, vector, ...args });
+          expectEqual(got.hits, hits, `${what}: hits as searchVectors returns them`);
+          const first = hits[0];
+          const listed = first
+            ? await store.listMessages({
+                threadId: first.threadId,
+                resourceId: args.resourceId,
+                perPage: 0,
+                include: hits.map((h) => ({
+                  id: h.messageId,
+                  withPreviousMessages: args.before,
+                  withNextMessages: args.after,
+                })),
+              })
+            : { messages: [] };
+          expectEqual(got.windows, listed.messages, `${what}: windows as listMessages reads them`);
+          compared++;
+        }
+      }
+      ctx.log(`${compared} windowed searches equal searchVectors plus the windows' listMessages`);
+      await expectRejects(
+        () => windowed({ space: SPACE, vector: query, topK: 3, resourceId: r, before: -1, after: 2 }),
+        ['INVALID_ARGUMENT'],
+        'before: -1',
+      );
+    },
+  ),
+
+  check(
     `resource scope never returns another resource's messages, hostile ids included${NEEDS_VECTORS}`,
     async (ctx) => {
       const store = await ctx.store();

@@ -11,9 +11,10 @@ type Call = (...args: unknown[]) => Promise<unknown>;
 
 /**
  * `store` with its reads of recall slowed down (10 ms each) and logged as `> name` when they start
- * and `< name` when they end, so the order shows which reads waited for which.
+ * and `< name` when they end, so the order shows which reads waited for which. `composed`: its
+ * vectors without the optional `searchWithWindows`, as a store that has none.
  */
-function traced(store: InMemoryStore, log: string[]): MemoryStorage {
+function traced(store: InMemoryStore, log: string[], composed = false): MemoryStorage {
   const timed =
     (label: (args: unknown[]) => string, call: Call): Call =>
     async (...args) => {
@@ -36,7 +37,13 @@ function traced(store: InMemoryStore, log: string[]): MemoryStorage {
         return label ? timed(label, bound) : bound;
       },
     });
-  const vectors = wrap(store.vectors as object, { searchVectors: () => 'searchVectors' });
+  const vectors = wrap(store.vectors as object, {
+    searchVectors: () => 'searchVectors',
+    searchWithWindows: () => 'searchWithWindows',
+  });
+  const withoutFastPath = new Proxy(vectors, {
+    get: (object, key) => (key === 'searchWithWindows' ? undefined : Reflect.get(object, key)),
+  });
   const keywords = wrap(store.keywords as object, { search: () => 'keywords.search' });
   return new Proxy(
     wrap(store, {
@@ -48,7 +55,13 @@ function traced(store: InMemoryStore, log: string[]): MemoryStorage {
     }),
     {
       get: (object, key) =>
-        key === 'vectors' ? vectors : key === 'keywords' ? keywords : Reflect.get(object, key),
+        key === 'vectors'
+          ? composed
+            ? withoutFastPath
+            : vectors
+          : key === 'keywords'
+            ? keywords
+            : Reflect.get(object, key),
     },
   ) as MemoryStorage;
 }
@@ -107,16 +120,20 @@ describe('memory.recall round trips', () => {
     expect(log.indexOf(window)).toBeGreaterThan(ended('listMessagesById'));
   });
 
-  it('with one list, reads the hits with their windows: two waits in all', async () => {
+  it('with one list, reads the hits with their windows: two waits in all, one where the store searches with windows', async () => {
     const store = new InMemoryStore();
     const log: string[] = [];
-    for (const mode of ['vector', 'keyword'] as const) {
+    for (const [mode, composed] of [
+      ['vector', false],
+      ['vector', true],
+      ['keyword', false],
+    ] as const) {
       const memory = new Memory({
-        storage: traced(store, log),
+        storage: traced(store, log, composed),
         embedder: createLexicalEmbedder(),
         options: { lastMessages: 2, semanticRecall: { mode, topK: 3, messageRange: 1 } },
       });
-      if (mode === 'vector') {
+      if (mode === 'vector' && !composed) {
         for (const threadId of ['a', 'b', 'c', 'now'])
           await memory.createThread({ resourceId: 'u1', threadId });
         let at = 0;
@@ -136,20 +153,31 @@ describe('memory.recall round trips', () => {
         resourceId: 'u1',
         query: 'ferry to Skye pier',
       });
-      expect(hits.map((h) => h.message.id).sort(), mode).toEqual(['a2', 'b2', 'c2']);
+      const what = `${mode}${composed ? ' (no searchWithWindows)' : ''}`;
+      expect(hits.map((h) => h.message.id).sort(), what).toEqual(['a2', 'b2', 'c2']);
       expect(
         hits.map((h) => h.window.map((m) => m.id)),
-        mode,
+        what,
       ).toEqual(hits.map((h) => [1, 2, 3].map((i) => `${h.threadId}${i}`)));
       expect(
         log.filter((entry) => entry === '> listMessagesById'),
-        mode,
+        what,
       ).toEqual([]);
       const windows = log.filter((entry) => entry.startsWith('> window'));
-      expect(windows, mode).toHaveLength(1);
-      const search = mode === 'vector' ? 'searchVectors' : 'keywords.search';
-      expect(log.indexOf(`> ${search}`), mode).toBeLessThan(log.indexOf('< history'));
-      expect(log.indexOf(windows[0] as string), mode).toBeGreaterThan(log.indexOf(`< ${search}`));
+      const search =
+        mode === 'keyword' ? 'keywords.search' : composed ? 'searchVectors' : 'searchWithWindows';
+      expect(log.indexOf(`> ${search}`), what).toBeLessThan(log.indexOf('< history'));
+      if (search === 'searchWithWindows') {
+        // The windows came with the search: no read after it.
+        expect(windows, what).toEqual([]);
+        expect(
+          log.filter((entry) => entry === '> searchVectors'),
+          what,
+        ).toEqual([]);
+      } else {
+        expect(windows, what).toHaveLength(1);
+        expect(log.indexOf(windows[0] as string), what).toBeGreaterThan(log.indexOf(`< ${search}`));
+      }
     }
   });
 

@@ -88,6 +88,18 @@ local function ranks(z, rev, offset, limit)
   return redis.call('ZRANGE', z, offset, stop)
 end
 
+-- One include window of listMessages: add(id) for the message and up to before/after messages
+-- around it in its own thread (of resource r only, when r is given); nothing for a message that is
+-- absent or of another resource.
+local function addWindow(id, r, before, after, add)
+  local m = redis.call('HMGET', K.message(id), 'threadId', 'resourceId')
+  if not m[1] or (r and m[2] ~= r) then return end
+  local z = r and K.threadResourceMessages(m[1], r) or K.threadMessages(m[1])
+  local rank = redis.call('ZRANK', z, id)
+  if not rank then return end
+  for _, w in ipairs(redis.call('ZRANGE', z, math.max(0, rank - before), rank + after)) do add(w) end
+end
+
 -- Removes a message from its hash and indexes; returns its thread, or nil when absent.
 local function unlinkMessage(id)
   local key = K.message(id)
@@ -273,17 +285,7 @@ local function add(id)
   if #h > 0 then out[#out + 1] = h end
 end
 for _, id in ipairs(ids) do add(id) end
-for _, w in ipairs(A.windows) do
-  local m = redis.call('HMGET', K.message(w.id), 'threadId', 'resourceId')
-  if m[1] and (not r or m[2] == r) then
-    local wz = r and K.threadResourceMessages(m[1], r) or K.threadMessages(m[1])
-    local rank = redis.call('ZRANK', wz, w.id)
-    if rank then
-      local from, to = math.max(0, rank - w.withPreviousMessages), rank + w.withNextMessages
-      for _, id in ipairs(redis.call('ZRANGE', wz, from, to)) do add(id) end
-    end
-  end
-end
+for _, w in ipairs(A.windows) do addWindow(w.id, r, w.withPreviousMessages, w.withNextMessages, add) end
 return frame(out)
 `;
 

@@ -67,9 +67,11 @@ return frame('ok')
 
 /**
  * `space`, `dimensions`, `resourceId`, `threadId` (absent: all the resource's), `topK`, `scanLimit`,
- * `exclude`, `query`. Scans at most `scanLimit` vectors of the scope — threads by latest activity,
- * newest message first — keeping the best topK by (score desc, createdAt desc, id asc). Returns
- * { (id, threadId, createdAt, hash, score) per hit, best first; the number scanned }.
+ * `exclude`, `query`, and `before`/`after` for the hits' windows. Scans at most `scanLimit` vectors
+ * of the scope — threads by latest activity, newest message first — keeping the best topK by
+ * (score desc, createdAt desc, id asc). Returns { (id, threadId, createdAt, hash, score) per hit,
+ * best first; the number scanned; with `before`, the message hashes of each hit's window in the
+ * resource, as listMessages reads them (core drops repeats) }.
  */
 const SEARCH = `
 local n, r, k, limit = A.dimensions, A.resourceId, A.topK, A.scanLimit
@@ -101,9 +103,16 @@ for _, t in ipairs(threads) do
     end
   end
 end
-local out = {}
+local out, windows = {}, {}
 for i, h in ipairs(best) do out[i] = {h[1], h[2], string.format('%d', h[3]), h[4], string.format('%.17g', h[5])} end
-return frame({out, scanned})
+if A.before then
+  local function add(id)
+    local h = redis.call('HGETALL', K.message(id))
+    if #h > 0 then windows[#windows + 1] = h end
+  end
+  for _, h in ipairs(best) do addWindow(h[1], r, A.before, A.after, add) end
+end
+return frame({out, scanned, windows})
 `;
 
 export const VECTOR_BODIES = {

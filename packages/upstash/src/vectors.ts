@@ -1,6 +1,12 @@
-import { compareHits, type EmbeddingSpace, type VectorDriver } from '@engram/core/driver';
+import {
+  compareHits,
+  type EmbeddingSpace,
+  type VectorDriver,
+  type VectorSearch,
+  type WindowedHits,
+} from '@engram/core/driver';
 import type { UpstashTx } from './driver.ts';
-import { type Frame, list, text } from './mapping.ts';
+import { type Frame, list, records, text, toMessage } from './mapping.ts';
 import type { Call } from './scripts.ts';
 
 /** Vectors one search scans at most, by default (see `UpstashStoreOptions.vectorScanLimit`). */
@@ -41,16 +47,9 @@ export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
     deleteVectors: async (space, ids) => {
       await call('deleteVectors', { space: space.id, ids });
     },
-    searchVectors: async ({ space, vector, excludeIds, ...scope }) => {
-      const dims = { space: space.id, dimensions: space.dimensions };
-      const args = { ...scope, ...dims, scanLimit, exclude: excludeIds, query: Array.from(vector) };
-      const hits = list(list(await call('searchVectors', args))[0]).map((frame) => {
-        const [messageId = '', threadId = '', createdAt, hash = '', score] = list(frame).map(text);
-        return { messageId, threadId, createdAt: new Date(Number(createdAt)), hash, score: Number(score) };
-      });
-      // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
-      return hits.sort(compareHits);
-    },
+    searchVectors: async (args) => (await search(call, scanLimit, args)).hits,
+    // The windows are read by the search's own script, after the ranking.
+    searchWithWindows: (args) => search(call, scanLimit, args),
     deleteByThread: async (tx, threadId) => {
       tx.ops.push({ op: 'dropThreadVectors', id: threadId });
     },
@@ -58,6 +57,28 @@ export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
       tx.ops.push({ op: 'dropVectors', ids });
     },
   };
+}
+
+/** One search script: the hits and, with `before`/`after`, their windows. */
+async function search(
+  call: Call,
+  scanLimit: number,
+  {
+    space,
+    vector,
+    excludeIds,
+    ...scope
+  }: VectorSearch & { excludeIds: string[]; before?: number; after?: number },
+): Promise<WindowedHits> {
+  const dims = { space: space.id, dimensions: space.dimensions };
+  const args = { ...scope, ...dims, scanLimit, exclude: excludeIds, query: Array.from(vector) };
+  const [found, , windows] = list(await call('searchVectors', args));
+  const hits = list(found).map((frame) => {
+    const [messageId = '', threadId = '', createdAt, hash = '', score] = list(frame).map(text);
+    return { messageId, threadId, createdAt: new Date(Number(createdAt)), hash, score: Number(score) };
+  });
+  // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
+  return { hits: hits.sort(compareHits), windows: records(windows, toMessage) };
 }
 
 function toSpace(frame: Frame): EmbeddingSpace {

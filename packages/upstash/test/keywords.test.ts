@@ -2,7 +2,7 @@ import type { Message, Thread } from '@engram/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip } from './env.ts';
-import { dropPrefix, testClient } from './stores.ts';
+import { dropPrefix, keysMatching, testClient } from './stores.ts';
 
 const prefix = runPrefix('keywords');
 afterAll(async () => {
@@ -75,7 +75,7 @@ describe.skipIf(upstashSkip)(
       await store.deleteMessages(['r-m1']);
       expect(await hash(`${p}:keyword-stats:r`)).toEqual({ docs: '1', terms: '1' });
       await store.deleteThread({ threadId: 'r-t' });
-      const [, keys] = await raw.scan(0, { match: `${p}:keyword*`, count: 1000 });
+      const keys = await keysMatching(`${p}:keyword*`);
       expect(keys).toEqual([]);
     });
 
@@ -85,7 +85,7 @@ describe.skipIf(upstashSkip)(
       const p = `${prefix}:backfill`;
       for (const r of ['x', 'y', 'z']) await seed(store, r, TEXTS);
       // The layout of version 1: no keyword keys at all.
-      const [, keys] = await raw.scan(0, { match: `${p}:keyword*`, count: 1000 });
+      const keys = await keysMatching(`${p}:keyword*`);
       await raw.del(...keys);
       await raw.set(`${p}:schema`, '1');
       const reports: unknown[] = [];

@@ -33,18 +33,26 @@ export function breakStore(store: UpstashStore): void {
   (client as unknown as { client: { baseUrl: string } }).client.baseUrl = 'http://127.0.0.1:9';
 }
 
-/** Deletes every key under `prefix` (test cleanup only; the store itself never scans). */
-export async function dropPrefix(prefix: string): Promise<void> {
+/**
+ * Every key matching `pattern`, by a whole SCAN (one call of `count` 1000 looks at 1000 slots
+ * only, so on a server holding more keys it misses some).
+ */
+export async function keysMatching(pattern: string): Promise<string[]> {
   const client = testClient();
+  const found: string[] = [];
   let cursor = '0';
   do {
-    const [next, keys] = (await client.scan(cursor, { match: `${prefix}:*`, count: 1000 })) as [
-      string,
-      string[],
-    ];
-    if (keys.length > 0) await client.del(...keys);
+    const [next, keys] = (await client.scan(cursor, { match: pattern, count: 1000 })) as [string, string[]];
+    found.push(...keys);
     cursor = String(next);
   } while (cursor !== '0');
+  return found;
+}
+
+/** Deletes every key under `prefix` (test cleanup only; the store itself never scans). */
+export async function dropPrefix(prefix: string): Promise<void> {
+  const keys = await keysMatching(`${prefix}:*`);
+  for (let at = 0; at < keys.length; at += 1000) await testClient().del(...keys.slice(at, at + 1000));
 }
 
 /**

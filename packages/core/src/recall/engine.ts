@@ -289,8 +289,12 @@ export class RecallEngine {
       excludeIds: known ? [...known] : [],
       topK: asked,
     };
+    // One list of vectors: its hits' windows may come with the search (`searchWithWindows`).
+    const windows = mode === 'vector' ? { before, after } : undefined;
     const [vectorFound, keywordFound, exclude] = await Promise.all([
-      mode === 'keyword' ? [] : this.vectorSearch(args.query, search, usage, args.signal),
+      mode === 'keyword'
+        ? { hits: [], windows: undefined }
+        : this.vectorSearch(args.query, search, usage, windows, args.signal),
       mode === 'vector' ? [] : this.keywordSearch(args.query, search),
       known ?? (pending as { pending: Promise<ReadonlySet<string>> }).pending,
     ]);
@@ -300,11 +304,12 @@ export class RecallEngine {
       // One list: its hits are the answer, so their messages come with the windows' read.
       const hits: Candidate[] =
         mode === 'vector'
-          ? outside(vectorFound).map((h) => ({ ...h, scores: { vector: h.score } }))
+          ? outside(vectorFound.hits).map((h) => ({ ...h, scores: { vector: h.score } }))
           : outside(keywordFound).map((h) => ({ ...h, scores: { keyword: h.score } }));
-      return { hits: await this.withWindows(hits, args.resourceId, before, after, exclude), usage };
+      const read = { resourceId: args.resourceId, before, after, exclude, messages: vectorFound.windows };
+      return { hits: await this.withWindows(hits, read), usage };
     }
-    const [byVector, byKeyword] = await this.withMessages(outside(vectorFound), outside(keywordFound));
+    const [byVector, byKeyword] = await this.withMessages(outside(vectorFound.hits), outside(keywordFound));
     const ranked = fuse(byVector, byKeyword, this.config.fusion)
       .slice(0, topK)
       .map(({ message, score, scores }) => ({
@@ -313,22 +318,33 @@ export class RecallEngine {
         score,
         scores,
       }));
-    return { hits: await this.withWindows(ranked, args.resourceId, before, after, exclude), usage };
+    return {
+      hits: await this.withWindows(ranked, { resourceId: args.resourceId, before, after, exclude }),
+      usage,
+    };
   }
 
-  /** Vector hits above the threshold, best first (their text not checked yet). */
+  /**
+   * Vector hits above the threshold, best first (their text not checked yet); with `windows`, and
+   * where the store reads them with the search (`searchWithWindows`), every hit's window too.
+   */
   private async vectorSearch(
     query: string,
     search: { resourceId: string; threadId?: string; excludeIds: string[]; topK: number },
     usage: EmbeddingUsage,
+    windows: { before: number; after: number } | undefined,
     signal?: AbortSignal,
-  ): Promise<VectorHit[]> {
+  ): Promise<{ hits: VectorHit[]; windows?: Message[] }> {
     const vector = await this.queryVector(query, usage, signal);
-    if (!vector) return [];
+    if (!vector) return { hits: [] };
     const space = await this.claim(vector.length);
-    const found = await this.vectors.searchVectors({ space, vector, ...search });
+    const windowed = this.vectors.searchWithWindows;
+    const found =
+      windows && windowed
+        ? await windowed({ space, vector, ...search, ...windows })
+        : { hits: await this.vectors.searchVectors({ space, vector, ...search }) };
     const min = this.config.threshold.vector;
-    return min === undefined ? found : found.filter((h) => h.score >= min);
+    return min === undefined ? found : { ...found, hits: found.hits.filter((h) => h.score >= min) };
   }
 
   /** Keyword hits above the threshold, best first. */
@@ -455,25 +471,39 @@ export class RecallEngine {
 
   /**
    * Each hit with its message and up to `before`/`after` neighbours of its own thread, in one
-   * read whatever the threads (a listing's windows come from each target's own thread), without
-   * messages of `exclude` (the history) or of an earlier hit's window. A hit whose message is gone
-   * (or left the resource), or (`hash`) whose text changed since its vector was made, is dropped.
+   * read whatever the threads (a listing's windows come from each target's own thread) unless
+   * `messages` came with the search, without messages of `exclude` (the history) or of an earlier
+   * hit's window. A hit whose message is gone (or left the resource), or (`hash`) whose text
+   * changed since its vector was made, is dropped.
    */
   private async withWindows(
     hits: Candidate[],
-    resourceId: string,
-    before: number,
-    after: number,
-    exclude: ReadonlySet<string>,
+    read: {
+      resourceId: string;
+      before: number;
+      after: number;
+      exclude: ReadonlySet<string>;
+      /** The hits' windows, oldest first, when the search returned them. */
+      messages?: Message[];
+    },
   ): Promise<RecallHit[]> {
+    const { before, after, exclude } = read;
     const first = hits[0];
     if (!first) return [];
-    const { messages } = await this.storage.listMessages({
-      threadId: first.threadId,
-      resourceId,
-      perPage: 0,
-      include: hits.map((h) => ({ id: h.messageId, withPreviousMessages: before, withNextMessages: after })),
-    });
+    const messages =
+      read.messages ??
+      (
+        await this.storage.listMessages({
+          threadId: first.threadId,
+          resourceId: read.resourceId,
+          perPage: 0,
+          include: hits.map((h) => ({
+            id: h.messageId,
+            withPreviousMessages: before,
+            withNextMessages: after,
+          })),
+        })
+      ).messages;
     const byThread = new Map<string, Message[]>();
     for (const m of messages) {
       const list = byThread.get(m.threadId);

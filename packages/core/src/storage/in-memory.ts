@@ -10,6 +10,7 @@ import type {
   ResourceDriver,
   ThreadChange,
   ThreadDriver,
+  WindowQuery,
 } from './driver.ts';
 import { compareIds, inDateRange, shallowMerge, sortMessages } from './helpers.ts';
 import { type KeywordDriver, keywordTerms, searchIndexed } from './keywords.ts';
@@ -28,6 +29,7 @@ import {
   type StoredVector,
   type VectorDriver,
   type VectorHit,
+  type VectorSearch,
 } from './vectors.ts';
 import type { LockedWorkingMemory } from './working-memory.ts';
 
@@ -169,24 +171,16 @@ export class MemoryDriver implements Driver<MemoryTx> {
 
   readonly messages: MessageDriver<MemoryTx> = {
     readPage: async (query) => {
-      const ofThread = (threadId: string) =>
-        sortMessages([...this.messageMap.values()].filter((m) => m.threadId === threadId));
+      const ofThread = (threadId: string) => this.threadMessages(threadId);
       const inScope = (m: Message) => query.resourceId === undefined || m.resourceId === query.resourceId;
       const filtered = ofThread(query.threadId).filter(
         (m) => inScope(m) && inDateRange(m.createdAt, query.dateRange),
       );
       const ordered = query.direction === 'ASC' ? filtered : [...filtered].reverse();
-      const windows = query.include.flatMap((window) => {
-        const target = this.messageMap.get(window.id);
-        if (!target || !inScope(target)) return [];
-        const thread = ofThread(target.threadId).filter(inScope);
-        const at = thread.findIndex((m) => m.id === target.id);
-        return thread.slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1);
-      });
       return {
         page: slicePage(ordered, query.page, query.perPage).map(copyMessage),
         total: filtered.length,
-        windows: windows.map(copyMessage),
+        windows: this.windows(query.include, query.resourceId),
       };
     },
     byIds: async (ids) => ids.flatMap((id) => this.messageMap.get(id) ?? []).map(copyMessage),
@@ -330,22 +324,16 @@ export class MemoryDriver implements Driver<MemoryTx> {
       const rows = this.rowsOf(space);
       for (const id of messageIds) rows.delete(id);
     },
-    searchVectors: async (args) => {
-      const excluded = new Set(args.excludeIds);
-      const hits: VectorHit[] = [];
-      for (const [id, row] of this.rowsOf(args.space)) {
-        const m = this.messageMap.get(id);
-        if (!m || m.resourceId !== args.resourceId || excluded.has(id)) continue;
-        if (args.threadId !== undefined && m.threadId !== args.threadId) continue;
-        hits.push({
-          messageId: id,
-          threadId: m.threadId,
-          hash: row.hash,
-          score: cosine(row.vector, args.vector),
-          createdAt: new Date(m.createdAt),
-        });
-      }
-      return hits.sort(compareHits).slice(0, args.topK);
+    searchVectors: async (args) => this.search(args),
+    // The reference of the optional fast path: the search and its hits' windows at once.
+    searchWithWindows: async ({ before, after, ...args }) => {
+      const hits = this.search(args);
+      const include = hits.map((h) => ({
+        id: h.messageId,
+        withPreviousMessages: before,
+        withNextMessages: after,
+      }));
+      return { hits, windows: this.windows(include, args.resourceId) };
     },
     deleteByThread: async (tx, threadId) => {
       const ids = [...this.messageMap.values()].filter((m) => m.threadId === threadId).map((m) => m.id);
@@ -436,6 +424,44 @@ export class MemoryDriver implements Driver<MemoryTx> {
   /** Drops the vectors of these messages in every space. */
   private forget(ids: Iterable<string>): void {
     for (const id of ids) for (const rows of this.vectorRows.values()) rows.delete(id);
+  }
+
+  /** The best `topK` vectors of the scope, exactly (cosine in double precision). */
+  private search(args: VectorSearch & { excludeIds: string[] }): VectorHit[] {
+    const excluded = new Set(args.excludeIds);
+    const hits: VectorHit[] = [];
+    for (const [id, row] of this.rowsOf(args.space)) {
+      const m = this.messageMap.get(id);
+      if (!m || m.resourceId !== args.resourceId || excluded.has(id)) continue;
+      if (args.threadId !== undefined && m.threadId !== args.threadId) continue;
+      hits.push({
+        messageId: id,
+        threadId: m.threadId,
+        hash: row.hash,
+        score: cosine(row.vector, args.vector),
+        createdAt: new Date(m.createdAt),
+      });
+    }
+    return hits.sort(compareHits).slice(0, args.topK);
+  }
+
+  /** A thread's messages, oldest first. */
+  private threadMessages(threadId: string): Message[] {
+    return sortMessages([...this.messageMap.values()].filter((m) => m.threadId === threadId));
+  }
+
+  /** Copies of each include window's messages (of `resourceId` only, when given). */
+  private windows(include: readonly WindowQuery[], resourceId: string | undefined): Message[] {
+    const inScope = (m: Message) => resourceId === undefined || m.resourceId === resourceId;
+    return include.flatMap((window) => {
+      const target = this.messageMap.get(window.id);
+      if (!target || !inScope(target)) return [];
+      const thread = this.threadMessages(target.threadId).filter(inScope);
+      const at = thread.findIndex((m) => m.id === target.id);
+      return thread
+        .slice(Math.max(0, at - window.withPreviousMessages), at + window.withNextMessages + 1)
+        .map(copyMessage);
+    });
   }
 
   private rowsOf(space: EmbeddingSpace): Map<string, VectorRow> {

@@ -1,6 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import type { DomainRunner } from './domains.ts';
-import { assertId, assertIds, describe, isPlainObject } from './validate.ts';
+import { mergeMessageLists } from './helpers.ts';
+import { assertCount, assertId, assertIds, describe, isPlainObject } from './validate.ts';
 import type {
   EmbeddingSpace,
   MessageVector,
@@ -9,6 +10,8 @@ import type {
   VectorHit,
   VectorSearch,
   VectorStore,
+  WindowedHits,
+  WindowedSearch,
 } from './vectors.ts';
 
 /** Largest `topK` a search accepts. */
@@ -28,6 +31,9 @@ export class ValidatedVectors implements VectorStore {
   /** Present when the driver can read vectors back (see `VectorStore.readVectors`). */
   readonly readVectors?: (space: EmbeddingSpace, messageIds: string[]) => Promise<MessageVector[]>;
 
+  /** Present when the driver searches and reads windows at once (see `VectorStore.searchWithWindows`). */
+  readonly searchWithWindows?: (args: WindowedSearch) => Promise<WindowedHits>;
+
   constructor(
     /** The store's name, for messages. */
     private readonly adapter: string,
@@ -46,6 +52,16 @@ export class ValidatedVectors implements VectorStore {
           hash: row.hash,
           vector: Float32Array.from(row.vector),
         }));
+      };
+    }
+    const windowed = driver.searchWithWindows?.bind(driver);
+    if (windowed) {
+      this.searchWithWindows = async (args) => {
+        const search = this.searchArgs(args, 'searchWithWindows');
+        const [before, after] = [windowSide(args.before, 'before'), windowSide(args.after, 'after')];
+        if (!(await this.sameSpace(search.space, false))) return { hits: [], windows: [] };
+        const found = await this.run('searchWithWindows', () => windowed({ ...search, before, after }));
+        return { hits: found.hits, windows: mergeMessageLists([found.windows], 'ASC') };
       };
     }
   }
@@ -126,8 +142,15 @@ export class ValidatedVectors implements VectorStore {
   }
 
   async searchVectors(args: VectorSearch): Promise<VectorHit[]> {
+    const normalized = this.searchArgs(args, 'searchVectors');
+    if (!(await this.sameSpace(normalized.space, false))) return [];
+    return this.run('searchVectors', () => this.driver.searchVectors(normalized));
+  }
+
+  /** A search's arguments, checked, in a new object. */
+  private searchArgs(args: VectorSearch, operation: string): VectorSearch & { excludeIds: string[] } {
     if (!isPlainObject(args))
-      throw invalid(`searchVectors expects an arguments object, got ${describe(args)}`);
+      throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
     assertSpace(args.space);
     assertVector(args.vector, args.space, 'vector');
     if (!Number.isInteger(args.topK) || args.topK < 1 || args.topK > MAX_TOP_K) {
@@ -136,7 +159,7 @@ export class ValidatedVectors implements VectorStore {
     assertId(args.resourceId, 'resourceId');
     if (args.threadId !== undefined) assertId(args.threadId, 'threadId');
     if (args.excludeIds !== undefined) assertIds(args.excludeIds, 'excludeIds');
-    const normalized: VectorSearch & { excludeIds: string[] } = {
+    return {
       space: spaceOf(args.space),
       vector: args.vector,
       topK: args.topK,
@@ -144,9 +167,13 @@ export class ValidatedVectors implements VectorStore {
       threadId: args.threadId,
       excludeIds: args.excludeIds ?? [],
     };
-    if (!(await this.sameSpace(normalized.space, false))) return [];
-    return this.run('searchVectors', () => this.driver.searchVectors(normalized));
   }
+}
+
+/** `before` or `after` of a windowed search: a count, as `listMessages` takes for its windows. */
+function windowSide(value: unknown, field: string): number {
+  if (value === undefined) throw invalid(`${field} must be given: how many messages the window holds`);
+  return assertCount(value, field) as number;
 }
 
 /** The space's two fields, in a new object. */

@@ -1,5 +1,6 @@
 import type { DomainHooks } from './domains.ts';
 import { compareIds } from './helpers.ts';
+import type { Message } from './records.ts';
 
 /**
  * The vector capability a store may declare (`MemoryStorage.vectors`) so `Memory` can offer
@@ -52,6 +53,26 @@ export interface VectorSearch {
   threadId?: string;
   /** Messages never to return (for example those already in the recent history). */
   excludeIds?: string[];
+}
+
+/** `searchWithWindows` arguments: a search, and the window to read around each hit. */
+export interface WindowedSearch extends VectorSearch {
+  /** Messages of the hit's own thread (in the resource) before each hit, at most. */
+  before: number;
+  /** Messages of the hit's own thread (in the resource) after each hit, at most. */
+  after: number;
+}
+
+/** What `searchWithWindows` returns. */
+export interface WindowedHits {
+  /** As `searchVectors` returns them. */
+  hits: VectorHit[];
+  /**
+   * Each hit's message with up to `before`/`after` neighbours of its own thread in the resource,
+   * as `listMessages({ threadId, resourceId, perPage: 0, include })` reads them: oldest first,
+   * each message once.
+   */
+  windows: Message[];
 }
 
 /** One search result. */
@@ -115,6 +136,12 @@ export interface VectorStore {
   deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   /** The `topK` nearest vectors in scope, ordered by `compareHits`. */
   searchVectors(args: VectorSearch): Promise<VectorHit[]>;
+  /**
+   * Optional fast path: `searchVectors` and the windows of its hits in one round trip, as one
+   * consistent read (what vector-mode recall needs). Absent: core searches, then reads the windows
+   * with `listMessages`. Present: it returns what those two calls would, held to that by the suite.
+   */
+  searchWithWindows?(args: WindowedSearch): Promise<WindowedHits>;
 }
 
 /**
@@ -132,4 +159,9 @@ export interface VectorDriver<Tx = unknown> extends DomainHooks<Tx> {
   readVectors?(space: EmbeddingSpace, messageIds: string[]): Promise<MessageVector[]>;
   deleteVectors(space: EmbeddingSpace, messageIds: string[]): Promise<void>;
   searchVectors(args: VectorSearch & { excludeIds: string[] }): Promise<VectorHit[]>;
+  /**
+   * Optional (see `VectorStore.searchWithWindows`): the windows may come in any order, duplicates
+   * allowed; core orders them and drops repeats.
+   */
+  searchWithWindows?(args: WindowedSearch & { excludeIds: string[] }): Promise<WindowedHits>;
 }
