@@ -285,6 +285,46 @@ export const recallChecks = [
   ),
 
   check(
+    `a thread moved to another resource: the messages that stay the old resource's are still found under it, the new ones under the new (in-memory oracle)${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const oracle = new InMemoryStore();
+      const [r, other] = [ctx.id('r'), ctx.id('other')];
+      const next = random(21);
+      const kept = Array.from({ length: 4 }, () => unit(next));
+      await seedBoth(store, oracle, [store, `${r}-a`, r, [unit(next), unit(next)]]);
+      await seedBoth(store, oracle, [store, `${r}-b`, r, kept, 10]);
+      const moved = thread(`${r}-b`, other);
+      const late = [0, 1].map((i) => message(`${r}-b-late${i}`, moved, at(20 + i)));
+      for (const s of [store, oracle]) {
+        await s.saveThread(moved);
+        await s.saveMessages(late);
+        await vectorsOf(s).upsertVectors(
+          SPACE,
+          late.map((m, i) => ({ messageId: m.id, hash: `h-${m.id}`, vector: kept[i] as Float32Array })),
+        );
+      }
+      let searched = 0;
+      for (const vector of [...kept, unit(next)]) {
+        for (const args of [
+          { topK: 10, resourceId: r },
+          { topK: 10, resourceId: other },
+          { topK: 10, resourceId: r, threadId: `${r}-b` },
+          { topK: 10, resourceId: other, threadId: `${r}-b` },
+        ]) {
+          const what = `${args.resourceId === r ? 'the old resource' : 'the new one'}${args.threadId ? ', thread scope' : ''}`;
+          const got = await vectors.searchVectors({ space: SPACE, vector, ...args });
+          const want = await vectorsOf(oracle).searchVectors({ space: SPACE, vector, ...args });
+          expectRanking(got, want, what);
+          searched++;
+        }
+      }
+      ctx.log(`${searched} searches after the move equal the oracle (6 + 2 messages in one thread)`);
+    },
+  ),
+
+  check(
     `thread scope never returns another thread's messages, hostile ids included${NEEDS_VECTORS}`,
     async (ctx) => {
       const store = await ctx.store();

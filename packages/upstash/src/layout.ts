@@ -17,6 +17,7 @@ export const KEY_LAYOUT = {
   threadMessages: 'thread-messages:{thread}', // zset: a thread's message ids, by createdAt
   threadResourceMessages: 'thread-messages:{thread}:{resource}', // zset: those of one resource
   threadResources: 'thread-resources:{thread}', // set: resources with messages in the thread
+  resourceMessageThreads: 'resource-message-threads:{resource}', // set: threads holding the resource's messages, whoever owns them
   vector: 'vector:{message}', // hash: a message's vector (`space`, `hash`, packed float32 `vec`)
   vectorSpace: 'vector-space', // hash: the one embedding space (`embedder`, `dimensions`)
   threadObservations: 'observations:thread:{thread}', // hash: a thread's observation log
@@ -49,6 +50,10 @@ export const MIGRATIONS: readonly string[] = [
 for _, t in ipairs(redis.call('ZRANGE', K.threadsCreated(), 0, -1)) do redis.call('RPUSH', K.keywordBackfill(), t) end`,
   `-- resource index: a store that has records queues a SCAN of its resource hashes, which open() runs (resources.ts)
 if found > 0 then redis.call('SET', K.resourceBackfill(), '0') end`,
+  `-- the threads holding each resource's messages (a thread moved to another resource keeps the old one's)
+for _, t in ipairs(redis.call('ZRANGE', K.threadsCreated(), 0, -1)) do
+  for _, r in ipairs(redis.call('SMEMBERS', K.threadResources(t))) do redis.call('SADD', K.resourceMessageThreads(r), t) end
+end`,
 ];
 
 /** The layout version this code reads and writes. */

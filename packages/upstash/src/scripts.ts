@@ -109,7 +109,10 @@ local function unlinkMessage(id)
   redis.call('ZREM', K.threadMessages(m[1]), id)
   local byRes = K.threadResourceMessages(m[1], m[2])
   redis.call('ZREM', byRes, id)
-  if redis.call('ZCARD', byRes) == 0 then redis.call('SREM', K.threadResources(m[1]), m[2]) end
+  if redis.call('ZCARD', byRes) == 0 then
+    redis.call('SREM', K.threadResources(m[1]), m[2])
+    redis.call('SREM', K.resourceMessageThreads(m[2]), m[1])
+  end
   return m[1]
 end
 
@@ -156,6 +159,7 @@ function OP.put(o)
     redis.call('ZADD', K.threadMessages(t), c, id)
     redis.call('ZADD', K.threadResourceMessages(t, r), c, id)
     redis.call('SADD', K.threadResources(t), r)
+    redis.call('SADD', K.resourceMessageThreads(r), t)
     if m.terms then
       unindexMessage(id)
       indexMessage(id, r, m.terms)
@@ -181,7 +185,10 @@ end
 function OP.deleteThread(o)
   local t, key, mz = o.id, K.thread(o.id), K.threadMessages(o.id)
   for _, mid in ipairs(redis.call('ZRANGE', mz, 0, -1)) do redis.call('DEL', K.message(mid)) end
-  for _, r in ipairs(redis.call('SMEMBERS', K.threadResources(t))) do redis.call('DEL', K.threadResourceMessages(t, r)) end
+  for _, r in ipairs(redis.call('SMEMBERS', K.threadResources(t))) do
+    redis.call('DEL', K.threadResourceMessages(t, r))
+    redis.call('SREM', K.resourceMessageThreads(r), t)
+  end
   redis.call('DEL', mz, K.threadResources(t))
   local r = redis.call('HGET', key, 'resourceId')
   if r then

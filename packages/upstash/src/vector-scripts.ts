@@ -68,7 +68,8 @@ return frame('ok')
 /**
  * `space`, `dimensions`, `resourceId`, `threadId` (absent: all the resource's), `topK`, `scanLimit`,
  * `exclude`, `query`, and `before`/`after` for the hits' windows. Scans at most `scanLimit` vectors
- * of the scope — threads by latest activity, newest message first — keeping the best topK by
+ * of the scope — the resource's messages in the threads holding them (its own, and any moved to
+ * another resource since), threads by latest activity, newest message first — keeping the best topK by
  * (score desc, createdAt desc, id asc). Returns { (id, threadId, createdAt, hash, score) per hit,
  * best first; the number scanned; with `before`, the message hashes of each hit's window in the
  * resource, as listMessages reads them (core drops repeats) }.
@@ -79,9 +80,16 @@ local excluded = {}
 for _, id in ipairs(A.exclude) do excluded[id] = true end
 local q, qq, fmt = A.query, 0, '<' .. string.rep('f', n)
 for i = 1, n do qq = qq + q[i] * q[i] end
-local threads = {}
-if A.threadId == nil then threads = redis.call('ZREVRANGE', K.resourceThreadsUpdated(r), 0, -1)
-elseif redis.call('HGET', K.thread(A.threadId), 'resourceId') == r then threads[1] = A.threadId end
+local threads = {A.threadId}
+if A.threadId == nil then
+  local active = {}
+  threads = redis.call('SMEMBERS', K.resourceMessageThreads(r))
+  for _, t in ipairs(threads) do active[t] = tonumber(redis.call('ZSCORE', K.threadsUpdated(), t)) or 0 end
+  table.sort(threads, function(a, b)
+    if active[a] ~= active[b] then return active[a] > active[b] end
+    return a > b
+  end)
+end
 local best, scanned = {}, 0
 for _, t in ipairs(threads) do
   if scanned >= limit then break end

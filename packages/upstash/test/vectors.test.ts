@@ -73,6 +73,28 @@ describe.skipIf(upstashSkip)(`upstash vectors${upstashSkip ? ` (skipped: ${upsta
     expect(after.hits).toHaveLength(5);
   });
 
+  it("a layout upgrade indexes the threads holding each resource's messages, so a thread moved away before it is still searched", async () => {
+    const { client, store, memory, saved } = await setup(undefined, 'moved');
+    const p = `${prefix}:moved`;
+    await store.saveThread({ ...(await store.getThreadById({ threadId: 't' }))!, resourceId: 'elsewhere' });
+    const before = await memory.recall({ threadId: 'other', resourceId: 'u', query: 'apple' });
+    expect(before.hits).toHaveLength(5);
+    expect(await client.smembers(`${p}:resource-message-threads:u`)).toEqual(['t']);
+    // The layout of version 3: no such set.
+    await client.del(`${p}:resource-message-threads:u`);
+    await client.set(`${p}:schema`, '3');
+    const upgraded = new UpstashStore({ client, prefix: p });
+    await upgraded.init();
+    expect(await client.smembers(`${p}:resource-message-threads:u`)).toEqual(['t']);
+    const vectors = upgraded.vectors!;
+    const space = (await vectors.getSpace())!;
+    const vector = new Float32Array(32).fill(1 / Math.sqrt(32));
+    const hits = await vectors.searchVectors({ space, vector, topK: 10, resourceId: 'u' });
+    expect(hits.map((h) => h.messageId).sort()).toEqual(saved.map((m) => m.id).sort());
+    await upgraded.deleteThread({ threadId: 't' });
+    expect(await client.exists(`${p}:resource-message-threads:u`)).toBe(0);
+  });
+
   it('vectorScanLimit must be a positive integer', () => {
     expect(() => new UpstashStore({ client: testClient(), vectorScanLimit: 0 })).toThrow(/vectorScanLimit/);
   });
