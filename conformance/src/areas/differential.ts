@@ -10,6 +10,7 @@ import {
   SETUP_OPS,
   setupArbitrary,
   TURN_OPS,
+  VECTOR_OPS,
 } from '../differential/ops.ts';
 import { assertProperty } from '../property.ts';
 
@@ -43,6 +44,8 @@ function missingOps(store: MemoryStorage): Missing {
   if (!capabilitiesOf(store).atomicWorkingMemory) missing.add('atomic');
   if (!store.turns) for (const op of TURN_OPS) missing.add(op);
   if (!store.keywords) missing.add('keywordSearch');
+  if (!store.vectors) for (const op of VECTOR_OPS) missing.add(op);
+  if (!store.vectors?.searchWithWindows) missing.add('vectorWindows');
   return missing;
 }
 
@@ -58,6 +61,7 @@ export const differentialChecks = [
       let nested = 0;
       let turnOps = 0;
       let keywordOps = 0;
+      let vectorOps = 0;
       await assertProperty(
         fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
           const ran = await compare(store, [...setup, ...ops], missing);
@@ -66,6 +70,7 @@ export const differentialChecks = [
           nested += ran.filter(carriesNested).length;
           turnOps += ran.filter((op) => (TURN_OPS as readonly string[]).includes(op.op)).length;
           keywordOps += ran.filter((op) => op.op === 'keywordSearch').length;
+          vectorOps += ran.filter((op) => (VECTOR_OPS as readonly string[]).includes(op.op)).length;
         }),
         DIFFERENTIAL_RUNS,
         DIFFERENTIAL_RUNS * MS_PER_RUN,
@@ -74,7 +79,7 @@ export const differentialChecks = [
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;
       ctx.log(
         `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
-          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches)${left}`,
+          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches, ${vectorOps} on vectors)${left}`,
       );
     },
   ),

@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { InMemoryStore, type KeywordSearch, type MemoryStorage, type Message } from '@engram/core';
+import {
+  InMemoryStore,
+  type KeywordSearch,
+  type MemoryStorage,
+  type Message,
+  type VectorHit,
+  type VectorSearch,
+} from '@engram/core';
 import { defaultKeywordAnalyzer, type KeywordAnalyzer, keywordTerms, queryTerms } from '@engram/core/driver';
 import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
 import { at } from '../fixtures.ts';
-import { KEYWORD_QUERIES, MESSAGES, type Op, RESOURCES, THREADS } from './ops.ts';
+import { SPACE } from '../vectors.ts';
+import { KEYWORD_QUERIES, MESSAGES, type Op, RESOURCES, THREADS, VECTOR_POOL } from './ops.ts';
 
 /** Keyword hits asked for: more than there are messages, so every match is returned. */
 const KEYWORD_TOP_K = 10;
@@ -134,6 +142,27 @@ export class Executor {
           threadId: op.thread && id(op.thread),
           excludeIds: op.exclude.map(id),
         });
+      case 'vectorUpsert':
+        return s.vectors?.upsertVectors(
+          SPACE,
+          op.vectors.map((v) => ({
+            messageId: id(v.id),
+            hash: `h${v.vector}`,
+            vector: poolVector(v.vector),
+          })),
+        );
+      case 'vectorDelete':
+        return s.vectors?.deleteVectors(SPACE, op.ids.map(id));
+      case 'vectorSearch':
+        return s.vectors?.searchVectors(this.vectorSearch(op)).then(vectorHits);
+      case 'vectorWindows': {
+        const found = await s.vectors?.searchWithWindows?.({
+          ...this.vectorSearch(op),
+          before: op.before,
+          after: op.after,
+        });
+        return found && { hits: vectorHits(found.hits), windows: found.windows };
+      }
       case 'turnGet':
         return s.turns?.get(id(op.id));
       case 'turnList':
@@ -143,6 +172,17 @@ export class Executor {
           op.before && { createdAt: at(op.before.created), id: id(op.before.id) },
         );
     }
+  }
+
+  private vectorSearch(op: Extract<Op, { op: 'vectorSearch' | 'vectorWindows' }>): VectorSearch {
+    return {
+      space: SPACE,
+      vector: poolVector(op.vector),
+      topK: op.topK,
+      resourceId: this.id(op.resource),
+      threadId: op.thread && this.id(op.thread),
+      excludeIds: op.exclude.map((m) => this.id(m)),
+    };
   }
 
   /**
@@ -236,6 +276,17 @@ export class Executor {
         });
       }
     }
+    if (!missing.has('vectorSearch')) {
+      const ids = MESSAGES.map((m) => this.id(m));
+      const stored = (await this.store.vectors?.getVectors(SPACE, ids)) ?? [];
+      out.vectors = stored.sort((a, b) =>
+        a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0,
+      );
+      for (const r of RESOURCES) {
+        const search = { space: SPACE, vector: poolVector(1), topK: MESSAGES.length, resourceId: this.id(r) };
+        out[`vector hits of ${r}`] = vectorHits((await this.store.vectors?.searchVectors(search)) ?? []);
+      }
+    }
     return this.comparable(out);
   }
 
@@ -263,6 +314,21 @@ export class Executor {
   private resourceLike = false;
 }
 
+/** Vector number `n` of the pool, zero-padded to the suite's space. */
+function poolVector(n: number): Float32Array {
+  const vector = new Float32Array(SPACE.dimensions);
+  vector.set(VECTOR_POOL[n] ?? []);
+  return vector;
+}
+
+/**
+ * Hits in comparable form. The pool's scores are exact multiples of ¼ on every backend; rounding
+ * to 6 places only absorbs a backend's `1 − distance` round trip.
+ */
+function vectorHits(hits: VectorHit[]): unknown[] {
+  return hits.map((h) => ({ ...h, score: Math.round(h.score * 1e6) / 1e6 }));
+}
+
 /** A readable listing of a sequence of operations. */
 function listing(ops: readonly Op[], upTo = ops.length): string {
   return ops
@@ -283,6 +349,16 @@ export async function compare(store: MemoryStorage, ops: Op[], missing: Missing)
   const oracle = new InMemoryStore();
   const reference = new Executor(oracle, prefix, oracle, store.keywords?.analyzer);
   const subject = new Executor(store, prefix, oracle);
+  if (!missing.has('vectorSearch')) {
+    for (const s of [store, oracle]) {
+      const space = await s.vectors?.claimSpace(SPACE);
+      if (space?.id !== SPACE.id || space.dimensions !== SPACE.dimensions) {
+        throw new ConformanceError(
+          `differential: ${s.name} records the embedding space ${JSON.stringify(space)}; the suite uses ${JSON.stringify(SPACE)} (one space per database)`,
+        );
+      }
+    }
+  }
   const ran: Op[] = [];
   for (const [i, op] of ops.entries()) {
     if (missing.has(op.op)) continue;

@@ -50,7 +50,20 @@ export type Op =
   | { op: 'turnPut'; id: M; thread: T; resource: R; created: number; body: string }
   | { op: 'turnGet'; id: M }
   | { op: 'turnList'; thread: T; limit: number; before?: { created: number; id: M } }
-  | { op: 'keywordSearch'; resource: R; thread?: T; query: string; exclude: M[] };
+  | { op: 'keywordSearch'; resource: R; thread?: T; query: string; exclude: M[] }
+  | { op: 'vectorUpsert'; vectors: { id: M; vector: number }[] }
+  | { op: 'vectorDelete'; ids: M[] }
+  | { op: 'vectorSearch'; resource: R; thread?: T; vector: number; topK: number; exclude: M[] }
+  | {
+      op: 'vectorWindows';
+      resource: R;
+      thread?: T;
+      vector: number;
+      topK: number;
+      exclude: M[];
+      before: number;
+      after: number;
+    };
 
 /** Operations on optional contract methods, left out for a store without them. */
 export const OPTIONAL_OPS = {
@@ -58,6 +71,29 @@ export const OPTIONAL_OPS = {
   deleteResource: 'deleteResource',
   listResourceIds: 'listResourceIds',
 } as const satisfies Partial<Record<Op['op'], string>>;
+
+/** Operations on the optional `vectors` domain, left out for a store without it. */
+export const VECTOR_OPS = [
+  'vectorUpsert',
+  'vectorDelete',
+  'vectorSearch',
+  'vectorWindows',
+] as const satisfies readonly Op['op'][];
+
+/**
+ * The vectors stored and searched with (as indexes into this pool): unit vectors whose
+ * components are 0, ±½ and ±1, so every score is a multiple of ¼ computed exactly in float32 and
+ * double alike — ties are real ties on every backend and the order rests on the tie rule. Two
+ * entries are equal, one is the opposite of another (score −1), several are orthogonal (score 0).
+ */
+export const VECTOR_POOL: readonly (readonly number[])[] = [
+  [1, 0, 0, 0],
+  [0.5, 0.5, 0.5, 0.5],
+  [0.5, 0.5, 0.5, 0.5],
+  [0, 1, 0, 0],
+  [-1, 0, 0, 0],
+  [0.5, -0.5, 0.5, -0.5],
+];
 
 /** Operations on the optional `turns` domain, left out for a store without it. */
 export const TURN_OPS = ['turnPut', 'turnGet', 'turnList'] as const satisfies readonly Op['op'][];
@@ -74,6 +110,7 @@ const threadId = fc.constantFrom(...THREADS);
 const messageId = fc.constantFrom(...MESSAGES);
 const time = fc.constantFrom(...TIMES);
 const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
+const poolVector = fc.integer({ min: 0, max: VECTOR_POOL.length - 1 });
 
 /** Keys of the nested objects below; the generator never uses them anywhere else. */
 export const NESTED_KEYS = ['tone', 'style'] as const;
@@ -312,6 +349,54 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       { requiredKeys: ['op', 'resource', 'query', 'exclude'] },
     ),
   },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('vectorUpsert' as const),
+      vectors: fc.uniqueArray(fc.record({ id: messageId, vector: poolVector }), {
+        minLength: 1,
+        maxLength: 3,
+        selector: (v) => v.id,
+      }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('vectorDelete' as const),
+      ids: fc.array(messageId, { minLength: 1, maxLength: 2 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('vectorSearch' as const),
+        resource,
+        thread: threadId,
+        vector: poolVector,
+        topK: fc.integer({ min: 1, max: 6 }),
+        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
+      },
+      { requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('vectorWindows' as const),
+        resource,
+        thread: threadId,
+        vector: poolVector,
+        topK: fc.integer({ min: 1, max: 6 }),
+        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
+        before: fc.integer({ min: 0, max: 2 }),
+        after: fc.integer({ min: 0, max: 2 }),
+      },
+      { requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude', 'before', 'after'] },
+    ),
+  },
 );
 
 /** `value` with the nested keys swapped at every depth (`tone` ↔ `style`), and `a` ↔ `b` at the top of metadata. */
@@ -386,18 +471,18 @@ export function opsArbitrary(maxLength: number): fc.Arbitrary<Op[]> {
 
 /**
  * The opening of every sequence: the three threads saved (under random resources, with random
- * metadata) and a batch of messages into them, so the random operations that follow mostly act on existing records.
+ * metadata), a batch of messages into them and the messages' vectors (for a store with vectors),
+ * so the random operations that follow mostly act on existing records.
  */
 export const setupArbitrary: fc.Arbitrary<Op[]> = fc
   .record({
     resources: fc.tuple(resource, resource, resource),
     metadata: fc.tuple(metadata, metadata, metadata),
     created: fc.tuple(time, time, time),
-    messages: fc.uniqueArray(fc.record({ id: messageId, thread: threadId, created: time, content }), {
-      minLength: 2,
-      maxLength: 5,
-      selector: (m) => m.id,
-    }),
+    messages: fc.uniqueArray(
+      fc.record({ id: messageId, thread: threadId, created: time, content, vector: poolVector }),
+      { minLength: 2, maxLength: 5, selector: (m) => m.id },
+    ),
   })
   .map(({ resources, metadata, created, messages }): Op[] => [
     ...THREADS.map(
@@ -410,8 +495,12 @@ export const setupArbitrary: fc.Arbitrary<Op[]> = fc
         created: created[i]!,
       }),
     ),
-    { op: 'saveMessages', messages: messages.map((m) => ({ ...m, resource: 'own' as const })) },
+    {
+      op: 'saveMessages',
+      messages: messages.map(({ vector: _, ...m }) => ({ ...m, resource: 'own' as const })),
+    },
+    { op: 'vectorUpsert', vectors: messages.map(({ id, vector }) => ({ id, vector })) },
   ]);
 
 /** Operations in a sequence after the opening. */
-export const SETUP_OPS = 4;
+export const SETUP_OPS = 5;

@@ -37,6 +37,7 @@ const {
   messageBatches,
   observations,
   vectorRemovals,
+  vectorWrites,
   settings,
   turns,
   backfills,
@@ -241,6 +242,23 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: 'backfills an upgrade left to do, each with the last message id done, so a stopped one resumes',
     statements: [`CREATE TABLE ${backfills} (name TEXT PRIMARY KEY, last_id TEXT NOT NULL)`],
+  },
+  {
+    name: 'vector write order from a counter that never goes back (max(seq) went back when the newest vector was deleted)',
+    statements: [
+      `CREATE TABLE ${vectorWrites} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)`,
+      `INSERT INTO ${vectorWrites} (id, seq) SELECT 1, coalesce(max(seq), 0) FROM ${vectors}`,
+      `DROP TRIGGER ${vectors}_on_message_move`,
+      // A message with vectors moved to another thread or time: its vectors count as written
+      // again, so a kept copy reads them back with the new thread and time.
+      `CREATE TRIGGER ${vectors}_on_message_move AFTER UPDATE OF thread_id, created_at ON ${messages}
+        WHEN (OLD.thread_id IS NOT NEW.thread_id OR OLD.created_at IS NOT NEW.created_at)
+          AND EXISTS (SELECT 1 FROM ${vectors} WHERE message_id = NEW.id)
+        BEGIN
+          UPDATE ${vectorWrites} SET seq = seq + 1;
+          UPDATE ${vectors} SET seq = (SELECT seq FROM ${vectorWrites}) WHERE message_id = NEW.id;
+        END`,
+    ],
   },
 ];
 

@@ -21,6 +21,8 @@ export const TABLES = {
   vectors: 'engram_message_vectors',
   /** Recent vector deletes (of messages or of a thread), for kept copies of the vectors (`vector-cache.ts`). */
   vectorRemovals: 'engram_vector_removals',
+  /** One row: the `seq` of the newest vector write, which never goes back (`vector-cache.ts`). */
+  vectorWrites: 'engram_vector_writes',
   /** A view never read: an insert saves a thread's new messages through its trigger. */
   messageBatches: 'engram_message_batches',
   /** Observation logs: one row per `(key, generation)`, the body a JSON string literal. */

@@ -3,7 +3,7 @@ import type { Connection } from './connection.ts';
 import type { Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
 
-const { messages, vectors, vectorRemovals, messageCounts } = TABLES;
+const { messages, vectors, vectorRemovals, vectorWrites, messageCounts } = TABLES;
 
 /** The bytes of vectors a store keeps between searches when the option is not given (256 MiB). */
 export const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
@@ -42,11 +42,17 @@ export function logRemoval(target: { messageIds: string[] } | { threadId: string
   ];
 }
 
-/** The next `seq` of a vector written now: one above every stored one (writes hold the write lock). */
-export const NEXT_SEQ = `(SELECT coalesce(max(seq), 0) + 1 FROM ${vectors})`;
+/**
+ * The statements that give the vectors a write stores the next `seq`: first `BUMP_SEQ`, then
+ * each row takes `NEXT_SEQ`, above every `seq` handed out before (writes hold the write lock). A
+ * counter, not `max(seq) + 1`: that goes back when the newest vector is deleted, and a copy that
+ * had read up to it would then miss the next write.
+ */
+export const BUMP_SEQ = `UPDATE ${vectorWrites} SET seq = seq + 1`;
+export const NEXT_SEQ = `(SELECT seq FROM ${vectorWrites})`;
 
 /** Where the table and the log stand: the newest vector `seq`, the oldest and newest log entries. */
-const HEADS = `SELECT (SELECT coalesce(max(seq), 0) FROM ${vectors}) AS seq,
+const HEADS = `SELECT (SELECT seq FROM ${vectorWrites}) AS seq,
   (SELECT coalesce(min(seq), 0) FROM ${vectorRemovals}) AS oldest,
   (SELECT coalesce(max(seq), 0) FROM ${vectorRemovals}) AS removed`;
 
@@ -85,8 +91,8 @@ const toRow = (row: Result['rows'][number]): MatrixRow => ({
  * across processes: every search first reads, in one snapshot, what changed since the copy was
  * made and applies it — the removal-log entries of the resource (one per message, written by
  * the write that deletes vectors), then the vectors written since (each
- * vector write gives its row the next `seq`; so does moving its message to another thread or
- * time). A search after a chat turn therefore reads only that turn's vectors, and one after a
+ * vector write gives its rows the next `seq` of a counter; so does moving their message to
+ * another thread or time). A search after a chat turn therefore reads only that turn's vectors, and one after a
  * delete only the log entry. A copy older than the oldest kept log entry reads its resource
  * again. Resources are evicted least recently used beyond `maxBytes`; one larger than that is
  * not kept (`search` returns `null`, the caller scans in SQL).

@@ -9,7 +9,7 @@ import type {
 import type { Connection } from './connection.ts';
 import { type Executor, exec, type Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
-import { floats, logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
+import { BUMP_SEQ, floats, logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
 /** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
@@ -149,7 +149,7 @@ export class LibSQLVectors implements VectorDriver<Executor> {
               SET hash = excluded.hash, embedding = excluded.embedding, seq = excluded.seq`,
       args: [space.id, v.hash, blob(v.vector), v.messageId],
     }));
-    await this.connection.write((tx) => tx.batch(upserts));
+    await this.connection.write((tx) => tx.batch([BUMP_SEQ, ...upserts]));
   }
 
   async getVectors(space: EmbeddingSpace, ids: string[]): Promise<StoredVector[]> {

@@ -222,7 +222,8 @@ describe('libsql: versioned migrations', () => {
 
   it('does not backfill a database whose keyword index was complete before backfills were resumable', async () => {
     // Upgraded past the keyword index by a version that filled it in within the upgrade.
-    const url = await oldDatabase(SCHEMA_VERSION - 1);
+    const resumable = MIGRATIONS.findIndex((m) => m.name.startsWith('backfills an upgrade')) + 1;
+    const url = await oldDatabase(resumable - 1);
     const reports: unknown[] = [];
     const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
     try {
@@ -263,6 +264,55 @@ describe('libsql: versioned migrations', () => {
       await store.saveMessages([future]);
       expect((await store.getThreadById({ threadId: 'th-5' }))?.updatedAt).toEqual(future.createdAt);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('upgrades the vector write order: the counter starts above every stored seq, a moved message takes the next', async () => {
+    const counter = MIGRATIONS.findIndex((m) => m.name.startsWith('vector write order from a counter')) + 1;
+    const url = dbFile();
+    const old = createClient({ url });
+    await migrate(old, counter - 1);
+    const vector = new Uint8Array(new Float32Array([1, 0]).buffer);
+    await old.batch([
+      { sql: 'INSERT INTO engram_threads VALUES (?, ?, ?, ?, ?, ?)', args: ['th', 'user', '', '{}', 0, 0] },
+      ...['a', 'b'].map((id, i) => ({
+        sql: 'INSERT INTO engram_messages (id, thread_id, resource_id, role, content, type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        args: [id, 'th', 'user', 'user', '"hi"', 'text', i],
+      })),
+      "INSERT INTO engram_vector_space VALUES (1, 'test:2', 2)",
+      ...[
+        ['a', 3],
+        ['b', 7],
+      ].map(([id, seq]) => ({
+        sql: "INSERT INTO engram_message_vectors (message_id, space, hash, embedding, seq) VALUES (?, 'test:2', ?, vector32(?), ?)",
+        args: [id as string, id as string, vector, seq as number],
+      })),
+    ]);
+    old.close();
+
+    const store = new LibSQLStore({ url });
+    const raw = createClient({ url });
+    try {
+      await store.init();
+      const seq = async () =>
+        Number((await raw.execute('SELECT seq FROM engram_vector_writes')).rows[0]?.seq);
+      expect(await seq()).toBe(7);
+      const search = () =>
+        store.vectors.searchVectors({
+          space: { id: 'test:2', dimensions: 2 },
+          vector: new Float32Array([1, 0]),
+          topK: 5,
+          resourceId: 'user',
+        });
+      expect((await search()).map((h) => h.messageId)).toEqual(['b', 'a']);
+      // b, the newest vector, goes; a moves to a later time: the kept copy sees both.
+      await store.deleteMessages(['b']);
+      await store.updateMessages([{ id: 'a', createdAt: new Date(9) }]);
+      expect(await seq()).toBe(8);
+      expect((await search()).map((h) => [h.messageId, h.createdAt.getTime()])).toEqual([['a', 9]]);
+    } finally {
+      raw.close();
       await store.close();
     }
   });

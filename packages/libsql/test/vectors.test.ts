@@ -253,6 +253,46 @@ describe('libSQL exact search over kept copies of the vectors', () => {
   const unit = (i: number) =>
     normalize(Array.from({ length: 16 }, (_, j) => Math.sin(i * 31 + j * 7))) as Float32Array;
 
+  it('deleting the newest vector does not hide the next write from a copy: a new vector, a moved message', async () => {
+    const url = `file:${dir}/kept-newest.db`;
+    const [searcher, writer] = [new LibSQLStore({ url }), new LibSQLStore({ url })];
+    const t = {
+      id: 't',
+      resourceId: 'r',
+      title: '',
+      metadata: {},
+      createdAt: new Date(0),
+      updatedAt: new Date(0),
+    };
+    const message = (id: string, at: number) => ({
+      id,
+      threadId: 't',
+      resourceId: 'r',
+      role: 'user' as const,
+      content: id,
+      type: 'text',
+      createdAt: new Date(at),
+    });
+    await writer.saveThread(t);
+    await writer.vectors.claimSpace(space);
+    await writer.saveMessages([message('a', 0), message('b', 1)]);
+    await writer.vectors.upsertVectors(space, [
+      { messageId: 'a', hash: 'a', vector: unit(1) },
+      { messageId: 'b', hash: 'b', vector: unit(2) },
+    ]);
+    const search = () => searcher.vectors.searchVectors({ space, vector: unit(1), topK: 5, resourceId: 'r' });
+    expect((await search()).map((h) => h.messageId).sort()).toEqual(['a', 'b']);
+    // b's vector was the newest: the writes after its delete must still be newer than the copy.
+    await writer.deleteMessages(['b']);
+    await writer.saveMessages([message('a', 5_000)]);
+    expect((await search()).map((h) => [h.messageId, h.createdAt.getTime()])).toEqual([['a', 5_000]]);
+    await writer.deleteMessages(['a']);
+    await writer.saveMessages([message('c', 7)]);
+    await writer.vectors.upsertVectors(space, [{ messageId: 'c', hash: 'c', vector: unit(1) }]);
+    expect((await search()).map((h) => h.messageId)).toEqual(['c']);
+    await Promise.all([searcher.close(), writer.close()]);
+  });
+
   it('a copy older than the removal log reads its resource again: a message deleted before the log dropped its entry is never found', async () => {
     const url = `file:${dir}/kept.db`;
     const [searcher, writer, inSql] = [
