@@ -95,7 +95,7 @@ async function vectorsOf(texts: { id: string; text: string }[]): Promise<Message
   return Promise.all(
     texts.map(async (t, i) => ({
       messageId: t.id,
-      hash: await textHash(t.text),
+      hash: textHash(t.text),
       vector: normalize(embeddings[i] as number[]) as Float32Array,
     })),
   );

@@ -94,7 +94,7 @@ export async function configRecord(
       version: wm.version,
       useStateSignals: wm.useStateSignals,
       ...(jsonSchema ? { schema: jsonSchema } : { template }),
-      sha256: await sha256(jsonSchema ? JSON.stringify(jsonSchema) : template),
+      sha256: sha256(jsonSchema ? JSON.stringify(jsonSchema) : template),
     },
     lastMessages: options.lastMessages,
     semanticRecall: recall && engine ? recallRecord(recall, engine) : false,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   createLexicalEmbedder,
@@ -9,6 +10,7 @@ import {
   type MemoryStorage,
   normalize,
   SemanticRecall,
+  textHash,
   type VectorStore,
 } from '../src/index.ts';
 
@@ -142,6 +144,15 @@ describe('semantic recall options', () => {
     const memory = new Memory({ storage });
     const error = await caught(() => memory.recall({ threadId: 't', resourceId: 'r', query: 'x' }));
     expect(isMemoryError(error, 'UNSUPPORTED')).toBe(true);
+  });
+});
+
+describe('textHash', () => {
+  it('is the SHA-256 of the UTF-8 text as hex, as stored hashes were made (a lone surrogate as U+FFFD)', () => {
+    for (const text of ['', 'hi', 'Zoë 😀 漢字', 'a\u0000b', 'lone \ud800 surrogate', 'x'.repeat(100_003)]) {
+      expect(textHash(text)).toBe(createHash('sha256').update(text, 'utf8').digest('hex'));
+    }
+    expect(textHash('lone \ud800 surrogate')).toBe(textHash('lone \ufffd surrogate'));
   });
 });
 

@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import { sha256 } from '../hash.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
 import type { JsonValue, WorkingMemoryScope } from '../storage/records.ts';
 import { isPlainObject } from '../storage/validate.ts';
@@ -30,14 +31,12 @@ export interface WorkingMemoryStateSignal {
 /** The `type` tag of a message carrying a state signal. */
 export const STATE_MESSAGE_TYPE = 'state';
 
-/** SHA-256 (hex) of the format and the stored data; runs wherever Web Crypto does. */
+/** SHA-256 (hex) of the format and the stored data. */
 export async function workingMemoryCacheKey(
   format: WorkingMemoryFormat,
   data: string | null,
 ): Promise<string> {
-  const bytes = new TextEncoder().encode(`${format}\n${data ?? ''}`);
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return sha256(`${format}\n${data ?? ''}`);
 }
 
 /** Builds the signal for one snapshot. */

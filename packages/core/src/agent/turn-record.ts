@@ -86,7 +86,7 @@ export async function turnRecord(turn: PreparedTurn, savedIds: readonly string[]
     workingMemory: turn.workingMemory
       ? {
           scope: turn.workingMemory.scope,
-          sha256: turn.workingMemory.text === null ? null : await sha256(turn.workingMemory.text),
+          sha256: turn.workingMemory.text === null ? null : sha256(turn.workingMemory.text),
           chars: turn.workingMemory.text?.length ?? 0,
         }
       : null,

@@ -196,7 +196,7 @@ export class RecallEngine {
     for (const m of messages) {
       const text = messageText(m);
       if (text === '') textless.push(m.id);
-      else items.push({ id: m.id, text, hash: await textHash(text) });
+      else items.push({ id: m.id, text, hash: textHash(text) });
     }
     let space = await this.resolveSpace();
     const stored = space
@@ -371,7 +371,7 @@ export class RecallEngine {
     const vector: Ranked[] = [];
     for (const hit of byVector) {
       const message = byId.get(hit.messageId);
-      if (message && (await textHash(messageText(message))) === hit.hash)
+      if (message && textHash(messageText(message)) === hit.hash)
         vector.push({ message, score: hit.score, scores: { vector: hit.score } });
     }
     const keyword = byKeyword.flatMap((hit): Ranked[] => {
@@ -515,7 +515,7 @@ export class RecallEngine {
     for (const { messageId, hash, score, scores } of hits) {
       if (shown.has(messageId)) continue;
       const message = messages.find((m) => m.id === messageId);
-      if (!message || (hash !== undefined && (await textHash(messageText(message))) !== hash)) continue;
+      if (!message || (hash !== undefined && textHash(messageText(message)) !== hash)) continue;
       const list = byThread.get(message.threadId) ?? [];
       const at = list.indexOf(message);
       const window = list.slice(Math.max(0, at - before), at + after + 1).filter((m) => !shown.has(m.id));

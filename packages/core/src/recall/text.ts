@@ -1,3 +1,4 @@
+import { sha256 } from '../hash.ts';
 import type { Message } from '../storage/records.ts';
 
 /** The roles whose messages are embedded; system and tool messages are not recalled. */
@@ -35,7 +36,6 @@ export function messageText(message: Pick<Message, 'role' | 'content'>): string 
 }
 
 /** SHA-256 (hex) of `text`; vectors store it so unchanged text is never embedded twice. */
-export async function textHash(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+export function textHash(text: string): string {
+  return sha256(text);
 }
