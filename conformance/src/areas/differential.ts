@@ -4,6 +4,7 @@ import { defineArea } from '../define.ts';
 import { compare, type Missing } from '../differential/executor.ts';
 import {
   carriesNested,
+  OBSERVATION_OPS,
   OPTIONAL_OPS,
   type Op,
   opsArbitrary,
@@ -45,6 +46,7 @@ function missingOps(store: MemoryStorage): Missing {
   if (!store.turns) for (const op of TURN_OPS) missing.add(op);
   if (!store.keywords) missing.add('keywordSearch');
   if (!store.vectors) for (const op of VECTOR_OPS) missing.add(op);
+  if (!store.observations) for (const op of OBSERVATION_OPS) missing.add(op);
   if (!store.vectors?.searchWithWindows) missing.add('vectorWindows');
   return missing;
 }
@@ -62,6 +64,7 @@ export const differentialChecks = [
       let turnOps = 0;
       let keywordOps = 0;
       let vectorOps = 0;
+      let observationOps = 0;
       await assertProperty(
         fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
           const ran = await compare(store, [...setup, ...ops], missing);
@@ -71,6 +74,7 @@ export const differentialChecks = [
           turnOps += ran.filter((op) => (TURN_OPS as readonly string[]).includes(op.op)).length;
           keywordOps += ran.filter((op) => op.op === 'keywordSearch').length;
           vectorOps += ran.filter((op) => (VECTOR_OPS as readonly string[]).includes(op.op)).length;
+          observationOps += ran.filter((op) => (OBSERVATION_OPS as readonly string[]).includes(op.op)).length;
         }),
         DIFFERENTIAL_RUNS,
         DIFFERENTIAL_RUNS * MS_PER_RUN,
@@ -79,7 +83,7 @@ export const differentialChecks = [
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;
       ctx.log(
         `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
-          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches, ${vectorOps} on vectors)${left}`,
+          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches, ${vectorOps} on vectors, ${observationOps} on observation logs)${left}`,
       );
     },
   ),

@@ -4,6 +4,7 @@ import {
   type KeywordSearch,
   type MemoryStorage,
   type Message,
+  type ObservationRow,
   type VectorHit,
   type VectorSearch,
 } from '@engram/core';
@@ -163,6 +164,10 @@ export class Executor {
         });
         return found && { hits: vectorHits(found.hits), windows: found.windows };
       }
+      case 'observationSwap':
+        return s.observations?.swap(...(await this.swapArgs(op)));
+      case 'observationRead':
+        return s.observations?.generations(this.logKey(op));
       case 'turnGet':
         return s.turns?.get(id(op.id));
       case 'turnList':
@@ -172,6 +177,41 @@ export class Executor {
           op.before && { createdAt: at(op.before.created), id: id(op.before.id) },
         );
     }
+  }
+
+  private logKey(op: { scope: 'thread' | 'resource'; thread: string; resource: string }): string {
+    return op.scope === 'thread' ? `thread:${this.id(op.thread)}` : `resource:${this.id(op.resource)}`;
+  }
+
+  /**
+   * A swap's arguments from the log's newest row in the oracle as it stands before the operation
+   * (the adapter runs each operation first, so both sides read the same row): that row's version
+   * (`head`), none (`none`) or one version behind (`old`, a lost race); the next row replaces it
+   * or starts the next generation, in the thread's owner's name for a thread log.
+   */
+  private async swapArgs(
+    op: Extract<Op, { op: 'observationSwap' }>,
+  ): Promise<[{ generation: number; version: number } | null, ObservationRow]> {
+    const key = this.logKey(op);
+    const head = await this.oracle.observations?.head(key);
+    const expected =
+      op.expect === 'none' || (op.expect === 'head' && !head)
+        ? null
+        : {
+            generation: head?.generation ?? 1,
+            version: op.expect === 'old' ? Math.max(1, (head?.version ?? 1) - 1) : (head?.version ?? 1),
+          };
+    const owner = (await this.oracle.getThreadById({ threadId: this.id(op.thread) }))?.resourceId;
+    const next: ObservationRow = {
+      key,
+      resourceId: op.scope === 'thread' ? (owner ?? this.id('r1')) : this.id(op.resource),
+      threadId: op.scope === 'thread' ? this.id(op.thread) : null,
+      generation: expected ? expected.generation + (op.next === 'new' ? 1 : 0) : 1,
+      version: expected ? expected.version + 1 : 1,
+      body: op.body,
+      updatedAt: at(op.at),
+    };
+    return [expected, next];
   }
 
   private vectorSearch(op: Extract<Op, { op: 'vectorSearch' | 'vectorWindows' }>): VectorSearch {
@@ -274,6 +314,18 @@ export class Executor {
           topK: KEYWORD_TOP_K,
           resourceId: this.id(r),
         });
+      }
+    }
+    if (!missing.has('observationRead')) {
+      for (const t of THREADS) {
+        out[`observations of thread ${t}`] = await this.store.observations?.generations(
+          `thread:${this.id(t)}`,
+        );
+      }
+      for (const r of RESOURCES) {
+        out[`observations of resource ${r}`] = await this.store.observations?.generations(
+          `resource:${this.id(r)}`,
+        );
       }
     }
     if (!missing.has('vectorSearch')) {

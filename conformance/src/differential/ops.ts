@@ -55,6 +55,17 @@ export type Op =
   | { op: 'vectorDelete'; ids: M[] }
   | { op: 'vectorSearch'; resource: R; thread?: T; vector: number; topK: number; exclude: M[] }
   | {
+      op: 'observationSwap';
+      scope: 'thread' | 'resource';
+      thread: T;
+      resource: R;
+      expect: 'head' | 'none' | 'old';
+      next: 'same' | 'new';
+      body: string;
+      at: number;
+    }
+  | { op: 'observationRead'; scope: 'thread' | 'resource'; thread: T; resource: R }
+  | {
       op: 'vectorWindows';
       resource: R;
       thread?: T;
@@ -95,6 +106,9 @@ export const VECTOR_POOL: readonly (readonly number[])[] = [
   [0.5, -0.5, 0.5, -0.5],
 ];
 
+/** Operations on the optional `observations` domain, left out for a store without it. */
+export const OBSERVATION_OPS = ['observationSwap', 'observationRead'] as const satisfies readonly Op['op'][];
+
 /** Operations on the optional `turns` domain, left out for a store without it. */
 export const TURN_OPS = ['turnPut', 'turnGet', 'turnList'] as const satisfies readonly Op['op'][];
 
@@ -111,6 +125,7 @@ const messageId = fc.constantFrom(...MESSAGES);
 const time = fc.constantFrom(...TIMES);
 const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
 const poolVector = fc.integer({ min: 0, max: VECTOR_POOL.length - 1 });
+const logScope = fc.constantFrom<'thread' | 'resource'>('thread', 'resource');
 
 /** Keys of the nested objects below; the generator never uses them anywhere else. */
 export const NESTED_KEYS = ['tone', 'style'] as const;
@@ -348,6 +363,28 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       },
       { requiredKeys: ['op', 'resource', 'query', 'exclude'] },
     ),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('observationSwap' as const),
+      scope: logScope,
+      thread: threadId,
+      resource,
+      expect: fc.constantFrom<'head' | 'none' | 'old'>('head', 'head', 'head', 'none', 'old'),
+      next: fc.constantFrom<'same' | 'new'>('same', 'new'),
+      body: fc.oneof(text, fc.constantFrom('{"observations":[]}', 'line\nbreak', 'x'.repeat(5_000))),
+      at: time,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('observationRead' as const),
+      scope: logScope,
+      thread: threadId,
+      resource,
+    }),
   },
   {
     weight: 3,
