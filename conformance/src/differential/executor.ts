@@ -8,7 +8,13 @@ import {
   type VectorHit,
   type VectorSearch,
 } from '@engram/core';
-import { defaultKeywordAnalyzer, type KeywordAnalyzer, keywordTerms, queryTerms } from '@engram/core/driver';
+import {
+  compareIds,
+  defaultKeywordAnalyzer,
+  type KeywordAnalyzer,
+  keywordTerms,
+  queryTerms,
+} from '@engram/core/driver';
 import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
 import { at } from '../fixtures.ts';
 import { SPACE } from '../vectors.ts';
@@ -331,9 +337,7 @@ export class Executor {
     if (!missing.has('vectorSearch')) {
       const ids = MESSAGES.map((m) => this.id(m));
       const stored = (await this.store.vectors?.getVectors(SPACE, ids)) ?? [];
-      out.vectors = stored.sort((a, b) =>
-        a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0,
-      );
+      out.vectors = stored.sort((a, b) => compareIds(a.messageId, b.messageId));
       for (const r of RESOURCES) {
         const search = { space: SPACE, vector: poolVector(1), topK: MESSAGES.length, resourceId: this.id(r) };
         out[`vector hits of ${r}`] = vectorHits((await this.store.vectors?.searchVectors(search)) ?? []);

@@ -112,12 +112,18 @@ export class LibSQLVectors implements VectorDriver<Executor> {
     if (this.annReady) return this.annReady;
     const inSpace = sqlString(space.id);
     const copy = `INSERT OR IGNORE INTO ${annTable} (hash, embedding)`;
-    const add = `${copy} VALUES (NEW.hash, NEW.embedding);`;
+    // Not `OR IGNORE` in a trigger: the statement firing it (the upsert) overrides the policy,
+    // so a text already indexed failed the write with a UNIQUE error.
+    const add = `INSERT INTO ${annTable} (hash, embedding) SELECT NEW.hash, NEW.embedding
+      WHERE NOT EXISTS (SELECT 1 FROM ${annTable} WHERE hash = NEW.hash);`;
     const orphan = `DELETE FROM ${annTable} WHERE hash = OLD.hash
       AND NOT EXISTS (SELECT 1 FROM ${vectors} WHERE space = ${inSpace} AND hash = OLD.hash);`;
-    const trigger = (name: string, event: string, row: 'NEW' | 'OLD', body: string) =>
-      `CREATE TRIGGER IF NOT EXISTS ${annTable}_on_${name} AFTER ${event} ON ${vectors}
-        WHEN ${row}.space = ${inSpace} BEGIN ${body} END`;
+    // Renamed when their bodies change: a database keeps the triggers of the version that made them.
+    const trigger = (name: string, event: string, row: 'NEW' | 'OLD', body: string) => [
+      `DROP TRIGGER IF EXISTS ${annTable}_on_${name}`,
+      `CREATE TRIGGER IF NOT EXISTS ${annTable}_${name}_2 AFTER ${event} ON ${vectors}
+        WHEN ${row}.space = ${inSpace} BEGIN ${body} END`,
+    ];
     this.annReady = this.connection
       .write((tx) =>
         tx.batch([
@@ -125,9 +131,9 @@ export class LibSQLVectors implements VectorDriver<Executor> {
             embedding F32_BLOB(${space.dimensions}) NOT NULL)`,
           `CREATE INDEX IF NOT EXISTS ${annIndex} ON ${annTable} (libsql_vector_idx(embedding, 'metric=cosine'))`,
           `CREATE INDEX IF NOT EXISTS ${annTable}_by_hash ON ${vectors} (space, hash)`,
-          trigger('insert', 'INSERT', 'NEW', add),
-          trigger('update', 'UPDATE OF hash, embedding', 'NEW', add + orphan),
-          trigger('delete', 'DELETE', 'OLD', orphan),
+          ...trigger('insert', 'INSERT', 'NEW', add),
+          ...trigger('update', 'UPDATE OF hash, embedding', 'NEW', add + orphan),
+          ...trigger('delete', 'DELETE', 'OLD', orphan),
           { sql: `${copy} SELECT hash, embedding FROM ${vectors} WHERE space = ?`, args: [space.id] },
         ]),
       )

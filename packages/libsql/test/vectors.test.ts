@@ -241,6 +241,65 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     await store.close();
   });
 
+  it('writing a text already indexed again succeeds, also over the triggers an older version made', async () => {
+    const url = `file:${dir}/ann-again.db`;
+    const space = { id: 'test:again', dimensions: 2 };
+    const vector = new Float32Array([1, 0]);
+    // The older version's insert trigger, whose `INSERT OR IGNORE` the upsert overrode.
+    const raw = createClient({ url });
+    await raw.batch([
+      `CREATE TABLE engram_vector_ann (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, embedding F32_BLOB(2) NOT NULL)`,
+    ]);
+    const plain = new LibSQLStore({ url });
+    await plain.init();
+    await plain.close();
+    await raw.execute(`CREATE TRIGGER engram_vector_ann_on_insert AFTER INSERT ON engram_message_vectors
+      BEGIN INSERT OR IGNORE INTO engram_vector_ann (hash, embedding) VALUES (NEW.hash, NEW.embedding); END`);
+    const store = new LibSQLStore({ url, vectors: { index: true } });
+    const thread = {
+      id: 't',
+      resourceId: 'r',
+      title: '',
+      metadata: {},
+      createdAt: new Date(0),
+      updatedAt: new Date(0),
+    };
+    const message = (id: string) => ({
+      id,
+      threadId: 't',
+      resourceId: 'r',
+      role: 'user' as const,
+      content: 'same',
+      type: 'text',
+      createdAt: new Date(0),
+    });
+    try {
+      await store.saveThread(thread);
+      await store.saveMessages([message('a'), message('b'), message('c')]);
+      await store.vectors.claimSpace(space);
+      await store.vectors.upsertVectors(space, [
+        { messageId: 'a', hash: 'same', vector },
+        { messageId: 'b', hash: 'same', vector },
+      ]);
+      await store.vectors.upsertVectors(space, [{ messageId: 'a', hash: 'same', vector }]);
+      await store.vectors.upsertVectors(space, [{ messageId: 'c', hash: 'same', vector }]);
+      const hits = await store.vectors.searchVectors({ space, vector, topK: 5, resourceId: 'r' });
+      expect(hits.map((h) => h.messageId).sort()).toEqual(['a', 'b', 'c']);
+      const triggers = await raw.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'engram_vector_ann%' ORDER BY name",
+      );
+      expect(triggers.rows.map((row) => row.name)).toEqual([
+        'engram_vector_ann_delete_2',
+        'engram_vector_ann_insert_2',
+        'engram_vector_ann_update_2',
+      ]);
+      expect(Number((await raw.execute('SELECT count(*) AS n FROM engram_vector_ann')).rows[0]?.n)).toBe(1);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
   it('refuses a bad overFetch with INVALID_ARGUMENT', () => {
     expect(() => new LibSQLStore({ url: ':memory:', vectors: { index: { overFetch: 0 } } })).toThrow(
       /vectors\.index\.overFetch must be an integer from 1 to 1000, got 0/,
