@@ -1,6 +1,15 @@
 import { capabilitiesOf, type MemoryStorage, type Message, type Thread } from '@engram/core';
 import { compareMessages, jsonEqual } from '@engram/core/driver';
-import { expectDate, expectEqual, expectRejects, expectTrue, idsOf, normalize, show } from '../assert.ts';
+import {
+  expectDate,
+  expectEqual,
+  expectMemoryError,
+  expectRejects,
+  expectTrue,
+  idsOf,
+  normalize,
+  show,
+} from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { NEEDS_TRANSACTIONAL, skipCheck } from '../skip.ts';
@@ -446,4 +455,61 @@ export const messagesChecks = [
     const none = await store.listMessages({ threadId: ctx.id('t') });
     expectEqual([none.messages, none.total, none.hasMore], [[], 0, false], 'an unknown thread');
   }),
+
+  check(
+    'a NUL character in content, metadata or a title is stored exactly, or refused with INVALID_ARGUMENT writing nothing',
+    async (ctx) => {
+      const store = await ctx.store();
+      const nul = 'before \u0000 after';
+      const outcomes: string[] = [];
+      /** Runs `write`; refused, `stored` must read nothing, else exactly `expected`. */
+      const stores = async (
+        what: string,
+        write: () => Promise<unknown>,
+        stored: () => Promise<unknown>,
+        expected: unknown,
+      ) => {
+        let refused = false;
+        try {
+          await write();
+        } catch (error) {
+          expectMemoryError(error, ['INVALID_ARGUMENT'], what);
+          refused = true;
+        }
+        expectEqual(normalize(await stored()), normalize(refused ? null : expected), `${what}: read back`);
+        outcomes.push(`${what} ${refused ? 'refused' : 'stored'}`);
+      };
+      const t = thread(ctx.id('t'), ctx.id('r'));
+      await store.saveThread(t);
+      const titled = { ...thread(ctx.id('titled'), ctx.id('r')), title: nul };
+      await stores(
+        'a title',
+        () => store.saveThread(titled),
+        async () => (await store.getThreadById({ threadId: titled.id }))?.title ?? null,
+        nul,
+      );
+      const plain = message(`${t.id}-plain`, t, at(0));
+      const odd = message(`${t.id}-odd`, t, at(1), { content: { text: nul, [nul]: [nul] } });
+      // The batch holds a plain message too: refused, neither is saved (atomic batches).
+      const batch = capabilitiesOf(store).transactionalBatches ? [plain, odd] : [odd];
+      await stores(
+        'content',
+        () => store.saveMessages(batch),
+        async () => {
+          const found = await store.listMessagesById({ ids: batch.map((m) => m.id) });
+          return found.length === 0 ? null : found;
+        },
+        batch,
+      );
+      const metadata = { note: nul };
+      const resourceId = ctx.id('meta');
+      await stores(
+        'resource metadata',
+        () => store.updateResource({ resourceId, metadata }),
+        async () => (await store.getResourceById({ resourceId }))?.metadata ?? null,
+        metadata,
+      );
+      ctx.log(outcomes.join(', '));
+    },
+  ),
 ];

@@ -143,6 +143,20 @@ const keyedJson: fc.Arbitrary<JsonValue> = fc
     return [{ [k]: 'formal' }];
   });
 
+/**
+ * Odd but valid JSON: the last code point in strings, keys a query language or an object model
+ * reads specially (`$where`, `a.b`, `__proto__`, `constructor`), the largest and smallest
+ * doubles, deep nesting. Not a NUL: a store may refuse it (PostgreSQL's text and jsonb cannot
+ * hold one), which the messages area checks on its own.
+ */
+const ODD_JSON: JsonValue[] = [
+  'last code point \u{10FFFF}',
+  { $where: 'x', 'a.b': { $gt: 1 }, constructor: 'c' },
+  JSON.parse('{"__proto__": {"polluted": true}, "k": "v"}') as JsonValue,
+  [Number.MAX_VALUE, -Number.MIN_VALUE, 2 ** 53, 0.1 + 0.2, 1e-7],
+  JSON.parse(`${'['.repeat(40)}"deep"${']'.repeat(40)}`) as JsonValue,
+];
+
 const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
   text,
   fc.integer({ min: -3, max: 3 }),
@@ -150,6 +164,7 @@ const smallJson: fc.Arbitrary<JsonValue> = fc.oneof(
   fc.boolean(),
   fc.constant<JsonValue>({ format: 2, parts: [{ type: 'text', text: 'hi' }] }),
   fc.constant<JsonValue>([1, 'two', { three: 3 }]),
+  fc.constantFrom<JsonValue>(...ODD_JSON),
   { weight: 6, arbitrary: keyedJson },
 );
 
