@@ -90,9 +90,9 @@ const toRow = (row: Result['rows'][number]): MatrixRow => ({
  * Exact search over copies of each resource's vectors kept in process (`VectorMatrix`), valid
  * across processes: every search first reads, in one snapshot, what changed since the copy was
  * made and applies it — the removal-log entries of the resource (one per message, written by
- * the write that deletes vectors), then the vectors written since (each
- * vector write gives its rows the next `seq` of a counter; so does moving their message to
- * another thread or time). A search after a chat turn therefore reads only that turn's vectors, and one after a
+ * the write that deletes vectors), then the vectors written since (each vector write gives its
+ * rows the next `seq` of a counter; so does moving their message to another thread or time).
+ * A search after a chat turn therefore reads only that turn's vectors, and one after a
  * delete only the log entry. A copy older than the oldest kept log entry reads its resource
  * again. Resources are evicted least recently used beyond `maxBytes`; one larger than that is
  * not kept (`search` returns `null`, the caller scans in SQL).
