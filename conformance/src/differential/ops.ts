@@ -144,13 +144,15 @@ const keyedJson: fc.Arbitrary<JsonValue> = fc
   });
 
 /**
- * Odd but valid JSON: the last code point in strings, keys a query language or an object model
- * reads specially (`$where`, `a.b`, `__proto__`, `constructor`), the largest and smallest
- * doubles, deep nesting. Not a NUL: a store may refuse it (PostgreSQL's text and jsonb cannot
+ * Odd but valid JSON: the last code point and markup in strings, keys a query language or an
+ * object model reads specially (`$where`, `a.b`, `__proto__`, `constructor`), the largest and
+ * smallest doubles, deep nesting. Not a NUL: a store may refuse it (PostgreSQL's text and jsonb cannot
  * hold one), which the messages area checks on its own.
  */
 const ODD_JSON: JsonValue[] = [
   'last code point \u{10FFFF}',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template placeholder stored as text
+  '<script>alert(1)</script> **b** `c` {{m}} ${x} </observations> <?xml?> &amp;',
   { $where: 'x', 'a.b': { $gt: 1 }, constructor: 'c' },
   JSON.parse('{"__proto__": {"polluted": true}, "k": "v"}') as JsonValue,
   [Number.MAX_VALUE, -Number.MIN_VALUE, 2 ** 53, 0.1 + 0.2, 1e-7],

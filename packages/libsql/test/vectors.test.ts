@@ -8,6 +8,27 @@ import { tempDir } from './helpers.ts';
 const { dir, cleanup } = tempDir('engram-libsql-vectors-');
 afterAll(cleanup);
 
+/** Thread `t` of resource `r`, at the epoch. */
+const threadT = {
+  id: 't',
+  resourceId: 'r',
+  title: '',
+  metadata: {},
+  createdAt: new Date(0),
+  updatedAt: new Date(0),
+};
+
+/** A user message of thread `t` (resource `r`) at `at` ms, its id as its text unless given. */
+const messageOfT = (id: string, at: number, content: string = id) => ({
+  id,
+  threadId: 't',
+  resourceId: 'r',
+  role: 'user' as const,
+  content,
+  type: 'text',
+  createdAt: new Date(at),
+});
+
 describe('libSQL vectors, read back through a separate client', () => {
   it('stores one F32 blob of dimensions × 4 bytes per message, and deleting the message drops it', async () => {
     const url = `file:${dir}/v.db`;
@@ -256,25 +277,9 @@ describe('libSQL vectors with the ANN index opted in (vectors: { index: true })'
     await raw.execute(`CREATE TRIGGER engram_vector_ann_on_insert AFTER INSERT ON engram_message_vectors
       BEGIN INSERT OR IGNORE INTO engram_vector_ann (hash, embedding) VALUES (NEW.hash, NEW.embedding); END`);
     const store = new LibSQLStore({ url, vectors: { index: true } });
-    const thread = {
-      id: 't',
-      resourceId: 'r',
-      title: '',
-      metadata: {},
-      createdAt: new Date(0),
-      updatedAt: new Date(0),
-    };
-    const message = (id: string) => ({
-      id,
-      threadId: 't',
-      resourceId: 'r',
-      role: 'user' as const,
-      content: 'same',
-      type: 'text',
-      createdAt: new Date(0),
-    });
+    const message = (id: string) => messageOfT(id, 0, 'same');
     try {
-      await store.saveThread(thread);
+      await store.saveThread(threadT);
       await store.saveMessages([message('a'), message('b'), message('c')]);
       await store.vectors.claimSpace(space);
       await store.vectors.upsertVectors(space, [
@@ -315,26 +320,9 @@ describe('libSQL exact search over kept copies of the vectors', () => {
   it('deleting the newest vector does not hide the next write from a copy: a new vector, a moved message', async () => {
     const url = `file:${dir}/kept-newest.db`;
     const [searcher, writer] = [new LibSQLStore({ url }), new LibSQLStore({ url })];
-    const t = {
-      id: 't',
-      resourceId: 'r',
-      title: '',
-      metadata: {},
-      createdAt: new Date(0),
-      updatedAt: new Date(0),
-    };
-    const message = (id: string, at: number) => ({
-      id,
-      threadId: 't',
-      resourceId: 'r',
-      role: 'user' as const,
-      content: id,
-      type: 'text',
-      createdAt: new Date(at),
-    });
-    await writer.saveThread(t);
+    await writer.saveThread(threadT);
     await writer.vectors.claimSpace(space);
-    await writer.saveMessages([message('a', 0), message('b', 1)]);
+    await writer.saveMessages([messageOfT('a', 0), messageOfT('b', 1)]);
     await writer.vectors.upsertVectors(space, [
       { messageId: 'a', hash: 'a', vector: unit(1) },
       { messageId: 'b', hash: 'b', vector: unit(2) },
@@ -343,10 +331,10 @@ describe('libSQL exact search over kept copies of the vectors', () => {
     expect((await search()).map((h) => h.messageId).sort()).toEqual(['a', 'b']);
     // b's vector was the newest: the writes after its delete must still be newer than the copy.
     await writer.deleteMessages(['b']);
-    await writer.saveMessages([message('a', 5_000)]);
+    await writer.saveMessages([messageOfT('a', 5_000)]);
     expect((await search()).map((h) => [h.messageId, h.createdAt.getTime()])).toEqual([['a', 5_000]]);
     await writer.deleteMessages(['a']);
-    await writer.saveMessages([message('c', 7)]);
+    await writer.saveMessages([messageOfT('c', 7)]);
     await writer.vectors.upsertVectors(space, [{ messageId: 'c', hash: 'c', vector: unit(1) }]);
     expect((await search()).map((h) => h.messageId)).toEqual(['c']);
     await Promise.all([searcher.close(), writer.close()]);
@@ -359,31 +347,13 @@ describe('libSQL exact search over kept copies of the vectors', () => {
       new LibSQLStore({ url }),
       new LibSQLStore({ url, vectors: { cache: false } }),
     ];
-    const t = {
-      id: 't',
-      resourceId: 'r',
-      title: '',
-      metadata: {},
-      createdAt: new Date(0),
-      updatedAt: new Date(0),
-    };
-    await writer.saveThread(t);
+    await writer.saveThread(threadT);
     await writer.vectors.claimSpace(space);
     const n = 10_050;
     const ids = Array.from({ length: n }, (_, i) => `m${i}`);
     for (let from = 0; from < n; from += 1_000) {
       const batch = ids.slice(from, from + 1_000);
-      await writer.saveMessages(
-        batch.map((id, k) => ({
-          id,
-          threadId: 't',
-          resourceId: 'r',
-          role: 'user' as const,
-          content: id,
-          type: 'text',
-          createdAt: new Date(from + k),
-        })),
-      );
+      await writer.saveMessages(batch.map((id, k) => messageOfT(id, from + k)));
       await writer.vectors.upsertVectors(
         space,
         batch.map((id, k) => ({ messageId: id, hash: id, vector: unit(from + k) })),
