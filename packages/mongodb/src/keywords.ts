@@ -15,7 +15,7 @@ import type { Connection } from './driver.ts';
 import type { MongoTx } from './locks.ts';
 import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
-import { bulkWrite } from './writes.ts';
+import { putWhole } from './writes.ts';
 
 /** Upserts per command in the backfill. */
 const UPSERTS_PER_COMMAND = 20;
@@ -72,20 +72,33 @@ export function keywordDocument(message: Message, analyzer: KeywordAnalyzer): Ke
   return { _id: id, resourceId, threadId, createdAt, terms, length: terms.length };
 }
 
-/** Inside `put`'s write: the index documents of these messages replaced, or deleted when they have no terms. */
+/**
+ * Inside `put`'s write (under the messages' thread locks where there are locks): the index
+ * documents of these messages written whole, or deleted when they have no terms. The documents of
+ * messages `put` inserts (not in `tx.stored`) are inserted where that is cheaper (`putWhole`); one
+ * left under such an id by a writer that stopped half-way is replaced all the same.
+ */
 export async function indexMessages(
   c: Connection,
   tx: MongoTx,
   messages: readonly Message[],
   analyzer: KeywordAnalyzer,
 ): Promise<void> {
-  const ops: AnyBulkWriteOperation<KeywordDocument>[] = messages.map((m) => {
+  const { keywords } = c.collections;
+  const isNew = (id: string) => tx.stored !== undefined && !tx.stored.has(id);
+  const docs: KeywordDocument[] = [];
+  const termless: string[] = [];
+  for (const m of messages) {
     const doc = keywordDocument(m, analyzer);
-    if (!doc) return { deleteOne: { filter: { _id: m.id } } };
-    const { _id, ...replacement } = doc;
-    return { replaceOne: { filter: { _id }, replacement, upsert: true } };
-  });
-  await bulkWrite(c, c.collections.keywords, ops, tx);
+    if (doc) docs.push(doc);
+    else termless.push(m.id);
+  }
+  const absent = new Set(docs.filter((d) => isNew(d._id)).map((d) => d._id));
+  await putWhole(c, keywords, docs, absent, tx);
+  if (termless.length > 0) {
+    await tx.fence();
+    await keywords.deleteMany({ _id: { $in: termless } }, { session: tx.session });
+  }
 }
 
 /**

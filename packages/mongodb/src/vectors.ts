@@ -1,9 +1,10 @@
 import { compareHits, cosine, type VectorDriver, type VectorHit } from '@engram/core/driver';
 import { Binary } from 'mongodb';
+import { findByIds } from './collections.ts';
 import type { Connection } from './driver.ts';
 import type { MongoTx } from './locks.ts';
 import { threadLock } from './threads.ts';
-import { bulkWrite, insertNew } from './writes.ts';
+import { insertNew, putWhole } from './writes.ts';
 
 /**
  * Message ids per `$in` when reading a scope's vectors: large, as FerretDB 1.x reads the whole
@@ -42,22 +43,16 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       await insertNew(c.collections.vectorSpace, doc);
       return (await getSpace()) ?? space;
     },
+    // Of messages that exist; on FerretDB 1.x inserted where they can be (`putWhole`), as a vector
+    // is mostly new.
     upsertVectors: async (space, vectors) => {
       const ids = vectors.map((v) => v.messageId);
-      const found = await c.collections.messages
-        .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
-        .toArray();
+      const found = await findByIds(c, c.collections.messages, ids, {}, { projection: { _id: 1 } });
       const existing = new Set(found.map((d) => d._id));
-      const writes = vectors
+      const docs = vectors
         .filter((v) => existing.has(v.messageId))
-        .map((v) => ({
-          replaceOne: {
-            filter: { _id: v.messageId },
-            replacement: { space: space.id, hash: v.hash, vec: toBinary(v.vector) },
-            upsert: true,
-          },
-        }));
-      await bulkWrite(c, c.collections.vectors, writes);
+        .map((v) => ({ _id: v.messageId, space: space.id, hash: v.hash, vec: toBinary(v.vector) }));
+      await putWhole(c, c.collections.vectors, docs, new Set(existing));
     },
     getVectors: async (space, ids) => {
       const docs = await c.collections.vectors
@@ -66,7 +61,7 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
     },
     readVectors: async (space, ids) => {
-      const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: space.id }).toArray();
+      const docs = await findByIds(c, c.collections.vectors, ids, { space: space.id });
       return docs.map((d) => ({ messageId: d._id, hash: d.hash, vector: fromBinary(d.vec) }));
     },
     deleteVectors: async (space, ids) => {

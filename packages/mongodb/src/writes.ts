@@ -9,7 +9,14 @@ import {
   RETRY,
   retry,
 } from '@engram/core/driver';
-import type { AnyBulkWriteOperation, Collection, Document, OptionalUnlessRequiredId } from 'mongodb';
+import type {
+  AnyBulkWriteOperation,
+  Collection,
+  Document,
+  Filter,
+  OptionalUnlessRequiredId,
+  WithoutId,
+} from 'mongodb';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey, mongoError } from './errors.ts';
 import type { MongoTx } from './locks.ts';
@@ -160,6 +167,38 @@ export async function bulkWrite<D extends Document>(
     await tx?.fence();
     await collection.bulkWrite(ops.slice(i, i + n), { session: tx?.session });
   }
+}
+
+/**
+ * Writes each of `docs` whole under its `_id`, inserted or replaced, after `tx.fence()`. On FerretDB
+ * 1.x a replacement by `_id` reads the whole collection (40 ms each for 8,000 documents here) while
+ * an insert does not, so there the documents whose ids are in `absent` go in one ordered
+ * `insertMany` first; when one of them was written meanwhile (a duplicate key), they are replaced
+ * with the rest. Elsewhere every document is one `replaceOne` with `upsert`.
+ */
+export async function putWhole<D extends { _id: string }>(
+  c: Connection,
+  collection: Collection<D>,
+  docs: readonly D[],
+  absent: ReadonlySet<string>,
+  tx?: MongoTx,
+): Promise<void> {
+  const fresh = c.ferretdb1 ? docs.filter((d) => absent.has(d._id)) : [];
+  let replaced = fresh.length === 0 ? docs : docs.filter((d) => !absent.has(d._id));
+  if (fresh.length > 0) {
+    await tx?.fence();
+    try {
+      await collection.insertMany(fresh as OptionalUnlessRequiredId<D>[], { session: tx?.session });
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      replaced = docs;
+    }
+  }
+  const ops = replaced.map(({ _id, ...replacement }): AnyBulkWriteOperation<D> => {
+    const filter = { _id } as Filter<D>;
+    return { replaceOne: { filter, replacement: replacement as WithoutId<D>, upsert: true } };
+  });
+  await bulkWrite(c, collection, ops, tx);
 }
 
 /** Inserts `doc` unless its `_id` is taken (an atomic insert-if-absent on every server); `false` then. */

@@ -101,3 +101,53 @@ describeMongo('MongoDB keyword index, read back with a separate client', (url) =
     );
   });
 });
+
+describeMongo('MongoDB keyword index of new messages', (url) => {
+  const dbName = randomDbName();
+  afterAll(() => dropDatabase(url, dbName));
+
+  it('replaces or deletes a keyword document left under a new message id', async () => {
+    const prefix = 'stale_';
+    const store = new MongoDBStore({ url, dbName, collectionPrefix: prefix });
+    await store.saveThread(thread('s-t', 's'));
+    // What a writer that stopped between deleting messages and their index documents leaves.
+    const raw = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      const keywords = raw.db(dbName).collection<{ _id: string }>(`${prefix}keywords`);
+      const left = (id: string) => ({
+        _id: id,
+        resourceId: 's',
+        threadId: 's-t',
+        createdAt: day(0),
+        terms: ['zebra'],
+        length: 1,
+      });
+      await keywords.insertMany([left('s-m1'), left('s-m3')]);
+      const saved = ['fresh garden', 'garden water', 'the and a', 'a garden gym'].map(
+        (content, i): Message => ({
+          id: `s-m${i}`,
+          threadId: 's-t',
+          resourceId: 's',
+          role: 'user',
+          type: 'v2',
+          content,
+          createdAt: day(i),
+        }),
+      );
+      await store.saveMessages(saved);
+      const search = async (query: string) =>
+        (await store.keywords.search({ query, topK: 10, resourceId: 's' })).map((h) => h.messageId).sort();
+      expect(await search('zebra')).toEqual([]);
+      expect(await search('garden')).toEqual(['s-m0', 's-m1', 's-m3']);
+      const stored = await keywords.find({}).sort({ _id: 1 }).toArray();
+      expect(stored.map((d) => d._id)).toEqual(['s-m0', 's-m1', 's-m3']);
+      // s-m2 has no terms: the document left under its id would have been deleted too.
+      await keywords.insertOne(left('s-m2'));
+      await store.saveMessages([{ ...(saved[2] as Message), content: 'a the' }]);
+      expect(await keywords.countDocuments({ _id: 's-m2' })).toBe(0);
+    } finally {
+      await raw.close();
+      await store.close();
+    }
+  });
+});

@@ -17,6 +17,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
   let raw: MongoClient;
   let store: MongoDBStore;
   let ferretdb = false;
+  let ferretdb1 = false;
   const sent: Sent[] = [];
 
   beforeAll(async () => {
@@ -27,6 +28,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     raw = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
     const build = await raw.db('admin').command({ buildInfo: 1 });
     ferretdb = typeof build.ferretdbVersion === 'string';
+    ferretdb1 = ferretdb && /^v?1\./.test(build.ferretdbVersion);
   });
 
   afterAll(async () => {
@@ -71,7 +73,25 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(page.messages.map((m) => m.id)).toEqual(batch.slice(12, 18).map((m) => m.id));
     const finds = sent.filter((s) => s.name === 'find');
     expect(finds).toHaveLength(3);
-    expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, undefined].sort());
+    // The target by `_id`: one `$in`, or on FerretDB 1.x a `findOne` per target (see `findByIds`).
+    expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, ferretdb1 ? 1 : undefined].sort());
+  });
+
+  it('saving new messages reads their ids once; on FerretDB 1.x their keyword documents are one insert', async () => {
+    const t = thread();
+    await store.saveThread(t);
+    sent.length = 0;
+    await store.saveMessages(Array.from({ length: 5 }, (_, i) => message(t, i)));
+    const to = (name: string, collection: string) =>
+      sent.filter((s) => s.name === name && s.command[name] === collection).length;
+    // Under write locks the ids found are read again (none here); a replacement by `_id` reads
+    // FerretDB 1.x's whole collection, an insert does not.
+    expect(to('find', 'engram_messages')).toBe(1);
+    expect([to('insert', 'engram_keywords'), to('update', 'engram_keywords')]).toEqual(
+      ferretdb1 ? [1, 0] : [0, 1],
+    );
+    const hits = await store.keywords.search({ query: 'message', topK: 10, resourceId: t.resourceId });
+    expect(hits).toHaveLength(5);
   });
 
   it('stores an array inside an array natively on MongoDB, wrapped on FerretDB 1.x, and reads it back', async () => {
