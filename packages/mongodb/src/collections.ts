@@ -1,5 +1,5 @@
 import { pageLimit, prefixedTables } from '@engram/core/driver';
-import type { Binary, Collection, Db, Document, Filter, FindCursor, FindOptions, ObjectId } from 'mongodb';
+import type { Binary, Collection, Db, FindCursor, ObjectId } from 'mongodb';
 import { mongoError } from './errors.ts';
 import type { LockDocument } from './locks.ts';
 
@@ -148,37 +148,6 @@ export async function pageOf<T>(
   const paging = pageLimit(q.page, q.perPage);
   if (paging?.limit === 0) return [];
   return paging ? cursor.skip(paging.offset).limit(paging.limit).toArray() : cursor.toArray();
-}
-
-/** Most ids looked up one by one on FerretDB 1.x (see `findByIds`). */
-const LOOKUPS = 64;
-
-/**
- * The documents of `collection` among `ids` that also match `filter` (no set order), for ids that
- * mostly exist. FerretDB 1.x answers an `_id` equality from its index (about 1 ms) but reads the
- * whole collection for an `$in` (400 ms for 8,000 documents here, growing with the store), so there
- * (`ferretdb1`) up to 64 ids are looked up one by one, concurrently (20 ms for 20). A missing id
- * costs it a scan of its own, so ids that are mostly new go in one `$in` instead.
- */
-export async function findByIds<D extends { _id: string }>(
-  server: { ferretdb1: boolean },
-  collection: Collection<D>,
-  ids: readonly string[],
-  filter: Filter<Document> = {},
-  options: FindOptions = {},
-): Promise<D[]> {
-  const unique = [...new Set(ids)];
-  if (unique.length === 0) return [];
-  if (!server.ferretdb1 || unique.length > LOOKUPS) {
-    return collection.find({ ...filter, _id: { $in: unique } } as Filter<D>, options).toArray() as Promise<
-      D[]
-    >;
-  }
-  // `findOne`: a `find` with a cursor to close after costs FerretDB about ten times as much.
-  const found = await Promise.all(
-    unique.map((_id) => collection.findOne({ ...filter, _id } as Filter<D>, options)),
-  );
-  return found.filter((d) => d !== null) as D[];
 }
 
 const PREFIX = /^[A-Za-z0-9_.-]{0,48}$/;

@@ -1,6 +1,6 @@
 import type { KeywordAnalyzer, Message, MessageDriver, WindowQuery } from '@engram/core/driver';
 import type { Filter, MongoBulkWriteError } from 'mongodb';
-import { findByIds, type MessageDocument, pageOf } from './collections.ts';
+import { type Collections, type MessageDocument, pageOf } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
 import { indexMessages } from './keywords.ts';
@@ -27,29 +27,37 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
         c.collections.messages.countDocuments(filter),
         // `(createdAt, _id)` order, served by the `thread_created` index.
         pageOf(c.collections.messages.find(filter).sort({ createdAt: dir, _id: dir }), query),
-        includeWindows(c, query.include, resourceId),
+        includeWindows(c.collections, query.include, resourceId),
       ]);
       return { page: page.map(toMessage), total, windows: windows.flat() };
     },
     byIds: async (ids, tx) =>
-      (await findByIds(c, c.collections.messages, ids, {}, { session: tx?.session })).map(toMessage),
+      (await c.collections.messages.find({ _id: { $in: ids } }, { session: tx?.session }).toArray()).map(
+        toMessage,
+      ),
     // Under write locks, of the threads given and those the messages are in: a stored message changes
     // only under its thread's lock, and a new id is inserted (`put`). Under the locks only the
     // messages found are read again: one that moved to another thread meanwhile makes the write start
     // again, and so does one inserted meanwhile (`put`'s insert meets its duplicate).
     places: async (tx, threadIds, messageIds) => {
       const { session } = tx;
-      const projection = { threadId: 1, resourceId: 1 };
-      const before = await c.collections.messages
-        .find({ _id: { $in: messageIds } }, { projection, session })
-        .toArray();
+      const read = async (ids: string[]) =>
+        ids.length === 0
+          ? []
+          : c.collections.messages
+              .find({ _id: { $in: ids } }, { projection: { threadId: 1, resourceId: 1 }, session })
+              .toArray();
+      const before = await read(messageIds);
       const locked = new Set([...threadIds, ...before.map((m) => m.threadId)]);
       const locking = c.locks.enabled && !session;
       if (locking) await tx.lock([...locked].sort().map(threadLock));
-      const ids = before.map((m) => m._id);
       const [owners, found] = await Promise.all([
-        findByIds(c, c.collections.threads, threadIds, {}, { projection: { resourceId: 1 }, session }),
-        locking ? findByIds(c, c.collections.messages, ids, {}, { projection, session }) : before,
+        threadIds.length === 0
+          ? []
+          : c.collections.threads
+              .find({ _id: { $in: threadIds } }, { projection: { resourceId: 1 }, session })
+              .toArray(),
+        locking ? read(before.map((m) => m._id)) : before,
       ]);
       if (found.some((m) => !locked.has(m.threadId))) throw new LockLost();
       if (locking) tx.stored = new Set(found.map((m) => m._id));
@@ -92,18 +100,13 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
 
 /** Each target with its neighbours in its own thread: one query for the targets, two per window. */
 async function includeWindows(
-  c: Connection,
+  c: Collections,
   include: WindowQuery[],
   resourceId: string | undefined,
 ): Promise<Message[][]> {
   if (include.length === 0) return [];
-  const { messages } = c.collections;
-  const found = await findByIds(
-    c,
-    messages,
-    include.map((w) => w.id),
-    scope(resourceId),
-  );
+  const ids = [...new Set(include.map((w) => w.id))];
+  const found = await c.messages.find({ _id: { $in: ids }, ...scope(resourceId) }).toArray();
   const targets = new Map(found.map((d) => [d._id, d]));
   // Messages of the target's thread strictly before (`-1`) or after it in `(createdAt, _id)` order.
   const beside = (target: MessageDocument, count: number, dir: 1 | -1) => {
@@ -113,7 +116,9 @@ async function includeWindows(
       { createdAt: target.createdAt, _id: { [op]: target._id } },
     ];
     const filter = { threadId: target.threadId, ...scope(resourceId), $or };
-    return count === 0 ? [] : messages.find(filter).sort({ createdAt: dir, _id: dir }).limit(count).toArray();
+    return count === 0
+      ? []
+      : c.messages.find(filter).sort({ createdAt: dir, _id: dir }).limit(count).toArray();
   };
   return Promise.all(
     include.map(async (window) => {

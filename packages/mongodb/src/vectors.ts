@@ -1,6 +1,5 @@
 import { compareHits, cosine, type VectorDriver, type VectorHit } from '@engram/core/driver';
 import { Binary } from 'mongodb';
-import { findByIds } from './collections.ts';
 import type { Connection } from './driver.ts';
 import type { MongoTx } from './locks.ts';
 import { threadLock } from './threads.ts';
@@ -47,7 +46,9 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
     // is mostly new.
     upsertVectors: async (space, vectors) => {
       const ids = vectors.map((v) => v.messageId);
-      const found = await findByIds(c, c.collections.messages, ids, {}, { projection: { _id: 1 } });
+      const found = await c.collections.messages
+        .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
+        .toArray();
       const existing = new Set(found.map((d) => d._id));
       const docs = vectors
         .filter((v) => existing.has(v.messageId))
@@ -61,7 +62,7 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       return docs.map((d) => ({ messageId: d._id, hash: d.hash }));
     },
     readVectors: async (space, ids) => {
-      const docs = await findByIds(c, c.collections.vectors, ids, { space: space.id });
+      const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: space.id }).toArray();
       return docs.map((d) => ({ messageId: d._id, hash: d.hash, vector: fromBinary(d.vec) }));
     },
     deleteVectors: async (space, ids) => {

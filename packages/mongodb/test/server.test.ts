@@ -73,8 +73,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(page.messages.map((m) => m.id)).toEqual(batch.slice(12, 18).map((m) => m.id));
     const finds = sent.filter((s) => s.name === 'find');
     expect(finds).toHaveLength(3);
-    // The target by `_id`: one `$in`, or on FerretDB 1.x a `findOne` per target (see `findByIds`).
-    expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, ferretdb1 ? 1 : undefined].sort());
+    expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, undefined].sort());
   });
 
   it('saving new messages reads their ids once; on FerretDB 1.x their keyword documents are one insert', async () => {
