@@ -15,9 +15,10 @@ export interface PostgresVectorOptions {
    */
   backend?: 'auto' | VectorBackend;
   /**
-   * An HNSW index (pgvector only; opt-in). Searches take `max(efSearch, 2 × topK)` candidates of the
-   * scope from it (`hnsw.iterative_scan = strict_order`) and re-rank them exactly; approximate only
-   * in that a closer vector the graph search never reached is missed. Default off: exact scans.
+   * An HNSW index (pgvector only; opt-in). Searches take `2 × topK` candidates of the scope from it
+   * (`hnsw.iterative_scan = strict_order`, `hnsw.ef_search` at least `efSearch`) and re-rank them
+   * exactly, reading `max(efSearch, 2 × topK)` when the last ties with the `topK`-th; approximate
+   * only in that a closer vector the graph search never reached is missed. Default off: exact scans.
    */
   hnsw?: boolean | { m?: number; efConstruction?: number; efSearch?: number };
 }
@@ -187,26 +188,36 @@ export class PostgresVectorDriver implements core.VectorDriver {
     ]);
   }
 
-  /**
-   * An exact scan, or with HNSW the index's nearest candidates of the scope re-ranked exactly; when
-   * they end tied with the `topK`-th hit (the tie may go on past them), or fewer than `topK` come
-   * back (the scope has fewer, or the scan hit `hnsw.max_scan_tuples`), the exact scan answers.
-   */
+  /** An exact scan, or with HNSW the index's nearest candidates of the scope (`indexed`). */
   async searchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     // Core checked that a space is recorded: the column type is settled.
     const pgvector = (await this.backend(true)) === 'pgvector';
-    let hits = pgvector && this.hnsw ? null : await this.scan(args, pgvector, null);
-    if (!hits) {
-      const candidates = Math.max((this.hnsw as Hnsw).efSearch, args.topK * 2);
-      const ranked = await this.scan(args, true, candidates);
-      const kth = ranked[args.topK - 1];
-      const tiedPast = ranked.length === candidates && kth?.distance === ranked[ranked.length - 1]?.distance;
-      hits = !kth || tiedPast ? await this.scan(args, true, null) : ranked.slice(0, args.topK);
-    }
+    const hits =
+      pgvector && this.hnsw ? await this.indexed(args, this.hnsw) : await this.scan(args, pgvector, null);
     return hits.map(({ distance, score, ...hit }) => ({
       ...hit,
       score: distance === undefined ? (score as number) : 1 - distance,
     }));
+  }
+
+  /**
+   * The HNSW index's nearest candidates of the scope, re-ranked exactly. They come in exact distance
+   * order, so the best `topK` of `2 × topK` candidates are those of more: only when the `topK`-th
+   * hit ties with the last candidate (the tie may go on past them) are `max(efSearch, 2 × topK)`
+   * read, and when it still does, or fewer than `topK` come back (the scope has fewer, or the scan
+   * hit `hnsw.max_scan_tuples`), the exact scan answers.
+   */
+  private async indexed(args: core.VectorSearch, hnsw: Hnsw): Promise<Scanned[]> {
+    const few = args.topK * 2;
+    for (const candidates of new Set([few, Math.max(hnsw.efSearch, few)])) {
+      const ranked = await this.scan(args, true, candidates);
+      const kth = ranked[args.topK - 1];
+      if (!kth) break;
+      if (ranked.length < candidates || kth.distance !== ranked[candidates - 1]?.distance) {
+        return ranked.slice(0, args.topK);
+      }
+    }
+    return this.scan(args, true, null);
   }
 
   /**

@@ -195,6 +195,8 @@ describePg('pg vectors, read back with plain SQL', (url) => {
       const got = await store.vectors.searchVectors(search);
       expect(sent.filter((text) => !/^SELECT (format_type|.*pg_extension)/i.test(text))).toHaveLength(1);
       expect(sent.join('\n')).not.toMatch(/\b(BEGIN|SET LOCAL|COMMIT)\b/);
+      // Twice top k from the index (distinct scores here: no tie with the last candidate).
+      expect(statement?.values.at(-1)).toBe(2 * search.topK);
       expect(got).toEqual(await exact.vectors.searchVectors(search));
     }
     // The settings are made by a one-time filter above every scan of the statement, so they hold
