@@ -232,8 +232,10 @@ export const target: BenchTarget = {
               );
             }
             await pool.query(
-              `INSERT INTO ${table('message_vectors', fallbackSchema())} (message_id, space, hash, embedding)
-               SELECT message_id, space, hash, embedding::real[] FROM ${vectors} ON CONFLICT DO NOTHING`,
+              `INSERT INTO ${table('message_vectors', fallbackSchema())}
+                 (message_id, space, hash, embedding, resource_id, thread_id, created_at)
+               SELECT message_id, space, hash, embedding::real[], resource_id, thread_id, created_at
+               FROM ${vectors} ON CONFLICT DO NOTHING`,
             );
             await pool.query(`ANALYZE ${table('messages', fallbackSchema())}`);
             await pool.query(`ANALYZE ${table('message_vectors', fallbackSchema())}`);

@@ -174,6 +174,31 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    description:
+      "vectors carry their message's resource, thread and createdAt, kept by a trigger: a search reads no message row",
+    statements: (n) => [
+      `ALTER TABLE ${n.vectors} ADD COLUMN resource_id text COLLATE "C",
+        ADD COLUMN thread_id text COLLATE "C", ADD COLUMN created_at timestamptz(3)`,
+      `UPDATE ${n.vectors} v SET resource_id = m.resource_id, thread_id = m.thread_id, created_at = m.created_at
+        FROM ${n.messages} m WHERE m.id = v.message_id`,
+      `ALTER TABLE ${n.vectors} ALTER COLUMN resource_id SET NOT NULL, ALTER COLUMN thread_id SET NOT NULL,
+        ALTER COLUMN created_at SET NOT NULL`,
+      `CREATE INDEX ${quoteIdent(`${n.prefix}message_vectors_scope_idx`)} ON ${n.vectors} (space, resource_id, thread_id)`,
+      // The vectors table by name (a trigger argument), in the messages table's schema.
+      `CREATE FUNCTION ${n.vectorsFollow}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          EXECUTE format('UPDATE %I.%I SET resource_id = $1, thread_id = $2, created_at = $3 WHERE message_id = $4',
+            TG_TABLE_SCHEMA, TG_ARGV[0]) USING NEW.resource_id, NEW.thread_id, NEW.created_at, NEW.id;
+          RETURN NULL;
+        END $$`,
+      `CREATE TRIGGER ${quoteIdent(`${n.prefix}message_vectors_follow`)}
+        AFTER UPDATE OF resource_id, thread_id, created_at ON ${n.messages} FOR EACH ROW
+        WHEN (OLD.resource_id IS DISTINCT FROM NEW.resource_id OR OLD.thread_id IS DISTINCT FROM NEW.thread_id
+          OR OLD.created_at IS DISTINCT FROM NEW.created_at)
+        EXECUTE FUNCTION ${n.vectorsFollow}('${n.prefix}message_vectors')`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

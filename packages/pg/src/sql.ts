@@ -20,6 +20,8 @@ export function names(schemaName: string, prefix: string) {
     counts: table('message_counts'),
     version: table('schema_version'),
     vectors: table('message_vectors'),
+    /** The trigger function that moves a message's vectors with it (resource, thread, createdAt). */
+    vectorsFollow: table('message_vectors_follow'),
     vectorSpace: table('vector_space'),
     /** Observation logs: one row per (key, generation). */
     observations: table('observations'),

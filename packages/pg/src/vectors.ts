@@ -153,12 +153,15 @@ export class PostgresVectorDriver implements core.VectorDriver {
       const at = values.push(v.messageId, v.hash, Array.from(v.vector));
       return `($${at - 2}::text, $${at - 1}::text, $${at}::real[])`;
     });
+    // With the message's place, read under a share lock: a move waits for this statement, or this
+    // statement reads the moved row (its trigger then finds no vector yet to move).
     await this.db.query(
-      `INSERT INTO ${this.n.vectors} AS o (message_id, space, hash, embedding)
-        SELECT m.id, $1, x.hash, x.embedding
+      `INSERT INTO ${this.n.vectors} AS o (message_id, space, hash, embedding, resource_id, thread_id, created_at)
+        SELECT m.id, $1, x.hash, x.embedding, m.resource_id, m.thread_id, m.created_at
         FROM (VALUES ${tuples.join(', ')}) AS x(id, hash, embedding) JOIN ${this.n.messages} m ON m.id = x.id
-        ORDER BY m.id
-        ON CONFLICT (message_id, space) DO UPDATE SET hash = EXCLUDED.hash, embedding = EXCLUDED.embedding`,
+        ORDER BY m.id FOR SHARE OF m
+        ON CONFLICT (message_id, space) DO UPDATE SET hash = EXCLUDED.hash, embedding = EXCLUDED.embedding,
+          resource_id = EXCLUDED.resource_id, thread_id = EXCLUDED.thread_id, created_at = EXCLUDED.created_at`,
       values,
     );
   }
@@ -236,7 +239,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
       args.resourceId,
       args.excludeIds ?? [],
     ];
-    const thread = args.threadId === undefined ? '' : `AND m.thread_id = $${values.push(args.threadId)}`;
+    const thread = args.threadId === undefined ? '' : `AND v.thread_id = $${values.push(args.threadId)}`;
     const ties = '"createdAt" DESC, "messageId"';
     // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
     const [columns, order] = pgvector
@@ -246,9 +249,10 @@ export class PostgresVectorDriver implements core.VectorDriver {
              FROM unnest(v.embedding, $1::real[]) AS t(a, b)), 0) AS score`,
           `ORDER BY score DESC, ${ties}`,
         ];
-    const select = `SELECT m.id AS "messageId", m.thread_id AS "threadId", m.created_at AS "createdAt", v.hash, ${columns}
-      FROM ${this.n.messages} m JOIN ${this.n.vectors} v ON v.message_id = m.id AND v.space = $2
-      WHERE m.resource_id = $3 AND NOT (m.id = ANY($4::text[])) ${thread}`;
+    // The vectors carry their message's place (kept by the move trigger): no message row is read.
+    const select = `SELECT v.message_id AS "messageId", v.thread_id AS "threadId", v.created_at AS "createdAt", v.hash, ${columns}
+      FROM ${this.n.vectors} v
+      WHERE v.space = $2 AND v.resource_id = $3 AND NOT (v.message_id = ANY($4::text[])) ${thread}`;
     if (candidates === null) {
       return this.db.query<Scanned>(`${select} ${order} LIMIT $${values.push(args.topK)}`, values);
     }

@@ -275,8 +275,9 @@ describePg('lifecycle: migrations and init', (url) => {
   });
 
   it('init() does not backfill a schema whose keyword index was complete before backfills were resumable', async () => {
-    // Upgraded past the keyword index by a version that filled it in within the upgrade.
-    const schema = await oldSchema(LATEST_VERSION - 1);
+    // Upgraded past the keyword index by a version that filled it in within the upgrade (9, the
+    // last before the backfills table).
+    const schema = await oldSchema(9);
     const reports: unknown[] = [];
     const store = reporting(schema, reports);
     try {

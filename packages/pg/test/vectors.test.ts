@@ -1,8 +1,13 @@
-import { createLexicalEmbedder, Memory } from '@engram/core';
+import { createLexicalEmbedder, Memory, type Message } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
+import { MIGRATIONS, migrate } from '../src/migrations.ts';
+import * as sql from '../src/sql.ts';
 import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
+
+/** The version whose vectors carry their message's place. */
+const PLACE_VERSION = MIGRATIONS.findIndex((m) => m.description.startsWith('vectors carry')) + 1;
 
 describePg('pg vectors, read back with plain SQL', (url) => {
   let db: TestDatabase;
@@ -273,6 +278,70 @@ describePg('pg vectors, read back with plain SQL', (url) => {
       const zero = hits.find((h) => h.messageId === saved[0]?.id);
       expect(zero?.score, backend).toBe(0);
       for (const h of hits) expect(Number.isFinite(h.score), backend).toBe(true);
+      await store.close();
+    }
+  });
+
+  it("vectors carry their message's resource, thread and createdAt: filled in by the upgrade, moved with the message by any write", async () => {
+    const schemaName = randomName('vec');
+    const names = sql.names(schemaName, 'engram_');
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const at = new Date('2024-05-06T07:08:09.010Z');
+    try {
+      // A schema of the version before: vectors without the message's place.
+      expect(await migrate(client, names, PLACE_VERSION - 1)).toBe(PLACE_VERSION - 1);
+      await client.query(
+        `INSERT INTO ${names.threads} (id, resource_id, title, metadata, created_at, updated_at)
+          VALUES ('t1', 'r1', '', '{}', $1, $1), ('t2', 'r2', '', '{}', $1, $1), ('t3', 'r1', '', '{}', $1, $1)`,
+        [at],
+      );
+      await client.query(
+        `INSERT INTO ${names.messages} (id, thread_id, resource_id, role, content, type, created_at)
+          SELECT 'm' || i, 't1', 'r1', 'user', to_jsonb('note ' || i), 'v2', $1::timestamptz + i * interval '1 second'
+          FROM generate_series(1, 3) AS i`,
+        [at],
+      );
+      await client.query(`INSERT INTO ${names.vectorSpace} (id, embedder, dimensions) VALUES (1, 's', 2)`);
+      await client.query(
+        `INSERT INTO ${names.vectors} (message_id, space, hash, embedding)
+          SELECT 'm' || i, 's', 'h' || i, ARRAY[1, i]::real[] FROM generate_series(1, 3) AS i`,
+      );
+    } finally {
+      await client.end();
+    }
+    const store = new PostgresStore({ connectionString: db.url, schemaName, vectors: { backend: 'real[]' } });
+    const places = () =>
+      db.query<{ id: string; r: string; t: string; at: Date }>(
+        `SELECT message_id AS id, resource_id AS r, thread_id AS t, created_at AS at
+          FROM "${schemaName}".engram_message_vectors ORDER BY message_id`,
+      );
+    try {
+      await store.init();
+      expect(await places()).toEqual(
+        [1, 2, 3].map((i) => ({ id: `m${i}`, r: 'r1', t: 't1', at: new Date(at.getTime() + i * 1000) })),
+      );
+      // Moved to another thread and re-dated by a save; moved to another resource by plain SQL.
+      const [m1] = await store.listMessagesById({ ids: ['m1'] });
+      const later = new Date(at.getTime() + 60_000);
+      await store.saveMessages([{ ...(m1 as Message), threadId: 't3', createdAt: later }]);
+      await db.query(
+        `UPDATE "${schemaName}".engram_messages SET thread_id = 't2', resource_id = 'r2' WHERE id = 'm3'`,
+      );
+      expect(await places()).toEqual([
+        { id: 'm1', r: 'r1', t: 't3', at: later },
+        { id: 'm2', r: 'r1', t: 't1', at: new Date(at.getTime() + 2000) },
+        { id: 'm3', r: 'r2', t: 't2', at: new Date(at.getTime() + 3000) },
+      ]);
+      const space = { id: 's', dimensions: 2 };
+      const search = (resourceId: string) =>
+        store.vectors.searchVectors({ space, vector: Float32Array.of(1, 0), topK: 5, resourceId });
+      expect((await search('r1')).map((h) => [h.messageId, h.threadId, h.createdAt])).toEqual([
+        ['m1', 't3', later],
+        ['m2', 't1', new Date(at.getTime() + 2000)],
+      ]);
+      expect((await search('r2')).map((h) => h.messageId)).toEqual(['m3']);
+    } finally {
       await store.close();
     }
   });
