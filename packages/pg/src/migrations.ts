@@ -185,8 +185,9 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${n.vectors} ALTER COLUMN resource_id SET NOT NULL, ALTER COLUMN thread_id SET NOT NULL,
         ALTER COLUMN created_at SET NOT NULL`,
       `CREATE INDEX ${quoteIdent(`${n.prefix}message_vectors_scope_idx`)} ON ${n.vectors} (space, resource_id, thread_id)`,
-      // The vectors table by name (a trigger argument), in the messages table's schema.
-      `CREATE FUNCTION ${n.vectorsFollow}() RETURNS trigger LANGUAGE plpgsql AS $$
+      // The vectors table by name (a trigger argument), in the messages table's schema. `OR
+      // REPLACE`: dropping the tables of a prefix in a shared schema leaves the function behind.
+      `CREATE OR REPLACE FUNCTION ${n.vectorsFollow}() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           EXECUTE format('UPDATE %I.%I SET resource_id = $1, thread_id = $2, created_at = $3 WHERE message_id = $4',
             TG_TABLE_SCHEMA, TG_ARGV[0]) USING NEW.resource_id, NEW.thread_id, NEW.created_at, NEW.id;
