@@ -1,5 +1,6 @@
 import type * as core from '@engram/core/driver';
 import { compareIds, MemoryError, ValidatedVectors } from '@engram/core/driver';
+import type { ClientBase } from 'pg';
 import type { Connection } from './connection.ts';
 import { type Names, quoteIdent } from './sql.ts';
 
@@ -33,6 +34,40 @@ type Scanned = Omit<core.VectorHit, 'score'> & { score?: number; distance?: numb
 /** The schema holding the `vector` extension (NULL when it is not installed), as an SQL subquery. */
 const EXTENSION_SCHEMA = `(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
   WHERE e.extname = 'vector')`;
+
+/** Where a store installs pgvector when the database has none: a schema of its own (see `installVector`). */
+export const EXTENSIONS_SCHEMA = 'engram_extensions';
+
+/**
+ * The schema holding pgvector, installed first when the database has none (`null` when it cannot
+ * be), inside the caller's transaction, under a lock for the whole database so stores of several
+ * schemas do not race to create it. Installed in `engram_extensions`, not in a store's schema:
+ * dropping that store's schema with `CASCADE` would drop the extension, and with it the vector
+ * column of every other schema's store. A role that cannot create that schema installs it in the
+ * store's own (`fallback`), as before.
+ */
+async function installVector(client: ClientBase, fallback: string): Promise<string | null> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('engram-vector-extension', 0))");
+  const installed = async () =>
+    (await client.query(`SELECT ${EXTENSION_SCHEMA} AS ext`)).rows[0]?.ext ?? null;
+  const attempt = async (statements: string[]) => {
+    await client.query('SAVEPOINT engram_vector_extension');
+    try {
+      for (const statement of statements) await client.query(statement);
+      await client.query('RELEASE SAVEPOINT engram_vector_extension');
+      return true;
+    } catch {
+      await client.query('ROLLBACK TO SAVEPOINT engram_vector_extension');
+      return false;
+    }
+  };
+  const own = quoteIdent(EXTENSIONS_SCHEMA);
+  const found = await installed();
+  if (found !== null) return found;
+  const ours = [`CREATE SCHEMA IF NOT EXISTS ${own}`, `CREATE EXTENSION IF NOT EXISTS vector SCHEMA ${own}`];
+  if (!(await attempt(ours))) await attempt([`CREATE EXTENSION IF NOT EXISTS vector SCHEMA ${fallback}`]);
+  return installed();
+}
 
 const invalid = (message: string) => new MemoryError('INVALID_ARGUMENT', `pg: ${message}`, { adapter: 'pg' });
 
@@ -100,8 +135,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
 
   /**
    * Records the space under an advisory lock; the first one turns the column into `vector(n)` when
-   * `CREATE EXTENSION IF NOT EXISTS vector` works (in a savepoint, in the store's schema so `public`
-   * stays untouched; an extension installed elsewhere is used where it is).
+   * pgvector is there or can be created (see `installVector`).
    */
   async claimSpace(space: core.EmbeddingSpace): Promise<core.EmbeddingSpace> {
     await this.db.transaction(async (client) => {
@@ -113,15 +147,8 @@ export class PostgresVectorDriver implements core.VectorDriver {
         [space.id, space.dimensions],
       );
       if (inserted.rowCount !== 1 || this.want === 'real[]') return;
-      await client.query('SAVEPOINT engram_vector_extension');
-      const extension = `CREATE EXTENSION IF NOT EXISTS vector SCHEMA ${this.n.schema}`;
-      const created = await client.query(extension).then(
-        () => true,
-        () => false,
-      );
-      await client.query(`${created ? 'RELEASE' : 'ROLLBACK TO'} SAVEPOINT engram_vector_extension`);
-      if (!created) return;
-      const [{ ext }] = (await client.query(`SELECT ${EXTENSION_SCHEMA} AS ext`)).rows;
+      const ext = await installVector(client, this.n.schema);
+      if (ext === null) return;
       const type = `${quoteIdent(ext)}.vector(${space.dimensions})`;
       await client.query(
         `ALTER TABLE ${this.n.vectors} ALTER COLUMN embedding TYPE ${type} USING embedding::${type}`,

@@ -49,7 +49,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
   it('by default stores vector(n) (pgvector) and ranks with <=>; a message delete cascades', async () => {
     const { store, saved, schemaName } = await withStore({});
     expect(await store.vectors.backend()).toBe('pgvector');
-    expect(await columnType(schemaName)).toMatch(/^("?vec_[0-9a-f]+"?\.)?vector\(24\)$/);
+    expect(await columnType(schemaName)).toBe('engram_extensions.vector(24)');
     const rows = await db.query<{ message_id: string; space: string }>(
       `SELECT message_id, space FROM "${schemaName}".engram_message_vectors ORDER BY message_id`,
     );
@@ -61,6 +61,58 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     );
     expect(left.map((r) => r.message_id)).toEqual([saved[1]?.id]);
     await store.close();
+  });
+
+  it("pgvector goes into a schema of its own: dropping a store's schema leaves the other schemas' vectors", async () => {
+    const fresh = await createDatabase(url);
+    try {
+      const schemas = [randomName('vec'), randomName('vec')];
+      const stores = schemas.map(
+        (schemaName) => new PostgresStore({ connectionString: fresh.url, schemaName }),
+      );
+      const space = { id: 'test:own-schema', dimensions: 2 };
+      for (const store of stores) {
+        // The two stores claim at once: one creates the extension, the other finds it.
+        await store.saveThread({
+          id: 't',
+          resourceId: 'r',
+          title: '',
+          metadata: {},
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        });
+        await store.saveMessages([
+          {
+            id: 'm',
+            threadId: 't',
+            resourceId: 'r',
+            role: 'user',
+            content: 'x',
+            type: 'v2',
+            createdAt: new Date(),
+          },
+        ]);
+      }
+      await Promise.all(stores.map((store) => store.vectors.claimSpace(space)));
+      for (const store of stores) {
+        await store.vectors.upsertVectors(space, [
+          { messageId: 'm', hash: 'h', vector: Float32Array.of(1, 0) },
+        ]);
+        expect(await store.vectors.backend()).toBe('pgvector');
+      }
+      const [ext] = await fresh.query<{ ext: string }>(
+        "SELECT n.nspname AS ext FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'",
+      );
+      expect(ext?.ext).toBe('engram_extensions');
+      const [first, second] = stores as [PostgresStore, PostgresStore];
+      await first.close();
+      await fresh.query(`DROP SCHEMA "${schemas[0]}" CASCADE`);
+      const search = { space, vector: Float32Array.of(1, 0), topK: 1, resourceId: 'r' };
+      expect((await second.vectors.searchVectors(search)).map((h) => h.messageId)).toEqual(['m']);
+      await second.close();
+    } finally {
+      await fresh.drop();
+    }
   });
 
   it("backend 'real[]' keeps exact real[] vectors and finds the same hit", async () => {
