@@ -36,7 +36,7 @@ const EXTENSION_SCHEMA = `(SELECT n.nspname FROM pg_extension e JOIN pg_namespac
   WHERE e.extname = 'vector')`;
 
 /** Where a store installs pgvector when the database has none: a schema of its own (see `installVector`). */
-export const EXTENSIONS_SCHEMA = 'engram_extensions';
+const EXTENSIONS_SCHEMA = 'engram_extensions';
 
 /**
  * The schema holding pgvector, installed first when the database has none (`null` when it cannot
