@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describeService, service } from '@engram/conformance';
 import pg from 'pg';
+import { migrate } from '../src/migrations.ts';
+import { type Names, names as sqlNames } from '../src/sql.ts';
 
 /** The server under test, from `scripts/pg.sh` (`ENGRAM_PG_URL`). */
 export const PG = service('pg', 'ENGRAM_PG_URL', 'start a server with scripts/pg.sh');
@@ -63,4 +65,27 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
 /** The text of what was passed to `client.query`: a string, or a query config (named when prepared). */
 export function sentText(query: unknown): string {
   return typeof query === 'string' ? query : String((query as { text?: string }).text);
+}
+
+/**
+ * A schema `randomName(label)` of `dbUrl` migrated to `version`, filled in by `fill` through a
+ * plain client (rows as an older package wrote them); returns the schema's name.
+ */
+export async function schemaAt(
+  dbUrl: string,
+  label: string,
+  version: number,
+  fill: (client: pg.Client, names: Names) => Promise<void>,
+): Promise<string> {
+  const schema = randomName(label);
+  const names = sqlNames(schema, 'engram_');
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    if ((await migrate(client, names, version)) !== version) throw new Error(`not at version ${version}`);
+    await fill(client, names);
+  } finally {
+    await client.end();
+  }
+  return schema;
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LATEST_VERSION, PostgresStore } from '../src/index.ts';
 import { MIGRATIONS, migrate } from '../src/migrations.ts';
 import * as sql from '../src/sql.ts';
-import { createDatabase, describePg, randomName, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, schemaAt, type TestDatabase } from './env.ts';
 import { objectsIn } from './objects.ts';
 
 const INIT_ONCE = fileURLToPath(new URL('./fixtures/init-once.ts', import.meta.url));
@@ -124,13 +124,8 @@ describePg('lifecycle: migrations and init', (url) => {
    * (`m0001`…, each with its own word `w<i>`, `m0700` also "quokka"); then migrated to `target`.
    */
   async function oldSchema(target = keywordVersion - 1): Promise<string> {
-    const schema = randomName('kwfill');
-    const names = sql.names(schema, 'engram_');
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
     const at = new Date('2024-01-02T00:00:00.000Z');
-    try {
-      expect(await migrate(client, names, keywordVersion - 1)).toBe(keywordVersion - 1);
+    return schemaAt(db.url, 'kwfill', keywordVersion - 1, async (client, names) => {
       await client.query(
         `INSERT INTO ${names.threads} (id, resource_id, title, metadata, created_at, updated_at)
           VALUES ('tk', 'rk', 'Old', '{}', $1, $1)`,
@@ -145,10 +140,7 @@ describePg('lifecycle: migrations and init', (url) => {
         [at, MESSAGES],
       );
       expect(await migrate(client, names, target)).toBe(target);
-    } finally {
-      await client.end();
-    }
-    return schema;
+    });
   }
 
   /** Each message is found by its own word, and nothing else is. */

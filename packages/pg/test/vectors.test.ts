@@ -2,9 +2,8 @@ import { createLexicalEmbedder, Memory, type Message } from '@engram/core';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
-import { MIGRATIONS, migrate } from '../src/migrations.ts';
-import * as sql from '../src/sql.ts';
-import { createDatabase, describePg, randomName, sentText, type TestDatabase } from './env.ts';
+import { MIGRATIONS } from '../src/migrations.ts';
+import { createDatabase, describePg, randomName, schemaAt, sentText, type TestDatabase } from './env.ts';
 
 /** The version whose vectors carry their message's place. */
 const PLACE_VERSION = MIGRATIONS.findIndex((m) => m.description.startsWith('vectors carry')) + 1;
@@ -335,14 +334,9 @@ describePg('pg vectors, read back with plain SQL', (url) => {
   });
 
   it("vectors carry their message's resource, thread and createdAt: filled in by the upgrade, moved with the message by any write", async () => {
-    const schemaName = randomName('vec');
-    const names = sql.names(schemaName, 'engram_');
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
     const at = new Date('2024-05-06T07:08:09.010Z');
-    try {
-      // A schema of the version before: vectors without the message's place.
-      expect(await migrate(client, names, PLACE_VERSION - 1)).toBe(PLACE_VERSION - 1);
+    // A schema of the version before: vectors without the message's place.
+    const schemaName = await schemaAt(db.url, 'vec', PLACE_VERSION - 1, async (client, names) => {
       await client.query(
         `INSERT INTO ${names.threads} (id, resource_id, title, metadata, created_at, updated_at)
           VALUES ('t1', 'r1', '', '{}', $1, $1), ('t2', 'r2', '', '{}', $1, $1), ('t3', 'r1', '', '{}', $1, $1)`,
@@ -359,9 +353,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
         `INSERT INTO ${names.vectors} (message_id, space, hash, embedding)
           SELECT 'm' || i, 's', 'h' || i, ARRAY[1, i]::real[] FROM generate_series(1, 3) AS i`,
       );
-    } finally {
-      await client.end();
-    }
+    });
     const store = new PostgresStore({ connectionString: db.url, schemaName, vectors: { backend: 'real[]' } });
     const places = () =>
       db.query<{ id: string; r: string; t: string; at: Date }>(
