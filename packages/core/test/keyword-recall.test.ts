@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { stemmer } from 'stemmer';
 import { describe, expect, it } from 'vitest';
 import {
   createKeywordAnalyzer,
@@ -61,6 +62,22 @@ describe('keyword analyzer', () => {
     expect(plain.terms("can't e.g. x_y 3.14 1,000 a:b O'Neil's U.S.A.")).toEqual(
       segmented("can't e.g. x_y 3.14 1,000 a:b O'Neil's U.S.A."),
     );
+  });
+
+  it('stems a word alike every time it comes, also past the 20,000 stems it remembers', () => {
+    const own = createKeywordAnalyzer({ stopWords: [] });
+    // 25,000 distinct ASCII words (base-26 letters), each with suffixes the stemmer strips.
+    const letters = (i: number): string =>
+      (i >= 26 ? letters(Math.floor(i / 26) - 1) : '') + String.fromCharCode(97 + (i % 26));
+    const words = Array.from(
+      { length: 25_000 },
+      (_, i) => `${letters(i)}${['ing', 'ations', 'ed', 'ness'][i % 4]}`,
+    );
+    const text = words.join(' ');
+    const expected = words.map((w) => stemmer(w));
+    expect(own.terms(text)).toEqual(expected);
+    expect(own.terms(text)).toEqual(expected);
+    expect(own.terms(words.slice(0, 50).join(' '))).toEqual(expected.slice(0, 50));
   });
 
   it('makes no term of search syntax', () => {

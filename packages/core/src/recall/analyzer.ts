@@ -42,6 +42,8 @@ export const DEFAULT_STOP_WORDS: readonly string[] = Object.freeze([...eng]);
 
 /** Longest term kept, in characters; longer ones are cut. */
 const MAX_TERM = 64;
+/** Stems an analyzer remembers (see `terms`). */
+const STEM_CACHE_SIZE = 20_000;
 const FOLDED = /(?<=[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]\p{M}*)\p{M}/gu;
 const SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u;
 const ASCII_WORD = /^[a-z]+$/;
@@ -101,13 +103,25 @@ export function createKeywordAnalyzer(options: KeywordAnalyzerOptions = {}): Key
   if (typeof stem !== 'boolean') throw new MemoryError('INVALID_ARGUMENT', 'keywords.stem must be a boolean');
   const stop = new Set(list.flatMap((w) => words(foldText(w))));
   const id = `v1;stem=${stem};stop=${[...stop].sort().join(',')}`;
+  // Stems of words seen before: a conversation repeats its words, and stemming is most of the
+  // analyzer's time on English text. Cleared when full, so it stays bounded.
+  const stems = new Map<string, string>();
+  const stemOf = (word: string) => {
+    let term = stems.get(word);
+    if (term === undefined) {
+      if (stems.size >= STEM_CACHE_SIZE) stems.clear();
+      term = stemmer(word);
+      stems.set(word, term);
+    }
+    return term;
+  };
   return {
     id,
     terms(text) {
       const out: string[] = [];
       for (const word of words(foldText(text))) {
         if (stop.has(word)) continue;
-        const term = stem && ASCII_WORD.test(word) ? stemmer(word) : word;
+        const term = stem && ASCII_WORD.test(word) ? stemOf(word) : word;
         // A term of at most MAX_TERM code units has at most MAX_TERM characters.
         out.push(
           term.length > MAX_TERM && [...term].length > MAX_TERM
