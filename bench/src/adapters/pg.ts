@@ -169,7 +169,7 @@ export const target: BenchTarget = {
       },
       raw: {
         describe:
-          'one SELECT joining messages and vectors on the resource, ORDER BY embedding <=> $1 LIMIT k (an exact scan without the index; with the HNSW index in place the planner runs it on the index)',
+          "one SELECT of the resource's vector rows (which carry their message's resource since schema 11), ORDER BY embedding <=> $1 LIMIT k (an exact scan without the index; with the HNSW index in place the planner runs it on the index)",
         async scan(resourceId, vector, topK) {
           ext ??= quote(
             (
@@ -179,9 +179,8 @@ export const target: BenchTarget = {
             ).rows[0]?.nspname ?? 'public',
           );
           const result = await pool.query<{ id: string }>(
-            `SELECT m.id, m.thread_id, 1 - (v.embedding OPERATOR(${ext}.<=>) $1::${ext}.vector) AS score
-             FROM ${messages} m JOIN ${vectors} v ON v.message_id = m.id
-             WHERE m.resource_id = $2
+            `SELECT v.message_id AS id, v.thread_id, 1 - (v.embedding OPERATOR(${ext}.<=>) $1::${ext}.vector) AS score
+             FROM ${vectors} v WHERE v.resource_id = $2
              ORDER BY v.embedding OPERATOR(${ext}.<=>) $1::${ext}.vector LIMIT $3`,
             [`[${Array.from(vector).join(',')}]`, resourceId, topK],
           );
@@ -210,14 +209,13 @@ export const target: BenchTarget = {
           storage: fallback,
           raw: {
             describe:
-              "one SELECT joining messages and vectors on the resource in the fallback's schema, ORDER BY the cosine of the real[] arrays (sum of products over unnest, as the store computes it) DESC LIMIT k",
+              "one SELECT of the resource's vector rows in the fallback's schema, ORDER BY the cosine of the real[] arrays (sum of products over unnest, as the store computes it) DESC LIMIT k",
             async scan(resourceId, vector, topK) {
               const result = await pool.query<{ id: string }>(
-                `SELECT m.id, (SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
+                `SELECT v.message_id AS id, (SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
                    FROM unnest(v.embedding, $1::real[]) AS t(a, b)) AS score
-                 FROM ${table('messages', fallbackSchema())} m
-                 JOIN ${table('message_vectors', fallbackSchema())} v ON v.message_id = m.id
-                 WHERE m.resource_id = $2 ORDER BY score DESC LIMIT $3`,
+                 FROM ${table('message_vectors', fallbackSchema())} v
+                 WHERE v.resource_id = $2 ORDER BY score DESC LIMIT $3`,
                 [Array.from(vector), resourceId, topK],
               );
               return result.rows;
