@@ -48,6 +48,7 @@ function missingOps(store: MemoryStorage): Missing {
   if (!store.vectors) for (const op of VECTOR_OPS) missing.add(op);
   if (!store.observations) for (const op of OBSERVATION_OPS) missing.add(op);
   if (!store.vectors?.searchWithWindows) missing.add('vectorWindows');
+  if (!store.vectors?.historyInSearch) missing.add('vectorHistory');
   return missing;
 }
 

@@ -6,6 +6,7 @@ import {
   type Message,
   type VectorHit,
   type VectorStore,
+  type WindowedSearch,
 } from '@engram/core';
 import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
@@ -55,6 +56,52 @@ async function seedBoth(store: MemoryStorage, oracle: MemoryStorage, args: Param
   const [, threadId, resourceId, vectors, start] = args;
   await seed(oracle, threadId, resourceId, vectors, start);
   return seed(store, threadId, resourceId, vectors, start);
+}
+
+/**
+ * A windowed search with `history` (`historyInSearch`) returns what three reads return: the
+ * history as `listMessages` lists the thread's newest `last` messages in the resource, the hits of
+ * `searchVectors` with those left out too, and their windows as `listMessages` reads them.
+ */
+async function expectHistoryRead(
+  store: MemoryStorage,
+  args: WindowedSearch & { history: { threadId: string; last: number } },
+  what: string,
+): Promise<void> {
+  const vectors = vectorsOf(store);
+  const { history, before, after, ...search } = args;
+  const got = await (vectors.searchWithWindows as NonNullable<VectorStore['searchWithWindows']>)(args);
+  const listed =
+    history.last === 0
+      ? []
+      : (
+          await store.listMessages({
+            threadId: history.threadId,
+            resourceId: args.resourceId,
+            perPage: history.last,
+            direction: 'DESC',
+          })
+        ).messages.map((m) => m.id);
+  expectEqual(got.history, listed, `${what}: history as listMessages lists it, newest first`);
+  const hits = await vectors.searchVectors({
+    ...search,
+    excludeIds: [...(search.excludeIds ?? []), ...listed],
+  });
+  expectEqual(got.hits, hits, `${what}: hits as searchVectors returns them without the history`);
+  const first = hits[0];
+  const windows = first
+    ? await store.listMessages({
+        threadId: first.threadId,
+        resourceId: args.resourceId,
+        perPage: 0,
+        include: hits.map((h) => ({
+          id: h.messageId,
+          withPreviousMessages: before,
+          withNextMessages: after,
+        })),
+      })
+    : { messages: [] };
+  expectEqual(got.windows, windows.messages, `${what}: windows as listMessages reads them`);
 }
 
 function memoryOver(store: MemoryStorage, topK = 3, messageRange = 1): Memory {
@@ -206,9 +253,39 @@ export const recallChecks = [
             : { messages: [] };
           expectEqual(got.windows, listed.messages, `${what}: windows as listMessages reads them`);
           compared++;
+          if (vectors.historyInSearch) {
+            for (const history of [
+              { threadId: `${r}-a`, last: 4 },
+              { threadId: `${r}-c`, last: 2 },
+              { threadId: `${r}-b`, last: 0 },
+              { threadId: moved.id, last: 3 },
+            ]) {
+              const seen = `${what} with history ${JSON.stringify(history)}`;
+              await expectHistoryRead(store, { space: SPACE, vector, ...args, history }, seen);
+              compared++;
+            }
+          }
         }
       }
-      ctx.log(`${compared} windowed searches equal searchVectors plus the windows' listMessages`);
+      ctx.log(
+        `${compared} windowed searches${vectors.historyInSearch ? ' (with and without the history)' : ''} equal searchVectors plus the listMessages of the windows${vectors.historyInSearch ? ' and the history' : ''}`,
+      );
+      if (!vectors.historyInSearch) {
+        await expectRejects(
+          () =>
+            windowed({
+              space: SPACE,
+              vector: query,
+              topK: 3,
+              resourceId: r,
+              before: 0,
+              after: 0,
+              history: { threadId: `${r}-a`, last: 2 },
+            }),
+          ['UNSUPPORTED'],
+          'history where historyInSearch is false',
+        );
+      }
       await expectRejects(
         () => windowed({ space: SPACE, vector: query, topK: 3, resourceId: r, before: -1, after: 2 }),
         ['INVALID_ARGUMENT'],

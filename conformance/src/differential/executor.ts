@@ -170,6 +170,15 @@ export class Executor {
         });
         return found && { hits: vectorHits(found.hits), windows: found.windows };
       }
+      case 'vectorHistory': {
+        const found = await s.vectors?.searchWithWindows?.({
+          ...this.vectorSearch(op),
+          before: op.before,
+          after: op.after,
+          history: { threadId: this.id(op.history), last: op.last },
+        });
+        return found && { hits: vectorHits(found.hits), windows: found.windows, history: found.history };
+      }
       case 'observationSwap':
         return s.observations?.swap(...(await this.swapArgs(op)));
       case 'observationRead':
@@ -220,7 +229,9 @@ export class Executor {
     return [expected, next];
   }
 
-  private vectorSearch(op: Extract<Op, { op: 'vectorSearch' | 'vectorWindows' }>): VectorSearch {
+  private vectorSearch(
+    op: Extract<Op, { op: 'vectorSearch' | 'vectorWindows' | 'vectorHistory' }>,
+  ): VectorSearch {
     return {
       space: SPACE,
       vector: poolVector(op.vector),

@@ -74,6 +74,19 @@ export type Op =
       exclude: M[];
       before: number;
       after: number;
+    }
+  | {
+      /** `searchWithWindows` with `history` (stores with `historyInSearch`). */
+      op: 'vectorHistory';
+      resource: R;
+      thread?: T;
+      vector: number;
+      topK: number;
+      exclude: M[];
+      before: number;
+      after: number;
+      history: T;
+      last: number;
     };
 
 /** Operations on optional contract methods, left out for a store without them. */
@@ -89,6 +102,7 @@ export const VECTOR_OPS = [
   'vectorDelete',
   'vectorSearch',
   'vectorWindows',
+  'vectorHistory',
 ] as const satisfies readonly Op['op'][];
 
 /**
@@ -449,6 +463,26 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
         after: fc.integer({ min: 0, max: 2 }),
       },
       { requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude', 'before', 'after'] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        op: fc.constant('vectorHistory' as const),
+        resource,
+        thread: threadId,
+        vector: poolVector,
+        topK: fc.integer({ min: 1, max: 6 }),
+        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
+        before: fc.integer({ min: 0, max: 2 }),
+        after: fc.integer({ min: 0, max: 2 }),
+        history: threadId,
+        last: fc.integer({ min: 0, max: 4 }),
+      },
+      {
+        requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude', 'before', 'after', 'history', 'last'],
+      },
     ),
   },
 );

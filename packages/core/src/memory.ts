@@ -13,6 +13,7 @@ import { assertLanguageModel, type LanguageModelLike } from './observations/mode
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import type { RecallEngine, RecallMode, RecallResult, ReindexProgress } from './recall/engine.ts';
 import { recallEngine } from './recall/mode.ts';
+import { assertArgs, invalid } from './storage/arguments.ts';
 import type { ListThreadsArgs, MemoryStorage, ThreadPage } from './storage/contract.ts';
 import { requireDomain } from './storage/domains.ts';
 import { ownedThread } from './storage/ownership.ts';
@@ -578,13 +579,13 @@ export class Memory {
       },
     }).semanticRecall;
     if (!overrides) throw invalid('recall: bad semantic recall overrides');
-    // The history is read beside the searches when its length is bounded (`last` a number).
+    // The history is read beside the searches, or with them where the store can, when its length
+    // is bounded (`last` a number).
     const last = args.last ?? this.options.lastMessages;
-    const history = this.history({
-      threadId: args.threadId,
-      resourceId: args.resourceId,
-      last: args.last,
-    }).then((messages) => new Set(messages.map((m) => m.id)));
+    const read = () =>
+      this.history({ threadId: args.threadId, resourceId: args.resourceId, last: args.last }).then(
+        (messages) => new Set(messages.map((m) => m.id)),
+      );
     return engine.recall({
       threadId: args.threadId,
       resourceId: args.resourceId,
@@ -595,8 +596,8 @@ export class Memory {
       after: overrides.after,
       exclude:
         Number.isInteger(last) && (last as number) >= 0
-          ? { pending: history, atMost: last as number }
-          : await history,
+          ? { history: { threadId: args.threadId, last: last as number }, read }
+          : await read(),
       signal: args.signal,
     });
   }
@@ -897,12 +898,4 @@ export class Memory {
     }
     await this.assertDocument(value, `${operation}: metadata.workingMemory`);
   }
-}
-
-function invalid(message: string): MemoryError {
-  return new MemoryError('INVALID_ARGUMENT', message);
-}
-
-function assertArgs(args: unknown, operation: string): asserts args is Record<string, unknown> {
-  if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
 }

@@ -87,6 +87,16 @@ function memoryCalls(schema: boolean): Call[] {
       'semanticRecall (scope thread)',
       (m, eve) => m.semanticRecall({ ...ids(eve), query: 'pizza', scope: 'thread' }),
     ],
+    [
+      // The in-memory store reads the history with the vector search (`historyInSearch`).
+      'recall (semantic, vector mode: the history read with the search)',
+      (m, eve) =>
+        new Memory({
+          storage: m.storage,
+          embedder: createLexicalEmbedder(),
+          options: { lastMessages: 1, semanticRecall: { mode: 'vector', topK: 5, messageRange: 0 } },
+        }).recall({ ...ids(eve), query: 'pizza in rome' }),
+    ],
     ['getWorkingMemory', (m, eve) => m.getWorkingMemory(ids(eve))],
     ['editWorkingMemory', (m, eve) => m.editWorkingMemory({ ...ids(eve), edit: () => 'HIJACK' })],
   ];

@@ -11,10 +11,15 @@ type Call = (...args: unknown[]) => Promise<unknown>;
 
 /**
  * `store` with its reads of recall slowed down (10 ms each) and logged as `> name` when they start
- * and `< name` when they end, so the order shows which reads waited for which. `composed`: its
- * vectors without the optional `searchWithWindows`, as a store that has none.
+ * and `< name` when they end, so the order shows which reads waited for which. `fastPath`: what
+ * its vectors keep of the optional paths: `searchWithWindows` taking the history (the in-memory
+ * store's own), without it (`'windows'`), or neither (`'none'`), as stores that have less.
  */
-function traced(store: InMemoryStore, log: string[], composed = false): MemoryStorage {
+function traced(
+  store: InMemoryStore,
+  log: string[],
+  fastPath: 'history' | 'windows' | 'none' = 'history',
+): MemoryStorage {
   const timed =
     (label: (args: unknown[]) => string, call: Call): Call =>
     async (...args) => {
@@ -41,8 +46,13 @@ function traced(store: InMemoryStore, log: string[], composed = false): MemorySt
     searchVectors: () => 'searchVectors',
     searchWithWindows: () => 'searchWithWindows',
   });
-  const withoutFastPath = new Proxy(vectors, {
-    get: (object, key) => (key === 'searchWithWindows' ? undefined : Reflect.get(object, key)),
+  const withLess = new Proxy(vectors, {
+    get: (object, key) =>
+      key === 'historyInSearch'
+        ? false
+        : key === 'searchWithWindows' && fastPath === 'none'
+          ? undefined
+          : Reflect.get(object, key),
   });
   const keywords = wrap(store.keywords as object, { search: () => 'keywords.search' });
   return new Proxy(
@@ -56,9 +66,9 @@ function traced(store: InMemoryStore, log: string[], composed = false): MemorySt
     {
       get: (object, key) =>
         key === 'vectors'
-          ? composed
-            ? withoutFastPath
-            : vectors
+          ? fastPath === 'history'
+            ? vectors
+            : withLess
           : key === 'keywords'
             ? keywords
             : Reflect.get(object, key),
@@ -120,20 +130,21 @@ describe('memory.recall round trips', () => {
     expect(log.indexOf(window)).toBeGreaterThan(ended('listMessagesById'));
   });
 
-  it('with one list, reads the hits with their windows: two waits in all, one where the store searches with windows', async () => {
+  it('with one list, reads the hits with their windows: two waits in all, one where the store searches with windows, one call where it reads the history too', async () => {
     const store = new InMemoryStore();
     const log: string[] = [];
-    for (const [mode, composed] of [
-      ['vector', false],
-      ['vector', true],
-      ['keyword', false],
+    for (const [mode, fastPath] of [
+      ['vector', 'history'],
+      ['vector', 'windows'],
+      ['vector', 'none'],
+      ['keyword', 'history'],
     ] as const) {
       const memory = new Memory({
-        storage: traced(store, log, composed),
+        storage: traced(store, log, fastPath),
         embedder: createLexicalEmbedder(),
         options: { lastMessages: 2, semanticRecall: { mode, topK: 3, messageRange: 1 } },
       });
-      if (mode === 'vector' && !composed) {
+      if (mode === 'vector' && fastPath === 'history') {
         for (const threadId of ['a', 'b', 'c', 'now'])
           await memory.createThread({ resourceId: 'u1', threadId });
         let at = 0;
@@ -153,7 +164,7 @@ describe('memory.recall round trips', () => {
         resourceId: 'u1',
         query: 'ferry to Skye pier',
       });
-      const what = `${mode}${composed ? ' (no searchWithWindows)' : ''}`;
+      const what = `${mode} (fast path: ${fastPath})`;
       expect(hits.map((h) => h.message.id).sort(), what).toEqual(['a2', 'b2', 'c2']);
       expect(
         hits.map((h) => h.window.map((m) => m.id)),
@@ -165,7 +176,12 @@ describe('memory.recall round trips', () => {
       ).toEqual([]);
       const windows = log.filter((entry) => entry.startsWith('> window'));
       const search =
-        mode === 'keyword' ? 'keywords.search' : composed ? 'searchVectors' : 'searchWithWindows';
+        mode === 'keyword' ? 'keywords.search' : fastPath === 'none' ? 'searchVectors' : 'searchWithWindows';
+      if (mode === 'vector' && fastPath === 'history') {
+        // The history, the hits and their windows in one call.
+        expect(log, what).toEqual(['> searchWithWindows', '< searchWithWindows']);
+        continue;
+      }
       expect(log.indexOf(`> ${search}`), what).toBeLessThan(log.indexOf('< history'));
       if (search === 'searchWithWindows') {
         // The windows came with the search: no read after it.

@@ -241,27 +241,37 @@ export function includeWindows(n: Names, query: MessageQuery, withTotal = false)
   const before = p.add(windows.map((w) => w.withPreviousMessages));
   const after = p.add(windows.map((w) => w.withNextMessages));
   const scope = resourceId === undefined ? '' : p.add(resourceId);
-  const inScope = (alias: string) => (scope ? ` AND ${alias}.resource_id = ${scope}` : '');
   const text = `WITH targets AS (
       SELECT t.thread_id, t.created_at, t.id, w.before, w.after
       FROM unnest(${ids}::text[], ${before}::int[], ${after}::int[]) AS w(id, before, after)
-      JOIN ${n.messages} t ON t.id = w.id${inScope('t')}
+      JOIN ${n.messages} t ON t.id = w.id${scope ? ` AND t.resource_id = ${scope}` : ''}
     )
-    SELECT x.*${withTotal ? `, (${keptCount(n, query, p)}) AS ${PAGE_TOTAL}` : ''} FROM targets, LATERAL (
+    SELECT x.*${withTotal ? `, (${keptCount(n, query, p)}) AS ${PAGE_TOTAL}` : ''} FROM ${windowsOf(n, scope)}`;
+  return { text, values: p.values };
+}
+
+/**
+ * The windows of the rows of a `targets` CTE (`thread_id`, `created_at`, `id`, `before`, `after`
+ * of each target message), as `FROM` items: the target and its own thread's previous and next
+ * messages (of the resource `scope`, a placeholder, when given), each side an index range scan
+ * with a limit. `x` is the message.
+ */
+export function windowsOf(n: Names, scope: string): string {
+  const inScope = scope ? ` AND m.resource_id = ${scope}` : '';
+  return `targets, LATERAL (
       (SELECT ${message('m.')} FROM ${n.messages} m
         WHERE m.id = targets.id)
       UNION ALL
       (SELECT ${message('m.')} FROM ${n.messages} m
-        WHERE m.thread_id = targets.thread_id${inScope('m')}
+        WHERE m.thread_id = targets.thread_id${inScope}
           AND (m.created_at, m.id) < (targets.created_at, targets.id)
         ORDER BY ${messageOrder('DESC', 'm.')} LIMIT targets.before)
       UNION ALL
       (SELECT ${message('m.')} FROM ${n.messages} m
-        WHERE m.thread_id = targets.thread_id${inScope('m')}
+        WHERE m.thread_id = targets.thread_id${inScope}
           AND (m.created_at, m.id) > (targets.created_at, targets.id)
         ORDER BY ${messageOrder('ASC', 'm.')} LIMIT targets.after)
     ) AS x`;
-  return { text, values: p.values };
 }
 
 /**

@@ -2,7 +2,7 @@ import type * as core from '@engram/core/driver';
 import { compareIds, MemoryError, ValidatedVectors } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import type { Connection } from './connection.ts';
-import { type Names, quoteIdent } from './sql.ts';
+import { type Names, quoteIdent, windowsOf } from './sql.ts';
 
 /** How vectors are stored and ranked: pgvector's `vector(n)` with `<=>`, or exact `real[]` math. */
 export type VectorBackend = 'pgvector' | 'real[]';
@@ -77,6 +77,10 @@ const invalid = (message: string) => new MemoryError('INVALID_ARGUMENT', `pg: ${
  */
 export class PostgresVectorDriver implements core.VectorDriver {
   readonly search: 'exact' | 'index';
+  readonly historyInSearch: boolean;
+  readonly searchWithWindows?: (
+    args: core.WindowedSearch & { excludeIds: string[] },
+  ) => Promise<core.WindowedHits>;
   private readonly hnsw: Hnsw | null = null;
   private readonly want: 'auto' | VectorBackend;
   private known: VectorBackend | undefined;
@@ -102,6 +106,10 @@ export class PostgresVectorDriver implements core.VectorDriver {
       }
     }
     this.search = this.hnsw ? 'index' : 'exact';
+    // The exact scan reads the history and the hits' windows in its statement; an HNSW search may
+    // run more than once (see `indexed`), so it leaves both to core.
+    this.historyInSearch = !this.hnsw;
+    if (!this.hnsw) this.searchWithWindows = (args) => this.windowed(args);
   }
 
   /**
@@ -259,27 +267,8 @@ export class PostgresVectorDriver implements core.VectorDriver {
     pgvector: boolean,
     candidates: number | null,
   ): Promise<Scanned[]> {
-    const raw = `v.embedding OPERATOR(${this.ext}.<=>) $1::real[]::${this.ext}.vector`;
-    const values: unknown[] = [
-      Array.from(args.vector),
-      args.space.id,
-      args.resourceId,
-      args.excludeIds ?? [],
-    ];
-    const thread = args.threadId === undefined ? '' : `AND v.thread_id = $${values.push(args.threadId)}`;
-    const ties = '"createdAt" DESC, "messageId"';
-    // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
-    const [columns, order] = pgvector
-      ? [`coalesce(nullif(${raw}, 'NaN'::float8), 1) AS distance`, `ORDER BY distance, ${ties}`]
-      : [
-          `coalesce((SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
-             FROM unnest(v.embedding, $1::real[]) AS t(a, b)), 0) AS score`,
-          `ORDER BY score DESC, ${ties}`,
-        ];
-    // The vectors carry their message's place (kept by the move trigger): no message row is read.
-    const select = `SELECT v.message_id AS "messageId", v.thread_id AS "threadId", v.created_at AS "createdAt", v.hash, ${columns}
-      FROM ${this.n.vectors} v
-      WHERE v.space = $2 AND v.resource_id = $3 AND NOT (v.message_id = ANY($4::text[])) ${thread}`;
+    const values: unknown[] = [];
+    const { select, order, distance } = this.ranking(args, pgvector, values);
     if (candidates === null) {
       return this.db.query<Scanned>(`${select} ${order} LIMIT $${values.push(args.topK)}`, values);
     }
@@ -293,9 +282,97 @@ export class PostgresVectorDriver implements core.VectorDriver {
         set_config('hnsw.iterative_scan', 'strict_order', true) AS iterative) settings
       CROSS JOIN LATERAL (
         ${select} AND settings.ef IS NOT NULL AND settings.iterative IS NOT NULL
-        ORDER BY ${raw} LIMIT $${values.push(candidates)}
+        ORDER BY ${distance} LIMIT $${values.push(candidates)}
       ) r ${order}`;
     return this.db.query<Scanned>(text, values);
+  }
+
+  /**
+   * The exact scan of the scope (`select`, filtered, unordered; `order`, the exact order), its
+   * parameters pushed onto `values`, leaving out the ids of the SQL array `without` too. pgvector
+   * rows carry `distance` (what its index ranks by), `real[]` rows `score`.
+   */
+  private ranking(args: core.VectorSearch, pgvector: boolean, values: unknown[], without?: string) {
+    const query = `$${values.push(Array.from(args.vector))}::real[]`;
+    const distance = `v.embedding OPERATOR(${this.ext}.<=>) ${query}::${this.ext}.vector`;
+    const where = [
+      `v.space = $${values.push(args.space.id)}`,
+      `v.resource_id = $${values.push(args.resourceId)}`,
+      `NOT (v.message_id = ANY($${values.push(args.excludeIds ?? [])}::text[]))`,
+    ];
+    if (args.threadId !== undefined) where.push(`v.thread_id = $${values.push(args.threadId)}`);
+    if (without) where.push(`NOT (v.message_id = ANY(${without}))`);
+    const ties = '"createdAt" DESC, "messageId"';
+    // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
+    const [column, order] = pgvector
+      ? [`coalesce(nullif(${distance}, 'NaN'::float8), 1) AS distance`, `ORDER BY distance, ${ties}`]
+      : [
+          `coalesce((SELECT sum(a::float8 * b::float8) / nullif(sqrt(sum(a::float8 * a::float8) * sum(b::float8 * b::float8)), 0)
+             FROM unnest(v.embedding, ${query}) AS t(a, b)), 0) AS score`,
+          `ORDER BY score DESC, ${ties}`,
+        ];
+    // The vectors carry their message's place (kept by the move trigger): no message row is read.
+    const select = `SELECT v.message_id AS "messageId", v.thread_id AS "threadId", v.created_at AS "createdAt", v.hash, ${column}
+      FROM ${this.n.vectors} v WHERE ${where.join(' AND ')}`;
+    return { select, order, distance };
+  }
+
+  /**
+   * `searchWithWindows` of the exact scan: the history (`history`), the hits without it and their
+   * windows in one statement, its rows told apart by `kind`: `h` a history id (`rank` its place,
+   * newest first), `v` a hit (`rank` its distance or score), `w` a window's message.
+   */
+  private async windowed(args: core.WindowedSearch & { excludeIds: string[] }): Promise<core.WindowedHits> {
+    const pgvector = (await this.backend(true)) === 'pgvector';
+    const { history } = args;
+    const values: unknown[] = [];
+    const scope = `$${values.push(args.resourceId)}`;
+    const recent = history
+      ? `SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC)::float8 AS n FROM (
+          SELECT id, created_at FROM ${this.n.messages}
+          WHERE thread_id = $${values.push(history.threadId)} AND resource_id = ${scope}
+          ORDER BY created_at DESC, id DESC LIMIT $${values.push(history.last)}) s`
+      : 'SELECT NULL::text AS id, NULL::float8 AS n WHERE false';
+    const ranked = this.ranking(args, pgvector, values, 'ARRAY(SELECT id FROM recent)');
+    const text = `WITH recent AS MATERIALIZED (${recent}),
+      hits AS MATERIALIZED (${ranked.select} ${ranked.order} LIMIT $${values.push(args.topK)}),
+      targets AS (
+        SELECT t.thread_id, t.created_at, t.id, $${values.push(args.before)}::int AS before,
+          $${values.push(args.after)}::int AS after
+        FROM hits JOIN ${this.n.messages} t ON t.id = hits."messageId" AND t.resource_id = ${scope}
+      )
+      SELECT 'h' AS kind, id, NULL::text AS "threadId", NULL::text AS "resourceId", NULL::text AS role,
+        NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash, n AS rank
+      FROM recent
+      UNION ALL SELECT 'v', "messageId", "threadId", NULL, NULL, NULL, NULL, "createdAt", hash, ${pgvector ? 'distance' : 'score'}
+      FROM hits
+      UNION ALL SELECT 'w', x.id, x."threadId", x."resourceId", x.role, x.content, x.type, x."createdAt", NULL, NULL
+        FROM ${windowsOf(this.n, scope)}`;
+    type Row = Omit<core.Message, 'threadId'> & {
+      kind: string;
+      threadId: string;
+      hash: string;
+      rank: number;
+    };
+    const rows = await this.db.query<Row>(text, values);
+    const of = (kind: string) => rows.filter((r) => r.kind === kind);
+    const found: core.WindowedHits = {
+      hits: of('v').map((r) => ({
+        messageId: r.id,
+        threadId: r.threadId,
+        createdAt: r.createdAt,
+        hash: r.hash,
+        score: pgvector ? 1 - r.rank : r.rank,
+      })),
+      windows: of('w').map(({ kind, hash, rank, ...m }) => m as core.Message),
+    };
+    if (!history) return found;
+    return {
+      ...found,
+      history: of('h')
+        .sort((a, b) => a.rank - b.rank)
+        .map((r) => r.id),
+    };
   }
 }
 

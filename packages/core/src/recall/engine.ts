@@ -266,11 +266,25 @@ export class RecallEngine {
     /**
      * Ids already in the model's context (the recent history); never returned. Either known, or
      * still being read (`pending`, at most `atMost` ids): the searches then ask for `atMost` more
-     * hits and drop the history's after, so they need not wait for the read.
+     * hits and drop the history's after, so they need not wait for the read. Or the newest `last`
+     * messages of `threadId` (`history`), read with the search where the store can
+     * (`historyInSearch`, vector mode), else by `read` beside it; `read` also answers when that
+     * read found none (it checks the thread).
      */
-    exclude: ReadonlySet<string> | { pending: Promise<ReadonlySet<string>>; atMost: number };
+    exclude:
+      | ReadonlySet<string>
+      | { pending: Promise<ReadonlySet<string>>; atMost: number }
+      | { history: { threadId: string; last: number }; read: () => Promise<ReadonlySet<string>> };
     signal?: AbortSignal;
   }): Promise<RecallResult> {
+    const given = args.exclude;
+    if ('history' in given) {
+      // A longer history than a search takes hits is read the usual way (which also bounds it).
+      if (this.config.mode === 'vector' && this.vectors.historyInSearch && given.history.last <= MAX_TOP_K) {
+        return this.recallWithHistory({ ...args, exclude: given });
+      }
+      return this.recall({ ...args, exclude: { pending: given.read(), atMost: given.history.last } });
+    }
     const usage: EmbeddingUsage = { tokens: 0, calls: 0 };
     const topK = args.topK ?? this.config.topK;
     const scope = args.scope ?? this.config.scope;
@@ -279,8 +293,8 @@ export class RecallEngine {
     const mode = this.config.mode;
     // Hybrid looks deeper into each list, so a hit ranked just below `topK` in both can win.
     const depth = mode === 'hybrid' ? Math.min(MAX_TOP_K, Math.max(20, topK * 4)) : topK;
-    let known = 'pending' in args.exclude ? undefined : args.exclude;
-    const pending = 'pending' in args.exclude ? args.exclude : undefined;
+    let known = 'pending' in given ? undefined : given;
+    const pending = 'pending' in given ? given : undefined;
     if (pending && depth + pending.atMost > MAX_TOP_K) known = await pending.pending;
     const asked = known ? depth : depth + (pending?.atMost ?? 0);
     const search = {
@@ -325,16 +339,53 @@ export class RecallEngine {
   }
 
   /**
+   * Vector-mode recall where the store reads the history with the search (`historyInSearch`): the
+   * history, the hits and their windows in one call. When it lists no history (an empty thread,
+   * or another resource's), `read` answers, and checks the thread.
+   */
+  private async recallWithHistory(args: {
+    threadId: string;
+    resourceId: string;
+    query: string;
+    topK?: number;
+    scope?: 'resource' | 'thread';
+    before?: number;
+    after?: number;
+    exclude: { history: { threadId: string; last: number }; read: () => Promise<ReadonlySet<string>> };
+    signal?: AbortSignal;
+  }): Promise<RecallResult> {
+    const usage: EmbeddingUsage = { tokens: 0, calls: 0 };
+    const topK = args.topK ?? this.config.topK;
+    const before = args.before ?? this.config.before;
+    const after = args.after ?? this.config.after;
+    const search = {
+      resourceId: args.resourceId,
+      threadId: (args.scope ?? this.config.scope) === 'thread' ? args.threadId : undefined,
+      excludeIds: [],
+      topK,
+    };
+    const windows = { before, after, history: args.exclude.history };
+    const found = await this.vectorSearch(args.query, search, usage, windows, args.signal);
+    const exclude = found.history?.length ? new Set(found.history) : await args.exclude.read();
+    const hits: Candidate[] = found.hits
+      .filter((h) => !exclude.has(h.messageId))
+      .map((h) => ({ ...h, scores: { vector: h.score } }));
+    const read = { resourceId: args.resourceId, before, after, exclude, messages: found.windows };
+    return { hits: await this.withWindows(hits, read), usage };
+  }
+
+  /**
    * Vector hits above the threshold, best first (their text not checked yet); with `windows`, and
-   * where the store reads them with the search (`searchWithWindows`), every hit's window too.
+   * where the store reads them with the search (`searchWithWindows`), every hit's window too, and
+   * with `windows.history` the history's ids (`historyInSearch`).
    */
   private async vectorSearch(
     query: string,
     search: { resourceId: string; threadId?: string; excludeIds: string[]; topK: number },
     usage: EmbeddingUsage,
-    windows: { before: number; after: number } | undefined,
+    windows: { before: number; after: number; history?: { threadId: string; last: number } } | undefined,
     signal?: AbortSignal,
-  ): Promise<{ hits: VectorHit[]; windows?: Message[] }> {
+  ): Promise<{ hits: VectorHit[]; windows?: Message[]; history?: string[] }> {
     const vector = await this.queryVector(query, usage, signal);
     if (!vector) return { hits: [] };
     const space = await this.claim(vector.length);

@@ -325,15 +325,26 @@ export class MemoryDriver implements Driver<MemoryTx> {
       for (const id of messageIds) rows.delete(id);
     },
     searchVectors: async (args) => this.search(args),
-    // The reference of the optional fast path: the search and its hits' windows at once.
-    searchWithWindows: async ({ before, after, ...args }) => {
-      const hits = this.search(args);
+    // The reference of the optional fast path: the history, the search and its hits' windows at once.
+    historyInSearch: true,
+    searchWithWindows: async ({ before, after, history, ...args }) => {
+      const thread = history
+        ? this.threadMessages(history.threadId).filter((m) => m.resourceId === args.resourceId)
+        : [];
+      const recent = history
+        ? thread
+            .slice(Math.max(0, thread.length - history.last))
+            .map((m) => m.id)
+            .reverse()
+        : undefined;
+      const hits = this.search({ ...args, excludeIds: [...args.excludeIds, ...(recent ?? [])] });
       const include = hits.map((h) => ({
         id: h.messageId,
         withPreviousMessages: before,
         withNextMessages: after,
       }));
-      return { hits, windows: this.windows(include, args.resourceId) };
+      const found = { hits, windows: this.windows(include, args.resourceId) };
+      return recent ? { ...found, history: recent } : found;
     },
     deleteByThread: async (tx, threadId) => {
       const ids = [...this.messageMap.values()].filter((m) => m.threadId === threadId).map((m) => m.id);

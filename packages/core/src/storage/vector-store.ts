@@ -59,15 +59,40 @@ export class ValidatedVectors implements VectorStore {
       this.searchWithWindows = async (args) => {
         const search = this.searchArgs(args, 'searchWithWindows');
         const [before, after] = [windowSide(args.before, 'before'), windowSide(args.after, 'after')];
+        const history = this.historyArgs(args.history);
+        // No space recorded (no vector stored yet): nothing searched, no history read either.
         if (!(await this.sameSpace(search.space, false))) return { hits: [], windows: [] };
-        const found = await this.run('searchWithWindows', () => windowed({ ...search, before, after }));
-        return { hits: found.hits, windows: mergeMessageLists([found.windows], 'ASC') };
+        const found = await this.run('searchWithWindows', () =>
+          windowed({ ...search, before, after, ...(history && { history }) }),
+        );
+        const hits = { hits: found.hits, windows: mergeMessageLists([found.windows], 'ASC') };
+        return history ? { ...hits, history: [...(found.history ?? [])] } : hits;
       };
     }
   }
 
   get search(): 'exact' | 'index' {
     return this.driver.search;
+  }
+
+  /** Whether `searchWithWindows` takes `history` (see `VectorStore.historyInSearch`). */
+  get historyInSearch(): boolean {
+    return this.searchWithWindows !== undefined && this.driver.historyInSearch === true;
+  }
+
+  /** `history` of a windowed search, checked, in a new object (`UNSUPPORTED` where not taken). */
+  private historyArgs(history: unknown): { threadId: string; last: number } | undefined {
+    if (history === undefined) return undefined;
+    if (!this.historyInSearch) {
+      throw new MemoryError(
+        'UNSUPPORTED',
+        `${this.adapter}: searchWithWindows does not take history here (historyInSearch is false); read it with listMessages`,
+      );
+    }
+    if (!isPlainObject(history)) throw invalid(`history must be an object, got ${describe(history)}`);
+    assertId(history.threadId, 'history.threadId');
+    if (history.last === undefined) throw invalid('history.last must be given: how many messages to read');
+    return { threadId: history.threadId, last: assertCount(history.last, 'history.last') as number };
   }
 
   async getSpace(): Promise<EmbeddingSpace | null> {

@@ -61,6 +61,12 @@ export interface WindowedSearch extends VectorSearch {
   before: number;
   /** Messages of the hit's own thread (in the resource) after each hit, at most. */
   after: number;
+  /**
+   * Also the recent history, in the same read (only where `historyInSearch` is true): the newest
+   * `last` messages of `threadId` in the resource are left out of the hits, as `excludeIds` are,
+   * and their ids come back in `history`. What recall reads beside its search.
+   */
+  history?: { threadId: string; last: number };
 }
 
 /** What `searchWithWindows` returns. */
@@ -73,6 +79,12 @@ export interface WindowedHits {
    * each message once.
    */
   windows: Message[];
+  /**
+   * With `history`: the ids of the thread's newest `last` messages in the resource, newest first,
+   * as `listMessages({ threadId, resourceId, perPage: last, direction: 'DESC' })` lists them.
+   * Absent when no embedding space is recorded yet: then nothing is read.
+   */
+  history?: string[];
 }
 
 /** One search result. */
@@ -142,6 +154,11 @@ export interface VectorStore {
    * with `listMessages`. Present: it returns what those two calls would, held to that by the suite.
    */
   searchWithWindows?(args: WindowedSearch): Promise<WindowedHits>;
+  /**
+   * Whether `searchWithWindows` also takes `history` (one round trip for the history, the search
+   * and the windows of vector-mode recall). Absent or false: `history` is refused.
+   */
+  readonly historyInSearch?: boolean;
 }
 
 /**
@@ -164,4 +181,9 @@ export interface VectorDriver<Tx = unknown> extends DomainHooks<Tx> {
    * allowed; core orders them and drops repeats.
    */
   searchWithWindows?(args: WindowedSearch & { excludeIds: string[] }): Promise<WindowedHits>;
+  /**
+   * Optional (see `VectorStore.historyInSearch`): `searchWithWindows` takes `history` and returns
+   * its ids, newest first.
+   */
+  readonly historyInSearch?: boolean;
 }
