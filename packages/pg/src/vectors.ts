@@ -319,8 +319,9 @@ export class PostgresVectorDriver implements core.VectorDriver {
 
   /**
    * `searchWithWindows` of the exact scan: the history (`history`), the hits without it and their
-   * windows in one statement, its rows told apart by `kind`: `h` a history id (`rank` its place,
-   * newest first), `v` a hit (`rank` its distance or score), `w` a window's message.
+   * windows in one statement, its rows told apart by `kind`: `h` a history id (`n` its place,
+   * newest first), `v` a hit (`n` its place in the exact order, `rank` its distance or score), `w`
+   * a window's message.
    */
   private async windowed(args: core.WindowedSearch & { excludeIds: string[] }): Promise<core.WindowedHits> {
     const pgvector = (await this.backend(true)) === 'pgvector';
@@ -335,27 +336,34 @@ export class PostgresVectorDriver implements core.VectorDriver {
       : 'SELECT NULL::text AS id, NULL::float8 AS n WHERE false';
     const ranked = this.ranking(args, pgvector, values, 'ARRAY(SELECT id FROM recent)');
     const text = `WITH recent AS MATERIALIZED (${recent}),
-      hits AS MATERIALIZED (${ranked.select} ${ranked.order} LIMIT $${values.push(args.topK)}),
+      hits AS MATERIALIZED (
+        SELECT r.*, row_number() OVER (${ranked.order})::float8 AS n
+        FROM (${ranked.select} ${ranked.order} LIMIT $${values.push(args.topK)}) r
+      ),
       targets AS (
         SELECT t.thread_id, t.created_at, t.id, $${values.push(args.before)}::int AS before,
           $${values.push(args.after)}::int AS after
         FROM hits JOIN ${this.n.messages} t ON t.id = hits."messageId" AND t.resource_id = ${scope}
       )
       SELECT 'h' AS kind, id, NULL::text AS "threadId", NULL::text AS "resourceId", NULL::text AS role,
-        NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash, n AS rank
+        NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash,
+        NULL::float8 AS rank, n
       FROM recent
-      UNION ALL SELECT 'v', "messageId", "threadId", NULL, NULL, NULL, NULL, "createdAt", hash, ${pgvector ? 'distance' : 'score'}
+      UNION ALL SELECT 'v', "messageId", "threadId", NULL, NULL, NULL, NULL, "createdAt", hash,
+        ${pgvector ? 'distance' : 'score'}, n
       FROM hits
-      UNION ALL SELECT 'w', x.id, x."threadId", x."resourceId", x.role, x.content, x.type, x."createdAt", NULL, NULL
+      UNION ALL SELECT 'w', x.id, x."threadId", x."resourceId", x.role, x.content, x.type, x."createdAt", NULL, NULL, NULL
         FROM ${windowsOf(this.n, scope)}`;
     type Row = Omit<core.Message, 'threadId'> & {
       kind: string;
       threadId: string;
       hash: string;
       rank: number;
+      n: number;
     };
     const rows = await this.db.query<Row>(text, values);
-    const of = (kind: string) => rows.filter((r) => r.kind === kind);
+    // A UNION ALL keeps no order: the hits and the history are put back in theirs by `n`.
+    const of = (kind: string) => rows.filter((r) => r.kind === kind).sort((a, b) => a.n - b.n);
     const found: core.WindowedHits = {
       hits: of('v').map((r) => ({
         messageId: r.id,
@@ -364,15 +372,9 @@ export class PostgresVectorDriver implements core.VectorDriver {
         hash: r.hash,
         score: pgvector ? 1 - r.rank : r.rank,
       })),
-      windows: of('w').map(({ kind, hash, rank, ...m }) => m as core.Message),
+      windows: of('w').map(({ kind, hash, rank, n, ...m }) => m as core.Message),
     };
-    if (!history) return found;
-    return {
-      ...found,
-      history: of('h')
-        .sort((a, b) => a.rank - b.rank)
-        .map((r) => r.id),
-    };
+    return history ? { ...found, history: of('h').map((r) => r.id) } : found;
   }
 }
 
