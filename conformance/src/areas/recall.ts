@@ -88,20 +88,24 @@ async function expectHistoryRead(
     excludeIds: [...(search.excludeIds ?? []), ...listed],
   });
   expectEqual(got.hits, hits, `${what}: hits as searchVectors returns them without the history`);
+  const windows = await listedWindows(store, hits, { resourceId: args.resourceId, before, after });
+  expectEqual(got.windows, windows, `${what}: windows as listMessages reads them`);
+}
+
+/** The windows of `hits` as `listMessages` reads them, in one call (none for no hits). */
+async function listedWindows(
+  store: MemoryStorage,
+  hits: VectorHit[],
+  { resourceId, before, after }: { resourceId: string; before: number; after: number },
+): Promise<Message[]> {
   const first = hits[0];
-  const windows = first
-    ? await store.listMessages({
-        threadId: first.threadId,
-        resourceId: args.resourceId,
-        perPage: 0,
-        include: hits.map((h) => ({
-          id: h.messageId,
-          withPreviousMessages: before,
-          withNextMessages: after,
-        })),
-      })
-    : { messages: [] };
-  expectEqual(got.windows, windows.messages, `${what}: windows as listMessages reads them`);
+  if (!first) return [];
+  const include = hits.map((h) => ({
+    id: h.messageId,
+    withPreviousMessages: before,
+    withNextMessages: after,
+  }));
+  return (await store.listMessages({ threadId: first.threadId, resourceId, perPage: 0, include })).messages;
 }
 
 function memoryOver(store: MemoryStorage, topK = 3, messageRange = 1): Memory {
@@ -238,20 +242,8 @@ export const recallChecks = [
           const got = await windowed({ space: SPACE, vector, ...args });
           const hits = await vectors.searchVectors({ space: SPACE, vector, ...args });
           expectEqual(got.hits, hits, `${what}: hits as searchVectors returns them`);
-          const first = hits[0];
-          const listed = first
-            ? await store.listMessages({
-                threadId: first.threadId,
-                resourceId: args.resourceId,
-                perPage: 0,
-                include: hits.map((h) => ({
-                  id: h.messageId,
-                  withPreviousMessages: args.before,
-                  withNextMessages: args.after,
-                })),
-              })
-            : { messages: [] };
-          expectEqual(got.windows, listed.messages, `${what}: windows as listMessages reads them`);
+          const listed = await listedWindows(store, hits, args);
+          expectEqual(got.windows, listed, `${what}: windows as listMessages reads them`);
           compared++;
           if (vectors.historyInSearch) {
             for (const history of [
@@ -303,15 +295,36 @@ export const recallChecks = [
       const same = unit(random(3));
       const resources = [`${base}1`, `${base}10`, ...HOSTILE_SUFFIXES.map((s) => `${base}${s}`)];
       for (const r of resources) await seed(store, `${r}-t`, r, [same, same]);
-      for (const r of resources) {
+      const windowed = vectors.historyInSearch ? vectors.searchWithWindows : undefined;
+      for (const [i, r] of resources.entries()) {
         const hits = await vectors.searchVectors({ space: SPACE, vector: same, topK: 50, resourceId: r });
         expectEqual(
           hits.map((h) => h.messageId).sort(),
           [`${r}-t-m0`, `${r}-t-m1`],
           `resource ${JSON.stringify(r)}`,
         );
+        if (!windowed) continue;
+        // The history read with the search: a look-alike resource's thread lists nothing.
+        const search = { space: SPACE, vector: same, topK: 50, resourceId: r, before: 1, after: 1 };
+        const neighbour = resources[(i + 1) % resources.length];
+        const foreign = await windowed({ ...search, history: { threadId: `${neighbour}-t`, last: 5 } });
+        expectEqual(
+          foreign.history,
+          [],
+          `resource ${JSON.stringify(r)}, history of ${JSON.stringify(neighbour)}`,
+        );
+        expectEqual(foreign.hits, hits, `resource ${JSON.stringify(r)}, hits beside a foreign history`);
+        const own = await windowed({ ...search, history: { threadId: `${r}-t`, last: 1 } });
+        expectEqual(own.history, [`${r}-t-m1`], `resource ${JSON.stringify(r)}, its own history`);
+        expectEqual(
+          own.hits.map((h) => h.messageId),
+          [`${r}-t-m0`],
+          `resource ${JSON.stringify(r)}, hits without its history`,
+        );
       }
-      ctx.log(`${resources.length} resources, each saw exactly its own 2 messages`);
+      ctx.log(
+        `${resources.length} resources, each saw exactly its own 2 messages${windowed ? ", and no look-alike resource's history" : ''}`,
+      );
     },
   ),
 

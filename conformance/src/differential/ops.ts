@@ -65,29 +65,20 @@ export type Op =
       at: number;
     }
   | { op: 'observationRead'; scope: 'thread' | 'resource'; thread: T; resource: R }
-  | {
-      op: 'vectorWindows';
-      resource: R;
-      thread?: T;
-      vector: number;
-      topK: number;
-      exclude: M[];
-      before: number;
-      after: number;
-    }
-  | {
-      /** `searchWithWindows` with `history` (stores with `historyInSearch`). */
-      op: 'vectorHistory';
-      resource: R;
-      thread?: T;
-      vector: number;
-      topK: number;
-      exclude: M[];
-      before: number;
-      after: number;
-      history: T;
-      last: number;
-    };
+  | ({ op: 'vectorWindows' } & WindowedSearchOp)
+  /** `searchWithWindows` with `history` (stores with `historyInSearch`). */
+  | ({ op: 'vectorHistory'; history: T; last: number } & WindowedSearchOp);
+
+/** The fields of a `searchWithWindows` op. */
+type WindowedSearchOp = {
+  resource: R;
+  thread?: T;
+  vector: number;
+  topK: number;
+  exclude: M[];
+  before: number;
+  after: number;
+};
 
 /** Operations on optional contract methods, left out for a store without them. */
 export const OPTIONAL_OPS = {
@@ -139,6 +130,15 @@ const messageId = fc.constantFrom(...MESSAGES);
 const time = fc.constantFrom(...TIMES);
 const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
 const poolVector = fc.integer({ min: 0, max: VECTOR_POOL.length - 1 });
+/** The fields of a vector search op, and those a windowed search adds. */
+const search = {
+  resource,
+  thread: threadId,
+  vector: poolVector,
+  topK: fc.integer({ min: 1, max: 6 }),
+  exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
+};
+const windows = { before: fc.integer({ min: 0, max: 2 }), after: fc.integer({ min: 0, max: 2 }) };
 const logScope = fc.constantFrom<'thread' | 'resource'>('thread', 'resource');
 
 /** Keys of the nested objects below; the generator never uses them anywhere else. */
@@ -438,30 +438,14 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.record(
-      {
-        op: fc.constant('vectorSearch' as const),
-        resource,
-        thread: threadId,
-        vector: poolVector,
-        topK: fc.integer({ min: 1, max: 6 }),
-        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
-      },
+      { op: fc.constant('vectorSearch' as const), ...search },
       { requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude'] },
     ),
   },
   {
     weight: 2,
     arbitrary: fc.record(
-      {
-        op: fc.constant('vectorWindows' as const),
-        resource,
-        thread: threadId,
-        vector: poolVector,
-        topK: fc.integer({ min: 1, max: 6 }),
-        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
-        before: fc.integer({ min: 0, max: 2 }),
-        after: fc.integer({ min: 0, max: 2 }),
-      },
+      { op: fc.constant('vectorWindows' as const), ...search, ...windows },
       { requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude', 'before', 'after'] },
     ),
   },
@@ -470,13 +454,8 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record(
       {
         op: fc.constant('vectorHistory' as const),
-        resource,
-        thread: threadId,
-        vector: poolVector,
-        topK: fc.integer({ min: 1, max: 6 }),
-        exclude: fc.uniqueArray(messageId, { maxLength: 2 }),
-        before: fc.integer({ min: 0, max: 2 }),
-        after: fc.integer({ min: 0, max: 2 }),
+        ...search,
+        ...windows,
         history: threadId,
         last: fc.integer({ min: 0, max: 4 }),
       },

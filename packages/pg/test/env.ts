@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describeService, service } from '@engram/conformance';
+import type { Thread } from '@engram/core';
 import pg from 'pg';
 import { migrate } from '../src/migrations.ts';
 import { type Names, names as sqlNames } from '../src/sql.ts';
@@ -88,4 +89,10 @@ export async function schemaAt(
     await client.end();
   }
   return schema;
+}
+
+/** A thread record of `resourceId` created now, for tests that lay out rows by hand. */
+export function threadNow(id: string, resourceId: string): Thread {
+  const now = new Date();
+  return { id, resourceId, title: '', metadata: {}, createdAt: now, updatedAt: now };
 }

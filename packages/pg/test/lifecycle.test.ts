@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LATEST_VERSION, PostgresStore } from '../src/index.ts';
 import { MIGRATIONS, migrate } from '../src/migrations.ts';
 import * as sql from '../src/sql.ts';
-import { createDatabase, describePg, randomName, schemaAt, type TestDatabase } from './env.ts';
+import { createDatabase, describePg, randomName, schemaAt, type TestDatabase, threadNow } from './env.ts';
 import { objectsIn } from './objects.ts';
 
 const INIT_ONCE = fileURLToPath(new URL('./fixtures/init-once.ts', import.meta.url));
@@ -465,14 +465,7 @@ describePg('lifecycle: migrations and init', (url) => {
         tablePrefix: 'mem_',
       });
       await store.init();
-      await store.saveThread({
-        id: 't',
-        resourceId: 'r',
-        title: '',
-        metadata: {},
-        createdAt: new Date(),
-        updatedAt: new Date(),
-      });
+      await store.saveThread(threadNow('t', 'r'));
       await store.close();
       expect(await objectsIn(fresh, 'public', 'mem_')).toEqual([]);
       expect(await objectsIn(fresh, schema, 'mem_')).toContain('relation r mem_threads');

@@ -3,7 +3,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresStore, type PostgresVectorOptions } from '../src/index.ts';
 import { MIGRATIONS } from '../src/migrations.ts';
-import { createDatabase, describePg, randomName, schemaAt, sentText, type TestDatabase } from './env.ts';
+import {
+  createDatabase,
+  describePg,
+  randomName,
+  schemaAt,
+  sentText,
+  type TestDatabase,
+  threadNow,
+} from './env.ts';
 
 /** The version whose vectors carry their message's place. */
 const PLACE_VERSION = MIGRATIONS.findIndex((m) => m.description.startsWith('vectors carry')) + 1;
@@ -72,14 +80,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
       const space = { id: 'test:own-schema', dimensions: 2 };
       for (const store of stores) {
         // The two stores claim at once: one creates the extension, the other finds it.
-        await store.saveThread({
-          id: 't',
-          resourceId: 'r',
-          title: '',
-          metadata: {},
-          createdAt: new Date(),
-          updatedAt: new Date(),
-        });
+        await store.saveThread(threadNow('t', 'r'));
         await store.saveMessages([
           {
             id: 'm',

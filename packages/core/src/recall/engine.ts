@@ -147,6 +147,28 @@ interface Candidate {
  * with the messages; nothing to embed). Hybrid: both lists, fused by reciprocal rank. Every mode
  * turns hits into windows the same way.
  */
+/** What `RecallEngine.recall` searches for: a turn's query in a thread of a resource, and the overrides. */
+export interface RecallQuery {
+  threadId: string;
+  resourceId: string;
+  query: string;
+  topK?: number;
+  scope?: 'resource' | 'thread';
+  before?: number;
+  after?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The history still to read, to leave out of recall: the newest `last` messages of `threadId`,
+ * read with the search where the store can (`historyInSearch`, vector mode), else by `read` beside
+ * it; `read` also answers when that read found none (it checks the thread).
+ */
+export interface HistoryToRead {
+  history: { threadId: string; last: number };
+  read: () => Promise<ReadonlySet<string>>;
+}
+
 export class RecallEngine {
   private space: EmbeddingSpace | null = null;
   private readonly queries = new Map<string, Float32Array>();
@@ -255,28 +277,20 @@ export class RecallEngine {
    * still pending. With one list, its hits' messages come with their windows in one read; in
    * hybrid mode both lists' messages are read in one call before fusion, then the windows.
    */
-  async recall(args: {
-    threadId: string;
-    resourceId: string;
-    query: string;
-    topK?: number;
-    scope?: 'resource' | 'thread';
-    before?: number;
-    after?: number;
-    /**
-     * Ids already in the model's context (the recent history); never returned. Either known, or
-     * still being read (`pending`, at most `atMost` ids): the searches then ask for `atMost` more
-     * hits and drop the history's after, so they need not wait for the read. Or the newest `last`
-     * messages of `threadId` (`history`), read with the search where the store can
-     * (`historyInSearch`, vector mode), else by `read` beside it; `read` also answers when that
-     * read found none (it checks the thread).
-     */
-    exclude:
-      | ReadonlySet<string>
-      | { pending: Promise<ReadonlySet<string>>; atMost: number }
-      | { history: { threadId: string; last: number }; read: () => Promise<ReadonlySet<string>> };
-    signal?: AbortSignal;
-  }): Promise<RecallResult> {
+  async recall(
+    args: RecallQuery & {
+      /**
+       * Ids already in the model's context (the recent history); never returned. Either known, or
+       * still being read (`pending`, at most `atMost` ids): the searches then ask for `atMost` more
+       * hits and drop the history's after, so they need not wait for the read. Or the history still
+       * to read (`HistoryToRead`).
+       */
+      exclude:
+        | ReadonlySet<string>
+        | { pending: Promise<ReadonlySet<string>>; atMost: number }
+        | HistoryToRead;
+    },
+  ): Promise<RecallResult> {
     const given = args.exclude;
     if ('history' in given) {
       // A longer history than a search takes hits is read the usual way (which also bounds it).
@@ -343,17 +357,7 @@ export class RecallEngine {
    * history, the hits and their windows in one call. When it lists no history (an empty thread,
    * or another resource's), `read` answers, and checks the thread.
    */
-  private async recallWithHistory(args: {
-    threadId: string;
-    resourceId: string;
-    query: string;
-    topK?: number;
-    scope?: 'resource' | 'thread';
-    before?: number;
-    after?: number;
-    exclude: { history: { threadId: string; last: number }; read: () => Promise<ReadonlySet<string>> };
-    signal?: AbortSignal;
-  }): Promise<RecallResult> {
+  private async recallWithHistory(args: RecallQuery & { exclude: HistoryToRead }): Promise<RecallResult> {
     const usage: EmbeddingUsage = { tokens: 0, calls: 0 };
     const topK = args.topK ?? this.config.topK;
     const before = args.before ?? this.config.before;
