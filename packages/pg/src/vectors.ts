@@ -30,6 +30,8 @@ type Hnsw = { m: number; efConstruction: number; efSearch: number };
  * row) and no score, the `real[]` fallback's the score.
  */
 type Scanned = Omit<core.VectorHit, 'score'> & { score?: number; distance?: number };
+/** The exact scan of a scope (see `PostgresVectorDriver.ranking`). */
+type Ranking = { select: string; order: string; distance: string };
 
 /** The schema holding the `vector` extension (NULL when it is not installed), as an SQL subquery. */
 const EXTENSION_SCHEMA = `(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
@@ -106,10 +108,9 @@ export class PostgresVectorDriver implements core.VectorDriver {
       }
     }
     this.search = this.hnsw ? 'index' : 'exact';
-    // The exact scan reads the history and the hits' windows in its statement; an HNSW search may
-    // run more than once (see `indexed`), so it leaves both to core.
-    this.historyInSearch = !this.hnsw;
-    if (!this.hnsw) this.searchWithWindows = (args) => this.windowed(args);
+    // The history and the hits' windows are read in the search's statement (see `windowed`).
+    this.historyInSearch = true;
+    this.searchWithWindows = (args) => this.windowed(args);
   }
 
   /**
@@ -230,12 +231,12 @@ export class PostgresVectorDriver implements core.VectorDriver {
   async searchVectors(args: core.VectorSearch): Promise<core.VectorHit[]> {
     // Core checked that a space is recorded: the column type is settled.
     const pgvector = (await this.backend(true)) === 'pgvector';
-    const hits =
-      pgvector && this.hnsw ? await this.indexed(args, this.hnsw) : await this.scan(args, pgvector, null);
-    return hits.map(({ distance, score, ...hit }) => ({
-      ...hit,
-      score: distance === undefined ? (score as number) : 1 - distance,
-    }));
+    const round = async (candidates: number | null) => ({
+      ranked: await this.scan(args, pgvector, candidates),
+    });
+    const { ranked } =
+      pgvector && this.hnsw ? await this.indexed(args.topK, this.hnsw, round) : await round(null);
+    return ranked.map(hitOf);
   }
 
   /**
@@ -243,48 +244,57 @@ export class PostgresVectorDriver implements core.VectorDriver {
    * order, so the best `topK` of `2 × topK` candidates are those of more: only when the `topK`-th
    * hit ties with the last candidate (the tie may go on past them) are `max(efSearch, 2 × topK)`
    * read, and when it still does, or fewer than `topK` come back (the scope has fewer, or the scan
-   * hit `hnsw.max_scan_tuples`), the exact scan answers.
+   * hit `hnsw.max_scan_tuples`), the exact scan answers. `run` reads the hits of one round: the
+   * `candidates` nearest in the exact order, or (`null`) the exact scan's best `topK`.
    */
-  private async indexed(args: core.VectorSearch, hnsw: Hnsw): Promise<Scanned[]> {
-    const few = args.topK * 2;
+  private async indexed<R extends { ranked: Scanned[] }>(
+    topK: number,
+    hnsw: Hnsw,
+    run: (candidates: number | null) => Promise<R>,
+  ): Promise<R> {
+    const few = topK * 2;
     for (const candidates of new Set([few, Math.max(hnsw.efSearch, few)])) {
-      const ranked = await this.scan(args, true, candidates);
-      const kth = ranked[args.topK - 1];
+      const round = await run(candidates);
+      const { ranked } = round;
+      const kth = ranked[topK - 1];
       if (!kth) break;
       if (ranked.length < candidates || kth.distance !== ranked[candidates - 1]?.distance) {
-        return ranked.slice(0, args.topK);
+        return { ...round, ranked: ranked.slice(0, topK) };
       }
     }
-    return this.scan(args, true, null);
+    return run(null);
   }
 
   /**
    * The scope's hits in the exact order (score, newest `createdAt`, id): the best `topK` (`candidates`
    * null), or all of the HNSW index's `candidates` nearest. A zero vector scores 0, never `NaN`.
    */
-  private async scan(
-    args: core.VectorSearch,
-    pgvector: boolean,
-    candidates: number | null,
-  ): Promise<Scanned[]> {
+  private scan(args: core.VectorSearch, pgvector: boolean, candidates: number | null): Promise<Scanned[]> {
     const values: unknown[] = [];
-    const { select, order, distance } = this.ranking(args, pgvector, values);
-    if (candidates === null) {
-      return this.db.query<Scanned>(`${select} ${order} LIMIT $${values.push(args.topK)}`, values);
-    }
+    const ranked = this.ranking(args, pgvector, values);
+    const text = this.nearest(ranked, args.topK, candidates, values);
+    return this.db.query<Scanned>(candidates === null ? text : `${text} ${ranked.order}`, values);
+  }
+
+  /**
+   * The query of one round: the exact scan's best `topK` in order (`candidates` null), or the HNSW
+   * index's `candidates` nearest of the scope, unordered.
+   */
+  private nearest(ranked: Ranking, topK: number, candidates: number | null, values: unknown[]): string {
+    const { select, order, distance } = ranked;
+    if (candidates === null) return `${select} ${order} LIMIT $${values.push(topK)}`;
     // The index's settings for this statement only, in the statement itself: `set_config(…, true)`
     // lasts to the end of the transaction, here the statement's own, so there is no BEGIN, SET
     // LOCAL or COMMIT to send (through PgBouncer's transaction pooling too). The scan reads them
     // when it starts: it is LATERAL to the row that sets them and filtered on it, so it runs
     // after. The inner ORDER BY must be the distance alone for pgvector to use the index.
     const efSearch = Math.min(1000, Math.max((this.hnsw as Hnsw).efSearch, candidates));
-    const text = `SELECT r.* FROM (SELECT set_config('hnsw.ef_search', '${efSearch}', true) AS ef,
+    return `SELECT r.* FROM (SELECT set_config('hnsw.ef_search', '${efSearch}', true) AS ef,
         set_config('hnsw.iterative_scan', 'strict_order', true) AS iterative) settings
       CROSS JOIN LATERAL (
         ${select} AND settings.ef IS NOT NULL AND settings.iterative IS NOT NULL
         ORDER BY ${distance} LIMIT $${values.push(candidates)}
-      ) r ${order}`;
-    return this.db.query<Scanned>(text, values);
+      ) r`;
   }
 
   /**
@@ -292,7 +302,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
    * parameters pushed onto `values`, leaving out the ids of the SQL array `without` too. pgvector
    * rows carry `distance` (what its index ranks by), `real[]` rows `score`.
    */
-  private ranking(args: core.VectorSearch, pgvector: boolean, values: unknown[], without?: string) {
+  private ranking(args: core.VectorSearch, pgvector: boolean, values: unknown[], without?: string): Ranking {
     const query = `$${values.push(Array.from(args.vector))}::real[]`;
     const distance = `v.embedding OPERATOR(${this.ext}.<=>) ${query}::${this.ext}.vector`;
     const where = [
@@ -318,13 +328,28 @@ export class PostgresVectorDriver implements core.VectorDriver {
   }
 
   /**
-   * `searchWithWindows` of the exact scan: the history (`history`), the hits without it and their
-   * windows in one statement, its rows told apart by `kind`: `h` a history id (`n` its place,
-   * newest first), `v` a hit (`n` its place in the exact order, `rank` its distance or score), `w`
-   * a window's message.
+   * `searchWithWindows`: the history (`history`), the hits without it and their windows in one
+   * statement a round (with HNSW, the rounds of `indexed`).
    */
   private async windowed(args: core.WindowedSearch & { excludeIds: string[] }): Promise<core.WindowedHits> {
     const pgvector = (await this.backend(true)) === 'pgvector';
+    const round = (candidates: number | null) => this.windowedRound(args, pgvector, candidates);
+    const { ranked, windows, history } =
+      pgvector && this.hnsw ? await this.indexed(args.topK, this.hnsw, round) : await round(null);
+    const found: core.WindowedHits = { hits: ranked.map(hitOf), windows };
+    return args.history ? { ...found, history } : found;
+  }
+
+  /**
+   * One round of `windowed`, its rows told apart by `kind`: `h` a history id (`n` its place, newest
+   * first), `v` a hit (`n` its place in the exact order, `rank` its distance or score), `w` a
+   * message of the windows of the best `topK` hits.
+   */
+  private async windowedRound(
+    args: core.WindowedSearch & { excludeIds: string[] },
+    pgvector: boolean,
+    candidates: number | null,
+  ): Promise<{ ranked: Scanned[]; windows: core.Message[]; history: string[] }> {
     const { history } = args;
     const values: unknown[] = [];
     const scope = `$${values.push(args.resourceId)}`;
@@ -338,12 +363,13 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const text = `WITH recent AS MATERIALIZED (${recent}),
       hits AS MATERIALIZED (
         SELECT r.*, row_number() OVER (${ranked.order})::float8 AS n
-        FROM (${ranked.select} ${ranked.order} LIMIT $${values.push(args.topK)}) r
+        FROM (${this.nearest(ranked, args.topK, candidates, values)}) r
       ),
       targets AS (
         SELECT t.thread_id, t.created_at, t.id, $${values.push(args.before)}::int AS before,
           $${values.push(args.after)}::int AS after
         FROM hits JOIN ${this.n.messages} t ON t.id = hits."messageId" AND t.resource_id = ${scope}
+        WHERE hits.n <= $${values.push(args.topK)}
       )
       SELECT 'h' AS kind, id, NULL::text AS "threadId", NULL::text AS "resourceId", NULL::text AS role,
         NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash,
@@ -364,18 +390,23 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const rows = await this.db.query<Row>(text, values);
     // A UNION ALL keeps no order: the hits and the history are put back in theirs by `n`.
     const of = (kind: string) => rows.filter((r) => r.kind === kind).sort((a, b) => a.n - b.n);
-    const found: core.WindowedHits = {
-      hits: of('v').map((r) => ({
-        messageId: r.id,
-        threadId: r.threadId,
-        createdAt: r.createdAt,
-        hash: r.hash,
-        score: pgvector ? 1 - r.rank : r.rank,
+    return {
+      ranked: of('v').map(({ id, threadId, createdAt, hash, rank }) => ({
+        messageId: id,
+        threadId,
+        createdAt,
+        hash,
+        ...(pgvector ? { distance: rank } : { score: rank }),
       })),
       windows: of('w').map(({ kind, hash, rank, n, ...m }) => m as core.Message),
+      history: of('h').map((r) => r.id),
     };
-    return history ? { ...found, history: of('h').map((r) => r.id) } : found;
   }
+}
+
+/** A hit as returned: pgvector's distance made a score. */
+function hitOf({ distance, score, ...hit }: Scanned): core.VectorHit {
+  return { ...hit, score: distance === undefined ? (score as number) : 1 - distance };
 }
 
 /** The store's `vectors`: core's validation in front of `PostgresVectorDriver`, and `backend()`. */

@@ -176,6 +176,14 @@ describePg('pg vectors, read back with plain SQL', (url) => {
         ]);
         expect(want).toHaveLength(topK);
         expect(got, `${query} top ${topK}`).toEqual(want);
+        // With history and windows, round by round the same (the ties send it past the first).
+        const windowed = { ...search, before: 1, after: 1, history: { threadId: 't', last: 3 } };
+        const [gotWindowed, wantWindowed] = await Promise.all([
+          hnsw.vectors.searchWithWindows?.(windowed),
+          exact.vectors.searchWithWindows?.(windowed),
+        ]);
+        expect(wantWindowed?.hits).toHaveLength(topK);
+        expect(gotWindowed, `${query} top ${topK} with history`).toEqual(wantWindowed);
         compared++;
       }
     }
@@ -184,7 +192,7 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     await hnsw.close();
   });
 
-  it('hnsw: a scoped search is one statement; its index settings hold for that statement only', async () => {
+  it("hnsw: a scoped search, and a recall's search with its history and windows, is one statement; its index settings hold for that statement only", async () => {
     const schemaName = randomName('vec');
     const pool = new pg.Pool({ connectionString: db.url, max: 1 });
     // The test database is dropped WITH (FORCE): a client still closing then hears its backend end.
@@ -258,14 +266,34 @@ describePg('pg vectors, read back with plain SQL', (url) => {
     }
     // The settings are made by a one-time filter above every scan of the statement, so they hold
     // when the index scan starts (the next test shows pgvector then takes them).
-    const plan = (await pool.query(`EXPLAIN (COSTS OFF) ${statement?.text}`, statement?.values)).rows.map(
-      (r: Record<string, string>) => r['QUERY PLAN'] as string,
-    );
-    const filter = plan.findIndex((line) =>
-      /One-Time Filter: .*hnsw\.ef_search.*hnsw\.iterative_scan/.test(line),
-    );
+    const explain = async () =>
+      (await pool.query(`EXPLAIN (COSTS OFF) ${statement?.text}`, statement?.values)).rows.map(
+        (r: Record<string, string>) => r['QUERY PLAN'] as string,
+      );
+    const settings = (line: string) => /One-Time Filter: .*hnsw\.ef_search.*hnsw\.iterative_scan/.test(line);
+    const plan = await explain();
+    const filter = plan.findIndex(settings);
     expect(filter).toBeGreaterThan(0);
     expect(plan.slice(0, filter).filter((line) => /Scan/.test(line))).toEqual([]);
+    // A recall's history, hits and windows: one statement too, the hits from the index.
+    for (let q = 0; q < 5; q++) {
+      const history = { threadId: 't-small', last: 4 };
+      const search = { space, vector: unit(), topK: 5, resourceId: 'small', before: 1, after: 1, history };
+      sent.length = 0;
+      const got = await store.vectors.searchWithWindows?.(search);
+      expect(sent.filter((text) => !/^SELECT (format_type|.*pg_extension)/i.test(text))).toHaveLength(1);
+      expect(got?.history).toEqual(['small-11', 'small-10', 'small-9', 'small-8']);
+      expect(got?.hits).toHaveLength(5);
+      expect(got).toEqual(await exact.vectors.searchWithWindows?.(search));
+    }
+    // The settings' filter sits above the statement's only scan of the vectors, as in the search's.
+    const windowed = await explain();
+    const at = windowed.findIndex(settings);
+    const vectorScans = windowed.flatMap((line, i) =>
+      /Scan.* on engram_message_vectors/.test(line) ? [i] : [],
+    );
+    expect(at).toBeGreaterThan(0);
+    expect(vectorScans).toEqual([at + 1]);
     // Local to the statement: the pooled connection is back to pgvector's defaults (40, off).
     const { rows } = await pool.query<{ ef: string; iterative: string }>(
       "SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative",
