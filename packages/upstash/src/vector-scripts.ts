@@ -67,17 +67,23 @@ return frame('ok')
 
 /**
  * `space`, `dimensions`, `resourceId`, `threadId` (absent: all the resource's), `topK`, `scanLimit`,
- * `exclude`, `query`, and `before`/`after` for the hits' windows. Scans at most `scanLimit` vectors
+ * `exclude`, `query`, `before`/`after` for the hits' windows and `history` ({ threadId, last }: the
+ * thread's newest `last` messages of the resource, left out of the hits). Scans at most `scanLimit` vectors
  * of the scope — the resource's messages in the threads holding them (its own, and any moved to
  * another resource since), threads by latest activity, newest message first — keeping the best topK by
  * (score desc, createdAt desc, id asc). Returns { (id, threadId, createdAt, hash, score) per hit,
  * best first; the number scanned; with `before`, the message hashes of each hit's window in the
- * resource, as listMessages reads them (core drops repeats) }.
+ * resource, as listMessages reads them (core drops repeats); the history's ids, newest first }.
  */
 const SEARCH = `
 local n, r, k, limit = A.dimensions, A.resourceId, A.topK, A.scanLimit
-local excluded = {}
+local excluded, history = {}, {}
 for _, id in ipairs(A.exclude) do excluded[id] = true end
+if A.history and A.history.last > 0 then
+  -- As listMessages reads a thread's newest messages of a resource (ties: the larger id first).
+  history = redis.call('ZRANGE', K.threadResourceMessages(A.history.threadId, r), 0, A.history.last - 1, 'REV')
+  for _, id in ipairs(history) do excluded[id] = true end
+end
 local q, qq, fmt = A.query, 0, '<' .. string.rep('f', n)
 for i = 1, n do qq = qq + q[i] * q[i] end
 local threads = {A.threadId}
@@ -120,7 +126,7 @@ if A.before then
   end
   for _, h in ipairs(best) do addWindow(h[1], r, A.before, A.after, add) end
 end
-return frame({out, scanned, windows})
+return frame({out, scanned, windows, history})
 `;
 
 export const VECTOR_BODIES = {

@@ -4,6 +4,7 @@ import {
   type VectorDriver,
   type VectorSearch,
   type WindowedHits,
+  type WindowedSearch,
 } from '@engram/core/driver';
 import type { UpstashTx } from './driver.ts';
 import { type Frame, list, records, text, toMessage } from './mapping.ts';
@@ -48,7 +49,8 @@ export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
       await call('deleteVectors', { space: space.id, ids });
     },
     searchVectors: async (args) => (await search(call, scanLimit, args)).hits,
-    // The windows are read by the search's own script, after the ranking.
+    // The history and the windows are read by the search's own script, before and after the ranking.
+    historyInSearch: true,
     searchWithWindows: (args) => search(call, scanLimit, args),
     deleteByThread: async (tx, threadId) => {
       tx.ops.push({ op: 'dropThreadVectors', id: threadId });
@@ -59,7 +61,7 @@ export function upstashVectors(call: Call, scanLimit: number): UpstashVectors {
   };
 }
 
-/** One search script: the hits and, with `before`/`after`, their windows. */
+/** One search script: the hits and, with `before`/`after`, their windows; with `history`, its ids. */
 async function search(
   call: Call,
   scanLimit: number,
@@ -68,17 +70,18 @@ async function search(
     vector,
     excludeIds,
     ...scope
-  }: VectorSearch & { excludeIds: string[]; before?: number; after?: number },
+  }: VectorSearch & Partial<Pick<WindowedSearch, 'before' | 'after' | 'history'>> & { excludeIds: string[] },
 ): Promise<WindowedHits> {
   const dims = { space: space.id, dimensions: space.dimensions };
   const args = { ...scope, ...dims, scanLimit, exclude: excludeIds, query: Array.from(vector) };
-  const [found, , windows] = list(await call('searchVectors', args));
-  const hits = list(found).map((frame) => {
+  const [ranked, , windows, history] = list(await call('searchVectors', args));
+  const hits = list(ranked).map((frame) => {
     const [messageId = '', threadId = '', createdAt, hash = '', score] = list(frame).map(text);
     return { messageId, threadId, createdAt: new Date(Number(createdAt)), hash, score: Number(score) };
   });
   // Re-sorted here: Lua compares ids with the server's collation, core's rule is UTF-8 bytes.
-  return { hits: hits.sort(compareHits), windows: records(windows, toMessage) };
+  const found = { hits: hits.sort(compareHits), windows: records(windows, toMessage) };
+  return scope.history ? { ...found, history: list(history).map((id) => text(id) as string) } : found;
 }
 
 function toSpace(frame: Frame): EmbeddingSpace {
