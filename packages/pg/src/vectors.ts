@@ -387,7 +387,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
       rank: number;
       n: number;
     };
-    const rows = await this.db.query<Row>(text, values);
+    const rows = await this.db.query<Row>(text, values, candidates === null);
     // A UNION ALL keeps no order: the hits and the history are put back in theirs by `n`.
     const of = (kind: string) => rows.filter((r) => r.kind === kind).sort((a, b) => a.n - b.n);
     return {
