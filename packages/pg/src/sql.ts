@@ -182,10 +182,26 @@ export function listThreads(n: Names, args: ThreadQuery): { page: Statement; cou
   return { page: { text, values: p.values }, count };
 }
 
+/**
+ * `column = value` as a condition no index serves. Beside a thread's equality it keeps the rows
+ * read through the thread's index (in order, stopping at a limit) whatever the statistics say:
+ * on tables never analysed, a cached plan may otherwise read every message of the resource
+ * through its index and sort them.
+ */
+export const filterOnly = (column: string, value: string) => `(${column} = ${value}) IS TRUE`;
+
+/**
+ * The message whose id is `id` (an expression of the row before), as a `FROM` item `t`: one
+ * primary-key lookup per row (a lateral subquery the planner does not flatten, so a cached plan
+ * never joins by reading a resource's messages instead).
+ */
+export const messageById = (n: Names, id: string) =>
+  `CROSS JOIN LATERAL (SELECT id, thread_id, resource_id, created_at FROM ${n.messages} WHERE id = ${id} OFFSET 0) t`;
+
 /** The rows `listMessages` pages over: one thread, optionally one resource and a date range. */
 function messageFilter(n: Names, args: MessageQuery, p: Params): string {
   const where = [`thread_id = ${p.add(args.threadId)}`];
-  if (args.resourceId !== undefined) where.push(`resource_id = ${p.add(args.resourceId)}`);
+  if (args.resourceId !== undefined) where.push(filterOnly('resource_id', p.add(args.resourceId)));
   const { start, end, startExclusive, endExclusive }: DateRange = args.dateRange ?? {};
   if (start)
     where.push(`created_at >${startExclusive ? '' : '='} ${p.add(boundTimestamp(start))}::timestamptz`);
@@ -244,7 +260,7 @@ export function includeWindows(n: Names, query: MessageQuery, withTotal = false)
   const text = `WITH targets AS (
       SELECT t.thread_id, t.created_at, t.id, w.before, w.after
       FROM unnest(${ids}::text[], ${before}::int[], ${after}::int[]) AS w(id, before, after)
-      JOIN ${n.messages} t ON t.id = w.id${scope ? ` AND t.resource_id = ${scope}` : ''}
+      ${messageById(n, 'w.id')}${scope ? ` WHERE t.resource_id = ${scope}` : ''}
     )
     SELECT x.*${withTotal ? `, (${keptCount(n, query, p)}) AS ${PAGE_TOTAL}` : ''} FROM ${windowsOf(n, scope)}`;
   return { text, values: p.values };

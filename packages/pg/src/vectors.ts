@@ -2,7 +2,7 @@ import type * as core from '@engram/core/driver';
 import { compareIds, MemoryError, ValidatedVectors } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import type { Connection } from './connection.ts';
-import { type Names, quoteIdent, windowsOf } from './sql.ts';
+import { filterOnly, messageById, type Names, quoteIdent, windowsOf } from './sql.ts';
 
 /** How vectors are stored and ranked: pgvector's `vector(n)` with `<=>`, or exact `real[]` math. */
 export type VectorBackend = 'pgvector' | 'real[]';
@@ -356,7 +356,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const recent = history
       ? `SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC)::float8 AS n FROM (
           SELECT id, created_at FROM ${this.n.messages}
-          WHERE thread_id = $${values.push(history.threadId)} AND resource_id = ${scope}
+          WHERE thread_id = $${values.push(history.threadId)} AND ${filterOnly('resource_id', scope)}
           ORDER BY created_at DESC, id DESC LIMIT $${values.push(history.last)}) s`
       : 'SELECT NULL::text AS id, NULL::float8 AS n WHERE false';
     const ranked = this.ranking(args, pgvector, values, 'ARRAY(SELECT id FROM recent)');
@@ -368,8 +368,8 @@ export class PostgresVectorDriver implements core.VectorDriver {
       targets AS (
         SELECT t.thread_id, t.created_at, t.id, $${values.push(args.before)}::int AS before,
           $${values.push(args.after)}::int AS after
-        FROM hits JOIN ${this.n.messages} t ON t.id = hits."messageId" AND t.resource_id = ${scope}
-        WHERE hits.n <= $${values.push(args.topK)}
+        FROM hits ${messageById(this.n, 'hits."messageId"')}
+        WHERE hits.n <= $${values.push(args.topK)} AND t.resource_id = ${scope}
       )
       SELECT 'h' AS kind, id, NULL::text AS "threadId", NULL::text AS "resourceId", NULL::text AS role,
         NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash,

@@ -1,4 +1,5 @@
 import { missingService, service } from '@engram/conformance';
+import { normalize } from '@engram/core';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/index.ts';
@@ -38,6 +39,44 @@ async function named(pool: pg.Pool): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
+/**
+ * The plan of the named statement whose text holds `marker`, as the store last ran it in `run`
+ * (`EXPLAIN ANALYZE EXECUTE`: the cached plan; the values it was sent, as literals, since EXECUTE
+ * takes no bind parameters).
+ */
+async function cachedPlan(pool: pg.Pool, marker: string, run: () => Promise<unknown>): Promise<string[]> {
+  let sent: unknown[] = [];
+  const query = pool.query;
+  Object.assign(pool, {
+    query: (config: { text?: string; values?: unknown[] }, ...rest: unknown[]) => {
+      if (config.text?.includes(marker)) sent = config.values ?? [];
+      return (query as (...args: unknown[]) => unknown).call(pool, config, ...rest);
+    },
+  });
+  try {
+    await run();
+  } finally {
+    Object.assign(pool, { query });
+  }
+  const { rows: found } = await pool.query<{ name: string; parameter_types: string }>(
+    `SELECT name, parameter_types::text FROM pg_prepared_statements WHERE strpos(statement, $1) > 0`,
+    [marker],
+  );
+  expect(found, `one named statement holds ${marker}`).toHaveLength(1);
+  const literal = (value: unknown): string =>
+    Array.isArray(value)
+      ? `ARRAY[${value.map(literal).join(', ')}]`
+      : typeof value === 'number'
+        ? String(value)
+        : pg.escapeLiteral(String(value));
+  const types = (found[0]?.parameter_types ?? '').replace(/^\{|\}$/g, '').split(',');
+  const args = types.map((type, i) => `${literal(sent[i])}::${type.replaceAll('"', '')}`).join(', ');
+  const { rows } = await pool.query<{ 'QUERY PLAN': string }>(
+    `EXPLAIN (ANALYZE, COSTS OFF) EXECUTE ${found[0]?.name}(${args})`,
+  );
+  return rows.map((row) => row['QUERY PLAN']);
+}
+
 describePg('PostgresStore named prepared statements', (url) => {
   let db: TestDatabase;
   const pools: pg.Pool[] = [];
@@ -74,16 +113,26 @@ describePg('PostgresStore named prepared statements', (url) => {
     const newest = () => store.listMessages({ threadId, direction: 'DESC', perPage: 20 });
     const [first] = (await newest()).messages;
     const window = { id: (first as { id: string }).id, withPreviousMessages: 1, withNextMessages: 1 };
+    // As recall reads them: of one resource.
+    const ofResource = () =>
+      store.listMessages({ threadId, resourceId: 'r', direction: 'DESC', perPage: 20 });
+    const windowsOfResource = () =>
+      store.listMessages({ threadId, resourceId: 'r', perPage: 0, include: [window] });
     // Past PostgreSQL's five custom plans, so the cached statement settles on its generic plan.
     for (let i = 0; i < 8; i++) {
       await newest();
       await store.listMessages({ threadId, perPage: 0, include: [window] });
       await store.listThreads({ resourceId: 'r', perPage: 10 });
+      await ofResource();
+      await windowsOfResource();
     }
     const statements = await pool.query<{ name: string; statement: string; generic_plans: string }>(
       `SELECT name, statement, generic_plans FROM pg_prepared_statements WHERE name LIKE 'engram\\_%'`,
     );
-    const page = statements.rows.find((row) => /ORDER BY created_at DESC, id DESC LIMIT/.test(row.statement));
+    const page = statements.rows.find(
+      (row) =>
+        /ORDER BY created_at DESC, id DESC LIMIT/.test(row.statement) && !row.statement.includes('IS TRUE'),
+    );
     expect(page, 'the newest-20 page is a named statement').toBeDefined();
     expect(statements.rows.some((row) => row.statement.includes('LATERAL'))).toBe(true);
     expect(
@@ -114,6 +163,87 @@ describePg('PostgresStore named prepared statements', (url) => {
     expect(plan).toMatch(/Index Scan Backward using \w*messages_thread\w* on engram_messages/);
     expect(plan).not.toMatch(/Seq Scan on engram_messages|Sort/);
     expect((await newest()).total).toBe(3_002);
+    // Of one resource: the thread's rows through its index (in order, or as a bitmap and the newest
+    // sorted out, as the estimates say), the resource a filter; the windows' targets by primary key.
+    const page20 = await cachedPlan(pool, 'IS TRUE', ofResource);
+    expect(page20.join('\n')).toMatch(/Index Scan (Backward )?(using|on) \w*messages_thread_idx/);
+    expect(page20.filter((line) => /Seq Scan|resource_idx/.test(line))).toEqual([]);
+    const windows = await cachedPlan(pool, 'OFFSET 0) t WHERE t.resource_id', windowsOfResource);
+    expect(windows.join('\n')).toMatch(/Index Scan using \w*messages_pkey on engram_messages/);
+    expect(windows.filter((line) => /Seq Scan|resource_idx|Join Filter/.test(line))).toEqual([]);
+  });
+
+  it("serve the exact scan's recall statement, whose cached plan reads no more than the thread's and the hits' messages as the resource grows", async () => {
+    const { store, pool } = await open(url);
+    const space = { id: 'test:prepared', dimensions: 4 };
+    await store.vectors.claimSpace(space);
+    const at = Date.now();
+    const grow = async (threadId: string, count: number) => {
+      const stamp = new Date(at);
+      await store.saveThread({
+        id: threadId,
+        resourceId: 'big',
+        title: '',
+        metadata: {},
+        createdAt: stamp,
+        updatedAt: stamp,
+      });
+      const messages = Array.from({ length: count }, (_, i) => ({
+        id: randomName('v'),
+        threadId,
+        resourceId: 'big',
+        role: 'user' as const,
+        content: `message ${i}`,
+        type: 'text',
+        createdAt: new Date(at + i),
+      }));
+      await store.saveMessages(messages);
+      const vector = (i: number) => normalize([1, i % 7, (i * 3) % 5, 1]) as Float32Array;
+      await store.vectors.upsertVectors(
+        space,
+        messages.map((m, i) => ({ messageId: m.id, hash: m.id, vector: vector(i) })),
+      );
+    };
+    await grow('current', 30);
+    const recall = () =>
+      store.vectors.searchWithWindows?.({
+        space,
+        vector: normalize([1, 2, 3, 4]) as Float32Array,
+        topK: 3,
+        resourceId: 'big',
+        before: 1,
+        after: 1,
+        history: { threadId: 'current', last: 10 },
+      });
+    // Past PostgreSQL's five custom plans, so the cached statement settles on its generic plan.
+    for (let i = 0; i < 8; i++) expect((await recall())?.history).toHaveLength(10);
+    const { rows: statements } = await pool.query<{ generic_plans: string }>(
+      `SELECT generic_plans FROM pg_prepared_statements WHERE statement LIKE '%recent AS MATERIALIZED%'`,
+    );
+    expect(statements, 'the recall statement is a named statement').toHaveLength(1);
+    expect(Number(statements[0]?.generic_plans)).toBeGreaterThan(0);
+    // The resource grows to 3,030 messages in other threads, with no ANALYZE.
+    for (let t = 0; t < 3; t++) await grow(`other-${t}`, 1_000);
+    const recent = await store.listMessages({
+      threadId: 'current',
+      resourceId: 'big',
+      direction: 'DESC',
+      perPage: 10,
+    });
+    const plan = await cachedPlan(pool, 'recent AS MATERIALIZED', async () => {
+      expect((await recall())?.history).toEqual(recent.messages.map((m) => m.id));
+    });
+    // The history: the thread's rows through its index, the resource a filter.
+    const history = plan.slice(
+      plan.findIndex((line) => line.includes('CTE recent')),
+      plan.findIndex((line) => line.includes('CTE hits')),
+    );
+    expect(history.filter((line) => /Index Scan/.test(line))).toEqual([
+      expect.stringMatching(/Index Scan (Backward )?(using|on) \w*messages_thread_idx/),
+    ]);
+    // The hits' messages by primary key, the windows by the thread's index: no message is read
+    // by the resource's index, by a scan of the table or to be thrown away by a join.
+    expect(plan.filter((line) => /Seq Scan|resource_idx|Join Filter/.test(line))).toEqual([]);
   });
 
   it('are never sent with preparedStatements: false', async () => {
