@@ -147,10 +147,14 @@ export const target: BenchTarget = {
       },
       after: async () => {
         await ann?.close();
+        // Its triggers by what the database lists: the store renames them when their bodies change.
+        const triggers = await client.execute(
+          "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'engram\\_vector\\_ann\\_%' ESCAPE '\\'",
+        );
+        if (triggers.rows.length === 0)
+          throw new Error('libsql bench: the ANN opt-in left no triggers to drop');
         for (const what of [
-          'TRIGGER engram_vector_ann_on_insert',
-          'TRIGGER engram_vector_ann_on_update',
-          'TRIGGER engram_vector_ann_on_delete',
+          ...triggers.rows.map((row) => `TRIGGER ${String(row.name)}`),
           'INDEX engram_vector_ann_by_hash',
           'TABLE engram_vector_ann',
         ]) {
