@@ -248,10 +248,10 @@ export const target: BenchTarget = {
             await indexed.vectors.claimSpace((await storage.vectors.getSpace()) as never);
             await pool.query(`ANALYZE ${vectors}`);
           },
+          // Without IF EXISTS: were the store to name its index otherwise, the exact rows of the
+          // next size would run beside it, so the run fails instead.
           after: async () => {
-            await pool.query(
-              `DROP INDEX IF EXISTS ${quote(schema())}.${quote('engram_message_vectors_hnsw')}`,
-            );
+            await pool.query(`DROP INDEX ${quote(schema())}.${quote('engram_message_vectors_hnsw')}`);
           },
         },
       ],
