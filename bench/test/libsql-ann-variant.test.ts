@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { normalize } from '@engram/core';
+import { Memory, normalize } from '@engram/core';
 import type { LibSQLStore } from '@engram/libsql';
 import { createClient } from '@libsql/client';
 import { afterAll, expect, it } from 'vitest';
@@ -22,27 +22,22 @@ it("the libSQL ANN variant's hooks build the opt-in and drop all of it again, le
   const storage = recall.storage as LibSQLStore;
   const space = { id: 'bench:test', dimensions: 3 };
   await storage.vectors.claimSpace(space);
-  const at = new Date();
-  await storage.saveThread({
-    id: 't',
-    resourceId: 'r',
-    title: '',
-    metadata: {},
-    createdAt: at,
-    updatedAt: at,
-  });
-  const message = (id: string) => ({
-    id,
-    threadId: 't',
-    resourceId: 'r',
-    role: 'user' as const,
-    content: id,
-    type: 'text',
-    createdAt: at,
-  });
-  await storage.saveMessages([message('a'), message('b')]);
+  const memory = new Memory({ storage });
+  await memory.createThread({ resourceId: 'r', threadId: 't' });
+  const [a, b] = (
+    await memory.saveMessages({
+      messages: ['a', 'b'].map((content) => ({
+        threadId: 't',
+        resourceId: 'r',
+        role: 'user' as const,
+        content,
+      })),
+    })
+  ).map((m) => m.id);
   const vector = (values: number[]) => normalize(values) as Float32Array;
-  await storage.vectors.upsertVectors(space, [{ messageId: 'a', hash: 'a', vector: vector([1, 0, 0]) }]);
+  await storage.vectors.upsertVectors(space, [
+    { messageId: a as string, hash: 'a', vector: vector([1, 0, 0]) },
+  ]);
   const [ann] = recall.variants ?? [];
   await ann?.before();
   const client = createClient({ url });
@@ -57,18 +52,20 @@ it("the libSQL ANN variant's hooks build the opt-in and drop all of it again, le
     topK: 1,
     resourceId: 'r',
   });
-  expect(hits?.map((h) => h.messageId)).toEqual(['a']);
+  expect(hits?.map((h) => h.messageId)).toEqual([a]);
   await ann?.after();
   expect(await annObjects()).toEqual([]);
   // No trigger left behind that writes into the dropped table.
-  await storage.vectors.upsertVectors(space, [{ messageId: 'b', hash: 'b', vector: vector([0, 1, 0]) }]);
+  await storage.vectors.upsertVectors(space, [
+    { messageId: b as string, hash: 'b', vector: vector([0, 1, 0]) },
+  ]);
   const exact = await storage.vectors.searchVectors({
     space,
     vector: vector([0, 1, 0]),
     topK: 1,
     resourceId: 'r',
   });
-  expect(exact.map((h) => h.messageId)).toEqual(['b']);
+  expect(exact.map((h) => h.messageId)).toEqual([b]);
   client.close();
   await recall.close();
 });
