@@ -228,6 +228,16 @@ export const recallChecks = [
         SPACE,
         late.map((m) => ({ messageId: m.id, hash: `h-${m.id}`, vector: query })),
       );
+      // One instant for a thread's messages: history and windows order them by id alone, in UTF-8
+      // byte order ('C' < 'a' < 'b' < 'ä'), whatever order they were saved in.
+      const tied = thread(`${r}-d`, r);
+      await store.saveThread(tied);
+      const instant = ['b', 'ä', 'C', 'a'].map((x) => message(`${r}-d-${x}`, tied, at(600)));
+      await store.saveMessages(instant);
+      await vectors.upsertVectors(
+        SPACE,
+        instant.map((m, i) => ({ messageId: m.id, hash: `h-${m.id}`, vector: i % 2 ? query : unit(next) })),
+      );
       let compared = 0;
       for (const vector of [query, ...Array.from({ length: 4 }, () => unit(next))]) {
         for (const args of [
@@ -251,6 +261,7 @@ export const recallChecks = [
               { threadId: `${r}-c`, last: 2 },
               { threadId: `${r}-b`, last: 0 },
               { threadId: moved.id, last: 3 },
+              { threadId: tied.id, last: 2 },
             ]) {
               const seen = `${what} with history ${JSON.stringify(history)}`;
               await expectHistoryRead(store, { space: SPACE, vector, ...args, history }, seen);

@@ -1,7 +1,17 @@
-import { compareHits, cosine, type VectorDriver, type VectorHit } from '@engram/core/driver';
+import {
+  compareHits,
+  compareIds,
+  cosine,
+  type Message,
+  type VectorDriver,
+  type VectorHit,
+  type VectorSearch,
+} from '@engram/core/driver';
 import { Binary } from 'mongodb';
+import type { MessageDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
 import type { MongoTx } from './locks.ts';
+import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { insertNew, putWhole } from './writes.ts';
 
@@ -21,6 +31,84 @@ function fromBinary(binary: Binary): Float32Array {
   const out = new Float32Array(bytes.byteLength / 4);
   for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
   return out;
+}
+
+/** A message of a search's scope, as read for ranking: its place. */
+type ScopeRow = Pick<MessageDocument, '_id' | 'threadId' | 'createdAt'>;
+
+/** Slices of at most `IDS_PER_QUERY` ids. */
+function chunks(ids: string[]): string[][] {
+  const out: string[][] = [];
+  for (let at = 0; at < ids.length; at += IDS_PER_QUERY) out.push(ids.slice(at, at + IDS_PER_QUERY));
+  return out;
+}
+
+/** The messages of the search's scope (the resource, or one thread of it), less `excludeIds`. */
+function scopeRows(c: Connection, args: VectorSearch): Promise<ScopeRow[]> {
+  const filter = {
+    resourceId: args.resourceId,
+    ...(args.threadId === undefined ? {} : { threadId: args.threadId }),
+    ...(args.excludeIds?.length ? { _id: { $nin: args.excludeIds } } : {}),
+  };
+  return c.collections.messages.find(filter, { projection: { threadId: 1, createdAt: 1 } }).toArray();
+}
+
+/** The scope's best `topK` by the exact score and core's tie rule, over the vectors of `rows`. */
+async function rank(c: Connection, args: VectorSearch, rows: ScopeRow[]): Promise<VectorHit[]> {
+  const byId = new Map(rows.map((m) => [m._id, m]));
+  const hits: VectorHit[] = [];
+  for (const ids of chunks(rows.map((m) => m._id))) {
+    const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
+    for (const doc of docs) {
+      const m = byId.get(doc._id);
+      const vector = fromBinary(doc.vec);
+      if (!m || vector.length !== args.vector.length) continue;
+      hits.push({
+        messageId: doc._id,
+        threadId: m.threadId,
+        hash: doc.hash,
+        score: cosine(vector, args.vector),
+        createdAt: new Date(m.createdAt),
+      });
+    }
+  }
+  return hits.sort(compareHits).slice(0, args.topK);
+}
+
+/** `(createdAt, id)` order of messages, as listings use it. */
+const inOrder = (a: ScopeRow, b: ScopeRow) =>
+  a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a._id, b._id);
+
+/**
+ * The ids of the thread's newest `last` messages of the resource, newest first: from the scope's
+ * rows when they hold the thread (the resource's, or that thread's), else read.
+ */
+async function historyOf(
+  c: Connection,
+  args: VectorSearch,
+  rows: ScopeRow[],
+  { threadId, last }: { threadId: string; last: number },
+): Promise<string[]> {
+  const thread =
+    args.threadId === undefined || args.threadId === threadId
+      ? rows.filter((m) => m.threadId === threadId)
+      : await c.collections.messages
+          .find({ threadId, resourceId: args.resourceId }, { projection: { threadId: 1, createdAt: 1 } })
+          .toArray();
+  return thread
+    .sort(inOrder)
+    .slice(Math.max(0, thread.length - last))
+    .reverse()
+    .map((m) => m._id);
+}
+
+/** The ids of a hit's window among the scope's rows: its thread's `before` and `after` around it. */
+function windowIds(rows: ScopeRow[], id: string, before: number, after: number): string[] {
+  const target = rows.find((m) => m._id === id);
+  if (!target) return [];
+  const thread = rows.filter((m) => m.threadId === target.threadId).sort(inOrder);
+  const at = thread.indexOf(target);
+  return thread.slice(Math.max(0, at - before), at + after + 1).map((m) => m._id);
 }
 
 /**
@@ -68,34 +156,28 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
     deleteVectors: async (space, ids) => {
       await c.collections.vectors.deleteMany({ _id: { $in: ids }, space: space.id });
     },
-    searchVectors: async (args) => {
-      const filter = {
-        resourceId: args.resourceId,
-        ...(args.threadId === undefined ? {} : { threadId: args.threadId }),
-        ...(args.excludeIds?.length ? { _id: { $nin: args.excludeIds } } : {}),
-      };
-      const inScope = await c.collections.messages
-        .find(filter, { projection: { threadId: 1, createdAt: 1 } })
-        .toArray();
-      const byId = new Map(inScope.map((m) => [m._id, m]));
-      const hits: VectorHit[] = [];
-      for (let at = 0; at < inScope.length; at += IDS_PER_QUERY) {
-        const ids = inScope.slice(at, at + IDS_PER_QUERY).map((m) => m._id);
-        const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
-        for (const doc of docs) {
-          const m = byId.get(doc._id);
-          const vector = fromBinary(doc.vec);
-          if (!m || vector.length !== args.vector.length) continue;
-          hits.push({
-            messageId: doc._id,
-            threadId: m.threadId,
-            hash: doc.hash,
-            score: cosine(vector, args.vector),
-            createdAt: new Date(m.createdAt),
-          });
-        }
+    searchVectors: async (args) => rank(c, args, await scopeRows(c, args)),
+    // The scope's rows give the history and the windows' places too: besides the search's reads,
+    // one read of the windows' messages.
+    historyInSearch: true,
+    searchWithWindows: async ({ before, after, history, ...args }) => {
+      const rows = await scopeRows(c, { ...args, excludeIds: [] });
+      const recent = history ? await historyOf(c, args, rows, history) : undefined;
+      const excluded = new Set([...args.excludeIds, ...(recent ?? [])]);
+      const hits = await rank(
+        c,
+        args,
+        rows.filter((m) => !excluded.has(m._id)),
+      );
+      const ids = new Set(hits.flatMap((h) => windowIds(rows, h.messageId, before, after)));
+      const windows: Message[] = [];
+      for (const chunk of chunks([...ids])) {
+        windows.push(
+          ...(await c.collections.messages.find({ _id: { $in: chunk } }).toArray()).map(toMessage),
+        );
       }
-      return hits.sort(compareHits).slice(0, args.topK);
+      const found = { hits, windows };
+      return recent ? { ...found, history: recent } : found;
     },
     deleteByThread: async (tx, threadId) => {
       await tx.lock([threadLock(threadId)]);
