@@ -172,9 +172,9 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       const ids = new Set(hits.flatMap((h) => windowIds(rows, h.messageId, before, after)));
       const windows: Message[] = [];
       for (const chunk of chunks([...ids])) {
-        windows.push(
-          ...(await c.collections.messages.find({ _id: { $in: chunk } }).toArray()).map(toMessage),
-        );
+        // Still the resource's (a message moved since the scope's read is left out, as listed).
+        const filter = { _id: { $in: chunk }, resourceId: args.resourceId };
+        windows.push(...(await c.collections.messages.find(filter).toArray()).map(toMessage));
       }
       const found = { hits, windows };
       return recent ? { ...found, history: recent } : found;
