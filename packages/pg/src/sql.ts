@@ -184,9 +184,9 @@ export function listThreads(n: Names, args: ThreadQuery): { page: Statement; cou
 
 /**
  * `column = value` as a condition no index serves. Beside a thread's equality it keeps the rows
- * read through the thread's index (in order, stopping at a limit) whatever the statistics say:
- * on tables never analysed, a cached plan may otherwise read every message of the resource
- * through its index and sort them.
+ * read through the thread's index whatever the statistics say (in order, stopping at a limit, or
+ * the thread's rows then sorted): on tables never analysed, a cached plan may otherwise read
+ * every message of the resource through its index and sort them.
  */
 export const filterOnly = (column: string, value: string) => `(${column} = ${value}) IS TRUE`;
 

@@ -387,6 +387,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
       rank: number;
       n: number;
     };
+    // Named for the exact scan, whose plan suits any scope; an HNSW round's depends on its size.
     const rows = await this.db.query<Row>(text, values, candidates === null);
     // A UNION ALL keeps no order: the hits and the history are put back in theirs by `n`.
     const of = (kind: string) => rows.filter((r) => r.kind === kind).sort((a, b) => a.n - b.n);
