@@ -64,6 +64,7 @@ export {
   hasNetworkCode,
 } from './storage/errors.ts';
 export {
+  chunks,
   compareIds,
   compareMessages,
   defineKey,

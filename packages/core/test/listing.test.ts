@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageTotal } from '../src/driver.ts';
+import { chunks, pageTotal } from '../src/driver.ts';
 import type { Thread } from '../src/index.ts';
 import { threadPage } from '../src/storage/listing.ts';
 
@@ -53,5 +53,20 @@ describe('threadPage', () => {
     );
     expect(page.threads.map((t) => t.id)).toEqual(['d']);
     expect(page).toMatchObject({ total: 3, page: 1, perPage: 2, hasMore: false });
+  });
+});
+
+describe('chunks', () => {
+  it('slices in order, the last one shorter, and never empty slices or a size below one', () => {
+    expect(chunks([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
+    expect(chunks([1, 2, 3], 3)).toEqual([[1, 2, 3]]);
+    expect(chunks([], 4)).toEqual([]);
+    expect(chunks(['a', 'b'], 0)).toEqual([['a'], ['b']]);
+    expect(
+      chunks(
+        Array.from({ length: 10_001 }, (_, i) => i),
+        10_000,
+      ).map((part) => part.length),
+    ).toEqual([10_000, 1]);
   });
 });

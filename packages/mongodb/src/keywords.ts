@@ -1,5 +1,6 @@
 import {
   type BackfillListener,
+  chunks,
   KEYWORD_BACKFILL,
   KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
@@ -132,9 +133,7 @@ export async function backfillKeywords(
       return [{ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } }];
     });
     // A few updates a command, as `bulkWrite` does on FerretDB 1.x (the server is not known yet).
-    for (let i = 0; i < ops.length; i += UPSERTS_PER_COMMAND) {
-      await collections.keywords.bulkWrite(ops.slice(i, i + UPSERTS_PER_COMMAND));
-    }
+    for (const part of chunks(ops, UPSERTS_PER_COMMAND)) await collections.keywords.bulkWrite(part);
     after = batch.at(-1)?._id;
     await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: after as string }, { upsert: true });
     done += batch.length;

@@ -1,13 +1,14 @@
 import {
+  chunks,
   compareHits,
-  compareIds,
+  compareMessages,
   cosine,
   type Message,
   type VectorDriver,
   type VectorHit,
   type VectorSearch,
 } from '@engram/core/driver';
-import { Binary } from 'mongodb';
+import { Binary, type Filter } from 'mongodb';
 import type { MessageDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
 import type { MongoTx } from './locks.ts';
@@ -34,31 +35,33 @@ function fromBinary(binary: Binary): Float32Array {
 }
 
 /** A message of a search's scope, as read for ranking: its place. */
-type ScopeRow = Pick<MessageDocument, '_id' | 'threadId' | 'createdAt'>;
-
-/** Slices of at most `IDS_PER_QUERY` ids. */
-function chunks(ids: string[]): string[][] {
-  const out: string[][] = [];
-  for (let at = 0; at < ids.length; at += IDS_PER_QUERY) out.push(ids.slice(at, at + IDS_PER_QUERY));
-  return out;
-}
+type ScopeRow = Pick<Message, 'id' | 'threadId' | 'createdAt'>;
 
 /** The messages of the search's scope (the resource, or one thread of it), less `excludeIds`. */
-function scopeRows(c: Connection, args: VectorSearch): Promise<ScopeRow[]> {
+async function scopeRows(c: Connection, args: VectorSearch): Promise<ScopeRow[]> {
   const filter = {
     resourceId: args.resourceId,
     ...(args.threadId === undefined ? {} : { threadId: args.threadId }),
     ...(args.excludeIds?.length ? { _id: { $nin: args.excludeIds } } : {}),
   };
-  return c.collections.messages.find(filter, { projection: { threadId: 1, createdAt: 1 } }).toArray();
+  return placesOf(c, filter);
+}
+
+/** The places of the messages matching `filter`. */
+async function placesOf(c: Connection, filter: Filter<MessageDocument>): Promise<ScopeRow[]> {
+  const docs = await c.collections.messages
+    .find(filter, { projection: { threadId: 1, createdAt: 1 } })
+    .toArray();
+  return docs.map((m) => ({ id: m._id, threadId: m.threadId, createdAt: m.createdAt }));
 }
 
 /** The scope's best `topK` by the exact score and core's tie rule, over the vectors of `rows`. */
 async function rank(c: Connection, args: VectorSearch, rows: ScopeRow[]): Promise<VectorHit[]> {
-  const byId = new Map(rows.map((m) => [m._id, m]));
+  const byId = new Map(rows.map((m) => [m.id, m]));
   const hits: VectorHit[] = [];
-  for (const ids of chunks(rows.map((m) => m._id))) {
-    const docs = await c.collections.vectors.find({ _id: { $in: ids }, space: args.space.id }).toArray();
+  const ids = rows.map((m) => m.id);
+  for (const part of chunks(ids, IDS_PER_QUERY)) {
+    const docs = await c.collections.vectors.find({ _id: { $in: part }, space: args.space.id }).toArray();
     for (const doc of docs) {
       const m = byId.get(doc._id);
       const vector = fromBinary(doc.vec);
@@ -75,10 +78,6 @@ async function rank(c: Connection, args: VectorSearch, rows: ScopeRow[]): Promis
   return hits.sort(compareHits).slice(0, args.topK);
 }
 
-/** `(createdAt, id)` order of messages, as listings use it. */
-const inOrder = (a: ScopeRow, b: ScopeRow) =>
-  a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a._id, b._id);
-
 /**
  * The ids of the thread's newest `last` messages of the resource, newest first: from the scope's
  * rows when they hold the thread (the resource's, or that thread's), else read.
@@ -92,23 +91,21 @@ async function historyOf(
   const thread =
     args.threadId === undefined || args.threadId === threadId
       ? rows.filter((m) => m.threadId === threadId)
-      : await c.collections.messages
-          .find({ threadId, resourceId: args.resourceId }, { projection: { threadId: 1, createdAt: 1 } })
-          .toArray();
+      : await placesOf(c, { threadId, resourceId: args.resourceId });
   return thread
-    .sort(inOrder)
+    .sort(compareMessages)
     .slice(Math.max(0, thread.length - last))
     .reverse()
-    .map((m) => m._id);
+    .map((m) => m.id);
 }
 
 /** The ids of a hit's window among the scope's rows: its thread's `before` and `after` around it. */
 function windowIds(rows: ScopeRow[], id: string, before: number, after: number): string[] {
-  const target = rows.find((m) => m._id === id);
+  const target = rows.find((m) => m.id === id);
   if (!target) return [];
-  const thread = rows.filter((m) => m.threadId === target.threadId).sort(inOrder);
+  const thread = rows.filter((m) => m.threadId === target.threadId).sort(compareMessages);
   const at = thread.indexOf(target);
-  return thread.slice(Math.max(0, at - before), at + after + 1).map((m) => m._id);
+  return thread.slice(Math.max(0, at - before), at + after + 1).map((m) => m.id);
 }
 
 /**
@@ -167,11 +164,11 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       const hits = await rank(
         c,
         args,
-        rows.filter((m) => !excluded.has(m._id)),
+        rows.filter((m) => !excluded.has(m.id)),
       );
       const ids = new Set(hits.flatMap((h) => windowIds(rows, h.messageId, before, after)));
       const windows: Message[] = [];
-      for (const chunk of chunks([...ids])) {
+      for (const chunk of chunks([...ids], IDS_PER_QUERY)) {
         // Still the resource's (a message moved since the scope's read is left out, as listed).
         const filter = { _id: { $in: chunk }, resourceId: args.resourceId };
         windows.push(...(await c.collections.messages.find(filter).toArray()).map(toMessage));

@@ -1,4 +1,5 @@
 import {
+  chunks,
   defineKey,
   isPlainObject,
   type JsonObject,
@@ -163,9 +164,9 @@ export async function bulkWrite<D extends Document>(
   tx?: MongoTx,
 ): Promise<void> {
   // FerretDB 1.x holds a connection per update that matched till its command ends (100 a database).
-  for (let i = 0, n = c.ferretdb1 ? 20 : ops.length; i < ops.length; i += n) {
+  for (const part of chunks(ops, c.ferretdb1 ? 20 : ops.length)) {
     await tx?.fence();
-    await collection.bulkWrite(ops.slice(i, i + n), { session: tx?.session });
+    await collection.bulkWrite(part, { session: tx?.session });
   }
 }
 

@@ -105,9 +105,7 @@ export function inList(prefix: string, values: readonly string[]): { sql: string
 
 /** Splits `values` into chunks that fit one `IN` list. */
 export function chunks<T>(values: readonly T[], size = MAX_IN_LIST): T[][] {
-  return Array.from({ length: Math.ceil(values.length / size) }, (_, i) =>
-    values.slice(i * size, (i + 1) * size),
-  );
+  return core.chunks(values, size);
 }
 
 /** The select list of a row with `metadata` and both dates (see `ThreadRow`, `ResourceRow`). */

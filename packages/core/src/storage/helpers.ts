@@ -25,8 +25,11 @@ export function compareIds(a: string, b: string): number {
   return a === b ? 0 : Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-/** Message order: `(createdAt, id)` ascending. */
-export function compareMessages(a: Message, b: Message): number {
+/** Message order: `(createdAt, id)` ascending (of messages, or of anything with their place). */
+export function compareMessages(
+  a: Pick<Message, 'createdAt' | 'id'>,
+  b: Pick<Message, 'createdAt' | 'id'>,
+): number {
   return a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id);
 }
 
@@ -131,4 +134,12 @@ export class MessageCountChanges {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, entry]) => ({ ...entry }));
   }
+}
+
+/** `values` in slices of at most `size` (at least 1), in order: one query's worth of ids each. */
+export function chunks<T>(values: readonly T[], size: number): T[][] {
+  const step = Math.max(1, Math.floor(size));
+  const out: T[][] = [];
+  for (let at = 0; at < values.length; at += step) out.push(values.slice(at, at + step));
+  return out;
 }
