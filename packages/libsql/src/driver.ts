@@ -180,7 +180,7 @@ export class LibSQLDriver implements Driver<Transaction> {
       // Each message's id, role, content, type and createdAt: the thread and resource are the batch's.
       const rows = messages.map((m) => messageRow(m).filter((_, i) => i !== 1 && i !== 2));
       const save = sql.saveMessageBatch(threadId, resourceId, rows);
-      const index = indexStatements(messages, this.keywords.analyzer);
+      const index = indexStatements(messages, this.keywords.analyzer, true);
       return this.connection
         .use((client) => client.batch([save, ...index], 'write'))
         .then(

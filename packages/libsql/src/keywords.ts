@@ -27,19 +27,27 @@ export const CREATE_KEYWORDS = `CREATE VIRTUAL TABLE ${KEYWORDS} USING fts5(term
 /**
  * The statements that make the index match these messages as just written (inside the write
  * that wrote them): their old rows out, the rows of those with terms in, by message rowid.
+ * `fresh`: every message was new to the store (the one-statement save refuses a stored id), and
+ * a message's rows go with it, so there are no old rows to take out.
  */
-export function indexStatements(written: readonly Message[], analyzer: KeywordAnalyzer): Statement[] {
+export function indexStatements(
+  written: readonly Message[],
+  analyzer: KeywordAnalyzer,
+  fresh = false,
+): Statement[] {
   if (written.length === 0) return [];
   const rows = written.flatMap((m) => {
     const terms = keywordTerms(m, analyzer);
     return terms.length === 0 ? [] : [[m.id, terms.join(' ')]];
   });
-  const statements: Statement[] = [
-    {
-      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
-      args: [JSON.stringify(written.map((m) => m.id))],
-    },
-  ];
+  const statements: Statement[] = fresh
+    ? []
+    : [
+        {
+          sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
+          args: [JSON.stringify(written.map((m) => m.id))],
+        },
+      ];
   if (rows.length > 0) {
     statements.push({
       sql: `INSERT INTO ${KEYWORDS} (rowid, terms)
