@@ -35,14 +35,26 @@ type Scanned = Omit<core.VectorHit, 'score'> & { score?: number; distance?: numb
  * left-out ids (unordered), `order` the exact order, `distance` what pgvector's index ranks by,
  * and `exact(limit)` the best `limit` rows in order.
  */
-type Ranking = { select: string; order: string; distance: string; exact: (limit: string) => string };
+type Ranking = { select: string; order: string; distance: string; exact: (limit: number) => string };
 
 /**
- * A vector as PostgreSQL array text (`{…}`, each element as JavaScript prints it): what pg would
- * send for the array, built in one `join` (pg's serialisation of a 256-number array took 0.1–0.2
- * ms, about a fifth of an exact search of 1,000 vectors).
+ * A vector as the text of a PostgreSQL array (`{…}`) or, `pgvector`, of pgvector's `vector`
+ * (`[…]`), each element as JavaScript prints it: built in one `join` (pg's own serialisation of a
+ * 256-number array took 0.1–0.2 ms, about a fifth of an exact search of 1,000 vectors).
  */
-const arrayText = (vector: Float32Array): string => `{${vector.join(',')}}`;
+const vectorText = (vector: Float32Array, pgvector = false): string =>
+  pgvector ? `[${vector.join(',')}]` : `{${vector.join(',')}}`;
+
+/**
+ * A count written into a statement's text: a safe integer (core validated it), else a thrown
+ * error, never text. Counts are written, not sent, in the exact scan's named statements, so that
+ * PostgreSQL plans them once (a generic plan): with a parameter for a `LIMIT`, it estimated a tenth
+ * of the rows and planned the statement again on every call (0.5 of 1.7 ms at 1,000 vectors).
+ */
+function count(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`pg: not a count: ${n}`);
+  return n;
+}
 
 /** The schema holding the `vector` extension (NULL when it is not installed), as an SQL subquery. */
 const EXTENSION_SCHEMA = `(SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
@@ -197,7 +209,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const sorted = [...rows].sort((a, b) => compareIds(a.messageId, b.messageId));
     const values: unknown[] = [space.id];
     const tuples = sorted.map((v) => {
-      const at = values.push(v.messageId, v.hash, arrayText(v.vector));
+      const at = values.push(v.messageId, v.hash, vectorText(v.vector));
       return `($${at - 2}::text, $${at - 1}::text, $${at}::real[])`;
     });
     // With the message's place, read under a share lock: a move waits for this statement, or this
@@ -295,7 +307,7 @@ export class PostgresVectorDriver implements core.VectorDriver {
    */
   private nearest(ranked: Ranking, topK: number, candidates: number | null, values: unknown[]): string {
     const { select, distance } = ranked;
-    if (candidates === null) return ranked.exact(`$${values.push(topK)}`);
+    if (candidates === null) return ranked.exact(topK);
     // The index's settings for this statement only, in the statement itself: `set_config(…, true)`
     // lasts to the end of the transaction, here the statement's own, so there is no BEGIN, SET
     // LOCAL or COMMIT to send (through PgBouncer's transaction pooling too). The scan reads them
@@ -312,16 +324,24 @@ export class PostgresVectorDriver implements core.VectorDriver {
 
   /**
    * The SQL of a search of the scope (see `Ranking`), its parameters pushed onto `values`, leaving
-   * out `excludeIds` and the ids of the SQL array `without` too. pgvector rows carry `distance`
-   * (what its index ranks by), `real[]` rows `score`.
+   * out `excludeIds` and the ids of the SQL array `without.ids` (at most `without.most`) too.
+   * pgvector rows carry `distance` (what its index ranks by), `real[]` rows `score`. The query
+   * vector is a parameter of the column's type: a generic plan casts nothing per row.
    */
-  private ranking(args: core.VectorSearch, pgvector: boolean, values: unknown[], without?: string): Ranking {
-    const query = `$${values.push(arrayText(args.vector))}::real[]`;
-    const distance = `v.embedding OPERATOR(${this.ext}.<=>) ${query}::${this.ext}.vector`;
+  private ranking(
+    args: core.VectorSearch,
+    pgvector: boolean,
+    values: unknown[],
+    without?: { ids: string; most: number },
+  ): Ranking {
+    const type = pgvector ? `${this.ext}.vector` : 'real[]';
+    const query = `$${values.push(vectorText(args.vector, pgvector))}::${type}`;
+    const distance = `v.embedding OPERATOR(${this.ext}.<=>) ${query}`;
     const space = `$${values.push(args.space.id)}`;
     const scope = [`v.space = ${space}`, `v.resource_id = $${values.push(args.resourceId)}`];
     if (args.threadId !== undefined) scope.push(`v.thread_id = $${values.push(args.threadId)}`);
-    const omitted = [`$${values.push(args.excludeIds ?? [])}::text[]`, ...(without ? [without] : [])];
+    const excludeIds = args.excludeIds ?? [];
+    const omitted = [`$${values.push(excludeIds)}::text[]`, ...(without ? [without.ids] : [])];
     const kept = (id: string) => omitted.map((ids) => `NOT (${id} = ANY(${ids}))`).join(' AND ');
     const ties = '"createdAt" DESC, "messageId"';
     // pgvector orders by the distance (what its index ranks by), real[] by the cosine itself.
@@ -341,18 +361,20 @@ export class PostgresVectorDriver implements core.VectorDriver {
     const select = `SELECT v.message_id AS "messageId", v.thread_id AS "threadId", v.created_at AS "createdAt", v.hash, ${column}
       FROM ${this.n.vectors} v WHERE ${[...scope, kept('v.message_id')].join(' AND ')}`;
     // The exact scan ranks narrow rows of the scope alone, then drops the left-out ids from the best
-    // `limit` plus as many as there are left-out ids, then reads each hit's thread and hash by its
-    // key (a lateral lookup, as `messageById`): the scan tests no id against an array (evaluated
-    // per row) and sorts no wide rows.
-    const exact = (
-      limit: string,
-    ) => `SELECT h."messageId", v.thread_id AS "threadId", h."createdAt", v.hash, h.${name}
+    // `limit` plus as many as there may be left-out ids (rounded up to a power of two, so the
+    // statement's text repeats), then reads each hit's thread and hash by its key (a lateral
+    // lookup, as `messageById`): the scan tests no id against an array (evaluated per row) and
+    // sorts no wide rows.
+    const exact = (limit: number) => {
+      const most = count(limit) + excludeIds.length + count(without?.most ?? 0);
+      return `SELECT h."messageId", v.thread_id AS "threadId", h."createdAt", v.hash, h.${name}
       FROM (SELECT v.message_id AS "messageId", v.created_at AS "createdAt", ${column}
         FROM ${this.n.vectors} v WHERE ${scope.join(' AND ')}
-        ${order} LIMIT ${limit} + ${omitted.map((ids) => `cardinality(${ids})`).join(' + ')}) h
+        ${order} LIMIT ${2 ** Math.ceil(Math.log2(most))}) h
       CROSS JOIN LATERAL (SELECT thread_id, hash FROM ${this.n.vectors}
         WHERE message_id = h."messageId" AND space = ${space} OFFSET 0) v
       WHERE ${kept('h."messageId"')} ${order} LIMIT ${limit}`;
+    };
     return { select, order, distance, exact };
   }
 
@@ -386,19 +408,22 @@ export class PostgresVectorDriver implements core.VectorDriver {
       ? `SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC)::float8 AS n FROM (
           SELECT id, created_at FROM ${this.n.messages}
           WHERE thread_id = $${values.push(history.threadId)} AND ${filterOnly('resource_id', scope)}
-          ORDER BY created_at DESC, id DESC LIMIT $${values.push(history.last)}) s`
+          ORDER BY created_at DESC, id DESC LIMIT ${count(history.last)}) s`
       : 'SELECT NULL::text AS id, NULL::float8 AS n WHERE false';
-    const ranked = this.ranking(args, pgvector, values, 'ARRAY(SELECT id FROM recent)');
+    const ranked = this.ranking(args, pgvector, values, {
+      ids: 'ARRAY(SELECT id FROM recent)',
+      most: history?.last ?? 0,
+    });
     const text = `WITH recent AS MATERIALIZED (${recent}),
       hits AS MATERIALIZED (
         SELECT r.*, row_number() OVER (${ranked.order})::float8 AS n
         FROM (${this.nearest(ranked, args.topK, candidates, values)}) r
       ),
       targets AS (
-        SELECT t.thread_id, t.created_at, t.id, $${values.push(args.before)}::int AS before,
-          $${values.push(args.after)}::int AS after
+        SELECT t.thread_id, t.created_at, t.id, ${count(args.before)} AS before,
+          ${count(args.after)} AS after
         FROM hits ${messageById(this.n, 'hits."messageId"')}
-        WHERE hits.n <= $${values.push(args.topK)} AND t.resource_id = ${scope}
+        WHERE hits.n <= ${count(args.topK)} AND t.resource_id = ${scope}
       )
       SELECT 'h' AS kind, id, NULL::text AS "threadId", NULL::text AS "resourceId", NULL::text AS role,
         NULL::jsonb AS content, NULL::text AS type, NULL::timestamptz AS "createdAt", NULL::text AS hash,

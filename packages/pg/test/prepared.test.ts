@@ -80,7 +80,7 @@ async function cachedPlan(pool: pg.Pool, marker: string, run: () => Promise<unkn
 describePg('PostgresStore named prepared statements', (url) => {
   let db: TestDatabase;
   const pools: pg.Pool[] = [];
-  const open = async (at: string, preparedStatements?: boolean) => {
+  const open = async (at: string, preparedStatements?: boolean, schemaName = 'prep') => {
     db ??= await createDatabase(url);
     const target = new URL(at);
     target.pathname = `/${db.name}`;
@@ -88,7 +88,7 @@ describePg('PostgresStore named prepared statements', (url) => {
     // The test database is dropped WITH (FORCE): a client still closing then hears its backend end.
     pool.on('error', () => undefined);
     pools.push(pool);
-    const store = new PostgresStore({ pool, schemaName: 'prep', preparedStatements });
+    const store = new PostgresStore({ pool, schemaName, preparedStatements });
     await store.init();
     return { store, pool };
   };
@@ -244,6 +244,77 @@ describePg('PostgresStore named prepared statements', (url) => {
     // The hits' messages by primary key, the windows by the thread's index: no message is read
     // by the resource's index, by a scan of the table or to be thrown away by a join.
     expect(plan.filter((line) => /Seq Scan|resource_idx|Join Filter/.test(line))).toEqual([]);
+  });
+
+  it('keep one generic plan for the exact vector scans on analysed tables, not a plan per call', async () => {
+    // A schema of its own: PostgreSQL keeps the generic plan when it costs no more than planning
+    // for the values, so the resources are of one size here (a scope far smaller than the average
+    // is planned for its values, as it should be).
+    const { store, pool } = await open(url, undefined, 'prep_generic');
+    const space = { id: 'test:prepared', dimensions: 4 };
+    await store.vectors.claimSpace(space);
+    const at = Date.now();
+    for (const resourceId of ['generic', 'generic-other']) {
+      const threadId = `${resourceId}-0`;
+      const stamp = new Date(at);
+      await store.saveThread({
+        id: threadId,
+        resourceId,
+        title: '',
+        metadata: {},
+        createdAt: stamp,
+        updatedAt: stamp,
+      });
+      const messages = Array.from({ length: 1_000 }, (_, i) => ({
+        id: `${threadId}-${i}`,
+        threadId,
+        resourceId,
+        role: 'user' as const,
+        content: `message ${i}`,
+        type: 'text',
+        createdAt: new Date(at + i),
+      }));
+      await store.saveMessages(messages);
+      await store.vectors.upsertVectors(
+        space,
+        messages.map((m, i) => ({
+          messageId: m.id,
+          hash: m.id,
+          vector: normalize([1, i % 7, (i * 3) % 5, 1]) as Float32Array,
+        })),
+      );
+    }
+    await pool.query('ANALYZE prep_generic.engram_messages, prep_generic.engram_message_vectors');
+    const vector = normalize([1, 2, 3, 4]) as Float32Array;
+    for (let i = 0; i < 10; i++) {
+      expect(
+        await store.vectors.searchVectors({ space, vector, topK: 3, resourceId: 'generic' }),
+      ).toHaveLength(3);
+      const found = await store.vectors.searchWithWindows?.({
+        space,
+        vector,
+        topK: 3,
+        resourceId: 'generic',
+        before: 1,
+        after: 1,
+        history: { threadId: 'generic-0', last: 10 },
+      });
+      expect(found?.hits).toHaveLength(3);
+    }
+    const { rows } = await pool.query<{ recall: boolean; generic: number; custom: number }>(
+      `SELECT statement LIKE 'WITH recent AS%' AS recall, generic_plans::int AS generic,
+        custom_plans::int AS custom
+      FROM pg_prepared_statements
+      WHERE statement LIKE 'WITH recent AS%' OR statement LIKE 'SELECT h."messageId"%'`,
+    );
+    expect(rows).toHaveLength(2);
+    // Each: a named statement, planned five times for the values, then the generic plan kept.
+    for (const recall of [false, true]) {
+      const row = rows.find((r) => r.recall === recall);
+      expect(row, recall ? 'the recall statement' : 'the exact scan').toBeDefined();
+      expect(row?.custom).toBeLessThanOrEqual(5);
+      expect(row?.generic).toBeGreaterThanOrEqual(5);
+    }
   });
 
   it('are never sent with preparedStatements: false', async () => {
