@@ -51,7 +51,7 @@ export function recallMarkdown(run: RecallRun): string {
   lines.push('');
   if (run.results.some((r) => r.rows.some((row) => row.variant.includes('HNSW')))) {
     lines.push(
-      "- HNSW rows: the raw side runs the same query as in the exact rows, but with the index in place PostgreSQL's planner answers it from the HNSW index too (approximate, without iterative scans: it may return fewer than k hits of the resource). Their ratio is indexed engram / indexed raw; divide the engram median by the exact row's raw median for indexed engram / raw exact scan.",
+      "- HNSW rows: the raw side runs the same query as in the exact rows, which with the index in place PostgreSQL's planner answers from the HNSW index, on connections set once to the store's index settings (`hnsw.ef_search`, iterative scans in strict order; before 2026-12-05 it ran at pgvector's defaults, which search less and may return fewer than k hits of the resource). Their ratio is indexed engram / indexed raw; divide the engram median by the exact row's raw median for indexed engram / raw exact scan.",
     );
   }
   for (const r of run.results) {

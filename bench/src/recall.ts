@@ -345,8 +345,8 @@ export async function benchRecall(
           const indexed = memoryOf(variant.storage);
           const own = variant.raw;
           const variantScan = own ? () => own.scan(resourceId, vector, TOP_K) : scan;
-          if (own) {
-            // A variant with a raw scan of its own is exact: the same top 3 on both sides.
+          if (own && !variant.approximate) {
+            // An exact variant with a raw scan of its own: the same top 3 on both sides.
             const [hits, rawHits] = [
               await search(variant.storage.vectors as VectorStore)(),
               await variantScan(),

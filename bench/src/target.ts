@@ -112,6 +112,11 @@ export interface RecallVariant {
   storage: MemoryStorage;
   /** The raw scan its rows are compared with, when not the target's own (another storage type). */
   raw?: RawRecall;
+  /**
+   * An index search that may miss a nearer vector: its top 3 are reported against the exact scan's,
+   * not required to equal its raw scan's.
+   */
+  approximate?: boolean;
   /** Largest fixture the variant runs at, and why, when smaller than the run's. */
   cap?: { messages: number; reason: string };
   /** Builds what the variant needs (timed and reported). */

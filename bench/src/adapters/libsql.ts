@@ -133,6 +133,7 @@ export const target: BenchTarget = {
     let ann: LibSQLStore | undefined;
     const annVariant: RecallVariant = {
       name: 'libSQL DiskANN opt-in (vector_top_k, over-fetch 10, approximate)',
+      approximate: true,
       get storage() {
         return ann as LibSQLStore;
       },
