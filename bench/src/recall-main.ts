@@ -11,8 +11,8 @@ import { loadTarget } from './targets.ts';
  */
 export async function runRecall(adapters: string[], quick: boolean, out: string): Promise<void> {
   const fx = quick
-    ? { sizes: [1_000, 10_000], iterations: 30, budgetMs: 3_000 }
-    : { sizes: [1_000, 10_000, 100_000], iterations: 60, budgetMs: 6_000 };
+    ? { sizes: [1_000, 10_000], iterations: 100, budgetMs: 3_000 }
+    : { sizes: [1_000, 10_000, 100_000], iterations: 150, budgetMs: 6_000 };
   const run: RecallRun = {
     date: new Date().toISOString(),
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
