@@ -13,9 +13,12 @@ import { IN_LIST, type Statement, TABLES } from './sql.ts';
 
 /**
  * The keyword index: an FTS5 table of the analyzed terms of each message with text, its rowid
- * the message's rowid in `engram_messages`. Core's analyzer makes the terms (folded, stemmed,
- * stop words out) and FTS5's `ascii` tokenizer splits them at the spaces only, so the index
- * holds exactly core's terms and `bm25()` (k1 1.2, b 0.75) ranks as the in-memory reference.
+ * the message's `seq` in `engram_messages` (the message's rowid before schema 15). Core's analyzer
+ * makes the terms (folded, stemmed, stop words out) and FTS5's `ascii` tokenizer splits them at
+ * the spaces only, so the index holds exactly core's terms and `bm25()` (k1 1.2, b 0.75) ranks as
+ * the in-memory reference. `seq`, not the rowid: a message's rowid is not part of its row, and a
+ * logical copy of the database (`sqlite3 .dump` and a restore) renumbers it, while the index's
+ * own rows keep theirs: keyed by rowid, every keyword hit then named another message.
  */
 export const KEYWORDS = 'engram_message_terms';
 
@@ -25,8 +28,14 @@ const { messages } = TABLES;
 export const CREATE_KEYWORDS = `CREATE VIRTUAL TABLE ${KEYWORDS} USING fts5(terms, tokenize = 'ascii')`;
 
 /**
+ * The column of `engram_messages` the index's rows are keyed by: `seq`, or `rowid` in a schema
+ * older than the column (tests build such schemas; the upgrade sets `seq` to the rowid).
+ */
+export type MessageKey = 'seq' | 'rowid';
+
+/**
  * The statements that make the index match these messages as just written (inside the write
- * that wrote them): their old rows out, the rows of those with terms in, by message rowid.
+ * that wrote them): their old rows out, the rows of those with terms in, by message `key`.
  * `fresh`: every message was new to the store (the one-statement save refuses a stored id), and
  * a message's rows go with it, so there are no old rows to take out.
  */
@@ -34,6 +43,7 @@ export function indexStatements(
   written: readonly Message[],
   analyzer: KeywordAnalyzer,
   fresh = false,
+  key: MessageKey = 'seq',
 ): Statement[] {
   if (written.length === 0) return [];
   const rows = written.flatMap((m) => {
@@ -44,14 +54,14 @@ export function indexStatements(
     ? []
     : [
         {
-          sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
+          sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT ${key} FROM ${messages} WHERE id ${IN_LIST})`,
           args: [JSON.stringify(written.map((m) => m.id))],
         },
       ];
   if (rows.length > 0) {
     statements.push({
       sql: `INSERT INTO ${KEYWORDS} (rowid, terms)
-        SELECT m.rowid, json_extract(j.value, '$[1]') FROM json_each(?) j
+        SELECT m.${key}, json_extract(j.value, '$[1]') FROM json_each(?) j
         JOIN ${messages} m ON m.id = json_extract(j.value, '$[0]')`,
       args: [JSON.stringify(rows)],
     });
@@ -69,6 +79,7 @@ export async function indexBatch(
   tx: Executor,
   analyzer: KeywordAnalyzer,
   lastId: string,
+  key: MessageKey,
 ): Promise<{ read: number; lastId: string }> {
   const { rows } = await tx.execute({
     sql: `SELECT id, role, content FROM ${messages} WHERE id > ? ORDER BY id LIMIT ${KEYWORD_BACKFILL_BATCH}`,
@@ -79,7 +90,7 @@ export async function indexBatch(
     role: String(row.role),
     content: JSON.parse(String(row.content)),
   })) as Message[];
-  for (const statement of indexStatements(batch, analyzer)) await tx.execute(statement);
+  for (const statement of indexStatements(batch, analyzer, false, key)) await tx.execute(statement);
   return { read: batch.length, lastId: batch.at(-1)?.id ?? lastId };
 }
 
@@ -120,7 +131,7 @@ export class LibSQLKeywords implements KeywordDriver<Transaction> {
     args.push(query.topK);
     const statement = {
       sql: `SELECT m.id, m.thread_id, m.created_at, -bm25(${KEYWORDS}) AS score
-        FROM ${KEYWORDS} JOIN ${messages} m ON m.rowid = ${KEYWORDS}.rowid
+        FROM ${KEYWORDS} JOIN ${messages} m ON m.seq = ${KEYWORDS}.rowid
         WHERE ${KEYWORDS} MATCH ? AND m.resource_id = ?${where}
         ORDER BY bm25(${KEYWORDS}), m.created_at DESC, m.id LIMIT ?`,
       args,
@@ -136,14 +147,14 @@ export class LibSQLKeywords implements KeywordDriver<Transaction> {
 
   async deleteByThread(tx: Transaction, threadId: string): Promise<void> {
     await tx.execute({
-      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE thread_id = ?)`,
+      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT seq FROM ${messages} WHERE thread_id = ?)`,
       args: [threadId],
     });
   }
 
   async deleteByMessages(tx: Transaction, ids: string[]): Promise<void> {
     await tx.execute({
-      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT rowid FROM ${messages} WHERE id ${IN_LIST})`,
+      sql: `DELETE FROM ${KEYWORDS} WHERE rowid IN (SELECT seq FROM ${messages} WHERE id ${IN_LIST})`,
       args: [JSON.stringify(ids)],
     });
   }

@@ -10,8 +10,8 @@ import {
 } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
-import { CREATE_KEYWORDS, indexBatch, messagesAfter } from './keywords.ts';
-import { NOW_MS, TABLES } from './sql.ts';
+import { CREATE_KEYWORDS, indexBatch, type MessageKey, messagesAfter } from './keywords.ts';
+import { NEXT_SEQ, NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
 export interface Migration {
@@ -49,23 +49,32 @@ const {
  */
 export const BATCH_REFUSED = 'engram: batch needs the full save';
 
+/** The thread's `updated_at` after a one-statement save (since migration 6): the write's time, never backwards. */
+const SAVED_AT = `MAX(updated_at, ${NOW_MS}, (SELECT MAX(json_extract(value, '$[4]')) FROM json_each(NEW.messages)))`;
+
 /**
  * The trigger behind `engram_message_batches` (migration 5), setting the thread's `updated_at`
  * to `updatedAt`. `NEW.messages`: [id, role, content, type, created_at] of new messages. No
  * thread of this id and resource, or an id stored already (a re-save, a move, another resource's
  * message): RAISE(ABORT) undoes the statement, and core's composed save refuses or replaces the
- * batch. `json_extract`, not `->>`, so older SQLite tools read the schema. Part of stored
- * schemas: a change is a new migration that drops and recreates it.
+ * batch. `json_extract`, not `->>`, so older SQLite tools read the schema. `keyed` (since
+ * migration 15): each message gets its `seq` (see `NEXT_SEQ`). Part of stored schemas: a change is
+ * a new migration that drops and recreates it.
  */
-function saveTrigger(updatedAt: string): string {
+function saveTrigger(updatedAt: string, keyed = false): string {
   return `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
   BEGIN
     UPDATE ${threads} SET updated_at = ${updatedAt}
       WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
     SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
-    INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at)
+    INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at${keyed ? ', seq' : ''})
       SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
-        json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
+        json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')${
+          keyed
+            ? `,
+        ${NEXT_SEQ} + key`
+            : ''
+        }
       FROM json_each(NEW.messages) WHERE true
       ON CONFLICT (id) DO NOTHING;
     SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() < json_array_length(NEW.messages);
@@ -167,9 +176,7 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       `DROP TRIGGER ${messageBatches}_save`,
       // NEW.saved_at, the caller's clock before it waited for the write lock, is no longer read.
-      saveTrigger(
-        `MAX(updated_at, ${NOW_MS}, (SELECT MAX(json_extract(value, '$[4]')) FROM json_each(NEW.messages)))`,
-      ),
+      saveTrigger(SAVED_AT),
     ],
   },
   {
@@ -260,7 +267,21 @@ export const MIGRATIONS: readonly Migration[] = [
         END`,
     ],
   },
+  {
+    name: 'messages keyed for the keyword index by a column of their own (a .dump and restore renumbers rowids)',
+    statements: [
+      // The index's rows are keyed by the messages' rowids so far: the same values.
+      `ALTER TABLE ${messages} ADD COLUMN seq INTEGER`,
+      `UPDATE ${messages} SET seq = rowid`,
+      `CREATE UNIQUE INDEX ${messages}_seq ON ${messages} (seq)`,
+      `DROP TRIGGER ${messageBatches}_save`,
+      saveTrigger(SAVED_AT, true),
+    ],
+  },
 ];
+
+/** The first version whose messages carry `seq`, the keyword index's key. */
+const KEYED_VERSION = MIGRATIONS.findIndex((m) => m.name.startsWith('messages keyed')) + 1;
 
 /** The schema version this package writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -314,7 +335,8 @@ export async function migrate(
     sql: `SELECT 1 FROM ${backfills} WHERE name = ?`,
     args: [KEYWORD_BACKFILL],
   });
-  if (pending.rows.length > 0) await backfillKeywords(client, analyzer, progress);
+  const key = Math.max(before, target) >= KEYED_VERSION ? 'seq' : 'rowid';
+  if (pending.rows.length > 0) await backfillKeywords(client, analyzer, progress, key);
 }
 
 /** The schema transaction of `migrate`. */
@@ -344,7 +366,7 @@ function upgrade(
       });
     } else {
       // An older schema (tests build them): filled in here, as its release did.
-      await backfillKeywords(tx, analyzer, progress);
+      await backfillKeywords(tx, analyzer, progress, 'rowid');
     }
   });
 }
@@ -362,6 +384,7 @@ async function backfillKeywords(
   db: Database | Transaction,
   analyzer: KeywordAnalyzer,
   progress: BackfillListener,
+  key: MessageKey,
 ): Promise<void> {
   const resumable = 'transaction' in db;
   let lastId = '';
@@ -377,7 +400,7 @@ async function backfillKeywords(
       lastId = String(rows[0]?.last_id);
     }
     total ??= await messagesAfter(tx, lastId);
-    const next = await indexBatch(tx, analyzer, lastId);
+    const next = await indexBatch(tx, analyzer, lastId, key);
     lastId = next.lastId;
     if (resumable) {
       await tx.execute(

@@ -161,9 +161,20 @@ export const messagesByIds = (ids: string[], remove = false): Statement => ({
   args: [JSON.stringify(ids)],
 });
 
-/** Upserts messages in one statement, rows (values for `MESSAGE_COLUMNS`) as one JSON array. */
+/**
+ * The `seq` of the first of the messages an `INSERT … SELECT … FROM json_each(…)` adds, the next
+ * ones adding json_each's `key`: one above the highest stored (read once, through its index,
+ * before the statement inserts). The keyword index's key (see `keywords.ts`); never updated.
+ */
+export const NEXT_SEQ = `(SELECT coalesce(max(seq), 0) + 1 FROM ${messages})`;
+
+/**
+ * Upserts messages in one statement, rows (values for `MESSAGE_COLUMNS`) as one JSON array; a
+ * new message gets its `seq` (`NEXT_SEQ`), a stored one keeps it.
+ */
 export const upsertMessages = (rows: InValue[][]): Statement => ({
-  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}) SELECT ${MESSAGE_COLUMNS.split(', ').map((_, i) => at(i))}
+  sql: `INSERT INTO ${messages} (${MESSAGE_COLUMNS}, seq)
+        SELECT ${MESSAGE_COLUMNS.split(', ').map((_, i) => at(i))}, ${NEXT_SEQ} + key
         FROM json_each(?) WHERE true ON CONFLICT (id) DO UPDATE SET ${replaceAll(MESSAGE_COLUMNS)}`,
   args: [JSON.stringify(rows)],
 });
