@@ -10,7 +10,7 @@ import {
 } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
 import { ADAPTER } from './errors.ts';
-import { CREATE_KEYWORDS, indexBatch, type MessageKey, messagesAfter } from './keywords.ts';
+import { CREATE_KEYWORDS, indexBatch, KEYWORDS, type MessageKey, messagesAfter } from './keywords.ts';
 import { NEXT_SEQ, NOW_MS, TABLES } from './sql.ts';
 
 /** One schema change. Its version is its position in `MIGRATIONS` plus one. */
@@ -19,9 +19,9 @@ export interface Migration {
   readonly name: string;
   readonly statements: readonly string[];
   /**
-   * The index the statements create, empty, has to be filled in for the messages already stored:
-   * recorded in `engram_backfills` and done after the upgrade commits, resumable. Before version
-   * 13 (which added that table) it was done inside the upgrade's transaction.
+   * The index the statements create (or empty), has to be filled in for the messages already
+   * stored: recorded in `engram_backfills` and done after the upgrade commits, resumable. Before
+   * version 13 (which added that table) it was done inside the upgrade's transaction.
    */
   readonly backfill?: typeof KEYWORD_BACKFILL;
 }
@@ -62,19 +62,15 @@ const SAVED_AT = `MAX(updated_at, ${NOW_MS}, (SELECT MAX(json_extract(value, '$[
  * a new migration that drops and recreates it.
  */
 function saveTrigger(updatedAt: string, keyed = false): string {
+  const seq = keyed ? { column: ', seq', value: `, ${NEXT_SEQ} + key` } : { column: '', value: '' };
   return `CREATE TRIGGER ${messageBatches}_save INSTEAD OF INSERT ON ${messageBatches}
   BEGIN
     UPDATE ${threads} SET updated_at = ${updatedAt}
       WHERE id = NEW.thread_id AND resource_id = NEW.resource_id;
     SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() = 0;
-    INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at${keyed ? ', seq' : ''})
+    INSERT INTO ${messages} (id, thread_id, resource_id, role, content, type, created_at${seq.column})
       SELECT json_extract(value, '$[0]'), NEW.thread_id, NEW.resource_id, json_extract(value, '$[1]'),
-        json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')${
-          keyed
-            ? `,
-        ${NEXT_SEQ} + key`
-            : ''
-        }
+        json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')${seq.value}
       FROM json_each(NEW.messages) WHERE true
       ON CONFLICT (id) DO NOTHING;
     SELECT RAISE(ABORT, '${BATCH_REFUSED}') WHERE changes() < json_array_length(NEW.messages);
@@ -270,13 +266,15 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: 'messages keyed for the keyword index by a column of their own (a .dump and restore renumbers rowids)',
     statements: [
-      // The index's rows are keyed by the messages' rowids so far: the same values.
       `ALTER TABLE ${messages} ADD COLUMN seq INTEGER`,
       `UPDATE ${messages} SET seq = rowid`,
       `CREATE UNIQUE INDEX ${messages}_seq ON ${messages} (seq)`,
       `DROP TRIGGER ${messageBatches}_save`,
       saveTrigger(SAVED_AT, true),
+      // Built again: an index keyed by rowids a logical copy renumbered names other messages.
+      `DELETE FROM ${KEYWORDS}`,
     ],
+    backfill: KEYWORD_BACKFILL,
   },
 ];
 
@@ -360,8 +358,9 @@ function upgrade(
     }
     if (!applied.some((migration) => migration.backfill)) return;
     if (target >= BACKFILLS_VERSION) {
+      // From the start again, also when one was left pending (the index was emptied since).
       await tx.execute({
-        sql: `INSERT INTO ${backfills} (name, last_id) VALUES (?, '')`,
+        sql: `INSERT INTO ${backfills} (name, last_id) VALUES (?, '') ON CONFLICT (name) DO UPDATE SET last_id = ''`,
         args: [KEYWORD_BACKFILL],
       });
     } else {

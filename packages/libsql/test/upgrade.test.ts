@@ -220,15 +220,74 @@ describe('libsql: versioned migrations', () => {
     expect(reports).toHaveLength(2);
   });
 
+  const keyedVersion = MIGRATIONS.findIndex((m) => m.name.startsWith('messages keyed')) + 1;
+
   it('does not backfill a database whose keyword index was complete before backfills were resumable', async () => {
     // Upgraded past the keyword index by a version that filled it in within the upgrade.
     const resumable = MIGRATIONS.findIndex((m) => m.name.startsWith('backfills an upgrade')) + 1;
     const url = await oldDatabase(resumable - 1);
     const reports: unknown[] = [];
+    // Up to the version before the index is built again on a key of the messages' own (below).
+    const client = createClient({ url });
+    try {
+      await migrate(client, keyedVersion - 1, undefined, (progress) => reports.push(progress));
+    } finally {
+      client.close();
+    }
+    expect(reports).toEqual([]);
+    expect(await backfills(url)).toEqual([]);
+    const store = new LibSQLStore({ url });
+    try {
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('builds the keyword index again from the start when an older backfill was left pending', async () => {
+    const url = await oldDatabase(keyedVersion - 1);
+    const raw = createClient({ url });
+    try {
+      // As a backfill of that version stopped after its first batch leaves it.
+      await raw.execute("INSERT INTO engram_backfills (name, last_id) VALUES ('keyword index', 'm0500')");
+    } finally {
+      raw.close();
+    }
+    const reports: unknown[] = [];
     const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
     try {
       await store.init();
-      expect(reports).toEqual([]);
+      expect(reports.at(-1)).toEqual({ backfill: 'keyword index', done: 1_201, total: 1_201 });
+      expect(await backfills(url)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("builds the keyword index again on the messages' seq, repairing one keyed by rowids a logical copy renumbered", async () => {
+    // Indexed by rowid, then renumbered as a restore from `sqlite3 .dump` may do (the index's own
+    // rows keep their numbers): every hit names another message.
+    const url = await oldDatabase(keyedVersion - 1);
+    const raw = createClient({ url });
+    try {
+      await raw.execute('UPDATE engram_messages SET rowid = 100000 - rowid');
+      const { rows } = await raw.execute(
+        "SELECT m.id FROM engram_message_terms k JOIN engram_messages m ON m.rowid = k.rowid WHERE engram_message_terms MATCH 'quokka'",
+      );
+      expect(rows).toEqual([]);
+    } finally {
+      raw.close();
+    }
+    const reports: unknown[] = [];
+    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
+    try {
+      await store.init();
+      expect(reports).toEqual([
+        { backfill: 'keyword index', done: 500, total: 1_201 },
+        { backfill: 'keyword index', done: 1_000, total: 1_201 },
+        { backfill: 'keyword index', done: 1_201, total: 1_201 },
+      ]);
       expect(await backfills(url)).toEqual([]);
       await expectEveryMessageFound(store);
     } finally {
