@@ -1,6 +1,6 @@
 import { isMemoryError } from '@engram/core';
 import { LibSQLStore, MIGRATIONS, SCHEMA_VERSION } from '@engram/libsql';
-import { createClient } from '@libsql/client';
+import { type Client, createClient } from '@libsql/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../src/migrations.ts';
 import { exited, runScript, tempDir, waitForLine } from './helpers.ts';
@@ -151,15 +151,39 @@ describe('libsql: versioned migrations', () => {
     }
   }
 
-  /** The pending backfills (backdoor). */
-  async function backfills(url: string): Promise<unknown[]> {
+  /** `fn` on a client of its own, closed after it (the backdoor). */
+  async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
     const client = createClient({ url });
     try {
-      const { rows } = await client.execute('SELECT name, last_id FROM engram_backfills');
-      return rows.map((row) => ({ name: row.name, lastId: row.last_id }));
+      return await fn(client);
     } finally {
       client.close();
     }
+  }
+
+  /** The pending backfills (backdoor). */
+  function backfills(url: string): Promise<unknown[]> {
+    return withClient(url, async (client) => {
+      const { rows } = await client.execute('SELECT name, last_id FROM engram_backfills');
+      return rows.map((row) => ({ name: row.name, lastId: row.last_id }));
+    });
+  }
+
+  /**
+   * Opens a store on `url` (its upgrade and backfill run), checks that no backfill is left and
+   * every message is found, and returns what the backfill reported.
+   */
+  async function upgraded(url: string): Promise<unknown[]> {
+    const reports: unknown[] = [];
+    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
+    try {
+      await store.init();
+      expect(await backfills(url)).toEqual([]);
+      await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+    return reports;
   }
 
   it('backfills the keyword index of older messages, reporting progress per batch of 500', async () => {
@@ -199,19 +223,11 @@ describe('libsql: versioned migrations', () => {
     // The schema is upgraded and the first batch committed with its place.
     expect(await backfills(url)).toEqual([{ name: 'keyword index', lastId: 'm0500' }]);
 
-    const reports: unknown[] = [];
-    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
-    try {
-      await store.init();
-      expect(reports).toEqual([
-        { backfill: 'keyword index', done: 500, total: 701 },
-        { backfill: 'keyword index', done: 701, total: 701 },
-      ]);
-      expect(await backfills(url)).toEqual([]);
-      await expectEveryMessageFound(store);
-    } finally {
-      await store.close();
-    }
+    const reports = await upgraded(url);
+    expect(reports).toEqual([
+      { backfill: 'keyword index', done: 500, total: 701 },
+      { backfill: 'keyword index', done: 701, total: 701 },
+    ]);
 
     // Done: the next open does not backfill again.
     const again = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
@@ -228,71 +244,40 @@ describe('libsql: versioned migrations', () => {
     const url = await oldDatabase(resumable - 1);
     const reports: unknown[] = [];
     // Up to the version before the index is built again on a key of the messages' own (below).
-    const client = createClient({ url });
-    try {
-      await migrate(client, keyedVersion - 1, undefined, (progress) => reports.push(progress));
-    } finally {
-      client.close();
-    }
+    await withClient(url, (client) =>
+      migrate(client, keyedVersion - 1, undefined, (progress) => reports.push(progress)),
+    );
     expect(reports).toEqual([]);
     expect(await backfills(url)).toEqual([]);
-    const store = new LibSQLStore({ url });
-    try {
-      await expectEveryMessageFound(store);
-    } finally {
-      await store.close();
-    }
   });
 
   it('builds the keyword index again from the start when an older backfill was left pending', async () => {
     const url = await oldDatabase(keyedVersion - 1);
-    const raw = createClient({ url });
-    try {
-      // As a backfill of that version stopped after its first batch leaves it.
-      await raw.execute("INSERT INTO engram_backfills (name, last_id) VALUES ('keyword index', 'm0500')");
-    } finally {
-      raw.close();
-    }
-    const reports: unknown[] = [];
-    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
-    try {
-      await store.init();
-      expect(reports.at(-1)).toEqual({ backfill: 'keyword index', done: 1_201, total: 1_201 });
-      expect(await backfills(url)).toEqual([]);
-      await expectEveryMessageFound(store);
-    } finally {
-      await store.close();
-    }
+    // As a backfill of that version stopped after its first batch leaves it.
+    await withClient(url, (raw) =>
+      raw.execute("INSERT INTO engram_backfills (name, last_id) VALUES ('keyword index', 'm0500')"),
+    );
+    expect((await upgraded(url)).at(-1)).toEqual({ backfill: 'keyword index', done: 1_201, total: 1_201 });
   });
 
   it("builds the keyword index again on the messages' seq, repairing one keyed by rowids a logical copy renumbered", async () => {
     // Indexed by rowid, then renumbered as a restore from `sqlite3 .dump` may do (the index's own
     // rows keep their numbers): every hit names another message.
     const url = await oldDatabase(keyedVersion - 1);
-    const raw = createClient({ url });
-    try {
+    const found = await withClient(url, async (raw) => {
       await raw.execute('UPDATE engram_messages SET rowid = 100000 - rowid');
-      const { rows } = await raw.execute(
-        "SELECT m.id FROM engram_message_terms k JOIN engram_messages m ON m.rowid = k.rowid WHERE engram_message_terms MATCH 'quokka'",
-      );
-      expect(rows).toEqual([]);
-    } finally {
-      raw.close();
-    }
-    const reports: unknown[] = [];
-    const store = new LibSQLStore({ url, onBackfillProgress: (progress) => reports.push(progress) });
-    try {
-      await store.init();
-      expect(reports).toEqual([
-        { backfill: 'keyword index', done: 500, total: 1_201 },
-        { backfill: 'keyword index', done: 1_000, total: 1_201 },
-        { backfill: 'keyword index', done: 1_201, total: 1_201 },
-      ]);
-      expect(await backfills(url)).toEqual([]);
-      await expectEveryMessageFound(store);
-    } finally {
-      await store.close();
-    }
+      return (
+        await raw.execute(
+          "SELECT m.id FROM engram_message_terms k JOIN engram_messages m ON m.rowid = k.rowid WHERE engram_message_terms MATCH 'quokka'",
+        )
+      ).rows;
+    });
+    expect(found).toEqual([]);
+    expect(await upgraded(url)).toEqual([
+      { backfill: 'keyword index', done: 500, total: 1_201 },
+      { backfill: 'keyword index', done: 1_000, total: 1_201 },
+      { backfill: 'keyword index', done: 1_201, total: 1_201 },
+    ]);
   });
 
   it('upgrades the one-statement save of schema 5: it no longer sets updatedAt back', async () => {
