@@ -164,7 +164,8 @@ export const messagesByIds = (ids: string[], remove = false): Statement => ({
 /**
  * The `seq` of the first of the messages an `INSERT … SELECT … FROM json_each(…)` adds, the next
  * ones adding json_each's `key`: one above the highest stored (read once, through its index,
- * before the statement inserts). The keyword index's key (see `keywords.ts`); never updated.
+ * before the statement inserts). The keyword index's key (see `keywords.ts`); never updated. The
+ * highest comes back after its message is deleted, whose index rows went in the same write.
  */
 export const NEXT_SEQ = `(SELECT coalesce(max(seq), 0) + 1 FROM ${messages})`;
 
