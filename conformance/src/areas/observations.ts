@@ -4,7 +4,7 @@ import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../ass
 import { raceProcesses } from '../concurrency/harness.ts';
 import { observingMemory, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
-import { thread } from '../fixtures.ts';
+import { message, thread } from '../fixtures.ts';
 import { expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
@@ -276,6 +276,53 @@ export const observationsChecks = [
       );
       ctx.log(`20 random runs; ${observed} observations in their logs at the end`);
       expectTrue(observed > 0, 'the random runs observed messages');
+    },
+  ),
+
+  check(
+    `a message stored without its log update (its saver killed in between), dated inside the last activation, stays in the raw tail until it is observed${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      observationsOf(store);
+      const r = ctx.id('r');
+      const target = { threadId: `${r}-t`, resourceId: r };
+      const memory = observingMemory(store, 'thread', false);
+      await memory.createThread(target);
+      const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second));
+      const turn = async (first: number) => {
+        for (const second of [first, first + 10]) {
+          const id = `${r}-m${second}`;
+          const content = observedContent(id, 'word '.repeat(80));
+          await memory.saveMessages({
+            messages: [{ id, ...target, role: 'user', content, createdAt: at(second) }],
+          });
+        }
+        await memory.observations?.prepare(target);
+      };
+      // the store's write alone, without Memory's update of the log after it
+      const orphan = (id: string, second: number) =>
+        store.saveMessages([
+          message(id, { id: target.threadId, resourceId: r }, at(second), { content: observedContent(id) }),
+        ]);
+      const tail = async () => (await memory.observations?.inspect(target))?.tail.map((m) => m.id);
+      await turn(10);
+      expectEqual(await tail(), [], 'the raw tail after the first activation');
+      await orphan(`${r}-o15`, 15);
+      await expectObservedOrInTail(memory, target);
+      expectEqual(await tail(), [`${r}-o15`], 'the raw tail with a message the first activation missed');
+      await turn(30);
+      await expectObservedOrInTail(memory, target);
+      await orphan(`${r}-o35`, 35);
+      await expectObservedOrInTail(memory, target);
+      expectEqual(await tail(), [`${r}-o35`], 'the raw tail with a message the second activation missed');
+      await turn(50);
+      await expectObservedOrInTail(memory, target);
+      const snapshot = await memory.observations?.inspect(target);
+      const observed = snapshot ? observedIds(snapshot.state) : [];
+      expectTrue(
+        observed.includes(`${r}-o15`) && observed.includes(`${r}-o35`),
+        `both missed messages observed by a later turn (observed: ${observed.join(', ')})`,
+      );
     },
   ),
 

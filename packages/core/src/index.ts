@@ -139,6 +139,7 @@ export {
   type ObservationIssue,
   type ObservationTarget,
   type PreparedObservations,
+  readRawTail,
 } from './observations/engine.ts';
 export {
   type Boundary,

@@ -261,6 +261,36 @@ describe('observational memory: turns', () => {
     expect(reflector.doGenerateCalls.length).toBeGreaterThan(0);
   });
 
+  it('a message stored without its log update (its saver stopped in between), dated inside the last activation, stays in the raw tail until observed', async () => {
+    const { memory, observer } = setup();
+    await memory.createThread(T);
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
+    const save = (id: string, s: number, words: number) =>
+      memory.saveMessages({
+        messages: [{ ...T, id, role: 'user', content: `${id} ${'word '.repeat(words)}`, createdAt: at(s) }],
+      });
+    // the store's write alone: what a save leaves when its process is killed before its log update
+    const orphan = (id: string, s: number) =>
+      memory.storage.saveMessages([
+        { ...T, id, role: 'user', type: 'text', content: `${id} words`, createdAt: at(s) },
+      ]);
+    const tailIds = async () => (await memory.observations?.inspect(T))?.tail.map((m) => m.id);
+    await save('m1', 10, 60);
+    await save('m2', 20, 60);
+    await memory.observations?.prepare(T);
+    expect(await tailIds()).toEqual([]);
+    await orphan('o1', 15); // inside the first activation (m1..m2)
+    expect(await tailIds()).toEqual(['o1']);
+    await save('m3', 30, 60);
+    await save('m4', 40, 60);
+    await memory.observations?.prepare(T); // observes o1, m3, m4
+    expect(await tailIds()).toEqual([]);
+    await orphan('o2', 35); // inside the second activation (after m2, up to m4)
+    await orphan('o3', 16); // before it: a saver that stalled across two activations; not seen
+    expect(await tailIds()).toEqual(['o2']);
+    expect(observer.doGenerateCalls).toHaveLength(2);
+  });
+
   it('escapes stored text so it cannot close the block', async () => {
     const { memory } = setup({}, '- 12:00 🟢 User wrote </observations> and < / Observations > too');
     await memory.createThread(T);

@@ -1,14 +1,13 @@
 import {
   boundaryOf,
-  compareBoundaries,
   isObserved,
-  type LogState,
   type Memory,
   type Message,
   type ObservationRow,
   observationLogTokens,
   parseObservationLog,
   progressOf,
+  readRawTail,
   renderObservationBlock,
   type Thread,
   TokenCounter,
@@ -160,7 +159,7 @@ export async function readObservations(
   }
   const state = parseObservationLog(head.body);
   const progress = progressOf(state, thread.id);
-  const tail = await rawTail(memory, state, thread.id);
+  const tail = await readRawTail(memory.storage, state, thread.id);
   const buffered = new Set(
     state.chunks.filter((c) => c.threadId === thread.id).flatMap((c) => c.messages.map((m) => m.id)),
   );
@@ -192,26 +191,6 @@ export async function readObservations(
     },
     tail,
   };
-}
-
-/**
- * The thread's messages no activated observation covers, oldest first — read as the engine
- * reads them: the messages from the cursor's date on, and the late ones by id.
- */
-async function rawTail(memory: Memory, state: LogState, threadId: string): Promise<Message[]> {
-  const storage = memory.storage;
-  const progress = progressOf(state, threadId);
-  const listed = await storage.listMessages({
-    threadId,
-    perPage: false,
-    ...(progress.cursor ? { dateRange: { start: new Date(progress.cursor.at) } } : {}),
-  });
-  const late = progress.late.length ? await storage.listMessagesById({ ids: progress.late }) : [];
-  const byId = new Map<string, Message>();
-  for (const m of [...late, ...listed.messages]) {
-    if (m.threadId === threadId && !isObserved(progress, boundaryOf(m))) byId.set(m.id, m);
-  }
-  return [...byId.values()].sort((a, b) => compareBoundaries(boundaryOf(a), boundaryOf(b)));
 }
 
 function generationView(row: ObservationRow): ObservationGenerationView {

@@ -21,6 +21,7 @@ import {
   progressOf,
   reflect,
   serialize,
+  tailStart,
 } from './log.ts';
 import { generate } from './model.ts';
 import type { ResolvedObservationalMemory } from './options.ts';
@@ -215,18 +216,7 @@ export class ObservationalMemory {
   private async read(key: string, threadId: string): Promise<View> {
     const row = await this.log.head(key);
     const state = parse(row?.body);
-    const progress = progressOf(state, threadId);
-    const listed = await this.host.storage.listMessages({
-      threadId,
-      perPage: false,
-      ...(progress.cursor ? { dateRange: { start: new Date(progress.cursor.at) } } : {}),
-    });
-    const late = progress.late.length ? await this.host.storage.listMessagesById({ ids: progress.late }) : [];
-    const byId = new Map<string, Message>();
-    for (const m of [...late, ...listed.messages]) {
-      if (m.threadId === threadId && !isObserved(progress, boundaryOf(m))) byId.set(m.id, m);
-    }
-    const tail = [...byId.values()].sort((a, b) => compareBoundaries(boundaryOf(a), boundaryOf(b)));
+    const tail = await readRawTail(this.host.storage, state, threadId);
     return { row, state, tail, tailTokens: this.tokens.messages(tail) };
   }
 
@@ -434,6 +424,30 @@ export class ObservationalMemory {
     }
     return kept;
   }
+}
+
+/**
+ * A thread's messages no activated observation of `state` covers, oldest first: those listed from
+ * `tailStart` on that are not observed, and the late ones, read by id.
+ */
+export async function readRawTail(
+  storage: MemoryStorage,
+  state: LogState,
+  threadId: string,
+): Promise<Message[]> {
+  const progress = progressOf(state, threadId);
+  const start = tailStart(progress);
+  const listed = await storage.listMessages({
+    threadId,
+    perPage: false,
+    ...(start ? { dateRange: { start } } : {}),
+  });
+  const late = progress.late.length ? await storage.listMessagesById({ ids: progress.late }) : [];
+  const byId = new Map<string, Message>();
+  for (const m of [...late, ...listed.messages]) {
+    if (m.threadId === threadId && !isObserved(progress, boundaryOf(m))) byId.set(m.id, m);
+  }
+  return [...byId.values()].sort((a, b) => compareBoundaries(boundaryOf(a), boundaryOf(b)));
 }
 
 interface View {

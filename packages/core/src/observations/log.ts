@@ -10,7 +10,10 @@ import type { Message } from '../storage/records.ts';
  * Which messages of a thread are observed: those at or before the thread's `cursor` (in the
  * order of listings, `(createdAt, id)`), except the `late` ones — messages that were saved
  * with an older date after the cursor had passed it, or that an activation passed without
- * observing. Every other message of the thread is in the raw tail.
+ * observing — and except, between the cursor before the last activation (`prior`) and the
+ * cursor, the ones that activation did not observe (not in `recent`): a message whose save
+ * committed after the activation looked, and whose saver stopped before it could mark it late.
+ * Every other message of the thread is in the raw tail.
  */
 
 /** A message's place in the order of listings. */
@@ -61,6 +64,12 @@ export interface ThreadProgress {
   late: string[];
   /** The ids observed most recently (at most `RECENT`), to tell an edit from a late message. */
   recent: string[];
+  /**
+   * The cursor before the last activation (`null`: that activation was the first). Every message
+   * the last activation observed is in `recent`, so one after `prior` that is not was missed.
+   * Absent when the last activation observed more than `RECENT` messages.
+   */
+  prior?: Boundary | null;
 }
 
 export interface LogState {
@@ -97,9 +106,19 @@ export function progressOf(state: LogState, threadId: string): ThreadProgress {
 
 /** Whether the message is covered by an activated observation. */
 export function isObserved(progress: ThreadProgress, m: Boundary): boolean {
-  return (
-    progress.cursor !== null && compareBoundaries(m, progress.cursor) <= 0 && !progress.late.includes(m.id)
-  );
+  const { cursor, prior } = progress;
+  if (cursor === null || compareBoundaries(m, cursor) > 0 || progress.late.includes(m.id)) return false;
+  const missed = prior !== undefined && (prior === null || compareBoundaries(m, prior) > 0);
+  return !missed || progress.recent.includes(m.id);
+}
+
+/**
+ * The date from which a thread's unobserved messages are listed (with the late ones, read by
+ * id): the cursor before the last activation, so that messages it missed are seen.
+ */
+export function tailStart(progress: ThreadProgress): Date | undefined {
+  const from = progress.prior === undefined ? progress.cursor : progress.prior;
+  return from ? new Date(from.at) : undefined;
 }
 
 /** Tokens of the activated observations. */
@@ -154,6 +173,7 @@ export function activate(
     cursor,
     late: [...late],
     recent: [...progress.recent.filter((id) => !covered.has(id)), ...covered].slice(-RECENT),
+    ...(covered.size <= RECENT ? { prior: progress.cursor } : {}),
   });
   return {
     ...state,
