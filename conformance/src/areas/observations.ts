@@ -203,7 +203,7 @@ export const observationsChecks = [
   ),
 
   check(
-    `random turns never lose a message from the agent's view (property test, both scopes)${NEEDS_OBSERVATIONS}`,
+    `random turns never lose a message from the agent's view, also one stored without its log update (property test, both scopes)${NEEDS_OBSERVATIONS}`,
     async (ctx) => {
       const store = await ctx.store();
       observationsOf(store);
@@ -220,6 +220,14 @@ export const observationsChecks = [
           weight: 2,
           arbitrary: fc.record({
             kind: fc.constant('late' as const),
+            words: fc.integer({ min: 1, max: 40 }),
+            thread: fc.nat(1),
+          }),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.record({
+            kind: fc.constant('orphan' as const),
             words: fc.integer({ min: 1, max: 40 }),
             thread: fc.nat(1),
           }),
@@ -251,11 +259,23 @@ export const observationsChecks = [
                       ...target,
                       role: n % 2 ? 'user' : 'assistant',
                       content: observedContent(id, 'word '.repeat(o.words)),
-                      // a late message is dated before everything saved so far
-                      ...(o.kind === 'late' ? { createdAt: new Date(Date.UTC(2000, 0, 1, 0, 0, n)) } : {}),
+                      // a second apart; a late message is dated before everything saved so far
+                      createdAt: new Date(Date.UTC(o.kind === 'late' ? 2000 : 2026, 0, 1, 0, 0, n)),
                     },
                   ],
                 });
+              } else if (o.kind === 'orphan') {
+                // the store's write alone (its saver killed before Memory updated the log), dated
+                // just before the thread's cursor: inside the last activation
+                const cursor = (await memory.observations?.inspect(target))?.state.threads.get(
+                  target.threadId,
+                )?.cursor;
+                const id = `${target.threadId}-m${n++}`;
+                const at = new Date(cursor ? cursor.at - 1 : Date.UTC(2026, 0, 1, 0, 0, n));
+                const content = observedContent(id, 'word '.repeat(o.words));
+                await store.saveMessages([
+                  message(id, { id: target.threadId, resourceId: r }, at, { content }),
+                ]);
               } else if (o.kind === 'turn') {
                 await memory.observations?.prepare(target);
               } else {

@@ -289,6 +289,11 @@ describe('observational memory: turns', () => {
     await orphan('o3', 16); // before it: a saver that stalled across two activations; not seen
     expect(await tailIds()).toEqual(['o2']);
     expect(observer.doGenerateCalls).toHaveLength(2);
+    await save('late', 1, 150); // dated before everything: late; its turn observes o2 and it
+    await memory.observations?.prepare(T); // without moving the cursor
+    expect(await tailIds()).toEqual([]);
+    await orphan('o4', 36); // still inside the second activation's range
+    expect(await tailIds()).toEqual(['o4']);
   });
 
   it('escapes stored text so it cannot close the block', async () => {

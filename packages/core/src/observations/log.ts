@@ -65,9 +65,9 @@ export interface ThreadProgress {
   /** The ids observed most recently (at most `RECENT`), to tell an edit from a late message. */
   recent: string[];
   /**
-   * The cursor before the last activation (`null`: that activation was the first). Every message
-   * the last activation observed is in `recent`, so one after `prior` that is not was missed.
-   * Absent when the last activation observed more than `RECENT` messages.
+   * The cursor before the last activation that moved it (`null`: that was the first). Every
+   * message observed since is in `recent`, so one after `prior` that is not was missed. Absent
+   * when more than `RECENT` messages were observed since.
    */
   prior?: Boundary | null;
 }
@@ -168,12 +168,13 @@ export function activate(
       late.add(m.id);
   }
   const last = chunks.at(-1) as Chunk;
+  const recent = [...progress.recent.filter((id) => !covered.has(id)), ...covered];
   const threads = new Map(state.threads);
   threads.set(threadId, {
     cursor,
     late: [...late],
-    recent: [...progress.recent.filter((id) => !covered.has(id)), ...covered].slice(-RECENT),
-    ...(covered.size <= RECENT ? { prior: progress.cursor } : {}),
+    recent: recent.slice(-RECENT),
+    ...priorAfter(progress, cursor, covered.size, recent.length),
   });
   return {
     ...state,
@@ -186,6 +187,23 @@ export function activate(
     currentTask: last.currentTask ?? state.currentTask,
     suggestedResponse: last.suggestedResponse ?? state.suggestedResponse,
   };
+}
+
+/**
+ * `prior` after an activation: the cursor before it when it moved the cursor, else (it observed
+ * only late messages) the prior before it, as long as `recent` still holds every id observed
+ * since; absent when it does not.
+ */
+function priorAfter(
+  progress: ThreadProgress,
+  cursor: Boundary | null,
+  covered: number,
+  remembered: number,
+): Pick<ThreadProgress, 'prior'> {
+  const moved =
+    progress.cursor === null || (cursor !== null && compareBoundaries(cursor, progress.cursor) > 0);
+  if (moved) return covered <= RECENT ? { prior: progress.cursor } : {};
+  return remembered <= RECENT && progress.prior !== undefined ? { prior: progress.prior } : {};
 }
 
 /**
