@@ -10,9 +10,9 @@ import type { Message } from '../storage/records.ts';
  * Which messages of a thread are observed: those at or before the thread's `cursor` (in the
  * order of listings, `(createdAt, id)`), except the `late` ones — messages that were saved
  * with an older date after the cursor had passed it, or that an activation passed without
- * observing — and except, between the cursor before the last activation (`prior`) and the
- * cursor, the ones that activation did not observe (not in `recent`): a message whose save
- * committed after the activation looked, and whose saver stopped before it could mark it late.
+ * observing — and except, between `prior` (where the cursor was before it last moved) and the
+ * cursor, the ones not observed since (not in `recent`): a message whose save committed after an
+ * activation looked and that no process marked late (its saver, or the activator, was killed).
  * Every other message of the thread is in the raw tail.
  */
 
@@ -114,7 +114,7 @@ export function isObserved(progress: ThreadProgress, m: Boundary): boolean {
 
 /**
  * The date from which a thread's unobserved messages are listed (with the late ones, read by
- * id): the cursor before the last activation, so that messages it missed are seen.
+ * id): `prior` when there is one, so that messages missed since the cursor last moved are seen.
  */
 export function tailStart(progress: ThreadProgress): Date | undefined {
   const from = progress.prior === undefined ? progress.cursor : progress.prior;
