@@ -330,6 +330,8 @@ describe('the suite catches further defects', RACES, () => {
     );
     expect(failures(results)).toEqual([
       'ids that are prefixes of each other (r1/r10) do not see each other',
+      // It drops every key but threadId, so a misspelt resourceID goes unnoticed too.
+      expect.stringMatching(/^a misspelt scoping key \(resourceID, threadID\) is refused/),
       expect.stringMatching(/^every call given both ids treats a thread of another resource as absent/),
     ]);
     expect(message(result(results, 'every call given both ids'))).toContain(

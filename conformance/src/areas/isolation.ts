@@ -307,6 +307,60 @@ export const isolationChecks = [
     },
   ),
 
+  check(
+    'a misspelt scoping key (resourceID, threadID) is refused (INVALID_ARGUMENT), never ignored into a wider read',
+    async (ctx) => {
+      const store = await ctx.store();
+      const { alice, bob, before, snapshot } = await twoTenants(store, ctx.id);
+      // Ignored, each of these would read past its filter: every resource's threads, Bob's thread
+      // and messages through an unchecked owner, or every thread of a resource.
+      const calls: [string, () => Promise<unknown>][] = [
+        ['listThreads({ resourceID })', () => store.listThreads({ resourceID: alice.resourceId } as never)],
+        [
+          'getThreadById({ threadId, resourceID })',
+          () => store.getThreadById({ threadId: bob.id, resourceID: alice.resourceId } as never),
+        ],
+        [
+          'listMessages({ threadId, resourceID })',
+          () => store.listMessages({ threadId: bob.id, resourceID: alice.resourceId } as never),
+        ],
+        [
+          'listMessages({ include: [{ id, withPreviousMessage }] })',
+          () =>
+            store.listMessages({
+              threadId: alice.id,
+              include: [{ id: ctx.id('m-alice'), withPreviousMessage: 5 }],
+            } as never),
+        ],
+        ['deleteThread({ threadID })', () => store.deleteThread({ threadID: bob.id } as never)],
+        [
+          'updateResource({ resourceId, workingMemory, metaData })',
+          () => store.updateResource({ resourceId: bob.resourceId, metaData: { x: 1 } } as never),
+        ],
+      ];
+      if (store.keywords) {
+        const keywords = store.keywords;
+        calls.push([
+          'keywords.search({ …, threadID })',
+          () =>
+            keywords.search({
+              query: 'from',
+              topK: 5,
+              resourceId: alice.resourceId,
+              threadID: alice.id,
+            } as never),
+        ]);
+      }
+      for (const [what, call] of calls) await expectRejects(call, ['INVALID_ARGUMENT'], what);
+      expectEqual(await snapshot(), before, 'both threads and their messages after the refused calls');
+      expectEqual(
+        await store.getResourceById({ resourceId: bob.resourceId }),
+        null,
+        'no resource row written by the refused updateResource',
+      );
+    },
+  ),
+
   check('thread-scoped working memory and messages stay in their thread', async (ctx) => {
     const store = await ctx.store();
     const r = ctx.id('r');

@@ -250,7 +250,8 @@ export const recallChecks = [
         ]) {
           const what = JSON.stringify({ ...args, resourceId: args.resourceId === r ? 'r' : 'another' });
           const got = await windowed({ space: SPACE, vector, ...args });
-          const hits = await vectors.searchVectors({ space: SPACE, vector, ...args });
+          const { before: _before, after: _after, ...search } = args;
+          const hits = await vectors.searchVectors({ space: SPACE, vector, ...search });
           expectEqual(got.hits, hits, `${what}: hits as searchVectors returns them`);
           const listed = await listedWindows(store, hits, args);
           expectEqual(got.windows, listed, `${what}: windows as listMessages reads them`);

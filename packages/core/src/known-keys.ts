@@ -35,15 +35,28 @@ export function closestKey(key: string, known: readonly string[]): string | unde
  * (prefixed with `path`, e.g. `options.workingMemory.`), the closest known key when one is a
  * likely typo, and every known key. A misspelt option is never silently ignored.
  */
-export function assertKnownKeys(object: object, known: readonly string[], path: string): void {
+export function assertKnownKeys(
+  object: object,
+  known: readonly string[],
+  path: string,
+  what = 'option',
+): void {
   for (const key of Object.keys(object)) {
     if (known.includes(key)) continue;
     const suggestion = closestKey(key, known);
     const hint = suggestion === undefined ? '' : `; did you mean ${path}${suggestion}?`;
     throw new MemoryError(
       'INVALID_ARGUMENT',
-      `unknown option ${path}${key}${hint} (known: ${known.join(', ')})`,
+      `unknown ${what} ${path}${key}${hint} (known: ${known.join(', ')})`,
       { details: { key: `${path}${key}`, suggestion: suggestion && `${path}${suggestion}` } },
     );
   }
+}
+
+/**
+ * The keys of an arguments type `T`, from an object naming each with `true`: a key of `T` left
+ * out, or one `T` does not have, does not compile, so the list cannot drift from the type.
+ */
+export function keysOf<T>(keys: { [K in keyof T]-?: true }): readonly string[] {
+  return Object.keys(keys);
 }

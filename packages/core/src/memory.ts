@@ -1,7 +1,7 @@
 import { type PreparedTurn, recordOfRow, type TurnRecord, turnRecord, turnRow } from './agent/turn-record.ts';
 import { ConfigRecorder, configRecord } from './configuration.ts';
 import { MemoryError } from './errors.ts';
-import { assertKnownKeys } from './known-keys.ts';
+import { assertKnownKeys, keysOf } from './known-keys.ts';
 import { type CloneThreadArgs, type CloneThreadResult, cloneThread } from './lifecycle/clone.ts';
 import { exportResource } from './lifecycle/export.ts';
 import { exportStore } from './lifecycle/export-store.ts';
@@ -125,6 +125,64 @@ export interface HistoryArgs {
   resourceId?: string;
   last?: number | false;
 }
+
+/** The arguments object of the `Memory` method `M`. */
+type ArgsOf<M extends keyof Memory> = Memory[M] extends (args: infer A, ...rest: never[]) => unknown
+  ? A
+  : never;
+
+/** The keys every working-memory call takes. */
+const TARGET = { threadId: true, resourceId: true, readOnly: true } as const;
+
+/**
+ * The keys each `Memory` call takes in its arguments object: any other is `INVALID_ARGUMENT`, so
+ * a misspelt `resourceId` never turns an owned read into an unchecked one. (The messages of
+ * `saveMessages` are records, not arguments: fields other than a message's are left out.)
+ */
+const ARGS = {
+  createThread: keysOf<ArgsOf<'createThread'>>({
+    resourceId: true,
+    threadId: true,
+    title: true,
+    metadata: true,
+    readOnly: true,
+  }),
+  getThreadById: keysOf<ArgsOf<'getThreadById'>>({ threadId: true, resourceId: true }),
+  updateThread: keysOf<ArgsOf<'updateThread'>>({ id: true, title: true, metadata: true, readOnly: true }),
+  resource: keysOf<ArgsOf<'deleteResource'>>({ resourceId: true }),
+  importRecords: keysOf<ImportOptions>({ onConflict: true, resourceId: true }),
+  cloneThread: keysOf<ArgsOf<'cloneThread'>>({
+    threadId: true,
+    resourceId: true,
+    newThreadId: true,
+    upToMessageId: true,
+    title: true,
+    metadata: true,
+    readOnly: true,
+  }),
+  generateTitle: keysOf<ArgsOf<'generateTitle'>>({ threadId: true, resourceId: true, model: true }),
+  saveMessages: keysOf<ArgsOf<'saveMessages'>>({ messages: true }),
+  // Without a query: the history (a `query` key is named, so that a misspelt one is suggested).
+  recall: [...keysOf<HistoryArgs>({ threadId: true, resourceId: true, last: true }), 'query'],
+  semanticRecall: keysOf<SemanticRecallArgs>({
+    threadId: true,
+    resourceId: true,
+    query: true,
+    topK: true,
+    scope: true,
+    messageRange: true,
+    last: true,
+    signal: true,
+  }),
+  reindex: keysOf<NonNullable<ArgsOf<'reindex'>>>({ resourceId: true, onProgress: true, signal: true }),
+  listTurns: keysOf<ArgsOf<'listTurns'>>({ threadId: true, resourceId: true, limit: true, before: true }),
+  getTurn: keysOf<ArgsOf<'getTurn'>>({ turnId: true, resourceId: true }),
+  getWorkingMemory: keysOf<ArgsOf<'getWorkingMemory'>>({ threadId: true, resourceId: true }),
+  updateWorkingMemory: keysOf<ArgsOf<'updateWorkingMemory'>>({ ...TARGET, workingMemory: true }),
+  mergeWorkingMemory: keysOf<ArgsOf<'mergeWorkingMemory'>>({ ...TARGET, workingMemory: true }),
+  applyWorkingMemoryPatch: keysOf<ArgsOf<'applyWorkingMemoryPatch'>>({ ...TARGET, patch: true }),
+  editWorkingMemory: keysOf<ArgsOf<'editWorkingMemory'>>({ ...TARGET, edit: true }),
+};
 
 let lastStamp = 0;
 
@@ -286,7 +344,7 @@ export class Memory {
   async createThread(
     args: { resourceId: string; threadId?: string; title?: string; metadata?: JsonObject } & WriteControl,
   ): Promise<Thread> {
-    assertArgs(args, 'createThread');
+    assertArgs(args, 'createThread', ARGS.createThread);
     assertId(args.resourceId, 'resourceId');
     assertOptionalId(args.threadId, 'threadId');
     if (args.title !== undefined && typeof args.title !== 'string') {
@@ -311,7 +369,7 @@ export class Memory {
 
   /** The thread, or `null` when absent or (with `resourceId`) owned by another resource. */
   async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
-    assertArgs(args, 'getThreadById');
+    assertArgs(args, 'getThreadById', ARGS.getThreadById);
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
     return this.storage.getThreadById(args);
@@ -325,7 +383,7 @@ export class Memory {
   async updateThread(
     args: { id: string; title?: string; metadata?: JsonObject } & WriteControl,
   ): Promise<Thread> {
-    assertArgs(args, 'updateThread');
+    assertArgs(args, 'updateThread', ARGS.updateThread);
     assertId(args.id, 'id');
     if (isPlainObject(args.metadata) && Object.hasOwn(args.metadata, 'workingMemory')) {
       this.assertWritable(args.readOnly, 'updateThread');
@@ -350,7 +408,7 @@ export class Memory {
    * `UNSUPPORTED` on a storage without `deleteResource`.
    */
   async deleteResource(args: { resourceId: string }): Promise<ResourceDeletion> {
-    if (!isPlainObject(args)) throw invalid(`deleteResource expects { resourceId }, got ${describe(args)}`);
+    assertArgs(args, 'deleteResource', ARGS.resource);
     assertId(args.resourceId, 'resourceId');
     if (!this.storage.deleteResource) {
       throw new MemoryError('UNSUPPORTED', `${this.storage.name}: the storage has no deleteResource`, {
@@ -369,7 +427,7 @@ export class Memory {
    * (`vectors.readVectors`: libSQL, PostgreSQL, MongoDB, Upstash and the in-memory store).
    */
   exportResource(args: { resourceId: string }): AsyncIterable<MemoryRecord> {
-    if (!isPlainObject(args)) throw invalid(`exportResource expects { resourceId }, got ${describe(args)}`);
+    assertArgs(args, 'exportResource', ARGS.resource);
     assertId(args.resourceId, 'resourceId');
     return exportResource(this.storage, args.resourceId);
   }
@@ -401,6 +459,7 @@ export class Memory {
   ): Promise<ImportCounts> {
     if (!isPlainObject(options))
       throw invalid(`importRecords options must be an object, got ${describe(options)}`);
+    assertKnownKeys(options, ARGS.importRecords, 'options.');
     assertOptionalId(options.resourceId, 'resourceId');
     const counts = await importRecords(this.storage, records, options);
     if (!this.engine?.embeds || !this.storage.vectors) return counts;
@@ -425,7 +484,7 @@ export class Memory {
    * effort) and the error is thrown. Returns the new thread and the ids of the copies.
    */
   async cloneThread(args: CloneThreadArgs & WriteControl): Promise<CloneThreadResult> {
-    assertArgs(args, 'cloneThread');
+    assertArgs(args, 'cloneThread', ARGS.cloneThread);
     const { readOnly, ...rest } = args;
     if (isPlainObject(rest.metadata) && Object.hasOwn(rest.metadata, 'workingMemory')) {
       this.assertWritable(readOnly, 'cloneThread');
@@ -451,7 +510,7 @@ export class Memory {
     resourceId?: string;
     model?: LanguageModelLike;
   }): Promise<GeneratedTitle> {
-    assertArgs(args, 'generateTitle');
+    assertArgs(args, 'generateTitle', ARGS.generateTitle);
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
     if (args.model !== undefined) assertLanguageModel(args.model, 'model');
@@ -481,7 +540,7 @@ export class Memory {
    * batch order (also increasing across calls in this process).
    */
   async saveMessages(args: { messages: MessageInput[] }): Promise<Message[]> {
-    assertArgs(args, 'saveMessages');
+    assertArgs(args, 'saveMessages', ARGS.saveMessages);
     if (!Array.isArray(args.messages)) {
       throw invalid(`messages must be an array, got ${describe(args.messages)}`);
     }
@@ -560,12 +619,19 @@ export class Memory {
   recall(args: HistoryArgs | SemanticRecallArgs): Promise<Message[] | RecallResult> {
     if (isPlainObject(args) && args.query !== undefined)
       return this.semanticRecall(args as SemanticRecallArgs);
+    if (isPlainObject(args) && Object.hasOwn(args, 'query')) {
+      // `query: undefined` (say, no user text yet) asks for the history, as no query does; the
+      // keys only a search takes (`topK`, `scope`, …) have nothing to do then.
+      assertArgs(args, 'recall', ARGS.semanticRecall);
+      const { threadId, resourceId, last } = args as SemanticRecallArgs;
+      return this.history({ threadId, resourceId, last });
+    }
     return this.history(args as HistoryArgs);
   }
 
   /** Semantic recall; see `recall` with a `query`. */
   async semanticRecall(args: SemanticRecallArgs): Promise<RecallResult> {
-    assertArgs(args, 'recall');
+    assertArgs(args, 'recall', ARGS.semanticRecall);
     const engine = this.requireEngine('recall');
     assertId(args.threadId, 'threadId');
     assertId(args.resourceId, 'resourceId');
@@ -614,7 +680,7 @@ export class Memory {
       signal?: AbortSignal;
     } = {},
   ): Promise<ReindexProgress> {
-    assertArgs(args, 'reindex');
+    assertArgs(args, 'reindex', ARGS.reindex);
     const engine = this.requireEngine('reindex');
     if (!engine.embeds) {
       throw new MemoryError(
@@ -645,7 +711,7 @@ export class Memory {
   }
 
   private async history(args: HistoryArgs): Promise<Message[]> {
-    assertArgs(args, 'recall');
+    assertArgs(args, 'recall', ARGS.recall);
     const last = args.last ?? this.options.lastMessages;
     if (last !== false && (typeof last !== 'number' || !Number.isInteger(last) || last < 0)) {
       throw invalid(`last must be a non-negative integer or false, got ${describe(last)}`);
@@ -710,7 +776,7 @@ export class Memory {
     limit?: number;
     before?: Pick<TurnRecord, 'id' | 'createdAt'>;
   }): Promise<TurnRecord[]> {
-    assertArgs(args, 'listTurns');
+    assertArgs(args, 'listTurns', ARGS.listTurns);
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
     const turns = this.turnStore('listTurns');
@@ -724,7 +790,7 @@ export class Memory {
 
   /** One turn record by its id (its first message's), or `null`; with `resourceId`, only that resource's. */
   async getTurn(args: { turnId: string; resourceId?: string }): Promise<TurnRecord | null> {
-    assertArgs(args, 'getTurn');
+    assertArgs(args, 'getTurn', ARGS.getTurn);
     assertId(args.turnId, 'turnId');
     assertOptionalId(args.resourceId, 'resourceId');
     const row = await this.turnStore('getTurn').get(args.turnId);
@@ -747,6 +813,7 @@ export class Memory {
   /** The stored working memory of the configured scope, or `null` when none was written. */
   async getWorkingMemory(args: WorkingMemoryTarget): Promise<string | null> {
     this.assertEnabled('getWorkingMemory');
+    assertArgs(args, 'getWorkingMemory', ARGS.getWorkingMemory);
     return this.workingMemory.get(args, 'getWorkingMemory');
   }
 
@@ -761,7 +828,7 @@ export class Memory {
   ): Promise<void> {
     this.assertEnabled('updateWorkingMemory');
     this.assertWritable(args?.readOnly, 'updateWorkingMemory');
-    assertArgs(args, 'updateWorkingMemory');
+    assertArgs(args, 'updateWorkingMemory', ARGS.updateWorkingMemory);
     const value = args.workingMemory;
     if (typeof value !== 'string') throw invalid(`workingMemory must be a string, got ${describe(value)}`);
     if (this.schema) await this.assertDocument(value, 'updateWorkingMemory: workingMemory');
@@ -787,7 +854,7 @@ export class Memory {
         `mergeWorkingMemory needs a storage with atomic working-memory updates; ${JSON.stringify(this.storage.name)} does not declare capabilities.atomicWorkingMemory (check memory.supportsAtomicWorkingMemoryMerge() first, or use applyWorkingMemoryPatch, which serialises writers within this process only)`,
       );
     }
-    assertArgs(args, 'mergeWorkingMemory');
+    assertArgs(args, 'mergeWorkingMemory', ARGS.mergeWorkingMemory);
     return this.recorded(
       await this.workingMemory.merge(args, args.workingMemory, schema, 'mergeWorkingMemory'),
     );
@@ -804,7 +871,7 @@ export class Memory {
     this.assertEnabled('applyWorkingMemoryPatch');
     this.assertWritable(args?.readOnly, 'applyWorkingMemoryPatch');
     const schema = this.requireSchema('applyWorkingMemoryPatch');
-    assertArgs(args, 'applyWorkingMemoryPatch');
+    assertArgs(args, 'applyWorkingMemoryPatch', ARGS.applyWorkingMemoryPatch);
     return this.recorded(await this.workingMemory.merge(args, args.patch, schema, 'applyWorkingMemoryPatch'));
   }
 
@@ -819,7 +886,7 @@ export class Memory {
   ): Promise<string | null> {
     this.assertEnabled('editWorkingMemory');
     this.assertWritable(args?.readOnly, 'editWorkingMemory');
-    assertArgs(args, 'editWorkingMemory');
+    assertArgs(args, 'editWorkingMemory', ARGS.editWorkingMemory);
     if (typeof args.edit !== 'function') throw invalid('edit must be a function');
     return this.recorded(await this.workingMemory.edit(args, args.edit, 'editWorkingMemory'));
   }

@@ -1,5 +1,15 @@
 import { MemoryError } from '../errors.ts';
-import type { DateRange, MessagePatch } from './contract.ts';
+import { assertKnownKeys, keysOf } from '../known-keys.ts';
+import type {
+  AtomicWorkingMemoryUpdate,
+  DateRange,
+  IncludeWindow,
+  ListMessagesArgs,
+  ListThreadsArgs,
+  MessagePatch,
+  UpdateResourceArgs,
+  UpdateThreadArgs,
+} from './contract.ts';
 import type { Direction, JsonObject, Message, Thread } from './records.ts';
 import {
   assertCount,
@@ -27,8 +37,50 @@ export function invalid(message: string): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message);
 }
 
-export function assertArgs(args: unknown, operation: string): void {
+/** The keys each `MemoryStorage` call takes in its arguments object (see `assertArgs`). */
+export const STORAGE_ARGS = {
+  getThreadById: keysOf<{ threadId: string; resourceId?: string }>({ threadId: true, resourceId: true }),
+  updateThread: keysOf<UpdateThreadArgs>({ id: true, title: true, metadata: true }),
+  deleteThread: keysOf<{ threadId: string }>({ threadId: true }),
+  listThreads: keysOf<ListThreadsArgs>({
+    resourceId: true,
+    metadata: true,
+    page: true,
+    perPage: true,
+    orderBy: true,
+    direction: true,
+  }),
+  listMessages: keysOf<ListMessagesArgs>({
+    threadId: true,
+    resourceId: true,
+    page: true,
+    perPage: true,
+    direction: true,
+    dateRange: true,
+    include: true,
+  }),
+  include: keysOf<IncludeWindow>({ id: true, withPreviousMessages: true, withNextMessages: true }),
+  dateRange: keysOf<DateRange>({ start: true, end: true, startExclusive: true, endExclusive: true }),
+  listMessagesById: keysOf<{ ids: string[] }>({ ids: true }),
+  resource: keysOf<{ resourceId: string }>({ resourceId: true }),
+  updateResource: keysOf<UpdateResourceArgs>({ resourceId: true, workingMemory: true, metadata: true }),
+  listResourceIds: keysOf<{ after?: string; limit?: number }>({ after: true, limit: true }),
+  updateWorkingMemoryAtomically: keysOf<AtomicWorkingMemoryUpdate>({
+    scope: true,
+    resourceId: true,
+    threadId: true,
+    update: true,
+  }),
+};
+
+/**
+ * Throws `INVALID_ARGUMENT` unless `args` is a plain object and, with `known` (see `keysOf`), has
+ * no other keys: a misspelt key (`resourceID`) is refused, naming the closest known one, rather
+ * than ignored (an ignored `resourceId` filter would widen a read to every resource).
+ */
+export function assertArgs(args: unknown, operation: string, known?: readonly string[]): void {
   if (!isPlainObject(args)) throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
+  if (known) assertKnownKeys(args, known, '', `${operation} argument`);
 }
 
 /**
@@ -61,7 +113,7 @@ export function assertDirection(direction: unknown, fallback: Direction): Direct
 }
 
 export function assertDateRange(range: unknown): asserts range is DateRange {
-  assertArgs(range, 'dateRange');
+  assertArgs(range, 'dateRange', STORAGE_ARGS.dateRange);
   const { start, end } = range as DateRange;
   if (start !== undefined) assertDate(start, 'dateRange.start');
   if (end !== undefined) assertDate(end, 'dateRange.end');

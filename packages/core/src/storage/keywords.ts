@@ -1,9 +1,11 @@
 import { MemoryError } from '../errors.ts';
+import { keysOf } from '../known-keys.ts';
 import type { KeywordAnalyzer } from '../recall/analyzer.ts';
 import { messageText } from '../recall/text.ts';
+import { assertArgs } from './arguments.ts';
 import type { DomainHooks, DomainRunner } from './domains.ts';
 import type { Message } from './records.ts';
-import { assertId, assertIds, describe, isPlainObject } from './validate.ts';
+import { assertId, assertIds, describe } from './validate.ts';
 import { MAX_TOP_K } from './vector-store.ts';
 import { compareHits } from './vectors.ts';
 
@@ -49,6 +51,14 @@ export interface KeywordSearch {
   /** Messages never to return. */
   excludeIds?: string[];
 }
+
+const SEARCH_KEYS = keysOf<KeywordSearch>({
+  query: true,
+  topK: true,
+  resourceId: true,
+  threadId: true,
+  excludeIds: true,
+});
 
 /** What a driver's `search` receives: the distinct query terms instead of the text. */
 export interface KeywordQuery {
@@ -214,7 +224,7 @@ export class ValidatedKeywords implements KeywordStore {
   }
 
   async search(args: KeywordSearch): Promise<KeywordHit[]> {
-    if (!isPlainObject(args)) throw invalid(`search expects an arguments object, got ${describe(args)}`);
+    assertArgs(args, 'search', SEARCH_KEYS);
     if (typeof args.query !== 'string') throw invalid(`query must be a string, got ${describe(args.query)}`);
     if (!Number.isInteger(args.topK) || args.topK < 1 || args.topK > MAX_TOP_K) {
       throw invalid(`topK must be an integer from 1 to ${MAX_TOP_K}, got ${describe(args.topK)}`);

@@ -9,6 +9,7 @@ import {
   assertThread,
   invalid,
   isStorableMessage,
+  STORAGE_ARGS,
 } from './arguments.ts';
 import type {
   AtomicWorkingMemoryUpdate,
@@ -91,7 +92,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     const list = driver.resources.list?.bind(driver.resources);
     if (list) {
       this.listResourceIds = (args = {}) => {
-        assertArgs(args, 'listResourceIds');
+        assertArgs(args, 'listResourceIds', STORAGE_ARGS.listResourceIds);
         const { after, limit = 1_000 } = args;
         if (after !== undefined) assertId(after, 'after');
         if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTING_COUNT) {
@@ -189,7 +190,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async getThreadById(args: { threadId: string; resourceId?: string }): Promise<Thread | null> {
-    assertArgs(args, 'getThreadById');
+    assertArgs(args, 'getThreadById', STORAGE_ARGS.getThreadById);
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
     const thread = await this.run('getThreadById', () => this.driver.threads.get(args.threadId));
@@ -218,7 +219,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async updateThread(args: UpdateThreadArgs): Promise<Thread> {
-    assertArgs(args, 'updateThread');
+    assertArgs(args, 'updateThread', STORAGE_ARGS.updateThread);
     assertId(args.id, 'id');
     if (args.title !== undefined && typeof args.title !== 'string') {
       throw invalid(`title must be a string, got ${describe(args.title)}`);
@@ -239,7 +240,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
 
   /** Removes the thread, its messages and what every domain keeps for them, in one write. */
   async deleteThread(args: { threadId: string }): Promise<void> {
-    assertArgs(args, 'deleteThread');
+    assertArgs(args, 'deleteThread', STORAGE_ARGS.deleteThread);
     assertId(args.threadId, 'threadId');
     const { threadId } = args;
     await this.run('deleteThread', () =>
@@ -251,7 +252,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async listThreads(args: ListThreadsArgs = {}): Promise<ThreadPage> {
-    assertArgs(args, 'listThreads');
+    assertArgs(args, 'listThreads', STORAGE_ARGS.listThreads);
     assertOptionalId(args.resourceId, 'resourceId');
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
     const paging = assertPaging(args.page, args.perPage, 100);
@@ -335,7 +336,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async listMessages(args: ListMessagesArgs): Promise<MessagePage> {
-    assertArgs(args, 'listMessages');
+    assertArgs(args, 'listMessages', STORAGE_ARGS.listMessages);
     assertId(args.threadId, 'threadId');
     assertOptionalId(args.resourceId, 'resourceId');
     const paging = assertPaging(args.page, args.perPage, 40);
@@ -344,7 +345,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
       throw invalid(`include must be an array, got ${describe(args.include)}`);
     }
     const include = (args.include ?? []).map((window, i): WindowQuery => {
-      assertArgs(window, `include[${i}]`);
+      assertArgs(window, `include[${i}]`, STORAGE_ARGS.include);
       assertId(window.id, `include[${i}].id`);
       return {
         id: window.id,
@@ -367,7 +368,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async listMessagesById(args: { ids: string[] }): Promise<Message[]> {
-    assertArgs(args, 'listMessagesById');
+    assertArgs(args, 'listMessagesById', STORAGE_ARGS.listMessagesById);
     assertIds(args.ids, 'ids');
     if (args.ids.length === 0) return this.noop('listMessagesById', []);
     const ids = [...new Set(args.ids)];
@@ -445,13 +446,13 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
   }
 
   async getResourceById(args: { resourceId: string }): Promise<Resource | null> {
-    assertArgs(args, 'getResourceById');
+    assertArgs(args, 'getResourceById', STORAGE_ARGS.resource);
     assertId(args.resourceId, 'resourceId');
     return this.run('getResourceById', () => this.driver.resources.get(args.resourceId));
   }
 
   async updateResource(args: UpdateResourceArgs): Promise<Resource> {
-    assertArgs(args, 'updateResource');
+    assertArgs(args, 'updateResource', STORAGE_ARGS.updateResource);
     assertId(args.resourceId, 'resourceId');
     const { workingMemory, metadata } = args;
     if (workingMemory !== undefined && workingMemory !== null && typeof workingMemory !== 'string') {
@@ -475,7 +476,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
    * or a domain keeping resource rows lacks `deleteByResource`.
    */
   async deleteResource(args: { resourceId: string }): Promise<ResourceDeletion> {
-    assertArgs(args, 'deleteResource');
+    assertArgs(args, 'deleteResource', STORAGE_ARGS.resource);
     assertId(args.resourceId, 'resourceId');
     return purgeResource(this, this.driver, args.resourceId);
   }
@@ -526,7 +527,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
    * runner (the one retry policy). The value `update` returns is checked here, once.
    */
   async updateWorkingMemoryAtomically(args: AtomicWorkingMemoryUpdate): Promise<string | null> {
-    assertArgs(args, 'updateWorkingMemoryAtomically');
+    assertArgs(args, 'updateWorkingMemoryAtomically', STORAGE_ARGS.updateWorkingMemoryAtomically);
     if (typeof args.update !== 'function') throw invalid('update must be a function');
     let cell: WorkingMemoryCell;
     if (args.scope === 'resource') {

@@ -1,4 +1,6 @@
 import { MemoryError } from '../errors.ts';
+import { keysOf } from '../known-keys.ts';
+import { assertArgs } from './arguments.ts';
 import type { DomainRunner } from './domains.ts';
 import { mergeMessageLists } from './helpers.ts';
 import { assertCount, assertId, assertIds, describe, isPlainObject } from './validate.ts';
@@ -57,7 +59,7 @@ export class ValidatedVectors implements VectorStore {
     const windowed = driver.searchWithWindows?.bind(driver);
     if (windowed) {
       this.searchWithWindows = async (args) => {
-        const search = this.searchArgs(args, 'searchWithWindows');
+        const search = this.searchArgs(args, 'searchWithWindows', WINDOWED_KEYS);
         const [before, after] = [windowSide(args.before, 'before'), windowSide(args.after, 'after')];
         const history = this.historyArgs(args.history);
         // No space recorded (no vector stored yet): nothing searched, no history read either.
@@ -167,15 +169,18 @@ export class ValidatedVectors implements VectorStore {
   }
 
   async searchVectors(args: VectorSearch): Promise<VectorHit[]> {
-    const normalized = this.searchArgs(args, 'searchVectors');
+    const normalized = this.searchArgs(args, 'searchVectors', SEARCH_KEYS);
     if (!(await this.sameSpace(normalized.space, false))) return [];
     return this.run('searchVectors', () => this.driver.searchVectors(normalized));
   }
 
   /** A search's arguments, checked, in a new object. */
-  private searchArgs(args: VectorSearch, operation: string): VectorSearch & { excludeIds: string[] } {
-    if (!isPlainObject(args))
-      throw invalid(`${operation} expects an arguments object, got ${describe(args)}`);
+  private searchArgs(
+    args: VectorSearch,
+    operation: string,
+    known: readonly string[],
+  ): VectorSearch & { excludeIds: string[] } {
+    assertArgs(args, operation, known);
     assertSpace(args.space);
     assertVector(args.vector, args.space, 'vector');
     if (!Number.isInteger(args.topK) || args.topK < 1 || args.topK > MAX_TOP_K) {
@@ -194,6 +199,19 @@ export class ValidatedVectors implements VectorStore {
     };
   }
 }
+
+const SEARCH_KEYS = keysOf<VectorSearch>({
+  space: true,
+  vector: true,
+  topK: true,
+  resourceId: true,
+  threadId: true,
+  excludeIds: true,
+});
+const WINDOWED_KEYS = [
+  ...SEARCH_KEYS,
+  ...keysOf<Omit<WindowedSearch, keyof VectorSearch>>({ before: true, after: true, history: true }),
+];
 
 /** `before` or `after` of a windowed search: a count, as `listMessages` takes for its windows. */
 function windowSide(value: unknown, field: string): number {
