@@ -45,9 +45,42 @@ export function show(value: unknown, max = 1_500): string {
  * millisecond precision and object key order ignored.
  */
 export function expectEqual(actual: unknown, expected: unknown, what: string): void {
-  if (!jsonEqual(normalize(actual), normalize(expected))) {
-    throw new ConformanceError(`${what}\n  expected: ${show(expected)}\n  actual:   ${show(actual)}`);
+  const [got, want] = [normalize(actual), normalize(expected)];
+  if (!jsonEqual(got, want)) {
+    throw new ConformanceError(
+      `${what}\n  first difference ${firstDifference(got, want, '$')}\n  expected: ${show(expected)}\n  actual:   ${show(actual)}`,
+    );
   }
+}
+
+/**
+ * Where two unequal normalized values first differ (depth first, array items in order, then
+ * object keys), with both sides there: what a long, truncated dump of each would hide.
+ */
+function firstDifference(actual: JsonValue, expected: JsonValue, path: string): string {
+  const both = (a: JsonValue, e: JsonValue) => `at ${path}: expected ${show(e, 300)}, actual ${show(a, 300)}`;
+  if (Array.isArray(actual) && Array.isArray(expected)) {
+    for (let i = 0; i < Math.max(actual.length, expected.length); i++) {
+      if (i >= actual.length || i >= expected.length) {
+        return `at ${path}: expected ${expected.length} items, actual ${actual.length}`;
+      }
+      if (!jsonEqual(actual[i] as JsonValue, expected[i] as JsonValue)) {
+        return firstDifference(actual[i] as JsonValue, expected[i] as JsonValue, `${path}[${i}]`);
+      }
+    }
+  }
+  const isObject = (v: JsonValue): v is { [key: string]: JsonValue } =>
+    v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (isObject(actual) && isObject(expected)) {
+    for (const key of new Set([...Object.keys(expected), ...Object.keys(actual)])) {
+      const [a, e] = [Object.hasOwn(actual, key), Object.hasOwn(expected, key)];
+      if (!a || !e) return `at ${path}.${key}: ${a ? 'not expected' : 'missing'}`;
+      if (!jsonEqual(actual[key] as JsonValue, expected[key] as JsonValue)) {
+        return firstDifference(actual[key] as JsonValue, expected[key] as JsonValue, `${path}.${key}`);
+      }
+    }
+  }
+  return both(actual, expected);
 }
 
 /** Fails unless `value` is a valid `Date` object, optionally at exactly `expected`. */

@@ -12,6 +12,7 @@ export {
   type MemoryErrorOptions,
   NETWORK_ERROR_CODES,
 } from './errors.ts';
+export { assertStoreOptions, keysOf } from './known-keys.ts';
 export {
   createKeywordAnalyzer,
   DEFAULT_STOP_WORDS,
@@ -40,7 +41,12 @@ export { type ClientShape, checkClientShape } from './storage/client-shape.ts';
 export type * from './storage/contract.ts';
 export { copyMessage, copyResource, copyThread } from './storage/copy.ts';
 export { REDACTED, redactCredentials } from './storage/credentials.ts';
-export type { AdapterDescriptor, DescriptorOptions, ProvisionedStore } from './storage/descriptor.ts';
+export {
+  type AdapterDescriptor,
+  type DescriptorOptions,
+  ownOptions,
+  type ProvisionedStore,
+} from './storage/descriptor.ts';
 export {
   CASCADE_DOMAINS,
   DOMAIN_NAMES,

@@ -40,6 +40,7 @@ export function assertKnownKeys(
   known: readonly string[],
   path: string,
   what = 'option',
+  adapter?: string,
 ): void {
   for (const key of Object.keys(object)) {
     if (known.includes(key)) continue;
@@ -47,16 +48,34 @@ export function assertKnownKeys(
     const hint = suggestion === undefined ? '' : `; did you mean ${path}${suggestion}?`;
     throw new MemoryError(
       'INVALID_ARGUMENT',
-      `unknown ${what} ${path}${key}${hint} (known: ${known.join(', ')})`,
-      { details: { key: `${path}${key}`, suggestion: suggestion && `${path}${suggestion}` } },
+      `${adapter ? `${adapter}: ` : ''}unknown ${what} ${path}${key}${hint} (known: ${known.join(', ')})`,
+      { adapter, details: { key: `${path}${key}`, suggestion: suggestion && `${path}${suggestion}` } },
     );
   }
 }
 
 /**
- * The keys of an arguments type `T`, from an object naming each with `true`: a key of `T` left
+ * Throws `INVALID_ARGUMENT` (`<adapter>: unknown option schemaname; did you mean schemaName?`)
+ * for a key of a store's options (or, with `path` such as `vectors.`, of a nested object) that
+ * `known` (see `keysOf`) does not name. Ignored, a misspelt
+ * `schemaName` or prefix puts one tenant's records where another's are.
+ */
+export function assertStoreOptions(
+  options: object,
+  known: readonly string[],
+  adapter: string,
+  path = '',
+): void {
+  assertKnownKeys(options, known, path, 'option', adapter);
+}
+
+/** Every key of any member of a union (`keyof` of a union holds only the keys all members share). */
+type KeyOfAny<T> = T extends unknown ? keyof T : never;
+
+/**
+ * The keys of an arguments type `T` (of every member, for a union), from an object naming each with `true`: a key of `T` left
  * out, or one `T` does not have, does not compile, so the list cannot drift from the type.
  */
-export function keysOf<T>(keys: { [K in keyof T]-?: true }): readonly string[] {
+export function keysOf<T>(keys: { [K in KeyOfAny<T>]-?: true }): readonly string[] {
   return Object.keys(keys);
 }

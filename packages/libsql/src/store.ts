@@ -1,9 +1,11 @@
 import {
+  assertStoreOptions,
   type BackfillProgress,
   backfillListener,
   checkClientShape,
   type KeywordAnalyzerOptions,
   type KeywordStore,
+  keysOf,
   MemoryError,
   type ObservationStore,
   Store,
@@ -67,16 +69,32 @@ export type LibSQLStoreOptions = (
 const invalidOption = (message: string) =>
   new MemoryError('INVALID_ARGUMENT', `${ADAPTER}: ${message}`, { adapter: ADAPTER });
 
+const OPTION_KEYS = keysOf<LibSQLStoreOptions>({
+  url: true,
+  authToken: true,
+  busyTimeoutMs: true,
+  synchronous: true,
+  client: true,
+  vectors: true,
+  keywords: true,
+  onBackfillProgress: true,
+});
+
 /** The options, validated, with their defaults. */
 function settings(options: LibSQLStoreOptions): Settings {
   if (options === null || typeof options !== 'object') throw invalidOption('options must be an object');
+  assertStoreOptions(options, OPTION_KEYS, ADAPTER);
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 1) {
     throw invalidOption(`busyTimeoutMs must be a positive integer, got ${String(options.busyTimeoutMs)}`);
   }
   const { vectors = {} } = options;
   if (vectors === null || typeof vectors !== 'object') throw invalidOption('vectors must be an object');
+  assertStoreOptions(vectors, keysOf<LibSQLVectorOptions>({ index: true, cache: true }), ADAPTER, 'vectors.');
   const { index = false } = vectors;
+  if (typeof index === 'object' && index !== null) {
+    assertStoreOptions(index, keysOf<{ overFetch?: number }>({ overFetch: true }), ADAPTER, 'vectors.index.');
+  }
   const overFetch = (typeof index === 'object' ? index?.overFetch : undefined) ?? DEFAULT_OVER_FETCH;
   if (!Number.isInteger(overFetch) || overFetch < 1 || overFetch > 1_000) {
     throw invalidOption(
@@ -86,6 +104,9 @@ function settings(options: LibSQLStoreOptions): Settings {
   const { cache = {} } = vectors;
   if (cache !== false && (cache === null || typeof cache !== 'object')) {
     throw invalidOption(`vectors.cache must be false or { maxBytes }, got ${String(cache)}`);
+  }
+  if (cache !== false) {
+    assertStoreOptions(cache, keysOf<{ maxBytes?: number }>({ maxBytes: true }), ADAPTER, 'vectors.cache.');
   }
   const cacheBytes = cache === false ? null : (cache.maxBytes ?? DEFAULT_CACHE_BYTES);
   if (cacheBytes !== null && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0)) {
@@ -123,6 +144,9 @@ function settings(options: LibSQLStoreOptions): Settings {
  * agents), `:memory:`, or a libSQL server; core builds it from `LibSQLDriver`.
  */
 export class LibSQLStore extends Store<LibSQLDriver> {
+  /** The keys `options` takes; any other is `INVALID_ARGUMENT` (see `ownOptions` for tools). */
+  static readonly optionKeys = OPTION_KEYS;
+
   constructor(options: LibSQLStoreOptions) {
     super(new LibSQLDriver(settings(options)));
   }

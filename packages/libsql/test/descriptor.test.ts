@@ -52,3 +52,28 @@ describe('the libSQL adapter descriptor', () => {
     expect(existsSync(file)).toBe(false);
   });
 });
+
+describe('LibSQLStore options', () => {
+  it("a misspelt option is INVALID_ARGUMENT naming the one meant; tools' options of other adapters are left out", async () => {
+    for (const [options, meant] of [
+      [{ busyTimeoutMS: 10 }, 'busyTimeoutMs'],
+      [{ syncronous: 'normal' }, 'synchronous'],
+      [{ vectors: { cache: { maxbytes: 0 } } }, 'vectors.cache.maxBytes'],
+      [{ vectors: { index: { overfetch: 2 } } }, 'vectors.index.overFetch'],
+    ] as const) {
+      expect(() => new LibSQLStore({ url: ':memory:', ...options } as never)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringContaining(`did you mean ${meant}?`),
+        }),
+      );
+    }
+    const store = await descriptor.open(':memory:', {
+      synchronous: 'normal',
+      schemaName: 'x',
+      vectorScanLimit: 5,
+    });
+    expect(store).toBeInstanceOf(LibSQLStore);
+    await store.close();
+  });
+});

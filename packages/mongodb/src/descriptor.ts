@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AdapterDescriptor } from '@engram/core/driver';
+import { type AdapterDescriptor, ownOptions } from '@engram/core/driver';
 import { DEFAULT_LEASE_MS } from './locks.ts';
 import type { MongoDBStoreOptions } from './store.ts';
 
@@ -15,7 +15,8 @@ export const descriptor: AdapterDescriptor = {
   schemes: ['mongodb:', 'mongodb+srv:'],
   async open(url, options = {}) {
     const { MongoDBStore } = await import('./index.ts');
-    const { prefix, database, connectTimeoutMs, leaseMs, ...own } = options;
+    const { prefix, database, connectTimeoutMs, leaseMs } = options;
+    const own = ownOptions(options, MongoDBStore.optionKeys);
     // The path read without `new URL`, which rejects multi-host URLs (`mongodb://h1,h2/db`).
     const path = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/?/i, '').replace(/[?#][\s\S]*$/, '');
     return new MongoDBStore({

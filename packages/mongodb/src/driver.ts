@@ -1,10 +1,12 @@
 import {
+  assertStoreOptions,
   type BackfillListener,
   backfillListener,
   checkClientShape,
   createKeywordAnalyzer,
   type Driver,
   type KeywordDriver,
+  keysOf,
   type StoreCapabilities,
 } from '@engram/core/driver';
 import { MongoClient } from 'mongodb';
@@ -74,6 +76,10 @@ export class MongoDBDriver implements Driver<MongoTx> {
   private readonly onBackfill: BackfillListener;
 
   constructor(private readonly options: MongoDBStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw mongoError('INVALID_ARGUMENT', 'options must be an object');
+    }
+    assertStoreOptions(options, OPTION_KEYS, 'mongodb');
     this.collectionPrefix = options.collectionPrefix ?? 'engram_';
     checkNames(options.dbName, this.collectionPrefix);
     this.dbName = options.dbName;
@@ -137,6 +143,20 @@ export class MongoDBDriver implements Driver<MongoTx> {
     }
   }
 }
+
+export const OPTION_KEYS = keysOf<MongoDBStoreOptions>({
+  url: true,
+  clientOptions: true,
+  client: true,
+  dbName: true,
+  collectionPrefix: true,
+  serverSelectionTimeoutMS: true,
+  transactions: true,
+  writeLocks: true,
+  lockLeaseMs: true,
+  keywords: true,
+  onBackfillProgress: true,
+});
 
 function createClient(options: MongoDBStoreOptions): MongoClient {
   if (options.client !== undefined) {

@@ -5,7 +5,7 @@ import {
   Store,
 } from '@engram/core/driver';
 import type { MongoClient, MongoClientOptions } from 'mongodb';
-import { MongoDBDriver } from './driver.ts';
+import { MongoDBDriver, OPTION_KEYS } from './driver.ts';
 
 /** Where the store gets its connection: a URL, or a `MongoClient` you own. */
 export type MongoDBConnectionOptions =
@@ -74,6 +74,9 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
  * Connects lazily: the first call (usually `init()`) connects and applies the migrations.
  */
 export class MongoDBStore extends Store<MongoDBDriver> {
+  /** The keys `options` takes; any other is `INVALID_ARGUMENT` (see `ownOptions` for tools). */
+  static readonly optionKeys = OPTION_KEYS;
+
   /** The driver client: the one passed in, or the one created from `url`. */
   readonly client: MongoClient;
   /** The database holding the collections. */

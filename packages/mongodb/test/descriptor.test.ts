@@ -69,3 +69,18 @@ describeMongo('the MongoDB adapter descriptor against the server', (url) => {
     }
   });
 });
+
+describe('MongoDBStore options', () => {
+  it("a misspelt option is INVALID_ARGUMENT naming the one meant; tools' options of other adapters are left out", async () => {
+    const url = 'mongodb://127.0.0.1:9';
+    expect(() => new MongoDBStore({ url, dbName: 'app', collectionprefix: 'tenant_a_' } as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining('did you mean collectionPrefix?'),
+      }),
+    );
+    const store = await descriptor.open(`${url}/app`, { synchronous: 'normal', schemaName: 'x' });
+    expect(store).toBeInstanceOf(MongoDBStore);
+    await store.close();
+  });
+});

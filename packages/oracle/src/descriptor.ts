@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AdapterDescriptor } from '@engram/core/driver';
+import { type AdapterDescriptor, ownOptions } from '@engram/core/driver';
 import { loadOracledb } from './oracledb.ts';
 import type { OracleStoreOptions } from './store.ts';
 import { parseOracleUrl } from './url.ts';
@@ -29,7 +29,8 @@ export const descriptor: AdapterDescriptor = {
   schemes: ['oracle:'],
   async open(url, options = {}) {
     const { OracleStore } = await import('./index.ts');
-    const { prefix, maxConnections: poolMax, connectTimeoutMs: ms, ...own } = options;
+    const { prefix, maxConnections: poolMax, connectTimeoutMs: ms } = options;
+    const own = ownOptions(options, OracleStore.optionKeys);
     const poolAttributes = {
       ...(poolMax === undefined ? {} : { poolMax }),
       ...(ms === undefined ? {} : { connectTimeout: ms / 1000, transportConnectTimeout: ms / 1000 }), // in s

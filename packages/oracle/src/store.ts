@@ -1,7 +1,9 @@
 import {
+  assertStoreOptions,
   type BackfillProgress,
   checkClientShape,
   type KeywordAnalyzerOptions,
+  keysOf,
   MemoryError,
   Store,
 } from '@engram/core/driver';
@@ -52,11 +54,26 @@ export interface OraclePoolOptions extends OracleStoreBaseOptions {
 /** `OracleStore` options: credentials or an injected pool. */
 export type OracleStoreOptions = OracleCredentialsOptions | OraclePoolOptions;
 
+const OPTION_KEYS = keysOf<OracleStoreOptions>({
+  tablePrefix: true,
+  jsonType: true,
+  keywords: true,
+  onBackfillProgress: true,
+  user: true,
+  password: true,
+  connectString: true,
+  poolAttributes: true,
+  pool: true,
+});
+
 /**
  * engram storage on Oracle Database (19c, 21c, 23ai/Free) through `oracledb` in thin mode: core's
  * store built from an `OracleDriver`. Vector search needs 23ai.
  */
 export class OracleStore extends Store<OracleDriver> {
+  /** The keys `options` takes; any other is `INVALID_ARGUMENT` (see `ownOptions` for tools). */
+  static readonly optionKeys = OPTION_KEYS;
+
   constructor(options: OracleStoreOptions) {
     super(new OracleDriver(checked(options)));
   }
@@ -67,6 +84,7 @@ function checked(options: OracleStoreOptions): OracleStoreOptions {
   const invalid = (why: string) =>
     new MemoryError('INVALID_ARGUMENT', `oracle: ${why}`, { adapter: 'oracle' });
   if (typeof options !== 'object' || options === null) throw invalid('OracleStore expects an options object');
+  assertStoreOptions(options, OPTION_KEYS, 'oracle');
   if (!['json', 'clob', 'auto', undefined].includes(options.jsonType)) {
     throw invalid(`jsonType must be 'json', 'clob' or 'auto'`);
   }

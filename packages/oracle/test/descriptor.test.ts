@@ -93,3 +93,18 @@ describe('the Oracle adapter descriptor', () => {
     expect(fake.events).toEqual(['release', 'pool closed']);
   });
 });
+
+describe('OracleStore options', () => {
+  it("a misspelt option is INVALID_ARGUMENT naming the one meant; tools' options of other adapters are left out", async () => {
+    const credentials = { user: 'u', password: 'p', connectString: 'db:1521/FREEPDB1' };
+    expect(() => new OracleStore({ ...credentials, tableprefix: 'tenant_a_' } as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining('did you mean tablePrefix?'),
+      }),
+    );
+    const store = await descriptor.open('oracle://u:p@db:1521/FREEPDB1', { synchronous: 'normal' });
+    expect(store).toBeInstanceOf(OracleStore);
+    await store.close();
+  });
+});

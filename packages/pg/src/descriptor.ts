@@ -1,4 +1,4 @@
-import type { AdapterDescriptor } from '@engram/core/driver';
+import { type AdapterDescriptor, ownOptions } from '@engram/core/driver';
 import type { PostgresStoreOptions } from './options.ts';
 
 /**
@@ -12,10 +12,11 @@ export const descriptor: AdapterDescriptor = {
   schemes: ['postgres:', 'postgresql:'],
   async open(url, options = {}) {
     const { PostgresStore } = await import('./index.ts');
-    const { schema, prefix, ...own } = options;
+    const { schema, prefix, maxConnections = 4, connectTimeoutMs } = options;
     return new PostgresStore({
-      maxConnections: 4,
-      ...own,
+      ...ownOptions(options, PostgresStore.optionKeys),
+      maxConnections,
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
       ...(schema === undefined ? {} : { schemaName: schema }),
       ...(prefix === undefined ? {} : { tablePrefix: prefix }),
       connectionString: url,

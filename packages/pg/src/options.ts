@@ -1,8 +1,10 @@
 import {
+  assertStoreOptions,
   type BackfillProgress,
   backfillListener,
   checkClientShape,
   type KeywordAnalyzerOptions,
+  keysOf,
   MemoryError,
 } from '@engram/core/driver';
 import type pg from 'pg';
@@ -64,9 +66,23 @@ function isConnectionUrl(value: string): boolean {
 
 const invalid = (message: string) => new MemoryError('INVALID_ARGUMENT', `pg: ${message}`, { adapter: 'pg' });
 
+export const OPTION_KEYS = keysOf<PostgresStoreOptions>({
+  connectionString: true,
+  pool: true,
+  keywords: true,
+  onBackfillProgress: true,
+  schemaName: true,
+  tablePrefix: true,
+  connectTimeoutMs: true,
+  maxConnections: true,
+  preparedStatements: true,
+  vectors: true,
+});
+
 /** The schema and table prefix of `options`; `INVALID_ARGUMENT` for options the store cannot work with. */
 export function checkOptions(options: PostgresStoreOptions): { schemaName: string; prefix: string } {
   if (options === null || typeof options !== 'object') throw invalid('options must be an object');
+  assertStoreOptions(options, OPTION_KEYS, 'pg');
   const { connectionString: url, pool, schemaName = 'public', tablePrefix: prefix = 'engram_' } = options;
   const hasUrl = typeof url === 'string' && url !== '';
   if (hasUrl === (pool !== undefined && pool !== null))

@@ -1,6 +1,6 @@
 import { Store } from '@engram/core/driver';
 import { PostgresDriver } from './driver.ts';
-import type { PostgresStoreOptions } from './options.ts';
+import { OPTION_KEYS, type PostgresStoreOptions } from './options.ts';
 import { PostgresVectors } from './vectors.ts';
 
 /**
@@ -9,6 +9,8 @@ import { PostgresVectors } from './vectors.ts';
  */
 export class PostgresStore extends Store<PostgresDriver> {
   declare readonly name: 'pg';
+  /** The keys `options` takes; any other is `INVALID_ARGUMENT` (see `ownOptions` for tools). */
+  static readonly optionKeys = OPTION_KEYS;
   private readonly recall = new PostgresVectors(this.driver.vectors, (operation, fn) =>
     this.run(operation, fn),
   );

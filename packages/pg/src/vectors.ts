@@ -1,5 +1,5 @@
 import type * as core from '@engram/core/driver';
-import { compareIds, MemoryError, ValidatedVectors } from '@engram/core/driver';
+import { assertStoreOptions, compareIds, keysOf, MemoryError, ValidatedVectors } from '@engram/core/driver';
 import type { ClientBase } from 'pg';
 import type { Connection } from './connection.ts';
 import { filterOnly, messageById, type Names, quoteIdent, windowsOf } from './sql.ts';
@@ -117,12 +117,25 @@ export class PostgresVectorDriver implements core.VectorDriver {
     private readonly n: Names,
     options: PostgresVectorOptions = {},
   ) {
+    assertStoreOptions(
+      options,
+      keysOf<PostgresVectorOptions>({ backend: true, hnsw: true }),
+      'pg',
+      'vectors.',
+    );
     this.want = options.backend ?? 'auto';
     if (!['auto', 'pgvector', 'real[]'].includes(this.want)) {
       throw invalid("vectors.backend must be 'auto', 'pgvector' or 'real[]'");
     }
     if (options.hnsw) {
-      const { m = 16, efConstruction = 64, efSearch = 100 } = options.hnsw === true ? {} : options.hnsw;
+      const given = options.hnsw === true ? {} : options.hnsw;
+      assertStoreOptions(
+        given,
+        keysOf<Hnsw>({ m: true, efConstruction: true, efSearch: true }),
+        'pg',
+        'vectors.hnsw.',
+      );
+      const { m = 16, efConstruction = 64, efSearch = 100 } = given;
       this.hnsw = { m, efConstruction, efSearch };
       for (const [key, value] of Object.entries(this.hnsw)) {
         if (!Number.isInteger(value) || value < 2 || value > 1000) {

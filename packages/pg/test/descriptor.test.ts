@@ -62,3 +62,25 @@ describePg('the pg descriptor on the server', (url) => {
     }
   });
 });
+
+describe('PostgresStore options', () => {
+  it("a misspelt option is INVALID_ARGUMENT naming the one meant; tools' options of other adapters are left out", async () => {
+    const url = 'postgres://127.0.0.1:9/app';
+    for (const [options, meant] of [
+      [{ schemaname: 'tenant_a' }, 'schemaName'],
+      [{ tablePrefx: 't_' }, 'tablePrefix'],
+      [{ vectors: { hnsw: { efsearch: 40 } } }, 'vectors.hnsw.efSearch'],
+      [{ vectors: { backnd: 'real[]' } }, 'vectors.backend'],
+    ] as const) {
+      expect(() => new PostgresStore({ connectionString: url, ...options } as never)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringContaining(`did you mean ${meant}?`),
+        }),
+      );
+    }
+    const store = await descriptor.open(url, { schemaName: 'tools', synchronous: 'normal', leaseMs: 5 });
+    expect(store).toMatchObject({ schemaName: 'tools' });
+    await store.close();
+  });
+});

@@ -1,4 +1,4 @@
-import { type AdapterDescriptor, MemoryError } from '@engram/core/driver';
+import { type AdapterDescriptor, MemoryError, ownOptions } from '@engram/core/driver';
 import { LEASE_MS } from './layout.ts';
 
 /**
@@ -15,7 +15,8 @@ export const descriptor: AdapterDescriptor = {
    * failed request stay within it (two, 50 ms apart and doubling, at most a quarter of it each);
    * else the client's defaults.
    */
-  async open(url, { prefix, connectTimeoutMs } = {}, env = process.env) {
+  async open(url, options = {}, env = process.env) {
+    const { prefix, connectTimeoutMs } = options;
     const token = env.ENGRAM_UPSTASH_TOKEN || env.UPSTASH_REDIS_REST_TOKEN;
     if (!token) {
       throw new MemoryError(
@@ -28,7 +29,13 @@ export const descriptor: AdapterDescriptor = {
     const bound = typeof connectTimeoutMs === 'number' ? connectTimeoutMs / 4 : undefined;
     const retry =
       bound === undefined ? undefined : { retries: 2, backoff: (n: number) => Math.min(bound, 50 * 2 ** n) };
-    return new UpstashStore({ url, token, prefix, ...(retry ? { retry } : {}) });
+    return new UpstashStore({
+      ...ownOptions(options, UpstashStore.optionKeys),
+      url,
+      token,
+      prefix,
+      ...(retry ? { retry } : {}),
+    });
   },
   /** The working-memory lease: a writer that stops holds the others up this long at most. */
   leaseMs: () => LEASE_MS,

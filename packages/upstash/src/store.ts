@@ -1,10 +1,12 @@
 import {
+  assertStoreOptions,
   type BackfillProgress,
   backfillListener,
   checkClientShape,
   createKeywordAnalyzer,
   type KeywordAnalyzerOptions,
   type KeywordStore,
+  keysOf,
   MemoryError,
   Store,
 } from '@engram/core/driver';
@@ -55,12 +57,26 @@ export type UpstashStoreOptions = {
     }
 );
 
+const OPTION_KEYS = keysOf<UpstashStoreOptions>({
+  prefix: true,
+  vectorScanLimit: true,
+  keywords: true,
+  onBackfillProgress: true,
+  url: true,
+  token: true,
+  retry: true,
+  client: true,
+});
+
 /**
  * engram storage on Upstash Redis over its REST API (`@upstash/redis`): the store core builds
  * from `UpstashDriver`. Records are hashes, listings read sorted-set indexes, every write is one
  * Lua script, and working memory is atomic across processes (a compare-and-set, then a lease).
  */
 export class UpstashStore extends Store<UpstashDriver> {
+  /** The keys `options` takes; any other is `INVALID_ARGUMENT` (see `ownOptions` for tools). */
+  static readonly optionKeys = OPTION_KEYS;
+
   constructor(options: UpstashStoreOptions) {
     super(driverOf(options));
   }
@@ -76,6 +92,7 @@ function driverOf(options: UpstashStoreOptions): UpstashDriver {
   if (options === null || typeof options !== 'object') {
     throw invalid('UpstashStore expects an options object with { url, token } or { client }');
   }
+  assertStoreOptions(options, OPTION_KEYS, ADAPTER);
   const prefix = options.prefix ?? 'engram';
   const vectorScanLimit = options.vectorScanLimit ?? DEFAULT_VECTOR_SCAN_LIMIT;
   if (typeof prefix !== 'string' || prefix.length === 0) throw invalid('prefix must be a non-empty string');

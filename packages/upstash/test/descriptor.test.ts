@@ -68,3 +68,20 @@ describe('the upstash descriptor', () => {
     });
   });
 });
+
+describe('UpstashStore options', () => {
+  it("a misspelt option is INVALID_ARGUMENT naming the one meant; tools' options of other adapters are left out", async () => {
+    expect(
+      () => new UpstashStore({ url: 'http://127.0.0.1:9', token: 't', prefx: 'tenant-a' } as never),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining('did you mean prefix?'),
+      }),
+    );
+    const env = { ENGRAM_UPSTASH_TOKEN: 't' };
+    const store = await descriptor.open('http://127.0.0.1:9', { prefix: 'p', synchronous: 'normal' }, env);
+    expect(store).toBeInstanceOf(UpstashStore);
+    await store.close();
+  });
+});

@@ -43,7 +43,7 @@ export interface AdapterDescriptor {
 /**
  * Options of `AdapterDescriptor.open`, as JSON (they travel to child processes in env variables).
  * Tools speak this shared vocabulary; an adapter ignores what does not apply to it and may take
- * more keys of its own (documented in its README).
+ * more keys of its own (documented in its README; see `ownOptions`).
  */
 export interface DescriptorOptions {
   /** The namespace prefix: table prefix (SQL), key prefix (Upstash), collection prefix (MongoDB). */
@@ -67,4 +67,22 @@ export interface ProvisionedStore {
   options: DescriptorOptions;
   /** Removes everything written there. */
   drop(): Promise<void>;
+}
+
+/**
+ * The adapter's own options in `options`: those `known` names (its store's `optionKeys`) other than
+ * the shared keys of `DescriptorOptions` (`prefix`, `schema`, `database`, `maxConnections`,
+ * `connectTimeoutMs`, `leaseMs`), which a descriptor maps to its store's options where they
+ * apply. Tools pass one set of options to every adapter, so a key another adapter takes
+ * (`synchronous`, `vectorScanLimit`) is left out here; the store's constructor, called directly,
+ * refuses a key it does not know.
+ */
+export function ownOptions(
+  options: DescriptorOptions,
+  known: readonly string[],
+): Record<string, string | number | boolean | undefined> {
+  const shared = ['prefix', 'schema', 'database', 'maxConnections', 'connectTimeoutMs', 'leaseMs'];
+  return Object.fromEntries(
+    Object.entries(options).filter(([key]) => known.includes(key) && !shared.includes(key)),
+  );
 }
