@@ -57,8 +57,8 @@ export function assertKnownKeys(
 /**
  * Throws `INVALID_ARGUMENT` (`<adapter>: unknown option schemaname; did you mean schemaName?`)
  * for a key of a store's options (or, with `path` such as `vectors.`, of a nested object) that
- * `known` (see `keysOf`) does not name. Ignored, a misspelt
- * `schemaName` or prefix puts one tenant's records where another's are.
+ * `known` (see `keysOf`) does not name. Ignored, a misspelt `schemaName` or prefix puts one
+ * tenant's records where another's are.
  */
 export function assertStoreOptions(
   options: object,
@@ -73,8 +73,9 @@ export function assertStoreOptions(
 type KeyOfAny<T> = T extends unknown ? keyof T : never;
 
 /**
- * The keys of an arguments type `T` (of every member, for a union), from an object naming each with `true`: a key of `T` left
- * out, or one `T` does not have, does not compile, so the list cannot drift from the type.
+ * The keys of an arguments type `T` (of every member, for a union), from an object naming each
+ * with `true`: a key of `T` left out, or one `T` does not have, does not compile, so the list
+ * cannot drift from the type.
  */
 export function keysOf<T>(keys: { [K in KeyOfAny<T>]-?: true }): readonly string[] {
   return Object.keys(keys);

@@ -7,8 +7,8 @@ import type { LibSQLStoreOptions } from './store.ts';
 /**
  * `@engram/libsql` for tools (`@engram/libsql/descriptor`): a light module, loading the store and
  * its drivers only in `open`. Options: `authToken` (default `ENGRAM_LIBSQL_TOKEN`), and those of
- * `LibSQLStore` that are plain JSON (`busyTimeoutMs`, `synchronous`); the shared ones do not apply. `http(s):` servers open with `LibSQLStore` itself: tools give those schemes
- * to Upstash.
+ * `LibSQLStore` that are plain JSON (`busyTimeoutMs`, `synchronous`); the shared ones do not
+ * apply. `http(s):` servers open with `LibSQLStore` itself: tools give those schemes to Upstash.
  */
 export const descriptor: AdapterDescriptor = {
   name: 'libsql',
