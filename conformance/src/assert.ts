@@ -53,6 +53,11 @@ export function expectEqual(actual: unknown, expected: unknown, what: string): v
   }
 }
 
+/** Where `actual` first differs from `expected` (`at $.path: …`), for messages with long dumps. */
+export function difference(actual: unknown, expected: unknown): string {
+  return firstDifference(normalize(actual), normalize(expected), '$');
+}
+
 /**
  * Where two unequal normalized values first differ (depth first, array items in order, then
  * object keys), with both sides there: what a long, truncated dump of each would hide.

@@ -98,6 +98,31 @@ export const observationsChecks = [
     expectEqual((await log.generations(`thread:${t}`)).length, 2, 'still two generations');
   }),
 
+  check(
+    `a swap writes its whole row: a thread log replaced after the thread moved names the new resource${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const moved = `${r}-moved`;
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      const v1 = row(t, r, 1, 1, 'a');
+      await log.swap(null, v1);
+      await store.saveThread(thread(t, moved));
+      const v2 = row(t, moved, 1, 2, 'ab');
+      expectTrue(await log.swap(at(v1), v2), 'a swap from the head after the move wins');
+      expectEqual(await log.head(`thread:${t}`), v2, 'the replaced row, owner included');
+      const g2 = row(t, moved, 2, 3, 'condensed');
+      expectTrue(await log.swap(at(v2), g2), 'a swap starting generation 2 wins');
+      expectEqual(
+        await log.generations(`thread:${t}`),
+        [{ ...v2, version: 3 }, g2],
+        'the sealed row keeps its fields but the version; the new one is written whole',
+      );
+    },
+  ),
+
   check(`bad rows are INVALID_ARGUMENT and write nothing${NEEDS_OBSERVATIONS}`, async (ctx) => {
     const store = await ctx.store();
     const log = observationsOf(store);

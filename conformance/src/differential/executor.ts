@@ -15,7 +15,7 @@ import {
   keywordTerms,
   queryTerms,
 } from '@engram/core/driver';
-import { ConformanceError, isMemoryErrorLike, normalize, show } from '../assert.ts';
+import { ConformanceError, difference, isMemoryErrorLike, normalize, show } from '../assert.ts';
 import { at } from '../fixtures.ts';
 import { SPACE } from '../vectors.ts';
 import { KEYWORD_QUERIES, MESSAGES, type Op, RESOURCES, THREADS, VECTOR_POOL } from './ops.ts';
@@ -435,6 +435,7 @@ export async function compare(store: MemoryStorage, ops: Op[], missing: Missing)
     if (!jsonSame(actual, expected)) {
       throw new ConformanceError(
         `differential: step ${i + 1} differs from the in-memory reference store\n${listing(ops, i + 1)}\n` +
+          `  first difference ${difference(actual, expected)} (expected: the reference; actual: the adapter)\n` +
           `  reference: ${show(expected, 2_000)}\n  adapter:   ${show(actual, 2_000)}\n` +
           '  (ids shown as ~suffix; store-chosen timestamps as <store time>)',
       );
@@ -444,7 +445,9 @@ export async function compare(store: MemoryStorage, ops: Op[], missing: Missing)
   const expected = await reference.snapshot(missing);
   if (!jsonSame(actual, expected)) {
     throw new ConformanceError(
-      `differential: the stored state differs after\n${listing(ops)}\n  reference: ${show(expected, 3_000)}\n  adapter:   ${show(actual, 3_000)}`,
+      `differential: the stored state differs after\n${listing(ops)}\n` +
+        `  first difference ${difference(actual, expected)} (expected: the reference; actual: the adapter)\n` +
+        `  reference: ${show(expected, 3_000)}\n  adapter:   ${show(actual, 3_000)}`,
     );
   }
   return ran;

@@ -22,11 +22,22 @@ const first = (row: ObservationRow, body: string): Statement => ({
   args: [row.key, row.resourceId, row.threadId, body, row.updatedAt.getTime()],
 });
 
-/** Replaces the expected generation if it is still at the expected version: one row changed when written. */
+/**
+ * Replaces the expected generation (every field of it, the owner too: a thread may have moved) if
+ * it is still at the expected version: one row changed when written.
+ */
 const replace = (expected: ObservationVersion, row: ObservationRow, body: string): Statement => ({
-  sql: `UPDATE ${observations} SET version = ?, body = ?, updated_at = ?
+  sql: `UPDATE ${observations} SET version = ?, resource_id = ?, body = ?, updated_at = ?
     WHERE key = ? AND generation = ? AND version = ?`,
-  args: [row.version, body, row.updatedAt.getTime(), row.key, expected.generation, expected.version],
+  args: [
+    row.version,
+    row.resourceId,
+    body,
+    row.updatedAt.getTime(),
+    row.key,
+    expected.generation,
+    expected.version,
+  ],
 });
 
 /**

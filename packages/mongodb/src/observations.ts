@@ -119,7 +119,14 @@ function replace(c: Connection, expected: ObservationVersion, next: ObservationR
     await fence();
     const result = await rows.updateOne(
       { key: next.key, generation: expected.generation, version: expected.version },
-      { $set: { version: next.version, body: next.body, updatedAt: next.updatedAt } },
+      {
+        $set: {
+          version: next.version,
+          resourceId: next.resourceId,
+          body: next.body,
+          updatedAt: next.updatedAt,
+        },
+      },
     );
     if (result.matchedCount === 0) return false;
     assertReplaced(result, 'observations.swap');

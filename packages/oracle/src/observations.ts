@@ -75,7 +75,8 @@ ORDER BY generation${head ? ' DESC\nFETCH FIRST 1 ROWS ONLY' : ''}`,
 
 /**
  * Raises the expected row to `next.version` if it is still at the expected version, and when
- * `next` replaces it (same generation) writes its body and `updated_at` too. One row, or none.
+ * `next` replaces it (same generation) writes its body, owner and `updated_at` too (a thread may
+ * have moved to another resource). One row, or none.
  */
 export function updateObservation(
   d: Dialect,
@@ -85,14 +86,14 @@ export function updateObservation(
   const replace = next.generation === expected.generation;
   return {
     sql: `UPDATE ${d.names.observations}
-SET version = :next_version${replace ? `, body = :body, updated_at = ${timestampBind('updated_at')}` : ''}
+SET version = :next_version${replace ? `, resource_id = :resource_id, body = :body, updated_at = ${timestampBind('updated_at')}` : ''}
 WHERE log_key = :log_key AND generation = :generation AND version = :version`,
     binds: {
       next_version: next.version,
       log_key: next.key,
       generation: expected.generation,
       version: expected.version,
-      ...(replace ? bodyBinds(d, next) : {}),
+      ...(replace ? { resource_id: next.resourceId, ...bodyBinds(d, next) } : {}),
     },
   };
 }

@@ -80,9 +80,11 @@ describe('observation statements', () => {
     expect(all.binds).toEqual({ log_key: 'thread:t1' });
   });
 
-  it('compare the expected generation and version; replace the body only within the generation', () => {
+  it('compare the expected generation and version; replace body and owner only within the generation', () => {
     const replace = osql.updateObservation(d, { generation: 2, version: 7 }, row(2, 8));
-    expect(replace.sql).toContain('SET version = :next_version, body = :body, updated_at = TO_TIMESTAMP(');
+    expect(replace.sql).toContain(
+      'SET version = :next_version, resource_id = :resource_id, body = :body, updated_at = TO_TIMESTAMP(',
+    );
     expect(replace.sql).toMatch(
       /WHERE log_key = :log_key AND generation = :generation AND version = :version$/,
     );
@@ -91,6 +93,7 @@ describe('observation statements', () => {
       log_key: 'thread:t1',
       generation: 2,
       version: 7,
+      resource_id: 'r1',
       body: JSON.stringify(ODD),
       updated_at: '2026-12-01T12:00:00.123',
     });

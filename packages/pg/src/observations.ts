@@ -52,7 +52,9 @@ export class PostgresObservationDriver implements core.ObservationDriver<Postgre
     }
     const compared = [next.key, expected.generation, expected.version, next.version];
     if (next.generation === expected.generation) {
-      return (await this.db.query(this.sql.replace, [...compared, body, at], true)).length === 1;
+      return (
+        (await this.db.query(this.sql.replace, [...compared, body, at, next.resourceId], true)).length === 1
+      );
     }
     const values = [...compared, next.generation, next.resourceId, next.threadId, body, at];
     try {
@@ -88,8 +90,11 @@ function statements(n: Names) {
     /** Generation 1, version 1, unless the log has a row: a row when written. */
     first: `INSERT INTO ${t} (key, generation, resource_id, thread_id, version, body, updated_at)
       VALUES ($1, 1, $2, $3, 1, $4, $5) ON CONFLICT (key, generation) DO NOTHING RETURNING 1`,
-    /** Replaces generation `$2` if it is still at version `$3`: a row when written. */
-    replace: `UPDATE ${t} SET version = $4, body = $5, updated_at = $6
+    /**
+     * Replaces generation `$2` (every field of it, the owner too: a thread may have moved) if it
+     * is still at version `$3`: a row when written.
+     */
+    replace: `UPDATE ${t} SET version = $4, body = $5, updated_at = $6, resource_id = $7
       WHERE key = $1 AND generation = $2 AND version = $3 RETURNING 1`,
     /**
      * Raises generation `$2` to version `$4` if it is still at version `$3`, and adds generation
