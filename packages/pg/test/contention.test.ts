@@ -250,4 +250,59 @@ describePg('writers contending for the same threads and messages', (url) => {
       await driver.close();
     }
   });
+
+  // The interleaving behind a deadlock seen once in CI: an update whose messages did not exist
+  // when it locked their threads (none), saved since into a thread it does not hold. Writing
+  // them anyway locked one row and waited for the thread's key lock, which a delete held while
+  // waiting for that row; with the delete already committed, it stored the deleted rows again.
+  it('an update leaves alone messages saved after its write took its locks: a delete in between holds', async () => {
+    await stores[0]!.saveThread({
+      id: 'U1',
+      resourceId: 'r',
+      title: '',
+      metadata: {},
+      createdAt: at,
+      updatedAt: at,
+    });
+    const updater = new PostgresStore({ connectionString: db.url, maxConnections: 2 });
+    const messages = (updater as unknown as { driver: PostgresDriver }).driver.messages;
+    const ids = ['u1', 'u2'];
+    const { places, byIds } = messages;
+    messages.places = async (tx, threadIds, messageIds) => {
+      const found = await places(tx, threadIds, messageIds); // neither exists yet: nothing locked
+      await stores[1]!.saveMessages(
+        ids.map((id) => ({
+          id,
+          threadId: 'U1',
+          resourceId: 'r',
+          role: 'user',
+          content: id,
+          type: 'text',
+          createdAt: at,
+        })),
+      );
+      return found;
+    };
+    // The delete runs between the update's read and its write when the update reads them, else after.
+    let deleted = false;
+    const remove = async () => {
+      await stores[2]!.deleteMessages(ids);
+      deleted = true;
+    };
+    messages.byIds = async (read, tx) => {
+      const found = await byIds(read, tx);
+      if (tx) await remove();
+      return found;
+    };
+    try {
+      const updated = await updater.updateMessages(ids.map((id) => ({ id, content: `${id} edited` })));
+      expect(updated).toEqual([]);
+      if (!deleted) await remove();
+      expect(await stores[0]!.listMessagesById({ ids })).toEqual([]);
+      const { total } = await stores[0]!.listMessages({ threadId: 'U1' });
+      expect(total).toBe(0);
+    } finally {
+      await updater.close();
+    }
+  });
 });

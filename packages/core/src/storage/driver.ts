@@ -144,7 +144,11 @@ export interface MessageDriver<Tx> {
    * messages, in id order), so nothing read can change before the write ends.
    */
   places(tx: Tx, threadIds: string[], messageIds: string[]): Promise<Places>;
-  /** Inside a write: stores these messages, inserting or replacing by id. */
+  /**
+   * Inside a write: stores these messages, inserting or replacing by id. Core passes only
+   * messages `places` found and new ones into threads it returned, so a driver holding those
+   * locks never writes a row whose thread it does not hold.
+   */
   put(tx: Tx, messages: Message[]): Promise<void>;
   /** Inside a write: removes these messages (ids `places` found). */
   remove(tx: Tx, ids: string[]): Promise<void>;

@@ -400,8 +400,13 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     const updated = await this.run('updateMessages', async () => {
       if (driver.update) return driver.update([...folded.values()]);
       return this.driver.write(async (tx) => {
-        const ids = [...folded.keys()];
-        await driver.places(tx, [], ids);
+        // Only the messages `places` found, in the threads this write holds: one saved since into
+        // a thread it does not hold is left alone (the update came first). Writing that row too
+        // would lock it and then wait for its thread, which a delete holding the thread and
+        // waiting for the row would never release.
+        const places = await driver.places(tx, [], [...folded.keys()]);
+        const ids = [...folded.keys()].filter((id) => places.messages.has(id));
+        if (ids.length === 0) return [];
         const changed = (await driver.byIds(ids, tx)).map((stored): Message => {
           const patch = folded.get(stored.id) as MessagePatch;
           return {
