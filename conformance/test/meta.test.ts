@@ -105,7 +105,7 @@ describe('the cross-process harness', RACES, () => {
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(12);
+    expect(results).toHaveLength(13);
     const lines = results.flatMap((r) => r.output);
     expect(lines).toContain(
       `thread memory: the other process's replace written; the update ran 1× (saw "before"); stored "replaced by another process"`,
@@ -113,7 +113,8 @@ describe('the cross-process harness', RACES, () => {
     expect(lines).toContain(
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
-    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(9);
+    expect(lines).toContain('mixed message writes: 4 OS processes, 100 acknowledged, 0 CONFLICT, 0 failed');
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(10);
     expect(lines).toContain(
       'init() of a new store, then a write each: 4 OS processes, 12 operations (12 succeeded, 0 CONFLICT, 0 failed); 12/12 keys survived',
     );

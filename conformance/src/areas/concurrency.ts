@@ -1,5 +1,5 @@
 import { capabilitiesOf, type JsonObject, type MemoryStorage } from '@engram/core';
-import { ConformanceError, expectTrue } from '../assert.ts';
+import { ConformanceError, expectEqual, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import { interleavedReplace } from '../concurrency/interleaved.ts';
 import { STOPS, stopMs, stoppedWriter } from '../concurrency/stopped.ts';
@@ -208,6 +208,55 @@ export const concurrencyChecks = [
         const [id, k] = splitKey(key);
         return stored.get(id)?.has(k) ?? false;
       });
+    },
+  ),
+
+  check(
+    (init) =>
+      `saves, moves, updates and deletes of the same message ids (${mode(init)} × ${OPS_PER_RACER}): each message is listed in one thread, every total matches its listing, every content an acknowledged write`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const resourceId = ctx.id('race-r');
+      const threadIds = Array.from({ length: 3 }, () => ctx.id('race-t'));
+      for (const id of threadIds) await store.saveThread(thread(id, resourceId));
+      const messageIds = Array.from({ length: 8 }, () => ctx.id('race-m'));
+      const task = { kind: 'mixed-messages', threadIds, resourceId, messageIds, ops: OPS_PER_RACER } as const;
+      const { reports, how } = await race(ctx, store, task, false);
+      const written = new Set(reports.flatMap((r) => r.written));
+      const failures = reports.flatMap((r) => r.failures);
+      ctx.log(
+        `mixed message writes: ${how}, ${written.size} acknowledged, ` +
+          `${reports.reduce((n, r) => n + r.conflicts, 0)} CONFLICT, ${failures.length} failed`,
+      );
+      if (failures.length) {
+        throw new ConformanceError(`mixed message writes failed, e.g. ${failures.slice(0, 3).join('; ')}`);
+      }
+      const listed: string[] = [];
+      for (const threadId of threadIds) {
+        const whole = await store.listMessages({ threadId, perPage: false });
+        const paged = await store.listMessages({ threadId, perPage: 2 });
+        expectEqual(
+          [whole.total, paged.total],
+          [whole.messages.length, whole.messages.length],
+          `the totals of thread ${threadId} (listed whole, by pages of 2) and the messages it lists`,
+        );
+        for (const m of whole.messages) {
+          expectEqual(m.threadId, threadId, `the thread of message ${m.id} listed in ${threadId}`);
+          listed.push(`${m.id} ${threadId}`);
+        }
+      }
+      const stored = await store.listMessagesById({ ids: messageIds });
+      expectEqual(
+        listed.sort(),
+        stored.map((m) => `${m.id} ${m.threadId}`).sort(),
+        'the messages the threads list (each once) and the messages stored',
+      );
+      for (const m of stored) {
+        expectTrue(
+          written.has(String(m.content)),
+          `message ${m.id} holds ${JSON.stringify(m.content)}, which no acknowledged write gave it`,
+        );
+      }
     },
   ),
 

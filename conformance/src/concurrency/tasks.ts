@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { capabilitiesOf, type JsonObject, Memory, type MemoryStorage, type Message } from '@engram/core';
 import { at } from '../fixtures.ts';
 import { conformanceModel, observedContent } from '../observer.ts';
-import { conformanceEmbedder } from '../vectors.ts';
+import { conformanceEmbedder, random } from '../vectors.ts';
 import { ackKey, purgeWriter, signalFile, untilFile } from './purge-writers.ts';
 import { waitForFile } from './signal.ts';
 
@@ -58,6 +58,11 @@ export type RaceTask =
     }
   /** `Memory.saveMessages` with semantic recall of the same messages (same ids and text). */
   | { kind: 'embed-save'; threadId: string; resourceId: string; ids: string[] }
+  /**
+   * `ops` saves (into one of `threadIds`: new ids, and moves of existing ones), updates and
+   * deletes of a few of `messageIds` each, in an order seeded by the racer.
+   */
+  | { kind: 'mixed-messages'; threadIds: string[]; resourceId: string; messageIds: string[]; ops: number }
   /**
    * Writes the file `ready`, waits for the file `trigger`, replaces the working memory of one
    * thread (`updateThread` metadata) or resource (`updateResource`) with `value`, then writes
@@ -187,6 +192,8 @@ export function racerOps(
           },
         },
       ];
+    case 'mixed-messages':
+      return mixedMessageOps(task, racer);
     case 'first-metadata':
       return task.resourceIds.map((resourceId) => ({
         key: `${resourceId}/p${racer}`,
@@ -236,6 +243,39 @@ export function racerOps(
           ]),
       }));
   }
+}
+
+/** The saves, updates and deletes of a `mixed-messages` racer, each on one to three ids. */
+function mixedMessageOps(
+  task: Extract<RaceTask, { kind: 'mixed-messages' }>,
+  racer: number,
+): { key: string; run: (store: MemoryStorage) => Promise<unknown> }[] {
+  const next = random(1_000 + racer);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+  return Array.from({ length: task.ops }, (_, j) => {
+    const key = `p${racer}-${j}`;
+    const ids = [...new Set([pick(task.messageIds), pick(task.messageIds), pick(task.messageIds)])];
+    const threadId = pick(task.threadIds);
+    const op = next();
+    const run =
+      op < 0.45
+        ? (s: MemoryStorage) =>
+            s.saveMessages(
+              ids.map((id) => ({
+                id,
+                threadId,
+                resourceId: task.resourceId,
+                role: 'user' as const,
+                content: key,
+                type: 'text' as const,
+                createdAt: at(j),
+              })),
+            )
+        : op < 0.75
+          ? (s: MemoryStorage) => s.updateMessages(ids.map((id) => ({ id, content: key })))
+          : (s: MemoryStorage) => s.deleteMessages(ids);
+    return { key, run };
+  });
 }
 
 /** How often a `merge-until-stopped` racer other than 0 looks for its window. */
