@@ -140,7 +140,7 @@ describe('other writes through the driver (fake connection)', () => {
     expect(events).toEqual(['commit', 'release']);
   });
 
-  it('updateMessages locks the messages, reads them and merges them patched, then bumps their threads', async () => {
+  it('updateMessages locks the messages, reads the ones found and merges them patched, then bumps their threads', async () => {
     const { store, sent } = await storeOn((sql, binds) => {
       if (sql.startsWith('SELECT id, thread_id'))
         return { rows: [{ ID: 'm1', THREAD_ID: 't1', RESOURCE_ID: 'r1' }] };
@@ -154,7 +154,7 @@ describe('other writes through the driver (fake connection)', () => {
     expect(updated).toMatchObject({ id: 'm1', content: 'bye', role: 'user', threadId: 't1' });
     expect(heads(sent)).toEqual([
       'SELECT id, thread_id, resource_id FROM engram_messages WHERE id IN (:m0, :m1) FOR UPDATE',
-      expect.stringMatching(/^SELECT m\.id, .* WHERE m\.id IN \(:m0, :m1\)$/),
+      expect.stringMatching(/^SELECT m\.id, .* WHERE m\.id IN \(:m0\)$/),
       'MERGE INTO engram_messages m',
       'DELETE FROM engram_message_terms WHERE message_id IN (:m0)',
       'DELETE FROM engram_message_term_counts WHERE message_id IN (:m0)',

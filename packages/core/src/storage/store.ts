@@ -401,9 +401,9 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
       if (driver.update) return driver.update([...folded.values()]);
       return this.driver.write(async (tx) => {
         // Only the messages `places` found, in the threads this write holds: one saved since into
-        // a thread it does not hold is left alone (the update came first). Writing that row too
-        // would lock it and then wait for its thread, which a delete holding the thread and
-        // waiting for the row would never release.
+        // a thread it does not hold is left alone (the update came first). Writing it too could
+        // store again a message a delete removed in between, or, where rows are locked, wait for
+        // its thread while a delete holding the thread waits for the row.
         const places = await driver.places(tx, [], [...folded.keys()]);
         const ids = [...folded.keys()].filter((id) => places.messages.has(id));
         if (ids.length === 0) return [];
