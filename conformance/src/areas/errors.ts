@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { capabilitiesOf, type MemoryStorage } from '@engram/core';
-import { MAX_LISTING_COUNT } from '@engram/core/driver';
+import { MAX_LISTING_COUNT, STORED_DATES } from '@engram/core/driver';
 import {
   ConformanceError,
   describeError,
@@ -328,6 +328,58 @@ export const errorsChecks = [
         const page = await store.listMessages({ threadId: t.id, dateRange: range });
         expectEqual(page.messages, expected, `dateRange ${show(range)}`);
       }
+    },
+  ),
+
+  check(
+    `stored dates: ${STORED_DATES.min} and ${STORED_DATES.max} are kept to the millisecond on threads and messages; a millisecond outside is INVALID_ARGUMENT naming the field, and nothing is written`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const first = new Date(STORED_DATES.min);
+      const last = new Date(STORED_DATES.max);
+      const t = thread(ctx.id('t'), ctx.id('r'), { createdAt: first, updatedAt: last });
+      await store.saveThread(t);
+      expectEqual(
+        await store.getThreadById({ threadId: t.id }),
+        t,
+        'a thread created in year 1, updated in 9999',
+      );
+      const ms = [message(ctx.id('m1'), t, last), message(ctx.id('m2'), t, first)];
+      await store.saveMessages(ms);
+      const listed = async () => (await store.listMessages({ threadId: t.id, perPage: false })).messages;
+      expectEqual(await listed(), [ms[1], ms[0]], 'messages of year 1 and 9999, oldest first');
+      const before = new Date(first.getTime() - 1);
+      const after = new Date(last.getTime() + 1);
+      for (const bad of [before, after]) {
+        const other = thread(ctx.id('t-bad'), t.resourceId);
+        await expectBound(
+          () => store.saveThread({ ...other, createdAt: bad }),
+          'thread.createdAt',
+          STORED_DATES.max,
+          `saveThread with createdAt ${bad.toISOString()}`,
+        );
+        await expectBound(
+          () => store.saveThread({ ...t, title: 'changed', updatedAt: bad }),
+          'thread.updatedAt',
+          STORED_DATES.max,
+          `saveThread with updatedAt ${bad.toISOString()}`,
+        );
+        await expectBound(
+          () => store.saveMessages([message(ctx.id('m3'), t, at(3)), message(ctx.id('m4'), t, bad)]),
+          'createdAt',
+          STORED_DATES.max,
+          `saveMessages with a createdAt of ${bad.toISOString()}`,
+        );
+        await expectBound(
+          () => store.updateMessages([{ id: ms[0]!.id, content: 'changed', createdAt: bad }]),
+          'createdAt',
+          STORED_DATES.max,
+          `updateMessages with createdAt ${bad.toISOString()}`,
+        );
+        expectEqual(await store.getThreadById({ threadId: other.id }), null, 'no thread was created');
+      }
+      expectEqual(await store.getThreadById({ threadId: t.id }), t, 'the thread is unchanged');
+      expectEqual(await listed(), [ms[1], ms[0]], 'the messages are unchanged');
     },
   ),
 

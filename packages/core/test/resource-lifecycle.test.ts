@@ -222,6 +222,12 @@ describe('memory.exportResource / importRecords', () => {
     expect(error).toMatchObject({ code: 'VALIDATION' });
     expect(String((error as Error).message)).toMatch(/record 4 \(message "r\/t0\/m1"\)/);
     expect(await target.storage.listMessagesById({ ids: ['r/t0/m0', 'r/t0/m1', 'r/t1/m0'] })).toHaveLength(1);
+    const late = { ...(records[0] as object), updatedAt: '+010000-01-01T00:00:00.000Z' };
+    const refused = await caught(() => new Memory({ storage: new InMemoryStore() }).importRecords([late]));
+    expect(refused).toMatchObject({ code: 'VALIDATION' });
+    expect(String((refused as Error).message)).toMatch(
+      /^record 1 \(resource "r"\): updatedAt is \+010000-01-01T00:00:00\.000Z; a stored date must be from 0001-01-01/,
+    );
     for (const wrong of [
       { ...(records[0] as object), v: 2 },
       { v: 1, kind: 'vector' },

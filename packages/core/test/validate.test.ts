@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assertJson, InMemoryStore, type Message } from '../src/driver.ts';
+import { assertJson, InMemoryStore, type Message, STORED_DATES } from '../src/driver.ts';
 
 function problem(value: unknown): string | undefined {
   try {
@@ -72,6 +72,14 @@ describe('saveMessages validation', () => {
       [{ type: 'v\u0000' }, /^messages\[1\]\.type holds a NUL character/],
       [{ type: 2 }, /^messages\[1\]\.type must be a string/],
       [{ createdAt: new Date(Number.NaN) }, /^messages\[1\]\.createdAt must be a valid Date/],
+      [
+        { createdAt: new Date(Date.parse(STORED_DATES.min) - 1) },
+        /^messages\[1\]\.createdAt is 0000-12-31T23:59:59\.999Z; a stored date must be from 0001-01-01T00:00:00\.000Z to 9999-12-31T23:59:59\.999Z/,
+      ],
+      [
+        { createdAt: new Date(8.64e15) },
+        /^messages\[1\]\.createdAt is \+275760-09-13T00:00:00\.000Z; a stored date/,
+      ],
     ];
     for (const [change, message] of cases) {
       const bad = { ...good, id: 'm2', ...change } as Message;
@@ -82,5 +90,52 @@ describe('saveMessages validation', () => {
     ).rejects.toMatchObject({
       code: 'NOT_FOUND',
     });
+  });
+});
+
+describe('stored dates of the optional domains', () => {
+  const outside = [new Date(Date.parse(STORED_DATES.min) - 1), new Date(Date.parse(STORED_DATES.max) + 1)];
+
+  it('a turn row dated outside STORED_DATES is refused and not written; a cursor may be any date', async () => {
+    const store = new InMemoryStore();
+    const turns = store.turns as NonNullable<typeof store.turns>;
+    const row = {
+      id: 'u1',
+      threadId: 't',
+      resourceId: 'r',
+      createdAt: new Date(STORED_DATES.max),
+      body: '{}',
+    };
+    await turns.put(row);
+    for (const createdAt of outside) {
+      await expect(turns.put({ ...row, id: 'u2', createdAt })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/^createdAt is .*; a stored date must be from/),
+      });
+    }
+    expect(await turns.get('u2')).toBeNull();
+    const cursor = { createdAt: new Date(8.64e15), id: 'z' };
+    expect((await turns.list('t', 10, cursor)).map((r) => r.id)).toEqual(['u1']);
+  });
+
+  it('an observation row dated outside STORED_DATES is refused and not written', async () => {
+    const store = new InMemoryStore();
+    const observations = store.observations as NonNullable<typeof store.observations>;
+    const row = {
+      key: 'resource:r',
+      resourceId: 'r',
+      threadId: null,
+      generation: 1,
+      version: 1,
+      body: '{}',
+      updatedAt: new Date(STORED_DATES.min),
+    };
+    expect(await observations.swap(null, row)).toBe(true);
+    for (const updatedAt of outside) {
+      await expect(
+        observations.swap({ generation: 1, version: 1 }, { ...row, version: 2, updatedAt }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^updatedAt is /) });
+    }
+    expect(await observations.head('resource:r')).toEqual(row);
   });
 });

@@ -114,8 +114,8 @@ describePg('PostgresStore', (url) => {
       try {
         const dates = [
           new Date('1850-06-01T12:00:00.123Z'),
-          new Date(-62198755200001), // 2 BC, the last millisecond
-          new Date('+012000-01-01T00:00:00.001Z'),
+          new Date('0001-01-01T00:00:00.000Z'), // the first stored instant (STORED_DATES)
+          new Date('9999-12-31T23:59:59.999Z'), // the last
         ];
         const t = thread(id('r'), { createdAt: dates[0]!, updatedAt: dates[1]! });
         await s.saveThread(t);

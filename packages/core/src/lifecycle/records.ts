@@ -4,7 +4,14 @@ import { assertMessage, assertThread } from '../storage/arguments.ts';
 import type { ObservationRow } from '../storage/observations.ts';
 import type { JsonObject, JsonValue, Message, MessageRole, Resource, Thread } from '../storage/records.ts';
 import type { TurnRow } from '../storage/turns.ts';
-import { assertId, assertJsonObject, assertText, describe, isPlainObject } from '../storage/validate.ts';
+import {
+  assertId,
+  assertJsonObject,
+  assertStoredDate,
+  assertText,
+  describe,
+  isPlainObject,
+} from '../storage/validate.ts';
 import { assertSpace, assertVector } from '../storage/vector-store.ts';
 import type { EmbeddingSpace, MessageVector } from '../storage/vectors.ts';
 
@@ -342,7 +349,7 @@ function string(value: unknown, field: string): string {
   return value;
 }
 
-/** An ISO 8601 date exactly as `toISOString` writes it (UTC, milliseconds). */
+/** An ISO 8601 date exactly as `toISOString` writes it (UTC, milliseconds), within `STORED_DATES`. */
 function date(value: unknown, field: string): Date {
   const text = string(value, field);
   const parsed = new Date(text);
@@ -351,5 +358,6 @@ function date(value: unknown, field: string): Date {
       `${field} must be an ISO 8601 date like 2026-01-02T03:04:05.678Z, got ${JSON.stringify(text)}`,
     );
   }
+  assertStoredDate(parsed, field);
   return parsed;
 }

@@ -17,12 +17,14 @@ import {
   assertId,
   assertJson,
   assertJsonObject,
+  assertStoredDate,
   assertText,
   describe,
   isPlainObject,
   isStorableId,
   isStorableJson,
   isStorableText,
+  isStoredDate,
   MAX_LISTING_COUNT,
 } from './validate.ts';
 
@@ -128,8 +130,8 @@ export function assertThread(thread: unknown, operation: string): asserts thread
   assertText(t.title, 'thread.title', true);
   assertJsonObject(t.metadata, 'thread.metadata');
   assertWorkingMemoryField(t.metadata);
-  assertDate(t.createdAt, 'thread.createdAt');
-  assertDate(t.updatedAt, 'thread.updatedAt');
+  assertStoredDate(t.createdAt, 'thread.createdAt');
+  assertStoredDate(t.updatedAt, 'thread.updatedAt');
 }
 
 /** Thread-scoped working memory must be a string (or null) where it is stored. */
@@ -157,8 +159,7 @@ export function isStorableMessage(message: unknown): message is Message {
     isStorableJson(m.content, 0) &&
     typeof m.type === 'string' &&
     isStorableText(m.type, true) &&
-    m.createdAt instanceof Date &&
-    !Number.isNaN(m.createdAt.getTime())
+    isStoredDate(m.createdAt)
   );
 }
 
@@ -173,7 +174,7 @@ export function assertMessage(message: unknown, field: string): asserts message 
   assertJson(m.content, `${field}.content`);
   if (typeof m.type !== 'string') throw invalid(`${field}.type must be a string, got ${describe(m.type)}`);
   assertText(m.type, `${field}.type`, true);
-  assertDate(m.createdAt, `${field}.createdAt`);
+  assertStoredDate(m.createdAt, `${field}.createdAt`);
 }
 
 export function assertPatch(patch: unknown, field: string): asserts patch is MessagePatch {
@@ -186,7 +187,7 @@ export function assertPatch(patch: unknown, field: string): asserts patch is Mes
   if (p.content !== undefined) assertJson(p.content, `${field}.content`);
   if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
   if (p.type !== undefined) assertText(p.type, `${field}.type`, true);
-  if (p.createdAt !== undefined) assertDate(p.createdAt, `${field}.createdAt`);
+  if (p.createdAt !== undefined) assertStoredDate(p.createdAt, `${field}.createdAt`);
   for (const key of ['threadId', 'resourceId']) {
     if (Object.hasOwn(p, key)) {
       throw invalid(`${field}.${key}: updateMessages cannot move a message; save it again with saveMessages`);

@@ -1,6 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { DomainHooks, DomainRunner } from './domains.ts';
-import { assertId, describe, isPlainObject } from './validate.ts';
+import { assertId, assertStoredDate, describe, isPlainObject } from './validate.ts';
 
 /**
  * The observational-memory domain a store may declare (`MemoryStorage.observations`). Core's
@@ -159,8 +159,7 @@ function assertRow(row: unknown): asserts row is ObservationRow {
     throw invalid('body must be well-formed Unicode (it holds an unpaired surrogate)');
   if (r.body.length > MAX_OBSERVATION_BODY)
     throw invalid(`body is ${r.body.length} characters; at most ${MAX_OBSERVATION_BODY}`);
-  if (!(r.updatedAt instanceof Date) || Number.isNaN(r.updatedAt.getTime()))
-    throw invalid(`updatedAt must be a valid Date, got ${describe(r.updatedAt)}`);
+  assertStoredDate(r.updatedAt, 'updatedAt');
 }
 
 function isCount(n: unknown): n is number {

@@ -1,7 +1,7 @@
 import { MemoryError } from '../errors.ts';
 import type { DomainHooks, DomainRunner } from './domains.ts';
 import { compareIds } from './helpers.ts';
-import { assertId, describe, isPlainObject } from './validate.ts';
+import { assertDate, assertId, assertStoredDate, describe, isPlainObject } from './validate.ts';
 
 /**
  * The turn-record domain a store may declare (`MemoryStorage.turns`): what each model call of a
@@ -143,17 +143,12 @@ function assertRow(row: unknown): asserts row is TurnRow {
   assertId(r.id, 'id');
   assertId(r.threadId, 'threadId');
   assertId(r.resourceId, 'resourceId');
-  assertDate(r.createdAt, 'createdAt');
+  assertStoredDate(r.createdAt, 'createdAt');
   if (typeof r.body !== 'string') throw invalid(`body must be a string, got ${describe(r.body)}`);
   if (/\p{Surrogate}/u.test(r.body))
     throw invalid('body must be well-formed Unicode (it holds an unpaired surrogate)');
   if (r.body.length > MAX_TURN_BODY)
     throw invalid(`body is ${r.body.length} characters; at most ${MAX_TURN_BODY}`);
-}
-
-function assertDate(value: unknown, name: string): asserts value is Date {
-  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
-    throw invalid(`${name} must be a valid Date, got ${describe(value)}`);
 }
 
 function invalid(message: string): MemoryError {

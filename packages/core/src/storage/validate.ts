@@ -149,6 +149,38 @@ export function assertDate(value: unknown, field: string): asserts value is Date
 }
 
 /**
+ * The first and last instants a record may carry (`createdAt`, `updatedAt`): 0001-01-01 to
+ * 9999-12-31 UTC, which every supported database holds (Oracle's `TIMESTAMP` ends in 9999,
+ * PostgreSQL's `timestamptz` begins in 4714 BC), so a record one store took can be moved to any
+ * other. Dates that are only compared (`dateRange`, cursors) may be any valid `Date`.
+ */
+export const STORED_DATES = {
+  min: '0001-01-01T00:00:00.000Z',
+  max: '9999-12-31T23:59:59.999Z',
+} as const;
+
+const MIN_STORED_TIME = Date.parse(STORED_DATES.min);
+const MAX_STORED_TIME = Date.parse(STORED_DATES.max);
+
+/** True when `assertStoredDate` accepts `value` (a `Date` within `STORED_DATES`). */
+export function isStoredDate(value: unknown): boolean {
+  if (!(value instanceof Date)) return false;
+  const time = value.getTime();
+  return time >= MIN_STORED_TIME && time <= MAX_STORED_TIME;
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a valid `Date` within `STORED_DATES`. */
+export function assertStoredDate(value: unknown, field: string): asserts value is Date {
+  assertDate(value, field);
+  if (!isStoredDate(value)) {
+    throw invalid(
+      `${field} is ${value.toISOString()}; a stored date must be from ${STORED_DATES.min} to ${STORED_DATES.max}, the range every supported database holds`,
+      { field, min: STORED_DATES.min, max: STORED_DATES.max },
+    );
+  }
+}
+
+/**
  * The largest `perPage`, include window (`withPreviousMessages`, `withNextMessages`) and row
  * offset (`page × perPage`) a listing accepts: 2³¹ − 1, the largest 32-bit signed integer. Every
  * backend represents it exactly (a PostgreSQL `integer`, a MongoDB int32, a Lua number formatted
