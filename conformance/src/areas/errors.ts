@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { capabilitiesOf, type MemoryStorage } from '@engram/core';
-import { MAX_LISTING_COUNT, STORED_DATES } from '@engram/core/driver';
+import { MAX_LISTING_COUNT, MAX_TYPE_LENGTH, STORED_DATES } from '@engram/core/driver';
 import {
   ConformanceError,
   describeError,
@@ -380,6 +380,39 @@ export const errorsChecks = [
       }
       expectEqual(await store.getThreadById({ threadId: t.id }), t, 'the thread is unchanged');
       expectEqual(await listed(), [ms[1], ms[0]], 'the messages are unchanged');
+    },
+  ),
+
+  check(
+    `a message type of ${MAX_TYPE_LENGTH} characters (of 1 to 4 bytes in UTF-8) is kept exactly; one more is INVALID_ARGUMENT naming the field, and nothing is written`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const t = thread(ctx.id('t'), ctx.id('r'));
+      await store.saveThread(t);
+      const longest = `${'a'.repeat(MAX_TYPE_LENGTH - 4)}é€😀`;
+      expectEqual(longest.length, MAX_TYPE_LENGTH, 'the longest type');
+      const m = message(ctx.id('m1'), t, at(1), { type: longest });
+      await store.saveMessages([m]);
+      const listed = async () => (await store.listMessages({ threadId: t.id, perPage: false })).messages;
+      expectEqual(await listed(), [m], `a type of ${MAX_TYPE_LENGTH} characters`);
+      const tooLong = `${longest}x`;
+      await expectBound(
+        () =>
+          store.saveMessages([
+            message(ctx.id('m2'), t, at(2)),
+            message(ctx.id('m3'), t, at(3), { type: tooLong }),
+          ]),
+        'type',
+        String(MAX_TYPE_LENGTH),
+        `saveMessages with a type of ${tooLong.length} characters`,
+      );
+      await expectBound(
+        () => store.updateMessages([{ id: m.id, content: 'changed', type: tooLong }]),
+        'type',
+        String(MAX_TYPE_LENGTH),
+        `updateMessages with a type of ${tooLong.length} characters`,
+      );
+      expectEqual(await listed(), [m], 'the messages are unchanged');
     },
   ),
 

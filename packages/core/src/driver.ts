@@ -167,6 +167,7 @@ export {
   isPlainObject,
   MAX_ID_LENGTH,
   MAX_LISTING_COUNT,
+  MAX_TYPE_LENGTH,
   STORED_DATES,
 } from './storage/validate.ts';
 export { type MatrixQuery, type MatrixRow, VectorMatrix } from './storage/vector-matrix.ts';

@@ -71,6 +71,10 @@ describe('saveMessages validation', () => {
       [{ content: { a: ['\uD800'] } }, /^messages\[1\]\.content\.a\[0\] holds a lone UTF-16 surrogate/],
       [{ type: 'v\u0000' }, /^messages\[1\]\.type holds a NUL character/],
       [{ type: 2 }, /^messages\[1\]\.type must be a string/],
+      [
+        { type: 'x'.repeat(256) },
+        /^messages\[1\]\.type is 256 characters long; a message type is at most 255/,
+      ],
       [{ createdAt: new Date(Number.NaN) }, /^messages\[1\]\.createdAt must be a valid Date/],
       [
         { createdAt: new Date(Date.parse(STORED_DATES.min) - 1) },

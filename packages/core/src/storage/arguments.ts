@@ -26,6 +26,7 @@ import {
   isStorableText,
   isStoredDate,
   MAX_LISTING_COUNT,
+  MAX_TYPE_LENGTH,
 } from './validate.ts';
 
 /**
@@ -158,9 +159,21 @@ export function isStorableMessage(message: unknown): message is Message {
     m.content !== undefined &&
     isStorableJson(m.content, 0) &&
     typeof m.type === 'string' &&
+    m.type.length <= MAX_TYPE_LENGTH &&
     isStorableText(m.type, true) &&
     isStoredDate(m.createdAt)
   );
+}
+
+/** Throws `INVALID_ARGUMENT` unless `value` is a storable message type (see `MAX_TYPE_LENGTH`). */
+function assertType(value: unknown, field: string): asserts value is string {
+  if (typeof value !== 'string') throw invalid(`${field} must be a string, got ${describe(value)}`);
+  if (value.length > MAX_TYPE_LENGTH) {
+    throw invalid(
+      `${field} is ${value.length} characters long; a message type is at most ${MAX_TYPE_LENGTH}`,
+    );
+  }
+  assertText(value, field, true);
 }
 
 export function assertMessage(message: unknown, field: string): asserts message is Message {
@@ -172,8 +185,7 @@ export function assertMessage(message: unknown, field: string): asserts message 
   if (!ROLES.has(m.role)) throw invalid(`${field}.role must be user, assistant, system or tool`);
   if (m.content === undefined) throw invalid(`${field}.content is missing`);
   assertJson(m.content, `${field}.content`);
-  if (typeof m.type !== 'string') throw invalid(`${field}.type must be a string, got ${describe(m.type)}`);
-  assertText(m.type, `${field}.type`, true);
+  assertType(m.type, `${field}.type`);
   assertStoredDate(m.createdAt, `${field}.createdAt`);
 }
 
@@ -185,8 +197,7 @@ export function assertPatch(patch: unknown, field: string): asserts patch is Mes
     throw invalid(`${field}.role must be user, assistant, system or tool`);
   }
   if (p.content !== undefined) assertJson(p.content, `${field}.content`);
-  if (p.type !== undefined && typeof p.type !== 'string') throw invalid(`${field}.type must be a string`);
-  if (p.type !== undefined) assertText(p.type, `${field}.type`, true);
+  if (p.type !== undefined) assertType(p.type, `${field}.type`);
   if (p.createdAt !== undefined) assertStoredDate(p.createdAt, `${field}.createdAt`);
   for (const key of ['threadId', 'resourceId']) {
     if (Object.hasOwn(p, key)) {

@@ -4,6 +4,9 @@ import type { JsonObject } from './records.ts';
 /** The longest id accepted anywhere. */
 export const MAX_ID_LENGTH = 255;
 
+/** The longest message `type` accepted: what every adapter stores (Oracle's column is `VARCHAR2(255 CHAR)`). */
+export const MAX_TYPE_LENGTH = 255;
+
 function invalid(message: string, details?: Record<string, unknown>): MemoryError {
   return new MemoryError('INVALID_ARGUMENT', message, { details });
 }
