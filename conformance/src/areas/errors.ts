@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
-import { capabilitiesOf, type MemoryStorage } from '@engram/core';
-import { MAX_LISTING_COUNT, MAX_TYPE_LENGTH, STORED_DATES } from '@engram/core/driver';
+import { capabilitiesOf, type JsonValue, type MemoryStorage } from '@engram/core';
+import { MAX_JSON_DEPTH, MAX_LISTING_COUNT, MAX_TYPE_LENGTH, STORED_DATES } from '@engram/core/driver';
 import {
   ConformanceError,
   describeError,
@@ -413,6 +413,50 @@ export const errorsChecks = [
         `updateMessages with a type of ${tooLong.length} characters`,
       );
       expectEqual(await listed(), [m], 'the messages are unchanged');
+    },
+  ),
+
+  check(
+    `JSON nested ${MAX_JSON_DEPTH} levels deep (arrays in arrays; metadata counting as one) is kept exactly in content and metadata; one level more is INVALID_ARGUMENT naming the field, and nothing is written`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const nested = (levels: number): JsonValue => {
+        let value: JsonValue = 'leaf';
+        for (let i = 0; i < levels; i++) value = [value, i];
+        return value;
+      };
+      const t = thread(ctx.id('t'), ctx.id('r'), { metadata: { deep: nested(MAX_JSON_DEPTH - 1) } });
+      await store.saveThread(t);
+      expectEqual(await store.getThreadById({ threadId: t.id }), t, 'thread metadata at the deepest');
+      const m = message(ctx.id('m1'), t, at(1), { content: nested(MAX_JSON_DEPTH) });
+      await store.saveMessages([m]);
+      const listed = async () => (await store.listMessages({ threadId: t.id, perPage: false })).messages;
+      expectEqual(await listed(), [m], 'content at the deepest');
+      const updated = await store.updateThread({ id: t.id, metadata: { also: nested(MAX_JSON_DEPTH - 1) } });
+      expectEqual(
+        updated.metadata,
+        { ...t.metadata, also: nested(MAX_JSON_DEPTH - 1) },
+        'updateThread at the deepest',
+      );
+      const stored = await store.getThreadById({ threadId: t.id });
+      const tooDeep = nested(MAX_JSON_DEPTH + 1);
+      const cases: [string, () => Promise<unknown>][] = [
+        ['saveMessages', () => store.saveMessages([message(ctx.id('m2'), t, at(2), { content: tooDeep })])],
+        ['updateMessages', () => store.updateMessages([{ id: m.id, content: tooDeep }])],
+        ['saveThread', () => store.saveThread({ ...t, metadata: { deep: nested(MAX_JSON_DEPTH) } })],
+        ['updateThread', () => store.updateThread({ id: t.id, metadata: { deep: nested(MAX_JSON_DEPTH) } })],
+        [
+          'updateResource',
+          () =>
+            store.updateResource({ resourceId: t.resourceId, metadata: { deep: nested(MAX_JSON_DEPTH) } }),
+        ],
+      ];
+      for (const [what, call] of cases) {
+        await expectBound(call, 'nested too deeply', String(MAX_JSON_DEPTH), `${what} one level deeper`);
+      }
+      expectEqual(await store.getThreadById({ threadId: t.id }), stored, 'the thread is unchanged');
+      expectEqual(await listed(), [m], 'the messages are unchanged');
+      expectEqual(await store.getResourceById({ resourceId: t.resourceId }), null, 'no resource was created');
     },
   ),
 

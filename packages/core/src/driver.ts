@@ -166,6 +166,7 @@ export {
   assertText,
   isPlainObject,
   MAX_ID_LENGTH,
+  MAX_JSON_DEPTH,
   MAX_LISTING_COUNT,
   MAX_TYPE_LENGTH,
   STORED_DATES,

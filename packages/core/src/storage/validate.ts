@@ -99,12 +99,20 @@ export function assertJson(value: unknown, field: string, depth = 0): void {
   explainJson(value, field, depth);
 }
 
+/**
+ * How many arrays and objects a JSON value (message content, metadata with its own object) may
+ * nest: what every adapter stores. MongoDB holds 100 levels in a document, of which the record
+ * and its field take two, and on FerretDB 1.x an array directly inside an array takes two more
+ * (it is wrapped), so 48 nested arrays are the most it holds.
+ */
+export const MAX_JSON_DEPTH = 48;
+
 /** True when `assertJson` accepts `value` (it never accepts what `explainJson` refuses). */
 export function isStorableJson(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return !LONE_SURROGATE.test(value);
   if (value === null || typeof value === 'boolean') return true;
   if (typeof value === 'number') return Number.isFinite(value);
-  if (depth >= 2_000) return false;
+  if (depth >= MAX_JSON_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (!isStorableJson(value[i], depth + 1)) return false;
     return true;
@@ -118,7 +126,12 @@ export function isStorableJson(value: unknown, depth: number): boolean {
 
 /** Throws `INVALID_ARGUMENT` naming the first part of `value` that is not storable JSON. */
 function explainJson(value: unknown, field: string, depth: number): void {
-  if (depth > 2_000) throw invalid(`${field} is nested too deeply (over 2000 levels)`);
+  if (depth >= MAX_JSON_DEPTH && value !== null && typeof value === 'object') {
+    throw invalid(
+      `${field} is nested too deeply: JSON values hold at most ${MAX_JSON_DEPTH} levels of arrays and objects (metadata counts as one), what every adapter stores`,
+      { field, max: MAX_JSON_DEPTH },
+    );
+  }
   if (typeof value === 'string') {
     assertText(value, field, false);
     return;
