@@ -10,9 +10,12 @@ import type { OracleBindValue, OracleDbType } from './oracledb.ts';
 /** The `TO_TIMESTAMP` / `TO_CHAR` format matching `Date.prototype.toISOString()` without the `Z`. */
 export const TIMESTAMP_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.FF3';
 
-/** The first and last instants a `TIMESTAMP(3)` column holds (years 1–9999), inclusive. */
-export const MIN_TIMESTAMP = Date.parse('0001-01-01T00:00:00.000Z');
-export const MAX_TIMESTAMP = Date.parse('9999-12-31T23:59:59.999Z');
+/**
+ * The first and last instants a `TIMESTAMP(3)` column holds (years 1–9999), inclusive: core's
+ * `STORED_DATES`, which it checks on every record before the driver runs.
+ */
+export const MIN_TIMESTAMP = Date.parse(core.STORED_DATES.min);
+export const MAX_TIMESTAMP = Date.parse(core.STORED_DATES.max);
 
 /** Text longer than this many UTF-8 bytes is bound as a temporary CLOB instead of a VARCHAR2. */
 export const MAX_VARCHAR_BIND_BYTES = 4000;
