@@ -138,7 +138,7 @@ export {
 } from './storage/ownership.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
-export { RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
+export { backOff, RETRY, RETRY_POLICY, type RetryOptions, retry } from './storage/retry.ts';
 export {
   MAX_SETTING_KEY,
   MAX_SETTING_VALUE,

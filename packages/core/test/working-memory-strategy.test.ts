@@ -123,6 +123,25 @@ describe('WorkingMemoryRunner', () => {
     expect(cell.writes).toHaveLength(4);
   });
 
+  it('with attempts 0 sends every update to the fallback without a compare-and-set', async () => {
+    const { cell, strategy } = casCell(0);
+    const locked: WorkingMemoryCell[] = [];
+    const afterLostRace: LockedWorkingMemory = {
+      kind: 'locked',
+      update: async (target, apply) => {
+        locked.push(target);
+        cell.value = apply(cell.value);
+        return true;
+      },
+    };
+    const runner = new WorkingMemoryRunner('test', { ...strategy, attempts: 0, afterLostRace });
+    await expect(runner.run(resource, append)).resolves.toBe('a+');
+    await expect(runner.run(thread, append)).resolves.toBe('a++');
+    expect(locked).toEqual([resource, thread]);
+    expect(cell.reads).toBe(0);
+    expect(cell.writes).toHaveLength(0);
+  });
+
   it('after a lost race takes a lease: waits while it is busy, retries a write lost to an expired lease', async () => {
     const { strategy } = casCell(Number.POSITIVE_INFINITY);
     const events: string[] = [];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RETRY, retry } from '@engram/core/driver';
+import { backOff, RETRY, retry } from '@engram/core/driver';
 import type { ClientSession, Collection, MongoBulkWriteError } from 'mongodb';
 import { classify, isDuplicateKey } from './errors.ts';
 
@@ -105,7 +105,9 @@ export class WriteLocks {
     let todo = keys.filter((key) => !held.includes(key));
     if (todo.length > 0) await this.releaseOrphans();
     let holder: string | undefined;
-    while (this.locks && todo.length > 0) {
+    for (let waits = 0; this.locks && todo.length > 0; waits++) {
+      // Another holder took over: wait as after any lost attempt, then a new deadline for it.
+      if (waits > 0) await backOff(waits);
       await retry(
         async () => {
           const next = await this.take(todo, owner);

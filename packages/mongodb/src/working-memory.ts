@@ -19,10 +19,11 @@ type Version = ObjectId | string | null;
 /**
  * Working memory by compare-and-set (core's runner retries): read the document and its
  * `version`, then `findOneAndUpdate` filtered on `{ _id, version }` with core's fresh version, or
- * insert a missing resource (a duplicate key loses). Under write locks each write holds the
- * document's lock (so the filter is a compare-and-set on FerretDB too), and a cell that lost a
- * race is updated under a lease (`afterLostRace`): its lock held from the read to the write; a
- * write whose lock was lost meanwhile is reported lost, and core takes the lease again.
+ * insert a missing resource (a duplicate key loses). Under write locks (FerretDB 1.x applies
+ * update operators without atomicity, so the filter alone is no compare-and-set) every update
+ * goes straight to a lease (`afterLostRace`, `attempts` 0): the document's lock held from the
+ * read to the write, which no other writer of it can pass; a write whose lock was lost meanwhile
+ * is reported lost, and core takes the lease again.
  */
 export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory<Version> {
   const lockOf = (cell: WorkingMemoryCell) =>
@@ -76,13 +77,15 @@ export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory
   return {
     kind: 'compareAndSet',
     read: (cell) => read(c.collections, cell),
-    write: (cell, expected, value, version) =>
-      c.locks.hold([lockOf(cell)], async (fence) => {
-        await fence();
-        return write(c.collections, cell, expected, value, version);
-      }),
+    // Only without write locks (see `attempts`): a filtered update is atomic on the server.
+    write: (cell, expected, value, version) => write(c.collections, cell, expected, value, version),
     get afterLostRace() {
       return c.locks.enabled ? leased : undefined;
+    },
+    // Under write locks the compare-and-set takes the cell's lock too: taken before the read, no
+    // update is computed from a value another writer is about to replace.
+    get attempts() {
+      return c.locks.enabled ? 0 : undefined;
     },
   };
 }

@@ -57,9 +57,7 @@ export async function retry<T>(
         ? n + 1 < RETRY_POLICY.attempts
         : Date.now() - started < options.deadlineMs;
     if (!more) break;
-    await new Promise((resolve) =>
-      setTimeout(resolve, Math.random() * Math.min(RETRY_POLICY.maxDelayMs, 1 + n * 2)),
-    );
+    await backOff(n);
   }
   if (lastError !== undefined) throw lastError;
   const bound =
@@ -69,4 +67,13 @@ export async function retry<T>(
     `${options.adapter}: ${options.what ?? 'write'} gave up after ${bound}: other writers kept changing the same record`,
     { adapter: options.adapter, details: { conflict: true } },
   );
+}
+
+/**
+ * The policy's random pause after the `n`-th attempt that lost (from 0): what `retry` waits, for
+ * a driver's wait that `retry` cannot bound alone (a lock whose holder changes while it waits).
+ */
+export function backOff(n: number): Promise<void> {
+  const most = Math.min(RETRY_POLICY.maxDelayMs, 1 + n * 2);
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * most));
 }

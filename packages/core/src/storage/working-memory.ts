@@ -60,7 +60,11 @@ export interface CompareAndSetWorkingMemory<V = unknown> {
    * straight there.
    */
   afterLostRace?: LockedWorkingMemory | LeasedWorkingMemory<V>;
-  /** Compare-and-sets to try before `afterLostRace`. Default 1 (without it: core's policy). */
+  /**
+   * Compare-and-sets to try before `afterLostRace`. Default 1 (without it: core's policy). 0 sends
+   * every update straight to `afterLostRace`: for a driver whose compare-and-set takes the same
+   * lock anyway, where reading before the lock only loses races.
+   */
   attempts?: number;
 }
 
@@ -124,8 +128,9 @@ export class WorkingMemoryRunner {
     }
     const key = cell.scope === 'resource' ? `r:${cell.resourceId}` : `t:${cell.threadId}`;
     const lostAt = this.contended.get(key);
-    if (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS) {
-      for (let n = 0; n < (strategy.attempts ?? 1); n++) {
+    const attempts = strategy.attempts ?? 1;
+    if (attempts > 0 && (lostAt === undefined || Date.now() - lostAt > CONTENDED_MS)) {
+      for (let n = 0; n < attempts; n++) {
         const written = await this.attempt(strategy, cell, apply);
         if (written === RETRY) continue;
         if (lostAt !== undefined) this.contended.delete(key);
