@@ -62,7 +62,7 @@ export class MongoDBDriver implements Driver<MongoTx> {
   readonly threads = threadDriver(this.connection);
   readonly messages: ReturnType<typeof messageDriver>;
   readonly resources = resourceDriver(this.connection);
-  /** Compare-and-set on the document's `version`; under write locks, a lease after a lost race. */
+  /** Compare-and-set on the document's `version`; under write locks, a lease from the start. */
   readonly workingMemory = workingMemoryStrategy(this.connection);
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
   readonly vectors = vectorDriver(this.connection);

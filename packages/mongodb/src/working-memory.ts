@@ -82,8 +82,8 @@ export function workingMemoryStrategy(c: Connection): CompareAndSetWorkingMemory
     get afterLostRace() {
       return c.locks.enabled ? leased : undefined;
     },
-    // Under write locks the compare-and-set takes the cell's lock too: taken before the read, no
-    // update is computed from a value another writer is about to replace.
+    // Under write locks a filtered update is no compare-and-set (see above): every update takes
+    // the lease, its lock before the read, and none is computed from a value about to be replaced.
     get attempts() {
       return c.locks.enabled ? 0 : undefined;
     },
