@@ -105,16 +105,22 @@ export class WriteLocks {
     let todo = keys.filter((key) => !held.includes(key));
     if (todo.length > 0) await this.releaseOrphans();
     let holder: string | undefined;
+    // When to read who holds the lock: at the first miss, then when that lease could run out, and
+    // a quarter lease after the last look at the latest (so a change of holder is seen that late).
+    let lookAt = 0;
     for (let waits = 0; this.locks && todo.length > 0; waits++) {
       // Another holder took over: wait as after any lost attempt, then a new deadline for it.
       if (waits > 0) await backOff(waits);
       await retry(
         async () => {
-          const next = await this.take(todo, owner);
+          const next = await this.take(todo, owner, Date.now() >= lookAt);
           held.push(...todo.slice(0, next.taken));
           todo = todo.slice(next.taken);
-          if (todo.length > 0 && next.holder === holder) return RETRY;
-          holder = next.holder;
+          if (todo.length === 0) return;
+          if (next.holder === undefined) return RETRY;
+          lookAt = Math.min(next.holder?.expiresAt.getTime() ?? 0, Date.now() + this.leaseMs / 4);
+          if (next.holder?.owner === holder) return RETRY;
+          holder = next.holder?.owner;
         },
         { adapter: 'mongodb', what: 'waiting for a write lock', deadlineMs: 2 * this.leaseMs },
       );
@@ -123,9 +129,14 @@ export class WriteLocks {
 
   /**
    * One attempt to take `keys` in order (one ordered insert): how many were taken, up to the first
-   * held by another writer, and that writer. A lock whose holder is presumed dead is broken.
+   * held by another writer, and with `look` that writer's lock (`null`: released meanwhile), broken
+   * when its holder is presumed dead. Without `look` a miss costs the insert alone.
    */
-  private async take(keys: string[], owner: string): Promise<{ taken: number; holder?: string }> {
+  private async take(
+    keys: string[],
+    owner: string,
+    look = true,
+  ): Promise<{ taken: number; holder?: LockDocument | null }> {
     const locks = this.locks as Collection<LockDocument>;
     const expiresAt = new Date(Date.now() + this.leaseMs);
     try {
@@ -137,9 +148,10 @@ export class WriteLocks {
       const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
       const taken = first?.index ?? 0;
       if (taken > 0) this.leased(owner, expiresAt.getTime());
+      if (!look) return { taken };
       const current = await locks.findOne({ _id: keys[taken] });
       if (current && current.expiresAt.getTime() < Date.now()) await this.breakDead(current);
-      return { taken, holder: current?.owner };
+      return { taken, holder: current };
     }
   }
 

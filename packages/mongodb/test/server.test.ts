@@ -159,6 +159,35 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     }
   });
 
+  it('a waiter reads who holds a lock at its first miss, then a quarter lease apart, not at every miss', async () => {
+    const real = raw.db(dbName).collection<LockDocument>('wait_locks');
+    const calls = { insertMany: 0, findOne: 0 };
+    // The lock collection as WriteLocks sees it, counting its inserts (misses) and holder reads.
+    const counted = new Proxy(real, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (key === 'insertMany' || key === 'findOne') calls[key] += 1;
+          return value.apply(target, args);
+        };
+      },
+    });
+    const locks = new WriteLocks(counted, 4_000);
+    await real.insertOne({ _id: 'k', owner: 'alive', expiresAt: new Date(Date.now() + 60_000) });
+    const waiting = locks.acquire(['k'], 'me');
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await real.deleteOne({ _id: 'k' });
+    await waiting;
+    expect((await real.findOne({ _id: 'k' }))?.owner).toBe('me');
+    // Looks at about 0, 1 and 2 s (a quarter of the 4 s lease); misses every few ms between.
+    expect(calls.findOne).toBeGreaterThanOrEqual(2);
+    expect(calls.findOne).toBeLessThanOrEqual(4);
+    expect(calls.insertMany).toBeGreaterThan(10 * calls.findOne);
+    await locks.release(['k'], 'me');
+    expect(await real.countDocuments({ _id: 'k' })).toBe(0);
+  });
+
   it('a holder whose lock was broken meanwhile is fenced off before it writes: it takes the lock again and redoes the write', async () => {
     const locks = raw.db(dbName).collection<LockDocument>('fence_locks');
     const held = new WriteLocks(locks, 60_000);
