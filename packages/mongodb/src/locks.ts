@@ -117,6 +117,8 @@ export class WriteLocks {
           held.push(...todo.slice(0, next.taken));
           todo = todo.slice(next.taken);
           if (todo.length === 0) return;
+          // Locks taken: the next key's holder is not known yet.
+          if (next.taken > 0) lookAt = 0;
           if (next.holder === undefined) return RETRY;
           lookAt = Math.min(next.holder?.expiresAt.getTime() ?? 0, Date.now() + this.leaseMs / 4);
           if (next.holder?.owner === holder) return RETRY;

@@ -188,6 +188,25 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(await real.countDocuments({ _id: 'k' })).toBe(0);
   });
 
+  it('a waiter that took some of its locks reads who holds the next at once: a dead holder is broken without waiting a quarter lease', async () => {
+    const real = raw.db(dbName).collection<LockDocument>('next_locks');
+    const locks = new WriteLocks(real, 40_000);
+    await real.insertOne({ _id: 'a', owner: 'alive', expiresAt: new Date(Date.now() + 60_000) });
+    await real.insertOne({ _id: 'b', owner: 'dead', expiresAt: new Date(Date.now() - 1) });
+    const waiting = locks.acquire(['a', 'b'], 'me');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const freed = Date.now();
+    await real.deleteOne({ _id: 'a' });
+    await waiting;
+    // Its next look at "a" was due 10 s on (a quarter of the lease): "b" was read as soon as it missed.
+    expect(Date.now() - freed).toBeLessThan(3_000);
+    expect((await real.find({}).sort({ _id: 1 }).toArray()).map((l) => [l._id, l.owner])).toEqual([
+      ['a', 'me'],
+      ['b', 'me'],
+    ]);
+    await locks.release(['a', 'b'], 'me');
+  });
+
   it('a holder whose lock was broken meanwhile is fenced off before it writes: it takes the lock again and redoes the write', async () => {
     const locks = raw.db(dbName).collection<LockDocument>('fence_locks');
     const held = new WriteLocks(locks, 60_000);
