@@ -39,6 +39,20 @@ function casCell(losses: number, start: string | null = 'a') {
   return { cell, strategy };
 }
 
+/** A locked fallback over `cell` (always found) that records the cells it updated. */
+function lockedFallback(cell: { value: string | null }) {
+  const locked: WorkingMemoryCell[] = [];
+  const afterLostRace: LockedWorkingMemory = {
+    kind: 'locked',
+    update: async (target, apply) => {
+      locked.push(target);
+      cell.value = apply(cell.value);
+      return true;
+    },
+  };
+  return { locked, afterLostRace };
+}
+
 describe('WorkingMemoryRunner', () => {
   it('retries a lost compare-and-set and stores what the winning attempt computed', async () => {
     const { cell, strategy } = casCell(2);
@@ -89,15 +103,7 @@ describe('WorkingMemoryRunner', () => {
 
   it('after a lost race goes to the lock, and straight there while the cell is contended', async () => {
     const { cell, strategy } = casCell(Number.POSITIVE_INFINITY);
-    const locked: WorkingMemoryCell[] = [];
-    const afterLostRace: LockedWorkingMemory = {
-      kind: 'locked',
-      update: async (target, apply) => {
-        locked.push(target);
-        cell.value = apply(cell.value);
-        return true;
-      },
-    };
+    const { locked, afterLostRace } = lockedFallback(cell);
     const runner = new WorkingMemoryRunner('test', { ...strategy, afterLostRace });
     await expect(runner.run(thread, append)).resolves.toBe('a+');
     expect(cell.writes).toHaveLength(1);
@@ -111,13 +117,7 @@ describe('WorkingMemoryRunner', () => {
 
   it('tries as many compare-and-sets as the strategy asks before the lock', async () => {
     const { cell, strategy } = casCell(Number.POSITIVE_INFINITY);
-    const afterLostRace: LockedWorkingMemory = {
-      kind: 'locked',
-      update: async (_target, apply) => {
-        cell.value = apply(cell.value);
-        return true;
-      },
-    };
+    const { afterLostRace } = lockedFallback(cell);
     const runner = new WorkingMemoryRunner('test', { ...strategy, attempts: 4, afterLostRace });
     await expect(runner.run(resource, append)).resolves.toBe('a+');
     expect(cell.writes).toHaveLength(4);
@@ -125,15 +125,7 @@ describe('WorkingMemoryRunner', () => {
 
   it('with attempts 0 sends every update to the fallback without a compare-and-set', async () => {
     const { cell, strategy } = casCell(0);
-    const locked: WorkingMemoryCell[] = [];
-    const afterLostRace: LockedWorkingMemory = {
-      kind: 'locked',
-      update: async (target, apply) => {
-        locked.push(target);
-        cell.value = apply(cell.value);
-        return true;
-      },
-    };
+    const { locked, afterLostRace } = lockedFallback(cell);
     const runner = new WorkingMemoryRunner('test', { ...strategy, attempts: 0, afterLostRace });
     await expect(runner.run(resource, append)).resolves.toBe('a+');
     await expect(runner.run(thread, append)).resolves.toBe('a++');
