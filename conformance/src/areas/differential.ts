@@ -66,6 +66,7 @@ export const differentialChecks = [
       let keywordOps = 0;
       let vectorOps = 0;
       let observationOps = 0;
+      let reimports = 0;
       await assertProperty(
         fc.asyncProperty(setupArbitrary, opsArbitrary(MAX_OPS - SETUP_OPS), async (setup, ops) => {
           const ran = await compare(store, [...setup, ...ops], missing);
@@ -76,6 +77,7 @@ export const differentialChecks = [
           keywordOps += ran.filter((op) => op.op === 'keywordSearch').length;
           vectorOps += ran.filter((op) => (VECTOR_OPS as readonly string[]).includes(op.op)).length;
           observationOps += ran.filter((op) => (OBSERVATION_OPS as readonly string[]).includes(op.op)).length;
+          reimports += ran.filter((op) => op.op === 'reimport').length;
         }),
         DIFFERENTIAL_RUNS,
         DIFFERENTIAL_RUNS * MS_PER_RUN,
@@ -84,7 +86,7 @@ export const differentialChecks = [
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;
       ctx.log(
         `differential: ${sequences} sequences, ${operations} operations agreed with the in-memory store ` +
-          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches, ${vectorOps} on vectors, ${observationOps} on observation logs)${left}`,
+          `(${nested} carrying nested objects with the same values under other keys, ${turnOps} on turns, ${keywordOps} keyword searches, ${vectorOps} on vectors, ${observationOps} on observation logs, ${reimports} exports imported again)${left}`,
       );
     },
   ),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   InMemoryStore,
   type KeywordSearch,
+  Memory,
   type MemoryStorage,
   type Message,
   type ObservationRow,
@@ -30,13 +31,16 @@ export type Missing = ReadonlySet<Op['op']>;
 export class Executor {
   /**
    * `analyzer`: the keyword analyzer of the store under test; the oracle's executor finds with
-   * it the messages a keyword search must return.
+   * it the messages a keyword search must return. `readsVectors`: whether the store under test
+   * reads vectors back (`vectors.readVectors`), so its exports hold them; the oracle's executor
+   * leaves them out of its exports too when it does not.
    */
   constructor(
     readonly store: MemoryStorage,
     readonly prefix: string,
     readonly oracle: InMemoryStore,
     readonly analyzer: KeywordAnalyzer = defaultKeywordAnalyzer,
+    readonly readsVectors = true,
   ) {}
 
   id(symbol: string): string {
@@ -183,6 +187,8 @@ export class Executor {
         return s.observations?.swap(...(await this.swapArgs(op)));
       case 'observationRead':
         return s.observations?.generations(this.logKey(op));
+      case 'reimport':
+        return this.reimport(id(op.resource), op.conflict);
       case 'turnGet':
         return s.turns?.get(id(op.id));
       case 'turnList':
@@ -192,6 +198,21 @@ export class Executor {
           op.before && { createdAt: at(op.before.created), id: id(op.before.id) },
         );
     }
+  }
+
+  /**
+   * The resource's export written back as a dump file would be (JSON text): after erasing the
+   * resource (`erase`, so every record is written again, into emptied indexes), or over it with
+   * `skip` or `replace` (nothing may change). Returns the import's counts.
+   */
+  private async reimport(resourceId: string, conflict: 'erase' | 'skip' | 'replace'): Promise<unknown> {
+    const memory = new Memory({ storage: this.store });
+    const dump: unknown[] = [];
+    for await (const record of memory.exportResource({ resourceId })) {
+      if (record.kind !== 'vector' || this.readsVectors) dump.push(JSON.parse(JSON.stringify(record)));
+    }
+    if (conflict === 'erase') await memory.deleteResource({ resourceId });
+    return memory.importRecords(dump, { onConflict: conflict === 'erase' ? 'fail' : conflict });
   }
 
   private logKey(op: { scope: 'thread' | 'resource'; thread: string; resource: string }): string {
@@ -414,7 +435,13 @@ function listing(ops: readonly Op[], upTo = ops.length): string {
 export async function compare(store: MemoryStorage, ops: Op[], missing: Missing): Promise<Op[]> {
   const prefix = `d${randomUUID().slice(0, 8)}-`;
   const oracle = new InMemoryStore();
-  const reference = new Executor(oracle, prefix, oracle, store.keywords?.analyzer);
+  const reference = new Executor(
+    oracle,
+    prefix,
+    oracle,
+    store.keywords?.analyzer,
+    store.vectors?.readVectors !== undefined,
+  );
   const subject = new Executor(store, prefix, oracle);
   if (!missing.has('vectorSearch')) {
     for (const s of [store, oracle]) {

@@ -67,7 +67,8 @@ export type Op =
   | { op: 'observationRead'; scope: 'thread' | 'resource'; thread: T; resource: R }
   | ({ op: 'vectorWindows' } & WindowedSearchOp)
   /** `searchWithWindows` with `history` (stores with `historyInSearch`). */
-  | ({ op: 'vectorHistory'; history: T; last: number } & WindowedSearchOp);
+  | ({ op: 'vectorHistory'; history: T; last: number } & WindowedSearchOp)
+  | { op: 'reimport'; resource: R; conflict: 'erase' | 'skip' | 'replace' };
 
 /** The fields of a `searchWithWindows` op. */
 type WindowedSearchOp = {
@@ -85,6 +86,7 @@ export const OPTIONAL_OPS = {
   atomic: 'updateWorkingMemoryAtomically',
   deleteResource: 'deleteResource',
   listResourceIds: 'listResourceIds',
+  reimport: 'deleteResource',
 } as const satisfies Partial<Record<Op['op'], string>>;
 
 /** Operations on the optional `vectors` domain, left out for a store without it. */
@@ -463,6 +465,14 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
         requiredKeys: ['op', 'resource', 'vector', 'topK', 'exclude', 'before', 'after', 'history', 'last'],
       },
     ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('reimport' as const),
+      resource,
+      conflict: fc.constantFrom<'erase' | 'skip' | 'replace'>('erase', 'erase', 'skip', 'replace'),
+    }),
   },
 );
 
