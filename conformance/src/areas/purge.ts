@@ -1,4 +1,5 @@
 import {
+  capabilitiesOf,
   InMemoryStore,
   Memory,
   type MemoryRecord,
@@ -8,7 +9,9 @@ import {
   type Thread,
 } from '@engram/core';
 import { expectEqual, expectRejects, expectTrue, show } from '../assert.ts';
+import { raceProcesses } from '../concurrency/harness.ts';
 import { purgeWhileWriting } from '../concurrency/purge-race.ts';
+import { runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, partsContent, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
@@ -346,6 +349,45 @@ export const purgeChecks = [
         ['CONFLICT'],
         "importing again with onConflict 'fail'",
       );
+    },
+  ),
+  check(
+    (init) =>
+      `one dump imported by ${Math.max(2, init.processes ?? 4)} OS processes at once with onConflict 'skip' (callers in one process when processLocal or without a worker): every import succeeds and the store holds the dump exactly, a log of two generations included`,
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      const memory = new Memory({ storage: store });
+      const r = ctx.id('x');
+      await seedResource(store, r);
+      const log = store.observations;
+      if (log) {
+        // The resource's log in its second generation, replaced once: four swaps to write again.
+        const head = await log.head(`resource:${r}`);
+        if (!head) throw new Error('seedResource wrote no resource log');
+        const next = { ...head, updatedAt: at(6) };
+        await log.swap(head, { ...next, version: 2, body: 'resource log, replaced' });
+        await log.swap({ generation: 1, version: 2 }, { ...next, generation: 2, version: 3, body: 'g2' });
+        await log.swap(
+          { generation: 2, version: 3 },
+          { ...next, generation: 2, version: 4, body: 'g2, replaced' },
+        );
+      }
+      const exported = await records(store, r);
+      await memory.deleteResource({ resourceId: r });
+      const n = Math.max(2, ctx.init.processes ?? 4);
+      const task = { kind: 'import-dump', records: JSON.parse(JSON.stringify(exported)) } as const;
+      const remote = !capabilitiesOf(store).processLocal && ctx.init.worker;
+      const reports = remote
+        ? await raceProcesses(ctx.init.worker as URL | string, task, n)
+        : await Promise.all(Array.from({ length: n }, (_, racer) => runRacer(store, task, racer)));
+      const failures = reports.flatMap((x) => x.failures);
+      expectEqual(failures, [], 'imports that failed');
+      expectEqual(reports.flatMap((x) => x.written).length, n, 'imports that succeeded');
+      expectEqual(await records(store, r), exported, `${store.name} after ${n} imports of the dump at once`);
+      ctx.log(
+        `${n} ${remote ? 'OS processes' : 'callers in one process'} imported the ${exported.length} records of one dump at once`,
+      );
+      await memory.deleteResource({ resourceId: r });
     },
   ),
   check(

@@ -90,6 +90,8 @@ export type RaceTask =
    * Reported keys: one `ackKey` per acknowledged write; refusals count as conflicts.
    */
   | { kind: 'purge-writers'; resourceId: string; rounds: number; stop: string; ready: string }
+  /** `Memory.importRecords` of one dump (records as JSON text gives them back) with `onConflict: 'skip'`. */
+  | { kind: 'import-dump'; records: unknown[] }
   | {
       kind: 'replace-on-signal';
       scope: 'thread' | 'resource';
@@ -223,6 +225,13 @@ export function racerOps(
       }));
     case 'replace-on-signal':
       return [{ key: 'replace', run: (s) => replaceOnSignal(s, task) }];
+    case 'import-dump':
+      return [
+        {
+          key: `p${racer}`,
+          run: (s) => new Memory({ storage: s }).importRecords(task.records, { onConflict: 'skip' }),
+        },
+      ];
     case 'merge-until-stopped':
     case 'purge-writers':
       return [];

@@ -270,6 +270,87 @@ describe('memory.exportResource / importRecords', () => {
   });
 });
 
+describe('observation logs in a dump', () => {
+  /**
+   * Makes `storage`'s observation swaps fail (as a lost connection does) once `swaps` have been
+   * written, until `mend()`.
+   */
+  function cutAfter(storage: MemoryStorage, swaps: number): { swapped: () => number; mend: () => void } {
+    const log = storage.observations as NonNullable<MemoryStorage['observations']>;
+    const swap = log.swap;
+    let done = 0;
+    log.swap = async (expected, next) => {
+      if (done === swaps) throw new Error('connection lost');
+      done += 1;
+      return swap.call(log, expected, next);
+    };
+    return { swapped: () => done, mend: () => (log.swap = swap) };
+  }
+
+  it('an import stopped part-way through a log completes it when run again, at every swap', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    // The thread log takes 1 swap, the resource log of two generations 4 (created, replaced, the
+    // next one created, replaced).
+    for (let swaps = 0; swaps < 5; swaps++) {
+      const target = new Memory({ storage: new InMemoryStore() });
+      const cut = cutAfter(target.storage, swaps);
+      expect(await caught(() => target.importRecords(records))).toMatchObject({ message: 'connection lost' });
+      expect(cut.swapped()).toBe(swaps);
+      cut.mend();
+      for (const onConflict of ['skip', 'replace', 'fail'] as const) {
+        if (onConflict === 'fail') {
+          // The dump's threads are stored: 'fail' stops at the first of them.
+          expect(await caught(() => target.importRecords(records))).toMatchObject({ code: 'CONFLICT' });
+          continue;
+        }
+        const counts = await target.importRecords(records, { onConflict });
+        expect(counts.written.observation + counts.skipped.observation, `${swaps} ${onConflict}`).toBe(3);
+      }
+      expect(await dump(target, 'r'), `stopped after ${swaps} swaps`).toEqual(records);
+    }
+  });
+
+  it('two imports of one dump at once both succeed and write each log once, exactly', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    const target = new Memory({ storage: new InMemoryStore() });
+    const counts = await Promise.all([0, 1].map(() => target.importRecords(records, { onConflict: 'skip' })));
+    expect(counts.map((c) => c.written.observation + c.skipped.observation)).toEqual([3, 3]);
+    expect(await dump(target, 'r')).toEqual(records);
+  });
+
+  it('a stored log of its own, or one the store will not swap, is a CONFLICT naming the record', async () => {
+    const source = new Memory({ storage: new InMemoryStore() });
+    await seed(source.storage, 'r');
+    const records = await dump(source, 'r');
+    const position = records.findIndex((r) => r.kind === 'observation') + 1;
+    const other = new Memory({ storage: new InMemoryStore() });
+    await other.storage.observations?.swap(null, {
+      key: 'thread:r/t0',
+      resourceId: 'r',
+      threadId: 'r/t0',
+      generation: 1,
+      version: 1,
+      body: 'another body',
+      updatedAt: at(5),
+    });
+    expect(await caught(() => other.importRecords(records))).toMatchObject({
+      code: 'CONFLICT',
+      message: expect.stringContaining(`record ${position} (observation "thread:r/t0")`),
+    });
+    const refusing = new Memory({ storage: new InMemoryStore() });
+    const log = refusing.storage.observations as NonNullable<MemoryStorage['observations']>;
+    log.swap = async () => false;
+    expect(await caught(() => refusing.importRecords(records))).toMatchObject({
+      code: 'CONFLICT',
+      message: expect.stringContaining('refused a swap of a log that did not change'),
+    });
+  });
+});
+
 describe('turn records in a dump', () => {
   it('go with their thread: written exactly, skipped (and counted) by a store without turns, refused when not a turn record', async () => {
     const source = new Memory({ storage: new InMemoryStore() });

@@ -331,8 +331,9 @@ class Importer {
   /**
    * Writes one log exactly (generations, versions, bodies, dates) through the store's swaps: each
    * generation is created at the version its predecessor was sealed with and replaced until it
-   * reaches its own. A stored log that equals it is left alone; another one is a conflict unless
-   * `'skip'` (a log is never replaced: swaps only move forward).
+   * reaches its own. A stored log that equals it is left alone; one this import (or another of the
+   * same dump, running at once or stopped part-way) has begun is completed from where it stands;
+   * another one is a conflict unless `'skip'` (a log is never replaced: swaps only move forward).
    */
   private async flushLog(): Promise<void> {
     const log = this.log;
@@ -351,46 +352,82 @@ class Importer {
     }
     const rows = [...log.rows].sort((a, b) => a.generation - b.generation);
     assertLog(rows, log.at);
-    const existing = await store.generations(log.key);
-    if (existing.length > 0) {
-      if (jsonEqual(existing.map(plain), rows.map(plain))) {
+    const conflict = (why: string) =>
+      new MemoryError('CONFLICT', `record ${log.at} (observation ${JSON.stringify(log.key)}): ${why}`, {
+        adapter: this.storage.name,
+        details: { record: log.at },
+      });
+    // Each lost swap means another writer moved the log forward: read it again and go on from
+    // there while it is still this dump's log in the making. A log that did not move is a
+    // store refusing the swap, which no reading again mends.
+    let before: string | null = null;
+    for (;;) {
+      const existing = await store.generations(log.key);
+      const read = JSON.stringify(existing.map(plain));
+      if (read === before) throw conflict(`${this.storage.name} refused a swap of a log that did not change`);
+      before = read;
+      if (existing.length > 0 && jsonEqual(existing.map(plain), rows.map(plain))) {
         this.counts.skipped.observation += rows.length;
         return;
       }
-      if (this.onConflict === 'skip') {
-        this.counts.skipped.observation += rows.length;
-        return;
-      }
-      throw new MemoryError(
-        'CONFLICT',
-        `record ${log.at} (observation ${JSON.stringify(log.key)}): ${this.storage.name} holds another log under this key`,
-        { adapter: this.storage.name, details: { record: log.at } },
-      );
-    }
-    let expected: ObservationVersion | null = null;
-    for (const [i, row] of rows.entries()) {
-      const last = i === rows.length - 1;
-      const target = last ? row.version : row.version - 1;
-      let version: number = expected === null ? 1 : expected.version + 1;
-      for (;;) {
-        const next = { ...row, version };
-        if (!(await store.swap(expected, next))) {
-          throw new MemoryError(
-            'CONFLICT',
-            `record ${log.at} (observation ${JSON.stringify(log.key)}): another writer changed the log`,
-            {
-              adapter: this.storage.name,
-              details: { record: log.at },
-            },
-          );
+      const from = begun(existing, rows);
+      if (from === null) {
+        if (this.onConflict === 'skip') {
+          this.counts.skipped.observation += rows.length;
+          return;
         }
-        expected = { generation: row.generation, version };
-        if (version >= target) break;
-        version += 1;
+        throw conflict(`${this.storage.name} holds another log under this key`);
       }
+      if (await swapUpTo(store, rows, from)) break;
     }
     this.counts.written.observation += rows.length;
   }
+}
+
+/**
+ * Where writing `rows` stands in the stored log `existing`: the index of its newest generation
+ * and that generation's version, or `null` when `existing` is not a stage of writing them (every
+ * generation but the newest exactly a row, the newest a row at an earlier version). Nothing
+ * stored: the start.
+ */
+function begun(existing: readonly ObservationRow[], rows: readonly ObservationRow[]): Resume | null {
+  if (existing.length === 0) return { index: 0, expected: null };
+  const index = existing.length - 1;
+  const newest = existing[index] as ObservationRow;
+  const row = rows[index];
+  if (!row || newest.version > sealedAt(rows, index)) return null;
+  const done = existing.slice(0, index).map(plain);
+  if (!jsonEqual(done, rows.slice(0, index).map(plain))) return null;
+  if (!jsonEqual(plain({ ...newest, version: 0 }), plain({ ...row, version: 0 }))) return null;
+  return { index, expected: { generation: newest.generation, version: newest.version } };
+}
+
+/** Where a log's writing resumes: the index of the generation and what the store holds of it. */
+interface Resume {
+  index: number;
+  expected: ObservationVersion | null;
+}
+
+/** The version generation `index` is swapped up to: its own when newest, else one before it (the next one's start seals it). */
+const sealedAt = (rows: readonly ObservationRow[], index: number) =>
+  (rows[index] as ObservationRow).version - (index === rows.length - 1 ? 0 : 1);
+
+/** Swaps the log forward from `from` until it holds `rows`; `false` when another writer's swap won. */
+async function swapUpTo(
+  store: NonNullable<MemoryStorage['observations']>,
+  rows: readonly ObservationRow[],
+  from: Resume,
+): Promise<boolean> {
+  let expected = from.expected;
+  for (let index = from.index; index < rows.length; index++) {
+    const row = rows[index] as ObservationRow;
+    while (expected?.generation !== row.generation || expected.version < sealedAt(rows, index)) {
+      const next = { ...row, version: expected === null ? 1 : expected.version + 1 };
+      if (!(await store.swap(expected, next))) return false;
+      expected = { generation: row.generation, version: next.version };
+    }
+  }
+  return true;
 }
 
 /** Equal in everything but `updatedAt`. */
