@@ -270,6 +270,73 @@ describe('memory.exportResource / importRecords', () => {
   });
 });
 
+describe('exporting a store that is written meanwhile', () => {
+  const thread = (id: string, n: number) => ({
+    id,
+    resourceId: 'r',
+    title: '',
+    metadata: {},
+    createdAt: at(n),
+    updatedAt: at(n),
+  });
+  const messages = (threadId: string, count: number, createdAt: (i: number) => Date) =>
+    Array.from({ length: count }, (_, i) => ({
+      id: `${threadId}/m${String(i).padStart(4, '0')}`,
+      threadId,
+      resourceId: 'r',
+      role: 'user' as const,
+      content: `message ${i}`,
+      type: 'text',
+      createdAt: createdAt(i),
+    }));
+  /** The ids of the records of `kind` exported, running `during(n)` after each n-th such record. */
+  async function exportIds(memory: Memory, kind: 'thread' | 'message', during: (n: number) => Promise<void>) {
+    const ids: string[] = [];
+    for await (const record of memory.exportResource({ resourceId: 'r' })) {
+      if (record.kind !== kind) continue;
+      ids.push(record.id);
+      await during(ids.length);
+    }
+    return ids;
+  }
+
+  it('every message stored all along is exported, once, while others of its thread are deleted', async () => {
+    const memory = new Memory({ storage: new InMemoryStore() });
+    await memory.storage.saveThread(thread('t', 0));
+    const stored = messages('t', 1_200, (i) => at(1_000 + i));
+    await memory.storage.saveMessages(stored);
+    const deleted = ['t/m0003', 't/m0499', 't/m0700'];
+    const ids = await exportIds(memory, 'message', async (n) => {
+      if (n === 500) await memory.storage.deleteMessages(deleted.slice(0, 2));
+      if (n === 1_000) await memory.storage.deleteMessages(deleted.slice(2));
+    });
+    // Before: the page after each delete began past messages never read (t/m0500, t/m0501, …).
+    const kept = stored.map((m) => m.id).filter((id) => !deleted.includes(id) || ids.includes(id));
+    expect(ids).toEqual(kept);
+  });
+
+  it('more messages than a page at one instant are exported once each, in id order', async () => {
+    const memory = new Memory({ storage: new InMemoryStore() });
+    await memory.storage.saveThread(thread('t', 0));
+    const stored = messages('t', 1_100, () => at(1_000));
+    await memory.storage.saveMessages(stored);
+    expect(await exportIds(memory, 'message', async () => {})).toEqual(stored.map((m) => m.id));
+  });
+
+  it('every thread stored all along is exported, once, while other threads are deleted', async () => {
+    const memory = new Memory({ storage: new InMemoryStore() });
+    const threads = Array.from({ length: 1_100 }, (_, i) => thread(`t${String(i).padStart(4, '0')}`, i));
+    for (const t of threads) await memory.storage.saveThread(t);
+    const deleted = ['t0002', 't0600'];
+    const ids = await exportIds(memory, 'thread', async (n) => {
+      if (n === 700) for (const threadId of deleted) await memory.storage.deleteThread({ threadId });
+    });
+    const kept = threads.map((t) => t.id).filter((id) => !deleted.includes(id) || ids.includes(id));
+    expect([...ids].sort()).toEqual(kept);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
 describe('observation logs in a dump', () => {
   /**
    * Makes `storage`'s observation swaps fail (as a lost connection does) once `swaps` have been

@@ -1,5 +1,7 @@
 import type { MemoryStorage } from '../storage/contract.ts';
+import { compareMessages } from '../storage/helpers.ts';
 import { observationKey } from '../storage/observations.ts';
+import type { Message, Thread } from '../storage/records.ts';
 import { threadTurns } from '../storage/turns.ts';
 import {
   type MemoryRecord,
@@ -15,11 +17,18 @@ import {
 const PAGE = 500;
 
 /**
- * Every record of one resource, streamed page by page (memory stays bounded by a page): the
- * resource row, then each thread (oldest first) followed by its messages in `(createdAt, id)`
- * order (each page of messages followed by their vectors, when the store can read vectors back:
- * `vectors.readVectors`), its turn records (newest first, as `turns.list` reads them) and its
- * observation log, then the resource's own observation log.
+ * Every record of one resource, streamed page by page (memory stays bounded by a page, and the
+ * ids of the threads exported): the resource row, then each thread (oldest first) followed by
+ * its messages in `(createdAt, id)` order (each page of messages followed by their vectors, when
+ * the store can read vectors back: `vectors.readVectors`), its turn records (newest first, as
+ * `turns.list` reads them) and its observation log, then the resource's own observation log.
+ *
+ * The store may be written while it is read. A message stored all along is exported even when
+ * others are deleted meanwhile (which moves everything after them to a lower offset): each page
+ * of messages starts at the last message read, not at an offset. A thread is too: the threads
+ * are listed a second time when there was more than one page of them, for any a page missed
+ * (unless threads are still being deleted during that second listing). A record added meanwhile
+ * may or may not be exported.
  */
 export async function* exportResource(
   storage: MemoryStorage,
@@ -30,33 +39,76 @@ export async function* exportResource(
   const log = storage.observations;
   const read = storage.vectors?.readVectors?.bind(storage.vectors);
   const space = read ? await storage.vectors?.getSpace() : null;
-  for (let page = 0; ; page++) {
-    const threads = await storage.listThreads({ resourceId, page, perPage: PAGE, direction: 'ASC' });
-    for (const thread of threads.threads) {
-      yield threadRecord(thread);
-      for (let p = 0; ; p++) {
-        const { messages, hasMore } = await storage.listMessages({
-          threadId: thread.id,
-          page: p,
-          perPage: PAGE,
-        });
-        for (const message of messages) yield messageRecord(message);
-        if (space && read && messages.length > 0)
-          for (const row of await read(
-            space,
-            messages.map((m) => m.id),
-          ))
-            yield vectorRecord(space, resourceId, row);
-        if (!hasMore) break;
-      }
-      if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
-      if (log)
-        for (const row of await log.generations(observationKey('thread', thread.id)))
-          yield observationRecord(row);
+  for await (const thread of threadsOf(storage, resourceId)) {
+    yield threadRecord(thread);
+    for await (const messages of messagePages(storage, thread.id)) {
+      for (const message of messages) yield messageRecord(message);
+      if (space && read)
+        for (const row of await read(
+          space,
+          messages.map((m) => m.id),
+        ))
+          yield vectorRecord(space, resourceId, row);
     }
-    if (!threads.hasMore) break;
+    if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
+    if (log)
+      for (const row of await log.generations(observationKey('thread', thread.id)))
+        yield observationRecord(row);
   }
   if (log)
     for (const row of await log.generations(observationKey('resource', resourceId)))
       yield observationRecord(row);
+}
+
+/**
+ * The resource's threads, oldest first, a page at a time, each once; listed a second time when
+ * there was more than one page, for a thread a page missed (one deleted meanwhile moves the rest
+ * to lower offsets).
+ */
+async function* threadsOf(storage: MemoryStorage, resourceId: string): AsyncGenerator<Thread> {
+  const seen = new Set<string>();
+  let paged = false;
+  for (let pass = 0; pass < (paged ? 2 : 1); pass++) {
+    for (let page = 0; ; page++) {
+      const { threads, hasMore } = await storage.listThreads({
+        resourceId,
+        page,
+        perPage: PAGE,
+        direction: 'ASC',
+      });
+      paged ||= hasMore;
+      for (const thread of threads) {
+        if (seen.has(thread.id)) continue;
+        seen.add(thread.id);
+        yield thread;
+      }
+      if (!hasMore) break;
+    }
+  }
+}
+
+/**
+ * A thread's messages in `(createdAt, id)` order, a page at a time, each page read from the
+ * newest `createdAt` read so far and kept to the messages after the last one read. A page that
+ * holds only messages read already (more than a page share one `createdAt`) is read again twice
+ * as long.
+ */
+async function* messagePages(storage: MemoryStorage, threadId: string): AsyncGenerator<Message[]> {
+  let last: Message | undefined;
+  for (let perPage = PAGE; ; ) {
+    const { messages, hasMore } = await storage.listMessages({
+      threadId,
+      perPage,
+      dateRange: last && { start: last.createdAt },
+    });
+    const after = last ? messages.filter((m) => compareMessages(m, last as Message) > 0) : messages;
+    if (after.length > 0) {
+      yield after;
+      last = after.at(-1);
+      perPage = PAGE;
+    } else if (hasMore) {
+      perPage *= 2;
+    }
+    if (!hasMore) return;
+  }
 }
