@@ -100,6 +100,26 @@ describe('Memory.cloneThread', () => {
     expect(copies.at(-1)?.content).toStrictEqual(upTo.content);
   });
 
+  it('copies every message stored all along while others of the source are deleted', async () => {
+    const count = CLONE_PAGE * 2 + 3;
+    const { memory, messages } = await seeded(count);
+    const storage = memory.storage;
+    const save = storage.saveMessages;
+    const deleted = [messages[5]?.id, messages[CLONE_PAGE + 1]?.id] as string[];
+    let batches = 0;
+    storage.saveMessages = async (batch) => {
+      const saved = await save.call(storage, batch);
+      // After the first page's copies: one source message already copied, one not yet read.
+      if (++batches === 1) await storage.deleteMessages(deleted);
+      return saved;
+    };
+    const clone = await memory.cloneThread({ threadId: 'src' });
+    // Before: the second page began past the message that came after the first page.
+    expect(Object.keys(clone.messageIdMap)).toEqual(
+      messages.map((m) => m.id).filter((id) => id !== deleted[1]),
+    );
+  });
+
   it('clones an empty thread with messageId null', async () => {
     const memory = new Memory({ storage: new InMemoryStore() });
     await memory.createThread({ resourceId: 'r', threadId: 'empty' });

@@ -1,5 +1,6 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
+import { messagePages } from '../storage/message-pages.ts';
 import { ownedThread } from '../storage/ownership.ts';
 import type { JsonObject, Message, Thread } from '../storage/records.ts';
 import {
@@ -122,31 +123,23 @@ async function copyMessages(
   result: CloneThreadResult,
 ): Promise<void> {
   const prefix = crypto.randomUUID();
-  for (let page = 0; ; page++) {
-    const listed = await host.storage.listMessages({
-      threadId: sourceId,
-      page,
-      perPage: CLONE_PAGE,
-      direction: 'ASC',
+  for await (const listed of messagePages(host.storage, sourceId, CLONE_PAGE)) {
+    const end = listed.findIndex((m) => m.id === last);
+    const batch = end === -1 ? listed : listed.slice(0, end + 1);
+    const first = result.clonedMessageIds.length;
+    const copies = batch.map(
+      (m, i): Message => ({ ...m, id: copyId(prefix, first + i), threadId: clone.id }),
+    );
+    const saved = await host.storage.saveMessages(copies);
+    const sources = new Map<string, string>();
+    batch.forEach((m, i) => {
+      const id = (copies[i] as Message).id;
+      result.clonedMessageIds.push(id);
+      result.messageIdMap[m.id] = id;
+      sources.set(m.id, id);
     });
-    const end = listed.messages.findIndex((m) => m.id === last);
-    const batch = end === -1 ? listed.messages : listed.messages.slice(0, end + 1);
-    if (batch.length > 0) {
-      const first = result.clonedMessageIds.length;
-      const copies = batch.map(
-        (m, i): Message => ({ ...m, id: copyId(prefix, first + i), threadId: clone.id }),
-      );
-      const saved = await host.storage.saveMessages(copies);
-      const sources = new Map<string, string>();
-      batch.forEach((m, i) => {
-        const id = (copies[i] as Message).id;
-        result.clonedMessageIds.push(id);
-        result.messageIdMap[m.id] = id;
-        sources.set(m.id, id);
-      });
-      await host.afterCopy(saved, sources);
-    }
-    if (end !== -1 || !listed.hasMore) return;
+    await host.afterCopy(saved, sources);
+    if (end !== -1) return;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { MemoryStorage } from '../storage/contract.ts';
-import { compareMessages } from '../storage/helpers.ts';
+import { messagePages } from '../storage/message-pages.ts';
 import { observationKey } from '../storage/observations.ts';
-import type { Message, Thread } from '../storage/records.ts';
+import type { Thread } from '../storage/records.ts';
 import { threadTurns } from '../storage/turns.ts';
 import {
   type MemoryRecord,
@@ -41,7 +41,7 @@ export async function* exportResource(
   const space = read ? await storage.vectors?.getSpace() : null;
   for await (const thread of threadsOf(storage, resourceId)) {
     yield threadRecord(thread);
-    for await (const messages of messagePages(storage, thread.id)) {
+    for await (const messages of messagePages(storage, thread.id, PAGE)) {
       for (const message of messages) yield messageRecord(message);
       if (space && read)
         for (const row of await read(
@@ -84,31 +84,5 @@ async function* threadsOf(storage: MemoryStorage, resourceId: string): AsyncGene
       }
       if (!hasMore) break;
     }
-  }
-}
-
-/**
- * A thread's messages in `(createdAt, id)` order, a page at a time, each page read from the
- * newest `createdAt` read so far and kept to the messages after the last one read. A page that
- * holds only messages read already (more than a page share one `createdAt`) is read again twice
- * as long.
- */
-async function* messagePages(storage: MemoryStorage, threadId: string): AsyncGenerator<Message[]> {
-  let last: Message | undefined;
-  for (let perPage = PAGE; ; ) {
-    const { messages, hasMore } = await storage.listMessages({
-      threadId,
-      perPage,
-      dateRange: last && { start: last.createdAt },
-    });
-    const after = last ? messages.filter((m) => compareMessages(m, last as Message) > 0) : messages;
-    if (after.length > 0) {
-      yield after;
-      last = after.at(-1);
-      perPage = PAGE;
-    } else if (hasMore) {
-      perPage *= 2;
-    }
-    if (!hasMore) return;
   }
 }

@@ -2,6 +2,7 @@ import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
 import { CASCADE_DOMAINS, DOMAINS, type DomainHooks } from './domains.ts';
 import type { Driver } from './driver.ts';
+import { messagePages } from './message-pages.ts';
 import { observationKey } from './observations.ts';
 import type { Resource, Thread } from './records.ts';
 import type { Store } from './store.ts';
@@ -107,10 +108,9 @@ async function countThread(
 ): Promise<void> {
   counts.threads += 1;
   if (typeof thread.metadata.workingMemory === 'string') counts.workingMemory += 1;
-  for (let page = 0; ; page++) {
-    const { messages, hasMore } = await store.listMessages({ threadId: thread.id, page, perPage: PAGE });
+  for await (const messages of messagePages(store, thread.id, PAGE)) {
     counts.messages += messages.length;
-    if (space && store.vectors && messages.length > 0) {
+    if (space && store.vectors) {
       counts.vectors += (
         await store.vectors.getVectors(
           space,
@@ -118,7 +118,6 @@ async function countThread(
         )
       ).length;
     }
-    if (!hasMore) break;
   }
   if (store.observations) {
     counts.observations += (await store.observations.generations(observationKey('thread', thread.id))).length;
