@@ -1,6 +1,5 @@
 import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from '../storage/contract.ts';
-import { messagePages } from '../storage/message-pages.ts';
 import { ownedThread } from '../storage/ownership.ts';
 import type { JsonObject, Message, Thread } from '../storage/records.ts';
 import {
@@ -10,6 +9,7 @@ import {
   describe,
   isPlainObject,
 } from '../storage/validate.ts';
+import { messagePages } from '../storage/walk.ts';
 
 /** The metadata key where a clone records where it came from (see `ClonedFrom`). */
 export const CLONED_FROM_KEY = 'clonedFrom';

@@ -1,4 +1,5 @@
 import type { MemoryStorage } from '../storage/contract.ts';
+import { threadPages } from '../storage/walk.ts';
 import { exportResource } from './export.ts';
 import type { MemoryRecord } from './records.ts';
 
@@ -30,9 +31,7 @@ export async function* exportStore(storage: MemoryStorage): AsyncGenerator<Memor
 /** The ids of the resources that own at least one thread, in the order of their first thread. */
 async function resourceIds(storage: MemoryStorage): Promise<Set<string>> {
   const ids = new Set<string>();
-  for (let page = 0; ; page++) {
-    const { threads, hasMore } = await storage.listThreads({ page, perPage: PAGE, direction: 'ASC' });
+  for await (const threads of threadPages(storage, undefined, PAGE))
     for (const thread of threads) ids.add(thread.resourceId);
-    if (!hasMore) return ids;
-  }
+  return ids;
 }

@@ -1,8 +1,7 @@
 import type { MemoryStorage } from '../storage/contract.ts';
-import { messagePages } from '../storage/message-pages.ts';
 import { observationKey } from '../storage/observations.ts';
-import type { Thread } from '../storage/records.ts';
 import { threadTurns } from '../storage/turns.ts';
+import { messagePages, threadPages } from '../storage/walk.ts';
 import {
   type MemoryRecord,
   messageRecord,
@@ -39,50 +38,24 @@ export async function* exportResource(
   const log = storage.observations;
   const read = storage.vectors?.readVectors?.bind(storage.vectors);
   const space = read ? await storage.vectors?.getSpace() : null;
-  for await (const thread of threadsOf(storage, resourceId)) {
-    yield threadRecord(thread);
-    for await (const messages of messagePages(storage, thread.id, PAGE)) {
-      for (const message of messages) yield messageRecord(message);
-      if (space && read)
-        for (const row of await read(
-          space,
-          messages.map((m) => m.id),
-        ))
-          yield vectorRecord(space, resourceId, row);
+  for await (const threads of threadPages(storage, resourceId, PAGE))
+    for (const thread of threads) {
+      yield threadRecord(thread);
+      for await (const messages of messagePages(storage, thread.id, PAGE)) {
+        for (const message of messages) yield messageRecord(message);
+        if (space && read)
+          for (const row of await read(
+            space,
+            messages.map((m) => m.id),
+          ))
+            yield vectorRecord(space, resourceId, row);
+      }
+      if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
+      if (log)
+        for (const row of await log.generations(observationKey('thread', thread.id)))
+          yield observationRecord(row);
     }
-    if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
-    if (log)
-      for (const row of await log.generations(observationKey('thread', thread.id)))
-        yield observationRecord(row);
-  }
   if (log)
     for (const row of await log.generations(observationKey('resource', resourceId)))
       yield observationRecord(row);
-}
-
-/**
- * The resource's threads, oldest first, a page at a time, each once; listed a second time when
- * there was more than one page, for a thread a page missed (one deleted meanwhile moves the rest
- * to lower offsets).
- */
-async function* threadsOf(storage: MemoryStorage, resourceId: string): AsyncGenerator<Thread> {
-  const seen = new Set<string>();
-  let paged = false;
-  for (let pass = 0; pass < (paged ? 2 : 1); pass++) {
-    for (let page = 0; ; page++) {
-      const { threads, hasMore } = await storage.listThreads({
-        resourceId,
-        page,
-        perPage: PAGE,
-        direction: 'ASC',
-      });
-      paged ||= hasMore;
-      for (const thread of threads) {
-        if (seen.has(thread.id)) continue;
-        seen.add(thread.id);
-        yield thread;
-      }
-      if (!hasMore) break;
-    }
-  }
 }

@@ -4,6 +4,7 @@ import type { KeywordHit, KeywordStore } from '../storage/keywords.ts';
 import type { Message } from '../storage/records.ts';
 import { MAX_TOP_K } from '../storage/vector-store.ts';
 import { compareHits, type EmbeddingSpace, type VectorHit, type VectorStore } from '../storage/vectors.ts';
+import { threadPages } from '../storage/walk.ts';
 import {
   describeSpace,
   type EmbeddingModelLike,
@@ -446,17 +447,8 @@ export class RecallEngine {
     signal?: AbortSignal;
   }): Promise<ReindexProgress> {
     const threadIds: string[] = [];
-    for (let page = 0; ; page++) {
-      const listed = await this.storage.listThreads({
-        resourceId: args.resourceId,
-        page,
-        perPage: 100,
-        orderBy: 'createdAt',
-        direction: 'ASC',
-      });
-      threadIds.push(...listed.threads.map((t) => t.id));
-      if (!listed.hasMore) break;
-    }
+    for await (const threads of threadPages(this.storage, args.resourceId, 100))
+      threadIds.push(...threads.map((t) => t.id));
     const progress: ReindexProgress = { scanned: 0, embedded: 0, threadsDone: 0, threads: threadIds.length };
     for (const threadId of threadIds) {
       args.signal?.throwIfAborted();

@@ -2,11 +2,11 @@ import { MemoryError } from '../errors.ts';
 import type { MemoryStorage } from './contract.ts';
 import { CASCADE_DOMAINS, DOMAINS, type DomainHooks } from './domains.ts';
 import type { Driver } from './driver.ts';
-import { messagePages } from './message-pages.ts';
 import { observationKey } from './observations.ts';
 import type { Resource, Thread } from './records.ts';
 import type { Store } from './store.ts';
 import { threadTurns } from './turns.ts';
+import { messagePages } from './walk.ts';
 
 /** What `deleteResource` removed, per record kind. */
 export interface ResourceDeletion {
