@@ -47,7 +47,8 @@ export const messagesChecks = [
     const t = thread(ctx.id('t'), ctx.id('r'));
     await store.saveThread(t);
     const same = at(500);
-    const messages = ['b', 'a', 'C', 'é', '_', 'ab'].map((s, i) =>
+    // '～' (U+FF5E) before '😀' in UTF-8 bytes, after it in UTF-16 code units (JavaScript's `<`).
+    const messages = ['b', 'a', 'C', 'é', '_', 'ab', '😀', '～'].map((s, i) =>
       message(`${t.id}-${s}`, t, i === 5 ? at(100) : same),
     );
     await store.saveMessages(messages);
