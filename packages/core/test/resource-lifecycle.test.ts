@@ -497,6 +497,17 @@ describe('vectors in a dump', () => {
     expect(await embedding.storage.vectors?.getVectors(lexical, ids)).toHaveLength(4);
   });
 
+  it("come in their messages' order, whatever order the store reads them back in", async () => {
+    const memory = new Memory({ storage: new InMemoryStore() });
+    await seed(memory.storage, 'r');
+    const vectors = memory.storage.vectors as NonNullable<MemoryStorage['vectors']>;
+    const read = vectors.readVectors as NonNullable<typeof vectors.readVectors>;
+    vectors.readVectors = async (space, ids) => (await read.call(vectors, space, ids)).reverse();
+    const records = await dump(memory, 'r');
+    const vectorIds = records.flatMap((r) => (r.kind === 'vector' ? [r.messageId] : []));
+    expect(vectorIds).toEqual(records.flatMap((r) => (r.kind === 'message' ? [r.id] : [])));
+  });
+
   it('a vector record of the wrong length or with numbers that are not finite is VALIDATION naming it', async () => {
     const source = new Memory({ storage: new InMemoryStore() });
     await seed(source.storage, 'r');

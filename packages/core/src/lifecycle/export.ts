@@ -43,12 +43,16 @@ export async function* exportResource(
       yield threadRecord(thread);
       for await (const messages of messagePages(storage, thread.id, PAGE)) {
         for (const message of messages) yield messageRecord(message);
-        if (space && read)
-          for (const row of await read(
-            space,
-            messages.map((m) => m.id),
-          ))
-            yield vectorRecord(space, resourceId, row);
+        if (!space || !read) continue;
+        // In the messages' order: a store reads vectors back in any order (PostgreSQL's changes
+        // as rows are written again), and two exports of the same records are the same text.
+        const place = new Map(messages.map((m, i) => [m.id, i]));
+        const rows = await read(
+          space,
+          messages.map((m) => m.id),
+        );
+        rows.sort((a, b) => (place.get(a.messageId) ?? 0) - (place.get(b.messageId) ?? 0));
+        for (const row of rows) yield vectorRecord(space, resourceId, row);
       }
       if (storage.turns) for await (const row of threadTurns(storage.turns, thread.id)) yield turnLine(row);
       if (log)
