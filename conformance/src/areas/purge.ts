@@ -353,7 +353,7 @@ export const purgeChecks = [
     },
   ),
   check(
-    'exportResource while messages of the thread are deleted exports every message stored all along, once, in (createdAt, id) order (1,100 messages, five at each instant with ids that sort by UTF-8 bytes)',
+    'exportResource while messages of the thread are deleted exports every message stored all along, once, in (createdAt, id) order (200 messages five at each instant, then 1,000 at one instant; ids that sort by UTF-8 bytes)',
     async (ctx) => {
       const store = await ctx.store();
       const memory = new Memory({ storage: store });
@@ -361,23 +361,24 @@ export const purgeChecks = [
       const t = thread(`${r}-t`, r);
       await store.saveThread(t);
       const suffixes = ['a', 'B', 'é', 'Z', '😀'];
-      const stored = Array.from({ length: 1_100 }, (_, i) =>
+      const stored = Array.from({ length: 1_200 }, (_, i) =>
         message(
           `${t.id}-${String(Math.floor(i / 5)).padStart(3, '0')}${suffixes[i % 5]}`,
           t,
-          at(Math.floor(i / 5)),
+          at(Math.min(40, Math.floor(i / 5))),
         ),
       );
       for (let i = 0; i < stored.length; i += 100) await store.saveMessages(stored.slice(i, i + 100));
       const order = [...stored].sort(compareMessages).map((m) => m.id);
-      // Around the export's first page of 500: one read, one at its end, one just after, one later.
-      const deleted = [order[3], order[499], order[500], order[800]] as string[];
+      // Around the export's first page of 500: one read, one at its end, one just after. Then one
+      // later, with the export inside the instant of 1,000, where its next page starts at an offset.
+      const deleted = [order[3], order[499], order[500], order[1_100]] as string[];
       const ids: string[] = [];
       for await (const record of memory.exportResource({ resourceId: r })) {
         if (record.kind !== 'message') continue;
         ids.push(record.id);
         if (ids.length === 500) await store.deleteMessages(deleted.slice(0, 3));
-        if (ids.length === 700) await store.deleteMessages(deleted.slice(3));
+        if (ids.length === 999) await store.deleteMessages(deleted.slice(3));
       }
       expectEqual(
         ids,

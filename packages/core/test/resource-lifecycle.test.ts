@@ -323,6 +323,38 @@ describe('exporting a store that is written meanwhile', () => {
     expect(await exportIds(memory, 'message', async () => {})).toEqual(stored.map((m) => m.id));
   });
 
+  it('messages at one instant are each read about once, also when those before the last read are deleted', async () => {
+    const store = new InMemoryStore();
+    const list = store.listMessages.bind(store);
+    let read = 0;
+    store.listMessages = async (args) => {
+      const page = await list(args);
+      read += page.messages.length;
+      return page;
+    };
+    const memory = new Memory({ storage: store });
+    await memory.storage.saveThread(thread('t', 0));
+    const stored = [...messages('t', 5_000, () => at(1_000)), ...messages('u', 10, (i) => at(2_000 + i))];
+    await memory.storage.saveMessages(stored.map((m) => ({ ...m, threadId: 't' })));
+    expect(await exportIds(memory, 'message', async () => {})).toEqual(stored.map((m) => m.id));
+    // Before: each page read again every message of the instant read so far (27,500 rows here).
+    expect(read).toBeLessThan(5_600);
+
+    // Two before the last read (the offset would now begin past one never read), then the last
+    // read and one before it, then three before it, then the last read moved to a later instant.
+    const deleted = [
+      ['t/m0003', 't/m0004'],
+      ['t/m1500', 't/m1999'],
+      ['t/m2500', 't/m2501', 't/m2502'],
+    ];
+    const ids = await exportIds(memory, 'message', async (n) => {
+      if (n % 1_000 === 0 && n <= 3_000) await memory.storage.deleteMessages(deleted[n / 1_000 - 1] ?? []);
+      if (n === 3_999) await memory.storage.updateMessages([{ id: 't/m3998', createdAt: at(1_500) }]);
+    });
+    const kept = stored.map((m) => m.id).filter((id) => !deleted.flat().includes(id) || ids.includes(id));
+    expect(ids.filter((id) => id !== 't/m3998')).toEqual(kept.filter((id) => id !== 't/m3998'));
+  });
+
   it('every thread stored all along is exported, once, while other threads are deleted', async () => {
     const memory = new Memory({ storage: new InMemoryStore() });
     const threads = Array.from({ length: 1_100 }, (_, i) => thread(`t${String(i).padStart(4, '0')}`, i));
