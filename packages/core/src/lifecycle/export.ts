@@ -22,12 +22,10 @@ const PAGE = 500;
  * the store can read vectors back: `vectors.readVectors`), its turn records (newest first, as
  * `turns.list` reads them) and its observation log, then the resource's own observation log.
  *
- * The store may be written while it is read. A message stored all along is exported even when
- * others are deleted meanwhile (which moves everything after them to a lower offset): each page
- * of messages starts at the last message read, not at an offset. A thread is too: the threads
- * are listed a second time when there was more than one page of them, for any a page missed
- * (unless threads are still being deleted during that second listing). A record added meanwhile
- * may or may not be exported.
+ * The store may be written while it is read. A thread or message stored all along is exported,
+ * once, even when others are deleted meanwhile (which moves everything after them to a lower
+ * offset): each page starts from the last record read, found again in the page (see
+ * `storage/walk.ts`). A record added meanwhile may or may not be exported.
  */
 export async function* exportResource(
   storage: MemoryStorage,
