@@ -23,6 +23,8 @@ export interface MongoTx {
   fence(): Promise<void>;
   /** Under locks, the message ids `messages.places` found (in threads locked): `put` inserts the others. */
   stored?: Set<string>;
+  /** Under locks, which run of the write this is: 0 the first, more after `LockLost`. */
+  readonly attempt?: number;
 }
 
 /** A held lock was broken, is too close to its end, or no longer covers what was read: start again. */
@@ -63,10 +65,11 @@ export class WriteLocks {
   /** Runs `write` with the locks it takes (see `MongoTx`), then releases them; again after `LockLost`. */
   run<T>(write: (tx: MongoTx) => Promise<T>): Promise<T> {
     return retry(
-      async () => {
+      async (attempt) => {
         const owner = randomUUID();
         const held: string[] = [];
         const tx: MongoTx = {
+          attempt,
           lock: (keys) => this.acquire(keys, owner, held),
           fence: async () => {
             if (!(await this.holds(held, owner))) throw new LockLost();

@@ -38,8 +38,10 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
     // Under write locks, of the threads given and those the messages are in: a stored message changes
     // only under its thread's lock, and a new id is inserted (`put`). Under the locks only the
     // messages found are read again: one that moved to another thread meanwhile makes the write start
-    // again, and so does one inserted meanwhile (`put`'s insert meets its duplicate).
-    places: async (tx, threadIds, messageIds) => {
+    // again, and so does one inserted meanwhile (`put`'s insert meets its duplicate). A save's first
+    // run under locks takes its messages for new without reading them (FerretDB 1.x reads the whole
+    // collection for `$in`): its insert meets any that is not, and the write runs again, reading.
+    places: async (tx, threadIds, messageIds, saving) => {
       const { session } = tx;
       const read = async (ids: string[]) =>
         ids.length === 0
@@ -47,9 +49,9 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
           : c.collections.messages
               .find({ _id: { $in: ids } }, { projection: { threadId: 1, resourceId: 1 }, session })
               .toArray();
-      const before = await read(messageIds);
-      const locked = new Set([...threadIds, ...before.map((m) => m.threadId)]);
       const locking = c.locks.enabled && !session;
+      const before = locking && saving && tx.attempt === 0 ? [] : await read(messageIds);
+      const locked = new Set([...threadIds, ...before.map((m) => m.threadId)]);
       if (locking) await tx.lock([...locked].sort().map(threadLock));
       const [owners, found] = await Promise.all([
         threadIds.length === 0
@@ -83,8 +85,10 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
           if (!isDuplicateKey(error)) throw error;
           const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
           const ours = fresh.slice(0, first?.index ?? 0).map((d) => d._id);
-          await tx.fence();
-          await c.collections.messages.deleteMany({ _id: { $in: ours } });
+          if (ours.length > 0) {
+            await tx.fence();
+            await c.collections.messages.deleteMany({ _id: { $in: ours } });
+          }
           throw new LockLost();
         }
       }

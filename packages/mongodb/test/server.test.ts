@@ -1,3 +1,4 @@
+import type { Message } from '@engram/core';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MongoDBStore } from '../src/index.ts';
@@ -76,21 +77,37 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(finds.map((f) => f.command.limit).sort()).toEqual([2, 3, undefined].sort());
   });
 
-  it('saving new messages reads their ids once; on FerretDB 1.x their keyword documents are one insert', async () => {
+  it('saving new messages reads their ids once, under write locks not at all; on FerretDB 1.x their keyword documents are one insert', async () => {
     const t = thread();
     await store.saveThread(t);
     sent.length = 0;
-    await store.saveMessages(Array.from({ length: 5 }, (_, i) => message(t, i)));
+    const saved = Array.from({ length: 5 }, (_, i) => message(t, i));
+    await store.saveMessages(saved);
     const to = (name: string, collection: string) =>
       sent.filter((s) => s.name === name && s.command[name] === collection).length;
-    // Under write locks the ids found are read again (none here); a replacement by `_id` reads
-    // FerretDB 1.x's whole collection, an insert does not.
-    expect(to('find', 'engram_messages')).toBe(1);
+    // Under write locks a save's first run takes its messages for new (FerretDB 1.x reads the whole
+    // collection for `$in`); in a transaction their ids are read once. A replacement by `_id`
+    // reads FerretDB 1.x's whole collection, an insert does not.
+    const locking = !store.capabilities.transactionalBatches;
+    expect(to('find', 'engram_messages')).toBe(locking ? 0 : 1);
     expect([to('insert', 'engram_keywords'), to('update', 'engram_keywords')]).toEqual(
       ferretdb1 ? [1, 0] : [0, 1],
     );
     const hits = await store.keywords.search({ query: 'message', topK: 10, resourceId: t.resourceId });
     expect(hits).toHaveLength(5);
+
+    // New ones around stored ones: under locks the insert meets a stored id, takes back the new
+    // ones it wrote and the save runs again, reading; each message once, the count exact.
+    const mixed = [message(t, 10), { ...(saved[2] as Message), content: 'changed' }, message(t, 11)];
+    sent.length = 0;
+    await store.saveMessages(mixed);
+    expect(to('find', 'engram_messages')).toBeGreaterThanOrEqual(1);
+    const page = await store.listMessages({ threadId: t.id, perPage: false });
+    expect(page.total).toBe(7);
+    expect(page.messages.map((m) => m.id)).toEqual([...saved, mixed[0], mixed[2]].map((m) => m?.id));
+    expect(page.messages[2]?.content).toBe('changed');
+    const counted = await store.keywords.search({ query: 'changed', topK: 10, resourceId: t.resourceId });
+    expect(counted.map((h) => h.messageId)).toEqual([saved[2]?.id]);
   });
 
   it('stores an array inside an array natively on MongoDB, wrapped on FerretDB 1.x, and reads it back', async () => {

@@ -142,8 +142,13 @@ export interface MessageDriver<Tx> {
    * Inside a write: the owner of each existing thread among `threadIds` and the place of each
    * existing message among `messageIds`. A backend with locks takes them here (threads, then
    * messages, in id order), so nothing read can change before the write ends.
+   *
+   * `saving` is true when the write is a save, which inserts what `places` did not find: a driver
+   * whose reads by id are costly may then report no message found without reading, if its `put`
+   * refuses to overwrite an id it meets stored and the write starts again, reading them. Never so
+   * for other writes (an update or delete acts only on what `places` found).
    */
-  places(tx: Tx, threadIds: string[], messageIds: string[]): Promise<Places>;
+  places(tx: Tx, threadIds: string[], messageIds: string[], saving?: boolean): Promise<Places>;
   /**
    * Inside a write: stores these messages, inserting or replacing by id. Core passes only
    * messages `places` found and new ones into threads it returned, so a driver holding those

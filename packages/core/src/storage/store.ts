@@ -290,7 +290,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
       if (driver.save && (await driver.save(messages, newest))) return;
       await this.driver.write(async (tx) => {
         const threadIds = [...newest.keys()];
-        const places = await driver.places(tx, threadIds, [...seen]);
+        const places = await driver.places(tx, threadIds, [...seen], true);
         this.refuseSave(messages, places);
         const bumps = new Map<string, Date | undefined>(newest);
         const counts = new MessageCountChanges();
