@@ -69,14 +69,14 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
       };
     },
     // Replaced whole by `_id`, the one filter FerretDB 1.x answers from its index; under locks the
-    // ids `places` did not find are inserted, and a duplicate undoes them and starts again.
+    // ids `places` did not find are inserted first, and a duplicate undoes them and starts again
+    // with nothing of the batch written (a message it moved would leave its old thread unbumped).
     put: async (tx, messages) => {
       const docs = messages.map((m, i) => toMessageDocument(m, `messages[${i}]`, c.codec));
       const fresh = docs.filter((d) => tx.stored && !tx.stored.has(d._id));
       const ops = docs
         .filter((d) => !tx.stored || tx.stored.has(d._id))
         .map(({ _id, ...replacement }) => ({ replaceOne: { filter: { _id }, replacement, upsert: true } }));
-      await bulkWrite(c, c.collections.messages, ops, tx);
       if (fresh.length > 0) {
         await tx.fence();
         try {
@@ -92,6 +92,7 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
           throw new LockLost();
         }
       }
+      await bulkWrite(c, c.collections.messages, ops, tx);
       // The keyword index follows in the same write (see `keywords.ts`).
       await indexMessages(c, tx, messages, analyzer);
     },

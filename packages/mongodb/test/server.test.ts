@@ -297,6 +297,49 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     }
   });
 
+  it('without transactions, a save that meets a new id inserted meanwhile writes nothing of its batch before it runs again: the thread a message left is bumped', async () => {
+    const locks = raw.db(dbName).collection<{ _id: string; owner: string; expiresAt: Date }>('engram_locks');
+    const paused = new MongoDBStore({ url, dbName, transactions: 'never', writeLocks: 'always' });
+    try {
+      await paused.init();
+      const resourceId = rid('r');
+      const prefix = rid('t');
+      const from = thread({ id: `${prefix}-a`, resourceId });
+      const to = thread({ id: `${prefix}-c`, resourceId });
+      await paused.saveThread(from);
+      await paused.saveThread(to);
+      const moved = message(from, 1);
+      await paused.saveMessages([moved]);
+      const left = (await paused.getThreadById({ threadId: from.id }))?.updatedAt.getTime() ?? 0;
+      // The save takes `from`'s lock before `to`'s, so it waits there while another writer inserts
+      // one of its new ids into `to`; it then meets that id stored when it inserts.
+      await locks.insertOne({
+        _id: `threads:${from.id}`,
+        owner: 'test',
+        expiresAt: new Date(Date.now() + 60_000),
+      });
+      const added = message(to, 2);
+      const saving = paused.saveMessages([
+        { ...moved, threadId: to.id },
+        { ...added, content: 'the batch' },
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await store.saveMessages([{ ...added, content: 'the other writer' }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await locks.deleteOne({ _id: `threads:${from.id}` });
+      await saving;
+      const listed = await paused.listMessages({ threadId: to.id, perPage: false });
+      expect(listed.messages.map((m) => [m.id, m.content])).toEqual([
+        [moved.id, moved.content],
+        [added.id, 'the batch'],
+      ]);
+      expect((await paused.listMessages({ threadId: from.id })).total).toBe(0);
+      expect((await paused.getThreadById({ threadId: from.id }))?.updatedAt.getTime()).toBeGreaterThan(left);
+    } finally {
+      await paused.close();
+    }
+  });
+
   it('declares transactionalBatches as the server decides it: false before connecting, without a replica set (FerretDB) and with transactions "never"', async () => {
     const declared = new MongoDBStore({ url, dbName });
     const never = new MongoDBStore({ url, dbName, transactions: 'never' });
