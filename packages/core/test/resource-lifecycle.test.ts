@@ -9,6 +9,7 @@ import {
   type MemoryRecord,
   type MemoryStorage,
 } from '../src/index.ts';
+import { messagePages } from '../src/storage/walk.ts';
 import { caught } from './support.ts';
 
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678) + ms);
@@ -353,6 +354,27 @@ describe('exporting a store that is written meanwhile', () => {
     });
     const kept = stored.map((m) => m.id).filter((id) => !deleted.flat().includes(id) || ids.includes(id));
     expect(ids.filter((id) => id !== 't/m3998')).toEqual(kept.filter((id) => id !== 't/m3998'));
+  });
+
+  it('a walk of one message a page reads each once, in order, also where they share an instant', async () => {
+    const storage = new InMemoryStore();
+    await storage.saveThread(thread('t', 0));
+    const stored = [
+      ...messages('t', 3, (i) => at(i)),
+      ...messages('u', 6, () => at(10)),
+      ...messages('v', 2, (i) => at(20 + i)),
+    ];
+    await storage.saveMessages(stored.map((m) => ({ ...m, threadId: 't' })));
+    const list = storage.listMessages.bind(storage);
+    let reads = 0;
+    storage.listMessages = (args) => {
+      if (++reads > 10 * stored.length) throw new Error('the walk does not end');
+      return list(args);
+    };
+    const pages: string[][] = [];
+    for await (const page of messagePages(storage, 't', 1)) pages.push(page.map((m) => m.id));
+    // Before: a page resumed at the last message read held nothing after it; the walk never ended.
+    expect(pages.flat()).toEqual(stored.map((m) => m.id));
   });
 
   it('every thread stored all along is exported, once, oldest first, while other threads are deleted throughout', async () => {

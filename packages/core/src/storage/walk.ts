@@ -126,7 +126,7 @@ async function* walk<T extends Ordered>(listing: Listing<T>, perPage: number): A
  */
 function resume(before: number, perPage: number): { page: number; size: number } {
   const span = Math.max(perPage, Math.ceil(2 * Math.sqrt(before)));
-  if (before < span) return { page: 0, size: before + perPage };
+  if (before < span) return { page: 0, size: before + 1 + perPage };
   const page = Math.floor(before / span);
   return { page, size: Math.floor(before / page) };
 }
