@@ -16,11 +16,11 @@ import {
 const PAGE = 500;
 
 /**
- * Every record of one resource, streamed page by page (memory stays bounded by a page, and the
- * ids of the threads exported): the resource row, then each thread (oldest first) followed by
- * its messages in `(createdAt, id)` order (each page of messages followed by their vectors, when
- * the store can read vectors back: `vectors.readVectors`), its turn records (newest first, as
- * `turns.list` reads them) and its observation log, then the resource's own observation log.
+ * Every record of one resource, streamed page by page (memory stays bounded by a page): the
+ * resource row, then each thread (oldest first) followed by its messages in `(createdAt, id)`
+ * order (each page of messages followed by their vectors, when the store can read vectors back:
+ * `vectors.readVectors`), its turn records (newest first, as `turns.list` reads them) and its
+ * observation log, then the resource's own observation log.
  *
  * The store may be written while it is read. A thread or message stored all along is exported,
  * once, even when others are deleted meanwhile (which moves everything after them to a lower
