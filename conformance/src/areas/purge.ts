@@ -389,6 +389,42 @@ export const purgeChecks = [
     },
   ),
   check(
+    'exportResource while threads of the resource are deleted throughout exports every thread stored all along, once, oldest first (1,040 threads, four at each instant, ids that sort by UTF-8 bytes)',
+    async (ctx) => {
+      const store = await ctx.store();
+      const memory = new Memory({ storage: store });
+      const r = ctx.id('x');
+      const suffixes = ['a', 'B', 'é', '😀'];
+      const threads = Array.from({ length: 1_040 }, (_, i) =>
+        thread(`${r}-t${String(Math.floor(i / 4)).padStart(3, '0')}${suffixes[i % 4]}`, r, {
+          createdAt: at(Math.floor(i / 4)),
+          updatedAt: at(Math.floor(i / 4)),
+        }),
+      );
+      for (const t of threads) await store.saveThread(t);
+      const order = [...threads].sort(compareMessages).map((t) => t.id);
+      // Every 50 threads read: the last read, two read before it and one not read yet.
+      const deleted = new Set<string>();
+      const ids: string[] = [];
+      for await (const record of memory.exportResource({ resourceId: r })) {
+        if (record.kind !== 'thread') continue;
+        ids.push(record.id);
+        if (ids.length % 50 !== 0) continue;
+        for (const threadId of [ids.at(-1), ids.at(-10), ids.at(-30), order[order.indexOf(record.id) + 5]]) {
+          if (threadId === undefined || deleted.has(threadId)) continue;
+          deleted.add(threadId);
+          await store.deleteThread({ threadId });
+        }
+      }
+      expectEqual(
+        ids,
+        order.filter((id) => !deleted.has(id) || ids.includes(id)),
+        'the threads exported',
+      );
+      await memory.deleteResource({ resourceId: r });
+    },
+  ),
+  check(
     (init) =>
       `one dump imported by ${Math.max(2, init.processes ?? 4)} OS processes at once with onConflict 'skip' (callers in one process when processLocal or without a worker): each succeeds or is a CONFLICT of racing writes, and one more import leaves the store holding the dump exactly, a log of two generations included`,
     async (ctx) => {
