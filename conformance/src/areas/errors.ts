@@ -8,6 +8,7 @@ import {
   expectMemoryError,
   expectRejects,
   expectTrue,
+  idsOf,
   show,
 } from '../assert.ts';
 import { defineArea } from '../define.ts';
@@ -228,6 +229,14 @@ export const errorsChecks = [
         'listMessages with a string date',
         () => store.listMessages({ threadId: t.id, dateRange: { start: 'x' as never } }),
       ],
+      [
+        'listThreads with a string date',
+        () => store.listThreads({ resourceId: t.resourceId, dateRange: { end: 'x' as never } }),
+      ],
+      [
+        'listThreads with an unknown dateRange key',
+        () => store.listThreads({ dateRange: { after: at(0) } as never }),
+      ],
     ];
     for (const [what, call] of cases) await expectRejects(call, ['INVALID_ARGUMENT'], what);
     expectEqual(await store.getThreadById({ threadId: t.id }), t, 'the thread is unchanged');
@@ -282,6 +291,12 @@ export const errorsChecks = [
             undefined,
             `dateRange.${side} ${show(bad)}`,
           );
+          await expectBound(
+            () => store.listThreads({ resourceId: t.resourceId, dateRange: { [side]: bad as Date } }),
+            `dateRange.${side}`,
+            undefined,
+            `listThreads dateRange.${side} ${show(bad)}`,
+          );
         }
       }
       expectEqual((await store.listMessages({ threadId: t.id })).messages, [m], 'the message is unchanged');
@@ -327,6 +342,9 @@ export const errorsChecks = [
       ] as const) {
         const page = await store.listMessages({ threadId: t.id, dateRange: range });
         expectEqual(page.messages, expected, `dateRange ${show(range)}`);
+        const listed = await store.listThreads({ resourceId: t.resourceId, dateRange: range });
+        const inRange = expected.length > 0 ? [t.id] : [];
+        expectEqual(idsOf(listed.threads), inRange, `listThreads dateRange ${show(range)}`);
       }
     },
   ),

@@ -1,6 +1,6 @@
 import { capabilitiesOf, type JsonObject, type Thread } from '@engram/core';
 import { compareIds } from '@engram/core/driver';
-import { expectDate, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
+import { expectDate, expectEqual, expectRejects, expectTrue, idsOf, show } from '../assert.ts';
 import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
 import { creatorThread } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
@@ -297,4 +297,98 @@ export const threadsChecks = [
     const page = await store.listThreads({ resourceId: r, metadata: { kind: 'chat' }, perPage: 1 });
     expectEqual([page.total, page.hasMore], [2, true], 'total counts the filtered threads');
   }),
+
+  check(
+    'listThreads: dateRange filters createdAt (inclusive unless exclusive) whichever orderBy, with the resource, metadata, pages and totals, and across resources',
+    async (ctx) => {
+      const store = await ctx.store();
+      const r = ctx.id('r');
+      // An instant of this check's own, so the whole store's listing in it holds only these threads.
+      const base = Date.UTC(1990, 0, 1) + Math.floor(Math.random() * 1e11) * 10;
+      const when = (ms: number) => new Date(base + ms);
+      // Three threads at one instant (ids in UTF-8 order apart), one each side, one of another resource.
+      const threads = [
+        thread(`${ctx.id('t')}-a`, r, { createdAt: when(0), metadata: { kind: 'chat' } }),
+        thread(`${ctx.id('t')}-é`, r, { createdAt: when(1), metadata: { kind: 'task' } }),
+        thread(`${ctx.id('t')}-B`, r, { createdAt: when(1), metadata: { kind: 'chat' } }),
+        thread(`${ctx.id('t')}-_`, r, { createdAt: when(1), metadata: { kind: 'chat' } }),
+        thread(`${ctx.id('t')}-z`, r, { createdAt: when(2), metadata: { kind: 'chat' } }),
+      ];
+      const other = thread(ctx.id('t'), ctx.id('r'), { createdAt: when(1), metadata: { kind: 'chat' } });
+      // updatedAt in the reverse order of createdAt.
+      for (const [i, t] of [...threads, other].entries())
+        await store.saveThread({ ...t, updatedAt: new Date(base + 1_000 - i) });
+      const mine = (await Promise.all(
+        threads.map((t) => store.getThreadById({ threadId: t.id })),
+      )) as Thread[];
+      const [a, , , , z] = mine as [Thread, Thread, Thread, Thread, Thread];
+      const middle = mine.slice(1, 4);
+      const list = async (args: Parameters<typeof store.listThreads>[0]) => {
+        const page = await store.listThreads({ resourceId: r, ...args });
+        expectEqual(page.total, page.threads.length, `total of ${show(args)}`);
+        return idsOf(page.threads);
+      };
+      const inclusive = { start: when(0), end: when(1) };
+      expectEqual(await list({ dateRange: inclusive }), ordered([a, ...middle], 'DESC'), 'inclusive range');
+      expectEqual(
+        await list({ dateRange: { ...inclusive, startExclusive: true }, direction: 'ASC' }),
+        ordered(middle, 'ASC'),
+        'startExclusive, ASC',
+      );
+      expectEqual(
+        await list({ dateRange: { start: when(1), end: when(2), endExclusive: true } }),
+        ordered(middle, 'DESC'),
+        'endExclusive: one instant',
+      );
+      expectEqual(await list({ dateRange: { start: when(2) } }), [z.id], 'only start');
+      expectEqual(await list({ dateRange: { end: when(0) } }), [a.id], 'only end');
+      expectEqual(await list({ dateRange: { start: when(3) } }), [], 'after every thread');
+      expectEqual(
+        await list({ dateRange: { start: when(1) }, orderBy: 'updatedAt', direction: 'ASC' }),
+        ordered([...middle, z], 'ASC', 'updatedAt'),
+        'orderBy updatedAt keeps the range on createdAt',
+      );
+      expectEqual(
+        await list({ dateRange: { start: when(1), end: when(1) }, metadata: { kind: 'chat' } }),
+        ordered(middle, 'DESC').filter((id) => !id.endsWith('-é')),
+        'with a metadata filter',
+      );
+      // Pages inside one instant, read from its start (as exports walk threads).
+      const pages = await Promise.all(
+        [0, 1, 2].map((page) =>
+          store.listThreads({
+            resourceId: r,
+            dateRange: { start: when(1) },
+            direction: 'ASC',
+            page,
+            perPage: 2,
+          }),
+        ),
+      );
+      expectEqual(
+        pages.map((p) => idsOf(p.threads)),
+        [ordered(middle, 'ASC').slice(0, 2), [...ordered(middle, 'ASC').slice(2), z.id], []],
+        'pages of a range',
+      );
+      expectEqual(
+        pages.map((p) => [p.total, p.hasMore]),
+        [
+          [4, true],
+          [4, false],
+          [4, false],
+        ],
+        'totals and hasMore count the range',
+      );
+      const everywhere = await store.listThreads({
+        dateRange: { start: when(1), end: when(1) },
+        direction: 'ASC',
+        perPage: false,
+      });
+      expectEqual(
+        idsOf(everywhere.threads),
+        ordered([...middle, other], 'ASC'),
+        "without resourceId: every resource's threads in the range",
+      );
+    },
+  ),
 ];

@@ -94,7 +94,7 @@ describe('argument keys', () => {
     const { storage } = await twoTenants();
     const message = await refused(() => storage.listThreads({ resourceID: 'alice' } as never));
     expect(message).toBe(
-      'unknown listThreads argument resourceID; did you mean resourceId? (known: resourceId, metadata, page, perPage, orderBy, direction)',
+      'unknown listThreads argument resourceID; did you mean resourceId? (known: resourceId, metadata, dateRange, page, perPage, orderBy, direction)',
     );
     await refused(() =>
       storage.keywords!.search({ query: 'tea', topK: 3, resourceId: 'bob', threadID: 'tb' } as never),

@@ -9,7 +9,7 @@ import {
   type MemoryRecord,
   type MemoryStorage,
 } from '../src/index.ts';
-import { messagePages } from '../src/storage/walk.ts';
+import { messagePages, threadPages } from '../src/storage/walk.ts';
 import { caught } from './support.ts';
 
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678) + ms);
@@ -375,6 +375,29 @@ describe('exporting a store that is written meanwhile', () => {
     for await (const page of messagePages(storage, 't', 1)) pages.push(page.map((m) => m.id));
     // Before: a page resumed at the last message read held nothing after it; the walk never ended.
     expect(pages.flat()).toEqual(stored.map((m) => m.id));
+  });
+
+  it('a walk of threads reads each page on from the createdAt of the last thread read, not at an offset from the start', async () => {
+    const storage = new InMemoryStore();
+    // Three threads at each instant, of two resources.
+    const threads = Array.from({ length: 2_000 }, (_, i) => ({
+      ...thread(`t${String(i).padStart(4, '0')}`, Math.floor(i / 3)),
+      resourceId: i % 2 ? 'r' : 's',
+    }));
+    for (const t of threads) await storage.saveThread(t);
+    const list = storage.listThreads.bind(storage);
+    const offsets: number[] = [];
+    storage.listThreads = (args) => {
+      offsets.push((args.page ?? 0) * Number(args.perPage));
+      if (offsets.length > 1) expect(args.dateRange?.start).toBeInstanceOf(Date);
+      return list(args);
+    };
+    const ids: string[] = [];
+    for await (const page of threadPages(storage, undefined, 100)) ids.push(...page.map((t) => t.id));
+    expect(ids).toEqual(threads.map((t) => t.id));
+    // Before: each page was read at an offset from the start of the listing (19,000 rows skipped
+    // here, growing with the square of the threads).
+    expect(offsets.reduce((a, b) => a + b, 0)).toBeLessThan(100);
   });
 
   it('every thread stored all along is exported, once, oldest first, while other threads are deleted throughout', async () => {

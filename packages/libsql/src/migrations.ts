@@ -276,6 +276,10 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     backfill: KEYWORD_BACKFILL,
   },
+  {
+    name: "threads indexed by created_at across resources: a walk of the store's threads reads on from the last",
+    statements: [`CREATE INDEX ${threads}_created_id ON ${threads} (created_at, id)`],
+  },
 ];
 
 /** The first version whose messages carry `seq`, the keyword index's key. */

@@ -1,4 +1,5 @@
 import {
+  type DateRange,
   type JsonObject,
   type JsonValue,
   MESSAGE_COLUMNS,
@@ -273,6 +274,7 @@ export function listThreadsStatements(
   const conditions = Object.entries(query.metadata ?? {}).map(metadataCondition);
   if (query.resourceId !== undefined)
     conditions.unshift({ sql: 'resource_id = ?', args: [query.resourceId] });
+  conditions.push(...dateConditions(query.dateRange));
   const where = conditions.length > 0 ? `WHERE ${conditions.map((c) => c.sql).join(' AND ')}` : '';
   const args = conditions.flatMap((c) => c.args);
   const column = query.orderBy === 'updatedAt' ? 'updated_at' : 'created_at';
@@ -285,6 +287,16 @@ export function listThreadsStatements(
     },
     count: { sql: count, args, one: true },
   };
+}
+
+/** The conditions of a date range on `created_at` (epoch milliseconds). */
+function dateConditions(range: DateRange | undefined): { sql: string; args: number[] }[] {
+  return (
+    [
+      [`created_at ${range?.startExclusive ? '>' : '>='} ?`, range?.start],
+      [`created_at ${range?.endExclusive ? '<' : '<='} ?`, range?.end],
+    ] as const
+  ).flatMap(([sql, date]) => (date ? [{ sql, args: [date.getTime()] }] : []));
 }
 
 /**
@@ -304,14 +316,9 @@ export function messagePageStatements(
   const { threadId, resourceId, direction, dateRange: range } = query;
   const scope = `thread_id = ?${resourceId === undefined ? '' : ' AND resource_id = ?'}`;
   const scopeArgs = resourceId === undefined ? [threadId] : [threadId, resourceId];
-  const dates = (
-    [
-      [`created_at ${range?.startExclusive ? '>' : '>='} ?`, range?.start],
-      [`created_at ${range?.endExclusive ? '<' : '<='} ?`, range?.end],
-    ] as const
-  ).flatMap(([sql, date]) => (date ? [{ sql, ms: date.getTime() }] : []));
+  const dates = dateConditions(range);
   const where = `WHERE ${[scope, ...dates.map((d) => d.sql)].join(' AND ')}`;
-  const args = [...scopeArgs, ...dates.map((d) => d.ms)];
+  const args = [...scopeArgs, ...dates.flatMap((d) => d.args)];
   const count =
     dates.length > 0
       ? `SELECT COUNT(*) AS total FROM ${messages} ${where}`

@@ -1,4 +1,4 @@
-import { pageLimit, prefixedTables } from '@engram/core/driver';
+import { type DateRange, pageLimit, prefixedTables } from '@engram/core/driver';
 import type { Binary, Collection, Db, FindCursor, ObjectId } from 'mongodb';
 import { mongoError } from './errors.ts';
 import type { LockDocument } from './locks.ts';
@@ -138,6 +138,17 @@ export function collectionNames(prefix: string): Record<keyof Collections, strin
 export function collections(db: Db, prefix: string): Collections {
   const names = Object.entries(collectionNames(prefix));
   return Object.fromEntries(names.map(([key, name]) => [key, db.collection(name)])) as unknown as Collections;
+}
+
+/** The `createdAt` condition of a date range, when it has a bound. */
+export function createdAtFilter(range: DateRange | undefined): { createdAt?: Record<string, Date> } {
+  if (!range?.start && !range?.end) return {};
+  return {
+    createdAt: {
+      ...(range.start && { [range.startExclusive ? '$gt' : '$gte']: range.start }),
+      ...(range.end && { [range.endExclusive ? '$lt' : '$lte']: range.end }),
+    },
+  };
 }
 
 /** The rows of one page of a sorted `cursor`: none for `perPage: 0`, every row for `false`. */

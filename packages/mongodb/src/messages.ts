@@ -1,6 +1,6 @@
 import type { KeywordAnalyzer, Message, MessageDriver, WindowQuery } from '@engram/core/driver';
 import type { Filter, MongoBulkWriteError } from 'mongodb';
-import { type Collections, type MessageDocument, pageOf } from './collections.ts';
+import { type Collections, createdAtFilter, type MessageDocument, pageOf } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
 import { indexMessages } from './keywords.ts';
@@ -15,13 +15,7 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
     // The page (count + one bounded `find`) and the include windows, in parallel.
     readPage: async (query) => {
       const { threadId, resourceId, dateRange: range } = query;
-      const filter: Filter<MessageDocument> = { threadId, ...scope(resourceId) };
-      if (range?.start || range?.end) {
-        filter.createdAt = {
-          ...(range.start && { [range.startExclusive ? '$gt' : '$gte']: range.start }),
-          ...(range.end && { [range.endExclusive ? '$lt' : '$lte']: range.end }),
-        };
-      }
+      const filter: Filter<MessageDocument> = { threadId, ...scope(resourceId), ...createdAtFilter(range) };
       const dir = query.direction === 'ASC' ? 1 : -1;
       const [total, page, windows] = await Promise.all([
         c.collections.messages.countDocuments(filter),

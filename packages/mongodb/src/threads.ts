@@ -1,5 +1,5 @@
 import type { ResourceDriver, ThreadDriver } from '@engram/core/driver';
-import { pageOf, type ResourceDocument } from './collections.ts';
+import { createdAtFilter, pageOf, type ResourceDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { encodeKey, valueHash } from './encoding.ts';
 import type { MongoTx } from './locks.ts';
@@ -75,10 +75,13 @@ export function threadDriver(c: Connection): ThreadDriver<MongoTx> {
       await c.collections.threads.deleteOne({ _id: id }, { session: tx.session });
     },
     // Equality on the resource and on each metadata key's hash (never a caller's value, which
-    // MongoDB could read as an operator); the chosen date, ties by id, both in `direction`.
+    // MongoDB could read as an operator), the range of `createdAt`; the chosen date, ties by id,
+    // both in `direction`.
     readPage: async (query) => {
-      const filter: Record<string, unknown> =
-        query.resourceId === undefined ? {} : { resourceId: query.resourceId };
+      const filter: Record<string, unknown> = {
+        ...(query.resourceId !== undefined && { resourceId: query.resourceId }),
+        ...createdAtFilter(query.dateRange),
+      };
       for (const [key, value] of Object.entries(query.metadata ?? {})) {
         filter[`metadataHash.${encodeKey(key)}`] = valueHash(value);
       }

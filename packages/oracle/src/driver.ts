@@ -171,7 +171,7 @@ export class OracleDriver implements core.Driver<Session> {
           // Metadata keys are arbitrary strings, and SQL/JSON paths cannot be bound: core matches them.
           return { kind: 'candidates', threads: await list(undefined) };
         }
-        const total = await s.count(sql.countThreads(this.dialect, query.resourceId));
+        const total = await s.count(sql.countThreads(this.dialect, query));
         const threads = query.perPage === 0 ? [] : await list(core.pageLimit(query.page, query.perPage));
         return { kind: 'page', threads, total };
       }),

@@ -190,6 +190,11 @@ export const MIGRATIONS: readonly Migration[] = [
     backfill: (session, { dialect, analyzer, progress }) =>
       backfillKeywords(session, dialect, analyzer, progress),
   },
+  {
+    description:
+      "threads indexed by created_at across resources: a walk of the store's threads reads on from the last",
+    steps: (n) => [index(`CREATE INDEX ${n.prefix}threads_created_idx ON ${n.threads} (created_at, id)`)],
+  },
 ];
 
 /** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */

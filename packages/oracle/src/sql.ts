@@ -183,24 +183,33 @@ function rowLimit(paging: Paging, binds: OracleBinds): string {
   return ' OFFSET :row_offset ROWS FETCH NEXT :row_limit ROWS ONLY';
 }
 
+/** Filters of a thread listing: optional resource, optional date range on `createdAt`. */
+export type ThreadFilter = Pick<core.ThreadQuery, 'resourceId' | 'dateRange'>;
+
 /** The `WHERE` clause of a thread listing (metadata is matched afterwards, by core). */
-function threadWhere(resourceId: string | undefined): Statement {
-  const sql = resourceId === undefined ? '' : ' WHERE t.resource_id = :resource_id';
-  return { sql, binds: resourceId === undefined ? {} : { resource_id: resourceId } };
+function threadWhere({ resourceId, dateRange }: ThreadFilter): Statement {
+  const binds: OracleBinds = {};
+  const conditions: string[] = [];
+  if (resourceId !== undefined) {
+    conditions.push('t.resource_id = :resource_id');
+    binds.resource_id = resourceId;
+  }
+  conditions.push(...dateConditions('t', dateRange, binds));
+  return { sql: conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '', binds };
 }
 
-export function countThreads(d: Dialect, resourceId: string | undefined): Statement {
-  const where = threadWhere(resourceId);
+export function countThreads(d: Dialect, filter: ThreadFilter): Statement {
+  const where = threadWhere(filter);
   return { sql: `SELECT COUNT(*) AS total FROM ${d.names.threads} t${where.sql}`, binds: where.binds };
 }
 
 /** A page of threads ordered by `orderBy` then id, both in `direction`. */
 export function listThreads(
   d: Dialect,
-  query: { resourceId?: string; orderBy: 'createdAt' | 'updatedAt'; direction: core.Direction },
+  query: ThreadFilter & { orderBy: 'createdAt' | 'updatedAt'; direction: core.Direction },
   paging: Paging,
 ): Statement {
-  const where = threadWhere(query.resourceId);
+  const where = threadWhere(query);
   const column = query.orderBy === 'createdAt' ? 't.created_at' : 't.updated_at';
   const dir = query.direction === 'ASC' ? 'ASC' : 'DESC';
   const limit = rowLimit(paging, where.binds);
@@ -285,18 +294,25 @@ export function deleteMessagesByIds(d: Dialect, ids: readonly string[]): Stateme
 /** Filters of a message page: thread, optional resource, optional date range. */
 export type MessageFilter = Pick<core.MessageQuery, 'threadId' | 'resourceId' | 'dateRange'>;
 
-/**
- * The `WHERE` clause of a message page. Range bounds outside the storable years 1–9999 are
- * resolved here: a start before year 1 or an end after 9999 filters nothing, the opposite
- * excludes everything.
- */
-function messageWhere({ threadId, resourceId, dateRange: range }: MessageFilter): Statement {
+/** The `WHERE` clause of a message page. */
+function messageWhere({ threadId, resourceId, dateRange }: MessageFilter): Statement {
   const binds: OracleBinds = { thread_id: threadId };
   const conditions = ['m.thread_id = :thread_id'];
   if (resourceId !== undefined) {
     conditions.push('m.resource_id = :resource_id');
     binds.resource_id = resourceId;
   }
+  conditions.push(...dateConditions('m', dateRange, binds));
+  return { sql: ` WHERE ${conditions.join(' AND ')}`, binds };
+}
+
+/**
+ * The conditions of a date range on `<alias>.created_at`, their binds added to `binds`. Bounds
+ * outside the storable years 1–9999 are resolved here: a start before year 1 or an end after
+ * 9999 filters nothing, the opposite excludes everything.
+ */
+function dateConditions(alias: string, range: core.DateRange | undefined, binds: OracleBinds): string[] {
+  const conditions: string[] = [];
   const bounds = [
     [range?.start, range?.startExclusive ? '>' : '>=', 'range_start'],
     [range?.end, range?.endExclusive ? '<' : '<=', 'range_end'],
@@ -305,12 +321,12 @@ function messageWhere({ threadId, resourceId, dateRange: range }: MessageFilter)
     if (!date) continue;
     if (isStorableDate(date)) {
       binds[name] = toTimestampText(date);
-      conditions.push(`m.created_at ${op} ${timestampBind(name)}`);
+      conditions.push(`${alias}.created_at ${op} ${timestampBind(name)}`);
     } else if (date.getTime() < MIN_TIMESTAMP !== op.startsWith('>')) {
       conditions.push('1 = 0');
     }
   }
-  return { sql: ` WHERE ${conditions.join(' AND ')}`, binds };
+  return conditions;
 }
 
 /** How many messages the page filter matches (the `total` of `listMessages`). */

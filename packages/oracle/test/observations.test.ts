@@ -52,7 +52,10 @@ describe('observation DDL (migration 3)', () => {
     await new OracleStore({ pool }).init();
     expect(sent.some((s) => s.sql.startsWith('CREATE TABLE engram_observations'))).toBe(true);
     const recorded = sent.filter((s) => s.sql.startsWith('INSERT INTO engram_migrations'));
-    expect(recorded.map((s) => s.binds.version)).toEqual([1, 3, 4, 5, 6]);
+    // Every version but the vector tables' (2).
+    const versions = MIGRATIONS.map((_, i) => i + 1).filter((v) => v !== 2);
+    expect(recorded.map((s) => s.binds.version)).toEqual(versions);
+    expect(versions).toContain(3);
   });
 });
 

@@ -155,11 +155,32 @@ describe('threads', () => {
   });
 
   it('counts with the same filter', () => {
-    expect(sql.countThreads(d, 'r1')).toEqual({
+    expect(sql.countThreads(d, { resourceId: 'r1' })).toEqual({
       sql: 'SELECT COUNT(*) AS total FROM engram_threads t WHERE t.resource_id = :resource_id',
       binds: { resource_id: 'r1' },
     });
-    expect(sql.countThreads(d, undefined).sql).toBe('SELECT COUNT(*) AS total FROM engram_threads t');
+    expect(sql.countThreads(d, {}).sql).toBe('SELECT COUNT(*) AS total FROM engram_threads t');
+  });
+
+  it('filters threads on created_at by a date range, bounds outside years 1-9999 resolved', () => {
+    const start = new Date('2026-01-02T03:04:05.678Z');
+    const s = sql.listThreads(
+      d,
+      {
+        dateRange: { start, end: new Date(8.64e15), endExclusive: true },
+        orderBy: 'createdAt',
+        direction: 'ASC',
+      },
+      { offset: 0, limit: 5 },
+    );
+    expect(s.sql).toContain(' WHERE t.created_at >= ');
+    expect(s.sql).not.toContain('range_end');
+    expect(s.binds).toMatchObject({ range_start: expect.any(String) });
+    expect(bindsMatch(s)).toBe(true);
+    const none = sql.countThreads(d, { resourceId: 'r1', dateRange: { start: new Date(8.64e15) } });
+    expect(none.sql).toBe(
+      'SELECT COUNT(*) AS total FROM engram_threads t WHERE t.resource_id = :resource_id AND 1 = 0',
+    );
   });
 
   it('locks owners and bumps updated_at through IN lists of named binds', () => {

@@ -200,6 +200,13 @@ export const MIGRATIONS: readonly Migration[] = [
         EXECUTE FUNCTION ${n.vectorsFollow}('${n.prefix}message_vectors')`,
     ],
   },
+  {
+    description:
+      "threads indexed by createdAt across resources: a walk of the store's threads reads on from the last",
+    statements: (n) => [
+      `CREATE INDEX ${quoteIdent(`${n.prefix}threads_created_idx`)} ON ${n.threads} (created_at, id)`,
+    ],
+  },
 ];
 
 /** The version a fully migrated schema is at. */

@@ -173,6 +173,7 @@ export function listThreads(n: Names, args: ThreadQuery): { page: Statement; cou
   for (const [key, value] of Object.entries(args.metadata ?? {})) {
     where.push(`metadata -> ${p.add(key)} = ${p.add(JSON.stringify(value))}::jsonb`);
   }
+  where.push(...dateConditions(args.dateRange, p));
   const from = `FROM ${n.threads}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
   const count = { text: `SELECT count(*)::int AS total ${from}`, values: [...p.values] };
   const column = args.orderBy === 'createdAt' ? 'created_at' : 'updated_at';
@@ -202,11 +203,18 @@ export const messageById = (n: Names, id: string) =>
 function messageFilter(n: Names, args: MessageQuery, p: Params): string {
   const where = [`thread_id = ${p.add(args.threadId)}`];
   if (args.resourceId !== undefined) where.push(filterOnly('resource_id', p.add(args.resourceId)));
-  const { start, end, startExclusive, endExclusive }: DateRange = args.dateRange ?? {};
+  where.push(...dateConditions(args.dateRange, p));
+  return `FROM ${n.messages} WHERE ${where.join(' AND ')}`;
+}
+
+/** The conditions of a date range on `created_at`. */
+function dateConditions(range: DateRange | undefined, p: Params): string[] {
+  const { start, end, startExclusive, endExclusive } = range ?? {};
+  const where: string[] = [];
   if (start)
     where.push(`created_at >${startExclusive ? '' : '='} ${p.add(boundTimestamp(start))}::timestamptz`);
   if (end) where.push(`created_at <${endExclusive ? '' : '='} ${p.add(boundTimestamp(end))}::timestamptz`);
-  return `FROM ${n.messages} WHERE ${where.join(' AND ')}`;
+  return where;
 }
 
 /** The column of `pageMessages` rows that carries the total, when it does. */

@@ -10,7 +10,7 @@ import {
 } from './keywords.ts';
 import { LAYOUT_VERSION, LEASE_MS, META } from './layout.ts';
 import * as frames from './mapping.ts';
-import { list, metadataFields, ms, records, text } from './mapping.ts';
+import { list, metadataFields, ms, records, scoreRange, text } from './mapping.ts';
 import { type UpstashObservations, upstashObservations } from './observations.ts';
 import { backfillResources, listResources } from './resources.ts';
 import {
@@ -134,7 +134,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
     delete: async (tx, id) => {
       tx.ops.push({ op: 'deleteThread', id });
     },
-    readPage: async ({ metadata, page, perPage, ...query }) => {
+    readPage: async ({ metadata, page, perPage, dateRange, ...query }) => {
       // Scalar filter values are compared on the server; for objects and arrays it checks that
       // the key is there, and core compares the candidates as JSON.
       const filters = Object.entries(metadata ?? {}).map(([key, value]) => ({
@@ -142,7 +142,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         op: value === null || typeof value !== 'object' ? 'eq' : 'has',
         value: JSON.stringify(value),
       }));
-      const args = { ...query, ...core.pageLimit(page, perPage), filters };
+      const args = { ...query, ...core.pageLimit(page, perPage), ...scoreRange(dateRange), filters };
       const reply = list(await this.call('listThreads', args));
       return text(reply[0]) === 'page'
         ? { kind: 'page', threads: records(reply[2], frames.toThread), total: Number(text(reply[1])) }
@@ -151,10 +151,8 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   };
 
   readonly messages: core.MessageDriver<UpstashTx> = {
-    readPage: async ({ page, perPage, dateRange: range, include, ...query }) => {
-      const min = range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf';
-      const max = range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf';
-      const args = { ...query, ...core.pageLimit(page, perPage), min, max, windows: include };
+    readPage: async ({ page, perPage, dateRange, include, ...query }) => {
+      const args = { ...query, ...core.pageLimit(page, perPage), ...scoreRange(dateRange), windows: include };
       const reply = list(await this.call('listMessages', args));
       // One script answers the page and the windows together, in one list; core merges them.
       return { page: records(reply.slice(1), frames.toMessage), total: Number(text(reply[0])), windows: [] };

@@ -129,3 +129,11 @@ export function messageRecord(m: core.Message) {
 export function ms(value: Date): string {
   return String(value.getTime());
 }
+
+/** A date range as the `min`/`max` of a `ZRANGE … BYSCORE` over epoch milliseconds (`(` exclusive). */
+export function scoreRange(range: core.DateRange | undefined): { min: string; max: string } {
+  return {
+    min: range?.start ? `${range.startExclusive ? '(' : ''}${ms(range.start)}` : '-inf',
+    max: range?.end ? `${range.endExclusive ? '(' : ''}${ms(range.end)}` : '+inf',
+  };
+}

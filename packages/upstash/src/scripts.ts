@@ -245,24 +245,33 @@ return frame(redis.call('HGETALL', key))
 `;
 
 /**
- * `resourceId`, `orderBy`, `direction`, `offset`, `limit`, `filters` ({ field, op: `eq` | `has`,
- * value }). Returns { 'page', total, thread hashes }, or with filters { 'candidates', hashes }.
+ * `resourceId`, `orderBy`, `direction`, `offset`, `limit`, `min`/`max` (`createdAt` score range),
+ * `filters` ({ field, op: `eq` | `has`, value }). Returns { 'page', total, thread hashes }, or with
+ * filters, or a range beside the `updatedAt` order, { 'candidates', hashes } (core keeps those in
+ * the range).
  */
 const LIST_THREADS = `
 local kind = A.orderBy == 'createdAt' and 'Created' or 'Updated'
 local z = A.resourceId and K['resourceThreads' .. kind](A.resourceId) or K['threads' .. kind]()
-local rev, rows = A.direction == 'DESC', {}
+local rev, rows, min, max = A.direction == 'DESC', {}, A.min, A.max
+-- The scores of the createdAt zsets are the range's: beside the updatedAt order, core filters.
+local ranged = kind == 'Created' and not (min == '-inf' and max == '+inf')
 local function add(key)
   local h = redis.call('HGETALL', key)
   if #h > 0 then rows[#rows + 1] = h end
 end
-if #A.filters == 0 then
-  if A.limit ~= 0 then
-    for _, id in ipairs(ranks(z, rev, A.offset or 0, A.limit)) do add(K.thread(id)) end
-  end
-  return frame({'page', redis.call('ZCARD', z), rows})
+local function range(offset, limit)
+  if not ranged then return ranks(z, rev, offset, limit) end
+  if rev then return redis.call('ZRANGE', z, max, min, 'BYSCORE', 'REV', 'LIMIT', offset, limit or -1) end
+  return redis.call('ZRANGE', z, min, max, 'BYSCORE', 'LIMIT', offset, limit or -1)
 end
-for _, id in ipairs(ranks(z, rev, 0, nil)) do
+if #A.filters == 0 and (kind == 'Created' or (min == '-inf' and max == '+inf')) then
+  if A.limit ~= 0 then
+    for _, id in ipairs(range(A.offset or 0, A.limit)) do add(K.thread(id)) end
+  end
+  return frame({'page', ranged and redis.call('ZCOUNT', z, min, max) or redis.call('ZCARD', z), rows})
+end
+for _, id in ipairs(range(0, nil)) do
   local key, ok = K.thread(id), true
   for _, f in ipairs(A.filters) do
     local v = redis.call('HGET', key, f.field)

@@ -48,6 +48,7 @@ export const STORAGE_ARGS = {
   listThreads: keysOf<ListThreadsArgs>({
     resourceId: true,
     metadata: true,
+    dateRange: true,
     page: true,
     perPage: true,
     orderBy: true,

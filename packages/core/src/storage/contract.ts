@@ -30,6 +30,11 @@ export interface ListThreadsArgs {
   resourceId?: string;
   /** AND-ed equality on metadata keys, compared as JSON values. */
   metadata?: JsonObject;
+  /**
+   * Only threads whose `createdAt` is in this range, whichever `orderBy`. Bounds are inclusive
+   * unless marked exclusive; any valid `Date` is a valid bound.
+   */
+  dateRange?: DateRange;
   /** Zero-based page number. Default 0. `page × perPage` is at most 2³¹ − 1. */
   page?: number;
   /** Default 100; at most 2³¹ − 1 (`MAX_LISTING_COUNT`); `false` returns every thread. */

@@ -73,6 +73,8 @@ export interface ThreadChange {
 export interface ThreadQuery {
   resourceId?: string;
   metadata?: JsonObject;
+  /** On `createdAt`, whichever `orderBy`. */
+  dateRange?: DateRange;
   page: number;
   perPage: number | false;
   orderBy: 'createdAt' | 'updatedAt';

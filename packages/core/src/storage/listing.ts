@@ -1,5 +1,5 @@
-import type { MessagePage, ThreadPage } from './contract.ts';
-import { matchesMetadata, mergeMessageLists, pageInfo, pageOffset } from './helpers.ts';
+import type { DateRange, MessagePage, ThreadPage } from './contract.ts';
+import { inDateRange, matchesMetadata, mergeMessageLists, pageInfo, pageOffset } from './helpers.ts';
 import type { Direction, JsonObject, Message, Thread } from './records.ts';
 
 /**
@@ -35,7 +35,7 @@ export type ThreadRead =
   /**
    * Every thread that may match, in the requested order, for a store whose query cannot compare
    * metadata values exactly: core keeps those whose metadata matches the filter (JSON equality,
-   * key order ignored) and slices the page.
+   * key order ignored) and whose `createdAt` is in the date range, and slices the page.
    */
   | { kind: 'candidates'; threads: Thread[] };
 
@@ -90,10 +90,12 @@ export async function messagePage(
 /** A `listThreads` page from the adapter's read. */
 export async function threadPage(
   read: ThreadRead,
-  args: { page: number; perPage: number | false; metadata?: JsonObject },
+  args: { page: number; perPage: number | false; metadata?: JsonObject; dateRange?: DateRange },
 ): Promise<ThreadPage> {
   if (read.kind === 'candidates') {
-    const matching = read.threads.filter((t) => matchesMetadata(t.metadata, args.metadata));
+    const matching = read.threads.filter(
+      (t) => matchesMetadata(t.metadata, args.metadata) && inDateRange(t.createdAt, args.dateRange),
+    );
     return {
       threads: slicePage(matching, args.page, args.perPage),
       ...pageInfo(matching.length, args.page, args.perPage),

@@ -255,6 +255,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     assertArgs(args, 'listThreads', STORAGE_ARGS.listThreads);
     assertOptionalId(args.resourceId, 'resourceId');
     if (args.metadata !== undefined) assertJsonObject(args.metadata, 'metadata');
+    if (args.dateRange !== undefined) assertDateRange(args.dateRange);
     const paging = assertPaging(args.page, args.perPage, 100);
     if (args.orderBy !== undefined && args.orderBy !== 'createdAt' && args.orderBy !== 'updatedAt') {
       throw invalid(`orderBy must be 'createdAt' or 'updatedAt', got ${describe(args.orderBy)}`);
@@ -262,6 +263,7 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     const query: ThreadQuery = {
       resourceId: args.resourceId,
       metadata: args.metadata,
+      dateRange: args.dateRange,
       ...paging,
       orderBy: args.orderBy ?? 'createdAt',
       direction: assertDirection(args.direction, 'DESC'),

@@ -15,7 +15,10 @@ import type { Message, Thread } from './records.ts';
  * the last record read, and kept to the records after it.
  */
 
-/** The threads of a resource (or of the whole store), oldest first, about `perPage` at a time. */
+/**
+ * The threads of a resource (or of the whole store), oldest first, about `perPage` at a time. A
+ * page is read from the `createdAt` of the last thread read, as `messagePages` reads messages.
+ */
 export function threadPages(
   storage: MemoryStorage,
   resourceId: string | undefined,
@@ -23,17 +26,18 @@ export function threadPages(
 ): AsyncGenerator<Thread[]> {
   return walk<Thread>(
     {
-      read: async (_, page, size) => {
+      read: async (from, page, size) => {
         const listed = await storage.listThreads({
           resourceId,
           page,
           perPage: size,
           orderBy: 'createdAt',
           direction: 'ASC',
+          dateRange: from && { start: from.createdAt },
         });
         return { records: listed.threads, hasMore: listed.hasMore };
       },
-      holds: () => true,
+      holds: sameInstant,
     },
     perPage,
   );
@@ -60,10 +64,15 @@ export function messagePages(
         });
         return { records: listed.messages, hasMore: listed.hasMore };
       },
-      holds: (listing, record) => listing.createdAt.getTime() === record.createdAt.getTime(),
+      holds: sameInstant,
     },
     perPage,
   );
+}
+
+/** Whether the listing read from the `createdAt` of `from` holds `record`, which comes before it. */
+function sameInstant(from: Ordered, record: Ordered): boolean {
+  return from.createdAt.getTime() === record.createdAt.getTime();
 }
 
 type Ordered = { id: string; createdAt: Date };
