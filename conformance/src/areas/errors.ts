@@ -237,6 +237,15 @@ export const errorsChecks = [
         'listThreads with an unknown dateRange key',
         () => store.listThreads({ dateRange: { after: at(0) } as never }),
       ],
+      [
+        "listMessages with startExclusive 'yes'",
+        () =>
+          store.listMessages({ threadId: t.id, dateRange: { start: at(0), startExclusive: 'yes' as never } }),
+      ],
+      [
+        'listThreads with endExclusive 1',
+        () => store.listThreads({ dateRange: { end: at(0), endExclusive: 1 as never } }),
+      ],
     ];
     for (const [what, call] of cases) await expectRejects(call, ['INVALID_ARGUMENT'], what);
     expectEqual(await store.getThreadById({ threadId: t.id }), t, 'the thread is unchanged');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type DateRange,
   InMemoryStore,
   type KeywordSearch,
   Memory,
@@ -74,6 +75,7 @@ export class Executor {
           page: op.page,
           perPage: op.perPage,
           direction: op.direction,
+          dateRange: dateRange(op.range),
         });
       case 'saveMessages': {
         const messages: Message[] = [];
@@ -98,12 +100,7 @@ export class Executor {
           page: op.page,
           perPage: op.perPage,
           direction: op.direction,
-          dateRange: op.range && {
-            start: op.range.start === undefined ? undefined : at(op.range.start),
-            end: op.range.end === undefined ? undefined : at(op.range.end),
-            startExclusive: op.range.startExclusive,
-            endExclusive: op.range.endExclusive,
-          },
+          dateRange: dateRange(op.range),
           include: op.include?.map((w) => ({ ...w, id: id(w.id) })),
         });
       case 'listMessagesById':
@@ -403,6 +400,18 @@ export class Executor {
 }
 
 /** Vector number `n` of the pool, zero-padded to the suite's space. */
+/** The date range of a listing op, in dates. */
+function dateRange(range: Extract<Op, { op: 'listThreads' }>['range']): DateRange | undefined {
+  return (
+    range && {
+      start: range.start === undefined ? undefined : at(range.start),
+      end: range.end === undefined ? undefined : at(range.end),
+      startExclusive: range.startExclusive,
+      endExclusive: range.endExclusive,
+    }
+  );
+}
+
 function poolVector(n: number): Float32Array {
   const vector = new Float32Array(SPACE.dimensions);
   vector.set(VECTOR_POOL[n] ?? []);

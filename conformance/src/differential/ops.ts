@@ -10,6 +10,8 @@ const TIMES = [0, 0, 1, 1_000, 2_000] as const;
 type R = (typeof RESOURCES)[number];
 type T = (typeof THREADS)[number];
 type M = (typeof MESSAGES)[number];
+/** A listing's date range, in the times of `at`. */
+type Range = { start?: number; end?: number; startExclusive?: boolean; endExclusive?: boolean };
 
 /** One contract call with symbolic ids (resolved against a per-run prefix when executed). */
 export type Op =
@@ -24,6 +26,7 @@ export type Op =
       page: number;
       perPage: number | false;
       direction: 'ASC' | 'DESC';
+      range?: Range;
     }
   | {
       op: 'saveMessages';
@@ -36,7 +39,7 @@ export type Op =
       page: number;
       perPage: number | false;
       direction: 'ASC' | 'DESC';
-      range?: { start?: number; end?: number; startExclusive?: boolean; endExclusive?: boolean };
+      range?: Range;
       include?: { id: M; withPreviousMessages: number; withNextMessages: number }[];
     }
   | { op: 'listMessagesById'; ids: M[] }
@@ -130,6 +133,17 @@ const resource = fc.constantFrom(...RESOURCES);
 const threadId = fc.constantFrom(...THREADS);
 const messageId = fc.constantFrom(...MESSAGES);
 const time = fc.constantFrom(...TIMES);
+/** A date range of a listing, or none (twice as often). */
+const range = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(undefined) },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { start: time, end: time, startExclusive: fc.boolean(), endExclusive: fc.boolean() },
+      { requiredKeys: [] },
+    ),
+  },
+);
 const text = fc.constantFrom('', 'a', 'é', '😀', 'x y');
 const poolVector = fc.integer({ min: 0, max: VECTOR_POOL.length - 1 });
 /** The fields of a vector search op, and those a windowed search adds. */
@@ -245,8 +259,8 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.record(
-      { op: fc.constant('listThreads' as const), resource, metadata, page, perPage, direction },
-      { requiredKeys: ['op', 'resource', 'page', 'perPage', 'direction'] },
+      { op: fc.constant('listThreads' as const), resource, metadata, page, perPage, direction, range },
+      { requiredKeys: ['op', 'resource', 'page', 'perPage', 'direction', 'range'] },
     ),
   },
   {
@@ -278,16 +292,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
         page,
         perPage,
         direction,
-        range: fc.oneof(
-          { weight: 2, arbitrary: fc.constant(undefined) },
-          {
-            weight: 1,
-            arbitrary: fc.record(
-              { start: time, end: time, startExclusive: fc.boolean(), endExclusive: fc.boolean() },
-              { requiredKeys: [] },
-            ),
-          },
-        ),
+        range,
         include: fc.array(
           fc.record({
             id: messageId,

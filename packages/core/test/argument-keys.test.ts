@@ -100,4 +100,18 @@ describe('argument keys', () => {
       storage.keywords!.search({ query: 'tea', topK: 3, resourceId: 'bob', threadID: 'tb' } as never),
     );
   });
+
+  it("a date range's exclusive flags are booleans", async () => {
+    const { storage } = await twoTenants();
+    const start = new Date(0);
+    expect(
+      await refused(() => storage.listThreads({ dateRange: { start, startExclusive: 'yes' as never } })),
+    ).toBe('dateRange.startExclusive must be a boolean, got the string "yes"');
+    expect(
+      await refused(() =>
+        storage.listMessages({ threadId: 'ta', dateRange: { start, endExclusive: 0 as never } }),
+      ),
+    ).toBe('dateRange.endExclusive must be a boolean, got number 0');
+    expect((await storage.listThreads({ dateRange: { start, startExclusive: false } })).total).toBe(2);
+  });
 });

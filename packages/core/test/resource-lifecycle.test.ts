@@ -387,7 +387,7 @@ describe('exporting a store that is written meanwhile', () => {
     for (const t of threads) await storage.saveThread(t);
     const list = storage.listThreads.bind(storage);
     const offsets: number[] = [];
-    storage.listThreads = (args) => {
+    storage.listThreads = (args = {}) => {
       offsets.push((args.page ?? 0) * Number(args.perPage));
       if (offsets.length > 1) expect(args.dateRange?.start).toBeInstanceOf(Date);
       return list(args);

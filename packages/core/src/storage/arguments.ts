@@ -121,6 +121,12 @@ export function assertDateRange(range: unknown): asserts range is DateRange {
   const { start, end } = range as DateRange;
   if (start !== undefined) assertDate(start, 'dateRange.start');
   if (end !== undefined) assertDate(end, 'dateRange.end');
+  for (const key of ['startExclusive', 'endExclusive'] as const) {
+    const flag = (range as DateRange)[key];
+    if (flag !== undefined && typeof flag !== 'boolean') {
+      throw invalid(`dateRange.${key} must be a boolean, got ${describe(flag)}`);
+    }
+  }
 }
 
 export function assertThread(thread: unknown, operation: string): asserts thread is Thread {
