@@ -32,6 +32,10 @@ export function names(schemaName: string, prefix: string) {
     /** The keyword index: analyzed terms of each message with text (see `keywords.ts`). */
     keywords: table('message_terms'),
     keywordsIndex: quoteIdent(`${prefix}message_terms_lexemes_idx`),
+    /** The keyword index's document count and total length, in rows summed on read (see `keywords.ts`). */
+    keywordStats: table('message_terms_stats'),
+    /** The trigger function that keeps `keywordStats`. */
+    keywordStatsKeep: table('message_terms_stats_keep'),
     /** Backfills a schema upgrade left to do, each with the last message id it has done. */
     backfills: table('backfills'),
   };

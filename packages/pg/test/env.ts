@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { describeService, service } from '@engram/conformance';
 import type { Thread } from '@engram/core';
 import pg from 'pg';
@@ -95,4 +98,36 @@ export async function schemaAt(
 export function threadNow(id: string, resourceId: string): Thread {
   const now = new Date();
   return { id, resourceId, title: '', metadata: {}, createdAt: now, updatedAt: now };
+}
+
+/** tsx's loader, for test processes that run the package's TypeScript. */
+export const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/**
+ * Runs `script` in `count` OS processes with the env `env(i)` adds, each told one moment to start
+ * its work at (`ENGRAM_PG_TEST_START_AT`, 2.5 s on); resolves to what each printed, trimmed.
+ */
+export function runInProcesses(
+  script: string,
+  count: number,
+  env: (i: number) => Record<string, string>,
+): Promise<string[]> {
+  const startAt = Date.now() + 2_500;
+  const runs = Array.from(
+    { length: count },
+    (_, i) =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', TSX, '--conditions=source', script], {
+          env: { ...process.env, ...env(i), ENGRAM_PG_TEST_START_AT: String(startAt) },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+        });
+        child.on('error', reject);
+        child.on('exit', () => resolve(out.trim()));
+      }),
+  );
+  return Promise.all(runs);
 }

@@ -1,43 +1,31 @@
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LATEST_VERSION, PostgresStore } from '../src/index.ts';
 import { MIGRATIONS, migrate } from '../src/migrations.ts';
 import * as sql from '../src/sql.ts';
-import { createDatabase, describePg, randomName, schemaAt, type TestDatabase, threadNow } from './env.ts';
+import {
+  createDatabase,
+  describePg,
+  randomName,
+  runInProcesses,
+  schemaAt,
+  type TestDatabase,
+  TSX,
+  threadNow,
+} from './env.ts';
 import { objectsIn } from './objects.ts';
 
 const INIT_ONCE = fileURLToPath(new URL('./fixtures/init-once.ts', import.meta.url));
 const STOP_BACKFILL = fileURLToPath(new URL('./fixtures/stop-backfill.ts', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** Runs `init()` in `count` separate OS processes that all start at the same moment. */
-async function initInProcesses(url: string, schema: string | undefined, count: number): Promise<string[]> {
-  const startAt = Date.now() + 2_500;
-  const runs = Array.from(
-    { length: count },
-    () =>
-      new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', TSX, '--conditions=source', INIT_ONCE], {
-          env: {
-            ...process.env,
-            ENGRAM_PG_TEST_URL: url,
-            ENGRAM_PG_TEST_SCHEMA: schema ?? '',
-            ENGRAM_PG_TEST_START_AT: String(startAt),
-          },
-          stdio: ['ignore', 'pipe', 'inherit'],
-        });
-        let out = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-        });
-        child.on('error', reject);
-        child.on('exit', () => resolve(out.trim()));
-      }),
-  );
-  return Promise.all(runs);
+function initInProcesses(url: string, schema: string | undefined, count: number): Promise<string[]> {
+  return runInProcesses(INIT_ONCE, count, () => ({
+    ENGRAM_PG_TEST_URL: url,
+    ENGRAM_PG_TEST_SCHEMA: schema ?? '',
+  }));
 }
 
 describePg('lifecycle: migrations and init', (url) => {
@@ -69,8 +57,8 @@ describePg('lifecycle: migrations and init', (url) => {
       [schema],
     );
     // threads, messages, resources, message_counts, schema_version, message_vectors, vector_space,
-    // observations, message_terms, settings, turns, backfills
-    expect(tables[0]!.n).toBe(12);
+    // observations, message_terms, settings, turns, backfills, message_terms_stats
+    expect(tables[0]!.n).toBe(13);
   });
 
   it('init() upgrades a schema at migration 1 in place, keeping its rows', async () => {
@@ -283,6 +271,59 @@ describePg('lifecycle: migrations and init', (url) => {
       expect(await versionRows(schema)).toEqual([{ id: 1, version: LATEST_VERSION }]);
       expect(await backfills(schema)).toEqual([]);
       await expectEveryMessageFound(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('init() merges the keyword index pending list of an older schema, keeps it to 64 kB after, and counts its rows', async () => {
+    // At version 9 the upgrade indexed the 1,201 messages with the default limit (4 MB): all pending.
+    const schema = await oldSchema(9);
+    const index = `${sql.quoteIdent(schema)}.engram_message_terms_lexemes_idx`;
+    await db.query('CREATE EXTENSION IF NOT EXISTS pageinspect');
+    const pending = async () =>
+      (
+        await db.query<{ tuples: string; pages: number }>(
+          `SELECT n_pending_tuples AS tuples, n_pending_pages AS pages
+            FROM gin_metapage_info(get_raw_page('${index.replaceAll("'", "''")}', 0))`,
+        )
+      ).map((row) => ({ tuples: Number(row.tuples), pages: Number(row.pages) }))[0];
+    expect((await pending())?.tuples).toBe(MESSAGES);
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await store.init();
+      expect(await pending()).toEqual({ tuples: 0, pages: 0 });
+      const [options] = await db.query(`SELECT reloptions FROM pg_class WHERE oid = '${index}'::regclass`);
+      expect(options?.reloptions).toEqual(['gin_pending_list_limit=64']);
+      await expectEveryMessageFound(store);
+      const at = new Date('2024-02-01T00:00:00.000Z').getTime();
+      const words = 'wombat kelp ferry lantern orchard basalt meadow quill harbor cobalt ember thistle';
+      let most = 0;
+      for (let i = 0; i < 1_000; i += 100) {
+        await store.saveMessages(
+          Array.from({ length: 100 }, (_, j) => ({
+            id: `new${i + j}`,
+            threadId: 'tk',
+            resourceId: 'rk',
+            role: 'user' as const,
+            content: `${words} n${i + j}`,
+            type: 'v2',
+            createdAt: new Date(at + i + j),
+          })),
+        );
+        most = Math.max(most, (await pending())?.pages ?? 0);
+      }
+      // 64 kB: 8 pages of 8 kB.
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(8);
+      const hits = await store.keywords!.search({ query: 'n777', topK: 5, resourceId: 'rk' });
+      expect(hits.map((h) => h.messageId)).toEqual(['new777']);
+      // The statistics the upgrade started from the stored rows, kept since by each save.
+      const [stats] = await db.query(
+        `SELECT (SELECT sum(documents)::int FROM ${sql.quoteIdent(schema)}.engram_message_terms_stats) AS kept,
+          (SELECT count(*)::int FROM ${sql.quoteIdent(schema)}.engram_message_terms) AS counted`,
+      );
+      expect(stats).toEqual({ kept: MESSAGES + 1_000, counted: MESSAGES + 1_000 });
     } finally {
       await store.close();
     }
