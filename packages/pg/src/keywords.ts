@@ -11,7 +11,7 @@ import {
 import type { ClientBase } from 'pg';
 import type { Connection } from './connection.ts';
 import type { PostgresTx } from './driver.ts';
-import { type Names, quoteIdent, type Statement } from './sql.ts';
+import { dollarQuote, type Names, quoteIdent, type Statement } from './sql.ts';
 
 /**
  * The keyword index: one row per message with text in `message_terms` — its analyzed terms
@@ -53,7 +53,7 @@ export const keywordStats = (n: Names): string[] => [
   )`,
   `INSERT INTO ${n.keywordStats} (documents, length) SELECT count(*), coalesce(sum(length), 0) FROM ${n.keywords}`,
   // `OR REPLACE`: dropping the tables of a prefix in a shared schema leaves the function behind.
-  `CREATE OR REPLACE FUNCTION ${n.keywordStatsKeep}() RETURNS trigger LANGUAGE plpgsql AS $$
+  `CREATE OR REPLACE FUNCTION ${n.keywordStatsKeep}() RETURNS trigger LANGUAGE plpgsql AS ${dollarQuote(`
     DECLARE
       d bigint := 0;
       l bigint := 0;
@@ -79,7 +79,7 @@ export const keywordStats = (n: Names): string[] => [
         INSERT INTO ${n.keywordStats} (documents, length) VALUES (d, l);
       END IF;
       RETURN NULL;
-    END $$`,
+    END`)}`,
   ...(
     [
       ['insert', 'INSERT', 'NEW TABLE AS added'],

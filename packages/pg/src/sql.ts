@@ -5,6 +5,13 @@ import { boundTimestamp } from './mapping.ts';
 /** Quotes an SQL identifier (`my"name` → `"my""name"`). */
 export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
+/** `body` dollar-quoted with a tag it does not hold: a schema name in it may hold `$$`. */
+export function dollarQuote(body: string): string {
+  let tag = '$body$';
+  for (let i = 0; body.includes(tag); i++) tag = `$body${i}$`;
+  return `${tag}${body}${tag}`;
+}
+
 /** Schema-qualified, quoted names of everything the store creates, and the schema and prefix as given. */
 export function names(schemaName: string, prefix: string) {
   const schema = quoteIdent(schemaName);

@@ -4,8 +4,9 @@ import { conformanceRun } from './conformance-setup.ts';
 import { PG_URL, randomName, SKIP_REASON } from './env.ts';
 import { objectsIn } from './objects.ts';
 
-// The whole suite again with every table in a fresh schema of a fresh database.
-const schemaName = randomName('engram_conformance');
+// The whole suite again with every table in a fresh schema of a fresh database, its name holding a
+// space, quotes of both kinds, a dollar quote and a placeholder: each must reach SQL quoted.
+const schemaName = `Conformance $$ "q" 'a' $1 ${randomName('engram')}`;
 const { init, run } = conformanceRun(`pg (schemaName ${schemaName})`, { schemaName });
 runConformance(init);
 

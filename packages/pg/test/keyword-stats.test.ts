@@ -107,6 +107,27 @@ describePg('keyword index statistics, kept by the writes', (url) => {
     }
   });
 
+  it('a schema named with quotes, dollar quotes and a placeholder keeps them too', async () => {
+    const schema = `Odd $$ "q" 'a' $1 ${randomName('kw')}`;
+    const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
+    try {
+      await store.init();
+      await store.saveThread(threadNow('t/1', 't'));
+      await store.saveMessages([
+        message('m1', 't/1', 'otter otter kelp', 1),
+        message('m2', 't/1', 'kelp', 2),
+      ]);
+      await store.deleteMessages(['m2']);
+      const { kept, counted } = await statistics(schema);
+      expect(kept).toEqual(counted);
+      expect(counted).toEqual({ documents: 1, length: 3 });
+      const [hit] = await store.keywords!.search({ query: 'kelp', topK: 1, resourceId: 't' });
+      expect(hit?.messageId).toBe('m1');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('4 OS processes writing at once keep them exact, in a row per writer at once at most', async () => {
     const schema = randomName('kwrace');
     const store = new PostgresStore({ connectionString: db.url, schemaName: schema });
