@@ -38,7 +38,8 @@ export class LockLost extends Error {}
  * FerretDB a filtered delete is a read and a delete by `_id`, which could delete a fresh lock). A
  * holder that stood still past its lease must not write: each command that writes under a lock
  * awaits a `fence` first, which renews the leases if each lock is still the holder's with a
- * quarter of its lease left, else throws `LockLost` and the write runs again from the start.
+ * quarter of its lease left, else throws `LockLost` and the write runs again from the start. A
+ * fence less than a quarter lease after the leases were stored needs no round trip (`fresh`).
  *
  * A write that fails because the server is unreachable fails at once: its release is not waited
  * for (that would wait out a second server selection). A lock it could not release is an orphan:
@@ -46,8 +47,11 @@ export class LockLost extends Error {}
  * have broken it), and the writers after an outage need not wait for its lease to run out.
  */
 export class WriteLocks {
-  /** The end of the lease each owner last stored (the earliest of its locks'), by owner. */
-  private readonly leases = new Map<string, number>();
+  /**
+   * The lease each owner last stored (the earliest of its locks'), by owner: its end (wall clock,
+   * as stored) and when it was stored (this process's monotonic clock).
+   */
+  private readonly leases = new Map<string, { end: number; since: number }>();
   /** Locks left behind by an outage (see above): owner and the time until which deleting them is safe, by key. */
   private readonly orphans = new Map<string, { owner: string; until: number }>();
 
@@ -72,6 +76,7 @@ export class WriteLocks {
           attempt,
           lock: (keys) => this.acquire(keys, owner, held),
           fence: async () => {
+            if (this.fresh(owner)) return;
             if (!(await this.holds(held, owner))) throw new LockLost();
           },
         };
@@ -143,16 +148,17 @@ export class WriteLocks {
     look = true,
   ): Promise<{ taken: number; holder?: LockDocument | null }> {
     const locks = this.locks as Collection<LockDocument>;
+    const since = performance.now();
     const expiresAt = new Date(Date.now() + this.leaseMs);
     try {
       await locks.insertMany(keys.map((_id) => ({ _id, owner, expiresAt })));
-      this.leased(owner, expiresAt.getTime());
+      this.leased(owner, expiresAt.getTime(), since);
       return { taken: keys.length };
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
       const [first] = [(error as MongoBulkWriteError).writeErrors].flat();
       const taken = first?.index ?? 0;
-      if (taken > 0) this.leased(owner, expiresAt.getTime());
+      if (taken > 0) this.leased(owner, expiresAt.getTime(), since);
       if (!look) return { taken };
       const current = await locks.findOne({ _id: keys[taken] });
       if (current && current.expiresAt.getTime() < Date.now()) await this.breakDead(current);
@@ -163,19 +169,20 @@ export class WriteLocks {
   /** True when every lock of `keys` is still `owner`'s with a quarter of its lease left; renews them then. */
   async holds(keys: string[], owner: string): Promise<boolean> {
     if (!this.locks || keys.length === 0) return true;
+    const since = performance.now();
     const now = Date.now();
     const { matchedCount } = await this.locks.updateMany(
       { _id: { $in: keys }, owner, expiresAt: { $gte: new Date(now + this.leaseMs / 4) } },
       { $set: { expiresAt: new Date(now + this.leaseMs) } },
     );
     if (matchedCount !== keys.length) return false;
-    this.leases.set(owner, now + this.leaseMs);
+    this.leases.set(owner, { end: now + this.leaseMs, since });
     return true;
   }
 
   /** Releases `owner`'s locks of `keys`; those the server was unreachable for become orphans. */
   async release(keys: string[], owner: string): Promise<void> {
-    const leaseEnd = this.leases.get(owner);
+    const leaseEnd = this.leases.get(owner)?.end;
     this.leases.delete(owner);
     if (!this.locks || keys.length === 0) return;
     try {
@@ -203,14 +210,25 @@ export class WriteLocks {
     }
   }
 
-  /** Notes the end of a lease `owner` stored; the earliest counts until the next renewal. */
-  private leased(owner: string, end: number): void {
+  /** Notes a lease `owner` stored (computed at `since`); the earliest counts until the next renewal. */
+  private leased(owner: string, end: number, since: number): void {
     const known = this.leases.get(owner);
-    this.leases.set(owner, known === undefined ? end : Math.min(known, end));
+    if (known === undefined || end < known.end) this.leases.set(owner, { end, since });
     // Owners that never release (a write that failed before it could) are forgotten once expired.
     if (this.leases.size > 1_000) {
-      for (const [o, e] of this.leases) if (e < Date.now()) this.leases.delete(o);
+      for (const [o, lease] of this.leases) if (lease.end < Date.now()) this.leases.delete(o);
     }
+  }
+
+  /**
+   * True when every lease of `owner` was stored less than a quarter lease ago (by this process's
+   * monotonic clock): at least three quarters are left, more than a renewal would ask for, and no
+   * other writer breaks a lock before its end, so the fence needs no round trip. A holder that
+   * stood still for a quarter lease or more asks the server.
+   */
+  private fresh(owner: string): boolean {
+    const lease = this.leases.get(owner);
+    return lease !== undefined && performance.now() - lease.since < this.leaseMs / 4;
   }
 
   /** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */

@@ -6,6 +6,8 @@ import { type LockDocument, WriteLocks } from '../src/locks.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
 import { message, rid, thread } from './fixtures.ts';
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The commands a store sends, as the server receives them (command monitoring). */
 interface Sent {
   name: string;
@@ -226,7 +228,8 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
 
   it('a holder whose lock was broken meanwhile is fenced off before it writes: it takes the lock again and redoes the write', async () => {
     const locks = raw.db(dbName).collection<LockDocument>('fence_locks');
-    const held = new WriteLocks(locks, 60_000);
+    // A fence within a quarter lease of the last renewal asks nothing: the holder stands still longer.
+    const held = new WriteLocks(locks, 200);
     const runs: string[] = [];
     const result = await held.hold(['k'], async (fence) => {
       const mine = await locks.findOne({ _id: 'k' });
@@ -234,6 +237,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
       if (runs.length === 1) {
         // Another writer broke the lock while this one stood still, and holds it now (till it expires).
         await locks.replaceOne({ _id: 'k' }, { owner: 'other', expiresAt: new Date(Date.now() + 100) });
+        await sleep(80);
       }
       await fence();
       return 'written';
@@ -247,11 +251,42 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     let written = 0;
     const lost = held.hold(['k'], async (fence) => {
       await locks.deleteOne({ _id: 'k' });
+      await sleep(80);
       await fence();
       written += 1;
     });
     await expect(lost).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('lease') });
     expect(written).toBe(0);
+  });
+
+  it('a fence within a quarter lease of taking or renewing the locks costs no command; after standing still that long it renews them on the server', async () => {
+    const collection = raw.db(dbName).collection<LockDocument>('fence_fast_locks');
+    let renewals = 0;
+    const locks = new Proxy(collection, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key);
+        if (typeof value !== 'function') return value;
+        // Each renewal is one `updateMany` of the lock documents.
+        return (...args: unknown[]) => {
+          if (key === 'updateMany') renewals += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const held = new WriteLocks(locks, 800);
+    await held.hold(['k'], async (fence) => {
+      await fence();
+      await fence();
+      expect(renewals).toBe(0);
+      await sleep(250);
+      const before = (await collection.findOne({ _id: 'k' }))!.expiresAt.getTime();
+      await fence();
+      expect(renewals).toBe(1);
+      expect((await collection.findOne({ _id: 'k' }))!.expiresAt.getTime()).toBeGreaterThan(before);
+      await fence();
+      expect(renewals).toBe(1);
+    });
+    expect(await collection.countDocuments({ _id: 'k' })).toBe(0);
   });
 
   it('without transactions, a batch waits for the locks of its threads; a thread deleted meanwhile refuses the whole batch with NOT_FOUND', async () => {
