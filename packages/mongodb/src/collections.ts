@@ -28,6 +28,11 @@ export interface MessageDocument {
   content: unknown;
   type: string;
   createdAt: Date;
+  /**
+   * A fresh value at every write of the message (absent in documents written before it was kept).
+   * Under write locks, a write of a message read in the same write lands only on the version read.
+   */
+  version?: string;
 }
 
 /** A resource as stored: `_id` is the resource id. */

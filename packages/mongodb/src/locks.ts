@@ -23,6 +23,11 @@ export interface MongoTx {
   fence(): Promise<void>;
   /** Under locks, the message ids `messages.places` found (in threads locked): `put` inserts the others. */
   stored?: Set<string>;
+  /**
+   * Under locks, the version of each message `messages.byIds` read in this write (`null`: none
+   * stored): `put` replaces such a message only at that version.
+   */
+  read?: Map<string, string | null>;
   /** Under locks, which run of the write this is: 0 the first, more after `LockLost`. */
   readonly attempt?: number;
 }

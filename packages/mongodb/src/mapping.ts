@@ -1,4 +1,11 @@
-import type { JsonObject, Message, MessageRole, Resource, Thread } from '@engram/core/driver';
+import {
+  type JsonObject,
+  type Message,
+  type MessageRole,
+  newVersion,
+  type Resource,
+  type Thread,
+} from '@engram/core/driver';
 import { BSON } from 'mongodb';
 import type { MessageDocument, ResourceDocument, ThreadDocument } from './collections.ts';
 import { type Codec, decodeObject, decodeValue, encodeKey, encodeValue, valueHash } from './encoding.ts';
@@ -68,6 +75,7 @@ export function toMessageDocument(message: Message, field: string, codec: Codec)
     content: encodeValue(message.content, `${field}.content`, codec, 1),
     type: message.type,
     createdAt: message.createdAt,
+    version: newVersion(),
   };
   assertDocumentSize(doc, field);
   return doc;

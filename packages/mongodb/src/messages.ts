@@ -1,5 +1,5 @@
 import type { KeywordAnalyzer, Message, MessageDriver, WindowQuery } from '@engram/core/driver';
-import type { Filter, MongoBulkWriteError } from 'mongodb';
+import type { AnyBulkWriteOperation, Filter, MongoBulkWriteError } from 'mongodb';
 import { type Collections, createdAtFilter, type MessageDocument, pageOf } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
@@ -25,10 +25,17 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
       ]);
       return { page: page.map(toMessage), total, windows: windows.flat() };
     },
-    byIds: async (ids, tx) =>
-      (await c.collections.messages.find({ _id: { $in: ids } }, { session: tx?.session }).toArray()).map(
-        toMessage,
-      ),
+    // Under write locks, the versions read are kept for `put` (see `MongoTx.read`).
+    byIds: async (ids, tx) => {
+      const docs = await c.collections.messages
+        .find({ _id: { $in: ids } }, { session: tx?.session })
+        .toArray();
+      if (tx?.stored) {
+        tx.read ??= new Map();
+        for (const doc of docs) tx.read.set(doc._id, doc.version ?? null);
+      }
+      return docs.map(toMessage);
+    },
     // Under write locks, of the threads given and those the messages are in: a stored message changes
     // only under its thread's lock, and a new id is inserted (`put`). Under the locks only the
     // messages found are read again: one that moved to another thread meanwhile makes the write start
@@ -65,12 +72,27 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
     // Replaced whole by `_id`, the one filter FerretDB 1.x answers from its index; under locks the
     // ids `places` did not find are inserted first, and a duplicate undoes them and starts again
     // with nothing of the batch written (a message it moved would leave its old thread unbumped).
+    // Under locks a message this write read (`byIds`: an update) is replaced only at the version
+    // read: a holder that stood still between its fence and its write, past its lease, finds
+    // another writer's version and starts again, reading, instead of writing back what it read.
     put: async (tx, messages) => {
       const docs = messages.map((m, i) => toMessageDocument(m, `messages[${i}]`, c.codec));
       const fresh = docs.filter((d) => tx.stored && !tx.stored.has(d._id));
-      const ops = docs
-        .filter((d) => !tx.stored || tx.stored.has(d._id))
-        .map(({ _id, ...replacement }) => ({ replaceOne: { filter: { _id }, replacement, upsert: true } }));
+      const stored = docs.filter((d) => !tx.stored || tx.stored.has(d._id));
+      const read = tx.read ?? new Map<string, string | null>();
+      const replace = (docs: MessageDocument[], checked: boolean) =>
+        docs.map(
+          ({ _id, ...replacement }): AnyBulkWriteOperation<MessageDocument> => ({
+            replaceOne: checked
+              ? { filter: { _id, version: read.get(_id) ?? null } as Filter<MessageDocument>, replacement }
+              : { filter: { _id }, replacement, upsert: true },
+          }),
+        );
+      const checked = stored.filter((d) => read.has(d._id));
+      const ops = replace(
+        stored.filter((d) => !read.has(d._id)),
+        false,
+      );
       if (fresh.length > 0) {
         await tx.fence();
         try {
@@ -87,6 +109,10 @@ export function messageDriver(c: Connection, analyzer: KeywordAnalyzer): Message
         }
       }
       await bulkWrite(c, c.collections.messages, ops, tx);
+      if (checked.length > 0) {
+        const matched = await bulkWrite(c, c.collections.messages, replace(checked, true), tx);
+        if (matched < checked.length) throw new LockLost();
+      }
       // The keyword index follows in the same write (see `keywords.ts`).
       await indexMessages(c, tx, messages, analyzer);
     },

@@ -162,12 +162,14 @@ export async function bulkWrite<D extends Document>(
   collection: Collection<D>,
   ops: AnyBulkWriteOperation<D>[],
   tx?: MongoTx,
-): Promise<void> {
+): Promise<number> {
+  let matched = 0;
   // FerretDB 1.x holds a connection per update that matched till its command ends (100 a database).
   for (const part of chunks(ops, c.ferretdb1 ? 20 : ops.length)) {
     await tx?.fence();
-    await collection.bulkWrite(part, { session: tx?.session });
+    matched += (await collection.bulkWrite(part, { session: tx?.session })).matchedCount;
   }
+  return matched;
 }
 
 /**
