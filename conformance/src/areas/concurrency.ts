@@ -273,7 +273,7 @@ export const concurrencyChecks = [
   check(
     (init) =>
       `a writer process stopped (SIGSTOP) ${STOPS}× for ${stopMs(init)} ms, longer than any lease, while ` +
-      `it merges, then resumed, overwrites no acknowledged merge of the others (${mode(init)}) ` +
+      `it merges and patches a message, then resumed, overwrites no acknowledged merge or message field of the others (${mode(init)}) ` +
       '[skipped when processLocal or without a worker]',
     (ctx) =>
       stoppedWriter(ctx, racers(ctx.init), (reports, how, present) =>

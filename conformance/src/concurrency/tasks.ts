@@ -71,14 +71,17 @@ export type RaceTask =
   /**
    * Merges until the file `stop` exists, racer 0 in `chains` parallel loops, the others in one: `updateThread` and
    * `updateResource` metadata keys and, on atomic stores, working-memory keys of the thread and
-   * the resource. Racer 0 merges all along and, once its first merge is acknowledged, writes its
-   * pid to the file `ready`, so that the suite can stop it while it holds a lock (`stopped.ts`);
-   * the others merge only while the file `window` exists.
+   * the resource. The first loop of racer 0 patches the content of message `messageId` instead
+   * (`updateMessages`, the content alone), back to back. Racer 0 writes all along
+   * and, once its first merge is acknowledged, writes its pid to the file `ready`, so that the
+   * suite can stop it while it holds a lock (`stopped.ts`); the others merge only while the file
+   * `window` exists.
    */
   | {
       kind: 'merge-until-stopped';
       threadId: string;
       resourceId: string;
+      messageId: string;
       chains: number;
       ready: string;
       window: string;
@@ -298,9 +301,12 @@ export const STOPPED_MERGES = [
   'resource-memory',
 ] as const;
 
+/** The prefix of the keys racer 0 of `merge-until-stopped` writes as the content of its message. */
+export const MESSAGE_CONTENT = 'message-content';
+
 /** Where key `key` of a `merge-until-stopped` racer was merged. */
-export function mergeOf(key: string): (typeof STOPPED_MERGES)[number] {
-  return key.slice(0, key.indexOf(':')) as (typeof STOPPED_MERGES)[number];
+export function mergeOf(key: string): (typeof STOPPED_MERGES)[number] | typeof MESSAGE_CONTENT {
+  return key.slice(0, key.indexOf(':')) as (typeof STOPPED_MERGES)[number] | typeof MESSAGE_CONTENT;
 }
 
 async function mergeUntilStopped(
@@ -310,9 +316,11 @@ async function mergeUntilStopped(
   report: RacerReport,
 ): Promise<void> {
   const atomicMerges = capabilitiesOf(store).atomicWorkingMemory && !!store.updateWorkingMemoryAtomically;
-  const kinds = atomicMerges ? STOPPED_MERGES : STOPPED_MERGES.slice(0, 2);
-  const merge = (kind: (typeof STOPPED_MERGES)[number], key: string) => {
+  const merges = atomicMerges ? STOPPED_MERGES : STOPPED_MERGES.slice(0, 2);
+  const merge = (kind: (typeof STOPPED_MERGES)[number] | typeof MESSAGE_CONTENT, key: string) => {
     switch (kind) {
+      case MESSAGE_CONTENT:
+        return store.updateMessages([{ id: task.messageId, content: key }]);
       case 'thread-metadata':
         return store.updateThread({ id: task.threadId, metadata: { [key]: true } });
       case 'resource-metadata':
@@ -325,6 +333,8 @@ async function mergeUntilStopped(
   };
   let ready = false;
   const chain = async (c: number) => {
+    // Patches alone, in a loop of their own: a stop almost always finds one under way.
+    const kinds = racer === 0 && c === 0 ? ([MESSAGE_CONTENT] as const) : merges;
     for (let j = 0; !existsSync(task.stop); j++) {
       if (racer > 0 && !existsSync(task.window)) {
         await sleep(WINDOW_POLL_MS);
