@@ -226,14 +226,18 @@ export class WriteLocks {
   }
 
   /**
-   * True when every lease of `owner` was stored less than a quarter lease ago (by this process's
-   * monotonic clock): at least three quarters are left, more than a renewal would ask for, and no
-   * other writer breaks a lock before its end, so the fence needs no round trip. A holder that
-   * stood still for a quarter lease or more asks the server.
+   * True when every lease of `owner` was stored less than a quarter lease ago: at least three
+   * quarters are left, more than a renewal would ask for, and no other writer breaks a lock before
+   * its end, so the fence needs no round trip. Measured on this process's monotonic clock and on
+   * the wall clock the leases are stamped with (which other writers read), so that a step of
+   * either clock sends the fence to the server. A holder that stood still for a quarter lease or
+   * more asks the server.
    */
   private fresh(owner: string): boolean {
     const lease = this.leases.get(owner);
-    return lease !== undefined && performance.now() - lease.since < this.leaseMs / 4;
+    if (lease === undefined) return false;
+    const left = this.leaseMs - this.leaseMs / 4;
+    return performance.now() - lease.since < this.leaseMs / 4 && lease.end - Date.now() > left;
   }
 
   /** Deletes a dead holder's lock, holding `break:<its owner>` so that only one waiter does. */

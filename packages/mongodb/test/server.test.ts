@@ -1,7 +1,7 @@
 import type { Message } from '@engram/core';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MongoDBStore } from '../src/index.ts';
+import { MongoDBDriver, MongoDBStore } from '../src/index.ts';
 import { type LockDocument, WriteLocks } from '../src/locks.ts';
 import { describeMongo, dropDatabase, randomDbName } from './env.ts';
 import { message, rid, thread } from './fixtures.ts';
@@ -373,6 +373,33 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     } finally {
       await paused.close();
     }
+  });
+
+  it('without transactions, an update that finds its message written by another writer since it read it (a holder that stood still past its lease) runs again, reading: the other write is kept', async () => {
+    const driver = new MongoDBDriver({ client, dbName, transactions: 'never', writeLocks: 'always' });
+    await driver.open();
+    const t = thread();
+    await store.saveThread(t);
+    const saved = message(t, 1);
+    await store.saveMessages([saved]);
+    const messages = raw.db(dbName).collection<{ _id: string; version?: string }>('engram_messages');
+    let runs = 0;
+    await driver.write(async (tx) => {
+      runs += 1;
+      await driver.messages.places(tx, [], [saved.id]);
+      const [read] = await driver.messages.byIds([saved.id], tx);
+      if (runs === 1) {
+        // What a writer that broke this one's lock while it stood still would have written.
+        await messages.updateOne({ _id: saved.id }, { $set: { type: 'theirs', version: 'theirs' } });
+      }
+      await driver.messages.put(tx, [{ ...(read as Message), content: 'mine' }]);
+    });
+    expect(runs).toBe(2);
+    const [stored] = await store.listMessagesById({ ids: [saved.id] });
+    expect(stored).toMatchObject({ type: 'theirs', content: 'mine' });
+    const version = (await messages.findOne({ _id: saved.id }))?.version;
+    expect(typeof version === 'string' && version !== 'theirs').toBe(true);
+    await driver.close();
   });
 
   it('declares transactionalBatches as the server decides it: false before connecting, without a replica set (FerretDB) and with transactions "never"', async () => {
