@@ -260,31 +260,23 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
   });
 
   it('a fence within a quarter lease of taking or renewing the locks costs no command; after standing still that long it renews them on the server', async () => {
-    const collection = raw.db(dbName).collection<LockDocument>('fence_fast_locks');
-    let renewals = 0;
-    const locks = new Proxy(collection, {
-      get: (target, key) => {
-        const value = Reflect.get(target, key);
-        if (typeof value !== 'function') return value;
-        // Each renewal is one `updateMany` of the lock documents.
-        return (...args: unknown[]) => {
-          if (key === 'updateMany') renewals += 1;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    const held = new WriteLocks(locks, 800);
+    // Through the monitored client: each renewal is one `update` of the lock documents.
+    const collection = client.db(dbName).collection<LockDocument>('fence_fast_locks');
+    const renewals = () =>
+      sent.filter((s) => s.name === 'update' && s.command.update === 'fence_fast_locks').length;
+    const held = new WriteLocks(collection, 800);
+    sent.length = 0;
     await held.hold(['k'], async (fence) => {
       await fence();
       await fence();
-      expect(renewals).toBe(0);
+      expect(renewals()).toBe(0);
       await sleep(250);
       const before = (await collection.findOne({ _id: 'k' }))!.expiresAt.getTime();
       await fence();
-      expect(renewals).toBe(1);
+      expect(renewals()).toBe(1);
       expect((await collection.findOne({ _id: 'k' }))!.expiresAt.getTime()).toBeGreaterThan(before);
       await fence();
-      expect(renewals).toBe(1);
+      expect(renewals()).toBe(1);
     });
     expect(await collection.countDocuments({ _id: 'k' })).toBe(0);
   });
