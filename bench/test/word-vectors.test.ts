@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createWordVectorEmbedder, loadWordVectors } from '../src/word-vectors.ts';
 
 /** A file in the package's format: most frequent word first; each vector, then its norm and index. */
@@ -10,7 +10,9 @@ function vectorsFile(words: Record<string, number[]>): string {
   const vectors = Object.fromEntries(
     names.map((w, i) => [w, [...(words[w] as number[]), Math.hypot(...(words[w] as number[])), i]]),
   );
-  const path = join(mkdtempSync(join(tmpdir(), 'word-vectors-')), 'vectors.json');
+  const dir = mkdtempSync(join(tmpdir(), 'word-vectors-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'vectors.json');
   writeFileSync(
     path,
     JSON.stringify({ precision: 4, dimensions: 3, size: names.length, words: names, vectors }),

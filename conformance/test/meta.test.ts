@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { InMemoryStore, type MemoryStorage } from '@engram/core';
 import { createStore, MemoryDriver } from '@engram/core/driver';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -44,6 +41,7 @@ import {
 } from './support/broken-vectors.ts';
 import { FILE_LEASE_MS, JsonStore, type JsonStoreDefect } from './support/json-store.ts';
 import { breakMemory } from './support/stores.ts';
+import { tempStoreFile } from './support/temp.ts';
 
 const fileWorker = new URL('./fixtures/json-store-worker.ts', import.meta.url);
 
@@ -57,7 +55,7 @@ vi.setConfig({ testTimeout: 180_000 });
 
 /** A fresh JSON file for a file-backed store, exported to the racing processes. */
 function sharedFile(defect: JsonStoreDefect): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
+  const file = tempStoreFile('engram-conformance-');
   process.env.ENGRAM_CONFORMANCE_FILE = file;
   process.env.ENGRAM_CONFORMANCE_DEFECT = defect;
   return file;
@@ -85,7 +83,7 @@ function result(results: CheckResult[], prefix: string): CheckResult {
 /** A `fresh` hook for the JSON file store: a new file, handed to the racers through the env. */
 function freshFile(defect: JsonStoreDefect = 'none'): ConformanceInit['fresh'] {
   return () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-fresh-')), 'store.json');
+    const file = tempStoreFile('engram-conformance-fresh-');
     return { env: { ENGRAM_CONFORMANCE_FILE: file }, create: () => fileStore(file, defect) };
   };
 }

@@ -1,10 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { InMemoryStore } from '@engram/core';
 import { runConformance } from '../src/index.ts';
 import { JsonStore } from './support/json-store.ts';
 import { referenceInit } from './support/stores.ts';
+import { tempStoreFile } from './support/temp.ts';
 
 // The whole suite against the reference store, with a backend the errors area can break.
 runConformance(referenceInit);
@@ -14,7 +12,7 @@ runConformance({ name: 'memory (no breakConnection)', create: () => new InMemory
 
 // A store shared by processes through a locked JSON file: instances share data, and the
 // concurrency area races 4 OS processes that each open the file through the worker module.
-const file = join(mkdtempSync(join(tmpdir(), 'engram-conformance-')), 'store.json');
+const file = tempStoreFile('engram-conformance-');
 process.env.ENGRAM_CONFORMANCE_FILE = file;
 process.env.ENGRAM_CONFORMANCE_DEFECT = 'none';
 runConformance({
