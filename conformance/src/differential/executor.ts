@@ -85,7 +85,7 @@ export class Executor {
             id: id(m.id),
             threadId: id(m.thread),
             resourceId: m.resource === 'own' ? (owner?.resourceId ?? id('r1')) : id(m.resource),
-            role: 'user',
+            role: m.role,
             content: m.content,
             type: 'text',
             createdAt: at(m.created),
@@ -109,6 +109,8 @@ export class Executor {
         return s.updateMessages(
           op.patches.map((p) => ({
             id: id(p.id),
+            role: p.role,
+            type: p.type,
             content: p.content,
             createdAt: p.created === undefined ? undefined : at(p.created),
           })),

@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '@engram/core';
+import type { JsonObject, JsonValue, MessageRole } from '@engram/core';
 import fc from 'fast-check';
 
 // Small pools so operations collide: prefixes of each other, case and UTF-8 byte order.
@@ -30,7 +30,14 @@ export type Op =
     }
   | {
       op: 'saveMessages';
-      messages: { id: M; thread: T; resource: R | 'own'; created: number; content: JsonValue }[];
+      messages: {
+        id: M;
+        thread: T;
+        resource: R | 'own';
+        role: MessageRole;
+        created: number;
+        content: JsonValue;
+      }[];
     }
   | {
       op: 'listMessages';
@@ -43,7 +50,10 @@ export type Op =
       include?: { id: M; withPreviousMessages: number; withNextMessages: number }[];
     }
   | { op: 'listMessagesById'; ids: M[] }
-  | { op: 'updateMessages'; patches: { id: M; content?: JsonValue; created?: number }[] }
+  | {
+      op: 'updateMessages';
+      patches: { id: M; role?: MessageRole; type?: string; content?: JsonValue; created?: number }[];
+    }
   | { op: 'deleteMessages'; ids: M[] }
   | { op: 'getResourceById'; resource: R }
   | { op: 'updateResource'; resource: R; workingMemory?: string | null; metadata?: JsonObject }
@@ -206,6 +216,13 @@ const content: fc.Arbitrary<JsonValue> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(...WORDS) },
 );
 
+/**
+ * Mostly the roles keyword recall indexes, now and then one it leaves out: a save or a patch that
+ * turns a message into a tool or system message takes its terms out of the index.
+ */
+const role: fc.Arbitrary<MessageRole> = fc.constantFrom('user', 'user', 'assistant', 'tool', 'system');
+const type = fc.constantFrom('text', 'tool-call', '');
+
 /** True when `op` carries one of the nested objects above (for the run's log line). */
 export function carriesNested(op: Op): boolean {
   const json = JSON.stringify(op);
@@ -275,6 +292,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
             { weight: 4, arbitrary: fc.constant('own' as const) },
             { weight: 1, arbitrary: resource },
           ),
+          role,
           created: time,
           content,
         }),
@@ -317,7 +335,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('updateMessages' as const),
       patches: fc.uniqueArray(
-        fc.record({ id: messageId, content, created: time }, { requiredKeys: ['id'] }),
+        fc.record({ id: messageId, role, type, content, created: time }, { requiredKeys: ['id'] }),
         {
           minLength: 1,
           maxLength: 2,
@@ -529,14 +547,19 @@ export const rekeyedPairArbitrary: fc.Arbitrary<Op[]> = fc.oneof(
   fc
     .record({ id: messageId, thread: threadId, created: time, content: keyedJson })
     .map(({ id, thread, created, content }): Op[] => [
-      { op: 'saveMessages', messages: [{ id, thread, resource: 'own', created, content }] },
-      { op: 'saveMessages', messages: [{ id, thread, resource: 'own', created, content: rekey(content) }] },
+      { op: 'saveMessages', messages: [{ ...saved(id, thread, created), content }] },
+      { op: 'saveMessages', messages: [{ ...saved(id, thread, created), content: rekey(content) }] },
     ]),
   fc.record({ id: messageId, content: keyedJson }).map(({ id, content }): Op[] => [
     { op: 'updateMessages', patches: [{ id, content }] },
     { op: 'updateMessages', patches: [{ id, content: rekey(content) }] },
   ]),
 );
+
+/** A user message in the thread's own resource (the fields of a save but its content). */
+function saved(id: M, thread: T, created: number) {
+  return { id, thread, resource: 'own' as const, role: 'user' as const, created };
+}
 
 /** The operations after the opening: single calls, and now and then a re-keyed pair. */
 export function opsArbitrary(maxLength: number): fc.Arbitrary<Op[]> {
@@ -579,7 +602,11 @@ export const setupArbitrary: fc.Arbitrary<Op[]> = fc
     ),
     {
       op: 'saveMessages',
-      messages: messages.map(({ vector: _, ...m }) => ({ ...m, resource: 'own' as const })),
+      messages: messages.map(({ vector: _, ...m }) => ({
+        ...m,
+        resource: 'own' as const,
+        role: 'user' as const,
+      })),
     },
     { op: 'vectorUpsert', vectors: messages.map(({ id, vector }) => ({ id, vector })) },
   ]);
