@@ -1,5 +1,9 @@
+import { afterAll } from 'vitest';
 import { runConformance } from '../src/index.ts';
 import { create, fresh, name } from './fixtures/json-store-module.ts';
+import { removeTempFolders } from './support/temp.ts';
+
+afterAll(removeTempFolders);
 
 // The worked example of docs/writing-an-adapter.md, a driver on a locked JSON file: the whole
 // suite, with 4 OS processes racing on one file through the same module.

@@ -1,6 +1,6 @@
 import { InMemoryStore, type MemoryStorage } from '@engram/core';
 import { createStore, MemoryDriver } from '@engram/core/driver';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type AreaName, type CheckResult, type ConformanceInit, runChecks } from '../src/index.ts';
 import {
   BreakableMemoryStore,
@@ -41,7 +41,7 @@ import {
 } from './support/broken-vectors.ts';
 import { FILE_LEASE_MS, JsonStore, type JsonStoreDefect } from './support/json-store.ts';
 import { breakMemory } from './support/stores.ts';
-import { tempStoreFile } from './support/temp.ts';
+import { removeTempFolders, tempStoreFile } from './support/temp.ts';
 
 const fileWorker = new URL('./fixtures/json-store-worker.ts', import.meta.url);
 
@@ -65,6 +65,7 @@ afterEach(() => {
   delete process.env.ENGRAM_CONFORMANCE_FILE;
   delete process.env.ENGRAM_CONFORMANCE_DEFECT;
 });
+afterAll(removeTempFolders);
 
 async function area(init: ConformanceInit, name: AreaName): Promise<CheckResult[]> {
   return runChecks(init, { areas: [name] });

@@ -1,8 +1,9 @@
 import { InMemoryStore } from '@engram/core';
+import { afterAll } from 'vitest';
 import { runConformance } from '../src/index.ts';
 import { JsonStore } from './support/json-store.ts';
 import { referenceInit } from './support/stores.ts';
-import { tempStoreFile } from './support/temp.ts';
+import { removeTempFolders, tempStoreFile } from './support/temp.ts';
 
 // The whole suite against the reference store, with a backend the errors area can break.
 runConformance(referenceInit);
@@ -13,6 +14,7 @@ runConformance({ name: 'memory (no breakConnection)', create: () => new InMemory
 // A store shared by processes through a locked JSON file: instances share data, and the
 // concurrency area races 4 OS processes that each open the file through the worker module.
 const file = tempStoreFile('engram-conformance-');
+afterAll(removeTempFolders);
 process.env.ENGRAM_CONFORMANCE_FILE = file;
 process.env.ENGRAM_CONFORMANCE_DEFECT = 'none';
 runConformance({
