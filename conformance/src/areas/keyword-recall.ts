@@ -108,7 +108,7 @@ export const keywordRecallChecks = [
   ),
 
   check(
-    `the index follows each write at once: edit, move, delete, thread delete${NEEDS_KEYWORDS}`,
+    `the index follows each write at once: edit, role, move, delete, thread delete${NEEDS_KEYWORDS}`,
     async (ctx) => {
       const store = await ctx.store();
       const keywords = keywordsOf(store);
@@ -120,6 +120,11 @@ export const keywordRecallChecks = [
       await store.updateMessages([{ id: `${a}-m0`, content: 'the narwhal sleeps' }]);
       expectEqual(await ids(keywords, 'walrus', r), [], 'old words gone after updateMessages');
       expectEqual(await ids(keywords, 'narwhal', r), [`${a}-m0`], 'new words found after updateMessages');
+      // Keyword recall indexes user and assistant messages only: a role patch moves it in or out.
+      await store.updateMessages([{ id: `${a}-m0`, role: 'tool' }]);
+      expectEqual(await ids(keywords, 'narwhal', r), [], 'gone after a patch makes it a tool message');
+      await store.updateMessages([{ id: `${a}-m0`, role: 'assistant' }]);
+      expectEqual(await ids(keywords, 'narwhal', r), [`${a}-m0`], 'found again as an assistant message');
       await store.saveMessages([{ ...(m as Message), threadId: b, content: 'the narwhal sleeps' }]);
       expectEqual(await ids(keywords, 'narwhal', r, a), [], 'not in the old thread after a move');
       expectEqual(await ids(keywords, 'narwhal', r, b), [`${a}-m0`], 'in the new thread after a move');
