@@ -1,6 +1,9 @@
 // Sums the vitest JSON reports every package wrote (.vitest-report.json) and prints the plain
 // closing line CI reads: "N passed, N failed, N skipped", after the name of every test that
-// did not pass (skip reasons are part of the test names).
+// did not pass (skip reasons are part of the test names). Failures outside any test count too,
+// one each, so the line agrees with vitest's exit code: a file that did not load, a file whose
+// hook (beforeAll, afterAll) failed, and an unhandled error (`unhandledErrors`, written by the
+// reporter in vitest.shared.ts).
 //
 //   node scripts/test-summary.mjs                  the reports in the repository
 //   node scripts/test-summary.mjs --save DIR       copies them into DIR (before a second pass
@@ -27,10 +30,10 @@ function walk(dir, depth, reports) {
   return reports;
 }
 
-// A file that failed to load has no test results; count it as one failure so it cannot hide.
-function suitesThatFailedToLoad(report) {
-  return report.testResults.filter((s) => s.status === 'failed' && s.assertionResults.length === 0).length;
-}
+// A file that failed with no failed test: it did not load (no test results), or a hook of its
+// own (beforeAll, afterAll) failed after its tests passed.
+const failedOutsideTests = (file) =>
+  file.status === 'failed' && !file.assertionResults.some((test) => test.status === 'failed');
 
 /** Sums reports given as [label, path]; prints one line per report unless quiet. */
 function sum(reports, quiet) {
@@ -39,21 +42,30 @@ function sum(reports, quiet) {
   for (const [label, path] of reports) {
     const report = JSON.parse(readFileSync(path, 'utf8'));
     total.passed += report.numPassedTests;
-    total.failed += report.numFailedTests + suitesThatFailedToLoad(report);
+    const unhandled = report.unhandledErrors ?? [];
+    const failed =
+      report.numFailedTests + report.testResults.filter(failedOutsideTests).length + unhandled.length;
+    total.failed += failed;
     total.skipped += report.numPendingTests + report.numTodoTests;
     for (const file of report.testResults) {
       for (const test of file.assertionResults) {
         if (test.status !== 'passed') notPassed.push(`  ${test.status}: ${test.fullName}`);
         if (test.status === 'failed') total.failures.push(`${label}: ${test.fullName}`);
       }
-      if (file.status === 'failed' && file.assertionResults.length === 0) {
-        notPassed.push(`  failed to load: ${file.name.slice(root.length)}`);
-        total.failures.push(`${label}: failed to load ${file.name.slice(root.length)}`);
+      if (failedOutsideTests(file)) {
+        const what = file.assertionResults.length === 0 ? 'failed to load' : 'failed in a hook';
+        const name = file.name.slice(root.length);
+        notPassed.push(`  ${what}: ${name}: ${file.message}`);
+        total.failures.push(`${label}: ${what} ${name}: ${file.message}`);
       }
+    }
+    for (const error of unhandled) {
+      notPassed.push(`  unhandled error: ${error}`);
+      total.failures.push(`${label}: unhandled error: ${error.split('\n')[0]}`);
     }
     if (!quiet) {
       console.log(
-        `${label}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
+        `${label}: ${report.numPassedTests} passed, ${failed} failed, ${report.numPendingTests} skipped`,
       );
     }
   }

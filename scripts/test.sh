@@ -49,6 +49,7 @@ status=0
 timeout --kill-after=30 "${ENGRAM_TEST_BUDGET:-3600}" \
   pnpm exec turbo run test --concurrency=1 --continue "${args[@]}" || status=$?
 [ "$status" -ne 124 ] || echo "test: stopped after ${ENGRAM_TEST_BUDGET:-3600} s (ENGRAM_TEST_BUDGET)" >&2
+turbo_status=$status
 # Every package turbo was to run must have written its report: all of them without arguments,
 # the ones named when only --filter=<name> arguments were given (other arguments: not checked).
 expect=all names=() checked=1
@@ -65,5 +66,11 @@ elif [ ${#names[@]} -gt 0 ]; then
 fi
 summary=$(node scripts/test-summary.mjs ${expect:+--expect "$expect"}) || status=1
 printf '%s\n' "$summary"
-printf '%s\n' "$summary" | tail -n 1 | grep -qE '^[0-9]+ passed, 0 failed' || status=1
+clean=1
+printf '%s\n' "$summary" | tail -n 1 | grep -qE '^[0-9]+ passed, 0 failed' || { clean=0; status=1; }
+if [ "$turbo_status" -ne 0 ] && [ "$turbo_status" -ne 124 ] && [ "$clean" -eq 1 ]; then
+  # Not a test, a hook or an unhandled error (those are in the summary): a package's test
+  # script itself failed. turbo's "Failed:" line above names it.
+  echo "test: turbo exited with $turbo_status although the reports show no failure" >&2
+fi
 exit $status
