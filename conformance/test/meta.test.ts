@@ -485,6 +485,15 @@ describe('the suite catches broken vector stores', () => {
     expect(message(result(results, 'huge (1e300)'))).toMatch(/upserting an all-zero vector/);
   });
 
+  it('a keyword index that keeps the words of a tool message fails recall', async () => {
+    const file = tempStoreFile('engram-conformance-role-');
+    const results = await area({ name: 'role-blind', create: () => fileStore(file, 'role') }, 'recall');
+    expect(failures(results)).toEqual([expect.stringMatching(/^the index follows each write at once/)]);
+    expect(message(result(results, 'the index follows each write at once'))).toMatch(
+      /gone after a patch makes it a tool message/,
+    );
+  });
+
   it('the reference store passes recall; a store without vectors or keywords skips it with the reason', async () => {
     const passing = await area({ name: 'memory', create: () => new InMemoryStore() }, 'recall');
     // Every check passes but the one for stores with per-resource statistics (the reference's are

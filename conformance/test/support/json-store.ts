@@ -52,11 +52,13 @@ import {
  * - `'lease'`: the lock is a lease of `FILE_LEASE_MS` that fences nothing: a writer breaks an
  *   older lock, and a holder that stood still past it writes its stale file back;
  * - `'stamp'`: a write stamps the threads it bumps with a time taken before it waited for the
- *   lock, as is, so a write that waited longer sets `updatedAt` back.
+ *   lock, as is, so a write that waited longer sets `updatedAt` back;
+ * - `'role'`: the keyword index holds the words of every message, whatever its role, so a tool
+ *   or system message is found by keyword recall.
  */
 
 /** What is wrong with a `JsonStore`, if anything. */
-export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp';
+export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp' | 'role';
 
 export interface JsonStoreOptions {
   /** The file holding every record. */
@@ -296,7 +298,7 @@ class JsonDriver implements Driver<FileData> {
       const { messages } = await this.read();
       const analyzer = this.keywordDomain.analyzer;
       const indexed = [...messages.values()].flatMap((m) => {
-        const terms = keywordTerms(m, analyzer);
+        const terms = keywordTerms(this.defect === 'role' ? { ...m, role: 'user' } : m, analyzer);
         return terms.length === 0 ? [] : [[m, terms] as const];
       });
       return searchIndexed(indexed, query);
