@@ -8,14 +8,19 @@
 //   node scripts/test-summary.mjs                  the reports in the repository
 //   node scripts/test-summary.mjs --save DIR       copies them into DIR (before a second pass
 //                                                  deletes them); prints nothing else
-//   node scripts/test-summary.mjs --combine DIR…   sums saved passes; a pass whose folder holds
-//                                                  no report counts as one failure
+//   node scripts/test-summary.mjs --combine DIR… [--failed=STEP…]
+//                                                  sums saved passes; a pass whose folder holds
+//                                                  no report counts as one failure, and so does
+//                                                  each CI step named failed (lint, typecheck, …;
+//                                                  a pass's folder name: only if its reports show
+//                                                  no failure), so the closing line agrees with
+//                                                  CI's exit code
 //   node scripts/test-summary.mjs --expect NAMES    as the first form; each package named (comma-
 //                                                  separated, or `all`: every workspace package
 //                                                  with a test script) that wrote no report (it
 //                                                  hung, crashed or never ran) counts as one failure
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const [mode, ...dirs] = process.argv.slice(2);
@@ -86,7 +91,8 @@ if (mode === '--save') {
 } else if (mode === '--combine') {
   const total = { passed: 0, failed: 0, skipped: 0 };
   const failures = [];
-  for (const dir of dirs) {
+  const steps = dirs.filter((arg) => arg.startsWith('--failed=')).map((arg) => arg.slice('--failed='.length));
+  for (const dir of dirs.filter((arg) => !arg.startsWith('--failed='))) {
     const files = existsSync(dir) ? readdirSync(dir) : [];
     const pass = sum(
       files.map((name) => [name, join(dir, name)]),
@@ -100,7 +106,17 @@ if (mode === '--save') {
     total.failed += pass.failed;
     total.skipped += pass.skipped;
     failures.push(...pass.failures.map((name) => `  ${dir}/${name}`));
+    const step = steps.indexOf(basename(dir));
+    if (step >= 0) {
+      steps.splice(step, 1);
+      if (pass.failed === 0) {
+        total.failed += 1;
+        failures.push(`  ${dir}: the pass exited with an error although its reports show no failure`);
+      }
+    }
   }
+  for (const step of steps) failures.push(`  step failed: ${step}`);
+  total.failed += steps.length;
   // The failures again, last, so a log cut to its tail still names them.
   if (failures.length > 0) console.log(`Failed:\n${failures.join('\n')}`);
   console.log(line(total));

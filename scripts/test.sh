@@ -46,8 +46,10 @@ status=0
 # A hung test must not eat CI's whole limit in silence: past ENGRAM_TEST_BUDGET seconds (default
 # an hour; every package takes about 35 minutes here) turbo is stopped, and the summary below
 # names the packages that wrote no report.
+turbo_log="$(mktemp)"
+trap 'rm -f "$turbo_log"' EXIT
 timeout --kill-after=30 "${ENGRAM_TEST_BUDGET:-3600}" \
-  pnpm exec turbo run test --concurrency=1 --continue "${args[@]}" || status=$?
+  pnpm exec turbo run test --concurrency=1 --continue "${args[@]}" 2>&1 | tee "$turbo_log" || status=$?
 [ "$status" -ne 124 ] || echo "test: stopped after ${ENGRAM_TEST_BUDGET:-3600} s (ENGRAM_TEST_BUDGET)" >&2
 turbo_status=$status
 # Every package turbo was to run must have written its report: all of them without arguments,
@@ -70,7 +72,11 @@ clean=1
 printf '%s\n' "$summary" | tail -n 1 | grep -qE '^[0-9]+ passed, 0 failed' || { clean=0; status=1; }
 if [ "$turbo_status" -ne 0 ] && [ "$turbo_status" -ne 124 ] && [ "$clean" -eq 1 ]; then
   # Not a test, a hook or an unhandled error (those are in the summary): a package's test
-  # script itself failed. turbo's "Failed:" line above names it.
-  echo "test: turbo exited with $turbo_status although the reports show no failure" >&2
+  # script itself failed. turbo's "Failed:" line names it; ENGRAM_TEST_NOTES (a file, set by
+  # .ci/run) keeps the line for the end of CI's log.
+  tasks="$(sed 's/\x1b\[[0-9;]*m//g' "$turbo_log" | grep -oE '@[a-z0-9-]+/[a-z0-9-]+#test' | sort -u | paste -sd ' ')"
+  note="test: turbo exited with $turbo_status although the reports show no failure (failed tasks: ${tasks:-none named})"
+  echo "$note" >&2
+  [ -z "${ENGRAM_TEST_NOTES:-}" ] || echo "$note" >> "$ENGRAM_TEST_NOTES"
 fi
 exit $status
