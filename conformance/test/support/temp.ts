@@ -19,7 +19,11 @@ export function tempStoreFile(prefix: string): string {
   return join(dir, 'store.json');
 }
 
-/** Removes every folder `tempStoreFile` made in this process so far. */
+/**
+ * Removes every folder `tempStoreFile` made in this process so far. A racing process that has
+ * not quite exited may still rename a file into one (`ENOTEMPTY`): the removal tries again.
+ */
 export function removeTempFolders(): void {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const dir of made.splice(0))
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
