@@ -46,10 +46,12 @@ status=0
 # A hung test must not eat CI's whole limit in silence: past ENGRAM_TEST_BUDGET seconds (default
 # an hour; every package takes about 35 minutes here) turbo is stopped, and the summary below
 # names the packages that wrote no report.
+# turbo's output is copied to a file through a process substitution, not a pipe: a process a
+# test started and left running may hold the output open, and the script must not wait for it.
 turbo_log="$(mktemp)"
 trap 'rm -f "$turbo_log"' EXIT
 timeout --kill-after=30 "${ENGRAM_TEST_BUDGET:-3600}" \
-  pnpm exec turbo run test --concurrency=1 --continue "${args[@]}" 2>&1 | tee "$turbo_log" || status=$?
+  pnpm exec turbo run test --concurrency=1 --continue "${args[@]}" > >(tee "$turbo_log") 2>&1 || status=$?
 [ "$status" -ne 124 ] || echo "test: stopped after ${ENGRAM_TEST_BUDGET:-3600} s (ENGRAM_TEST_BUDGET)" >&2
 turbo_status=$status
 # Every package turbo was to run must have written its report: all of them without arguments,
