@@ -63,6 +63,9 @@ export type ChildMessage =
       /** RSS in bytes after the warm-up operations and at the end, each after a full GC. */
       rssAfterWarmup: number;
       rssAtEnd: number;
+      /** V8's heap in use plus external buffers, in bytes, sampled with the RSS. */
+      heapAfterWarmup: number;
+      heapAtEnd: number;
       /** How long the operations after the warm-up took. */
       seconds: number;
     };

@@ -7,21 +7,25 @@ type MemoryJob = Extract<Job, { mode: 'memory' }>;
 /** Threads kept at once: the oldest is deleted as each new one is created, so data stays bounded. */
 const LIVE_THREADS = 20;
 
-/** RSS in bytes after a full garbage collection (the child runs with `--expose-gc`). */
-function settledRss(): number {
+/**
+ * RSS, and the memory JavaScript holds (V8's heap in use plus buffers outside it), in bytes after
+ * a full garbage collection (the child runs with `--expose-gc`).
+ */
+function settled(): { rss: number; heap: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('the memory soak needs node --expose-gc');
   gc();
   gc();
-  return process.memoryUsage().rss;
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, heap: usage.heapUsed + usage.external };
 }
 
 /**
  * The memory soak's one process: `job.operations` operations in a fixed mix (thread creation
  * and deletion, message saves and pages, working-memory reads and merges, thread and resource
  * metadata updates, thread reads) on a bounded amount of data, so what the process holds should
- * stop growing once caches are warm. Reports its RSS after `job.warmup` operations and at the
- * end, each after a garbage collection, and the time the measured part took.
+ * stop growing once caches are warm. Reports its RSS and JavaScript memory after `job.warmup`
+ * operations and at the end, each after a garbage collection, and the time the measured part took.
  */
 export async function memorySoak(store: MemoryStorage, job: MemoryJob): Promise<void> {
   const memory = schemaMemory(store);
@@ -57,21 +61,24 @@ export async function memorySoak(store: MemoryStorage, job: MemoryJob): Promise<
     () => store.getThreadById({ threadId: scene().threadId }),
   ];
 
-  let rssAfterWarmup = 0;
+  let afterWarmup = { rss: 0, heap: 0 };
   let started = 0;
   for (let n = 0; n < job.operations; n += 1) {
     if (n === job.warmup) {
-      rssAfterWarmup = settledRss();
+      afterWarmup = settled();
       started = performance.now();
     }
     await steps[n % steps.length]!(n);
   }
   const seconds = (performance.now() - started) / 1000;
+  const atEnd = settled();
   await report({
     type: 'memory',
     operations: job.operations,
-    rssAfterWarmup,
-    rssAtEnd: settledRss(),
+    rssAfterWarmup: afterWarmup.rss,
+    rssAtEnd: atEnd.rss,
+    heapAfterWarmup: afterWarmup.heap,
+    heapAtEnd: atEnd.heap,
     seconds,
   });
 }

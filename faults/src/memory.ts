@@ -17,8 +17,10 @@ export interface MemorySoakResult {
   /** RSS in MB after the warm-up and at the end, each after a full GC. */
   rssAfterWarmupMb: number;
   rssAtEndMb: number;
-  /** Growth from the first sample to the last, in MB. */
+  /** RSS growth from the first sample to the last, in MB. */
   growthMb: number;
+  /** Growth of the memory JavaScript holds (V8's heap in use plus external buffers), in MB. */
+  heapGrowthMb: number;
   /** Operations per second after the warm-up. */
   opsPerSecond: number;
   /** How the child ended when it did not report (an error, a crash). */
@@ -49,6 +51,7 @@ export async function runMemorySoak(options: MemorySoakOptions): Promise<MemoryS
         rssAfterWarmupMb: message.rssAfterWarmup / MB,
         rssAtEndMb: message.rssAtEnd / MB,
         growthMb: (message.rssAtEnd - message.rssAfterWarmup) / MB,
+        heapGrowthMb: (message.heapAtEnd - message.heapAfterWarmup) / MB,
         opsPerSecond: (message.operations - warmup) / message.seconds,
       };
     },
@@ -61,6 +64,7 @@ export async function runMemorySoak(options: MemorySoakOptions): Promise<MemoryS
     rssAfterWarmupMb: 0,
     rssAtEndMb: 0,
     growthMb: 0,
+    heapGrowthMb: 0,
     opsPerSecond: 0,
     failure: failure ?? `the child exited with ${exit.code ?? exit.signal}`,
   };
