@@ -18,7 +18,7 @@ export interface MemorySoakResult {
   rssAfterWarmupMb: number;
   rssAtEndMb: number;
   /** RSS growth from the first sample to the last, in MB. */
-  growthMb: number;
+  rssGrowthMb: number;
   /** Growth of the memory JavaScript holds (V8's heap in use plus external buffers), in MB. */
   heapGrowthMb: number;
   /** Operations per second after the warm-up. */
@@ -50,7 +50,7 @@ export async function runMemorySoak(options: MemorySoakOptions): Promise<MemoryS
         operations: message.operations,
         rssAfterWarmupMb: message.rssAfterWarmup / MB,
         rssAtEndMb: message.rssAtEnd / MB,
-        growthMb: (message.rssAtEnd - message.rssAfterWarmup) / MB,
+        rssGrowthMb: (message.rssAtEnd - message.rssAfterWarmup) / MB,
         heapGrowthMb: (message.heapAtEnd - message.heapAfterWarmup) / MB,
         opsPerSecond: (message.operations - warmup) / message.seconds,
       };
@@ -63,7 +63,7 @@ export async function runMemorySoak(options: MemorySoakOptions): Promise<MemoryS
     operations: 0,
     rssAfterWarmupMb: 0,
     rssAtEndMb: 0,
-    growthMb: 0,
+    rssGrowthMb: 0,
     heapGrowthMb: 0,
     opsPerSecond: 0,
     failure: failure ?? `the child exited with ${exit.code ?? exit.signal}`,
