@@ -23,7 +23,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSyn
 import { basename, join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const [mode, ...dirs] = process.argv.slice(2);
+const [mode, ...args] = process.argv.slice(2);
 
 function walk(dir, depth, reports) {
   for (const name of readdirSync(dir)) {
@@ -83,7 +83,7 @@ const line = (t) => `${t.passed} passed, ${t.failed} failed, ${t.skipped} skippe
 const inRepo = () => walk(root, 0, []).map((path) => [path.slice(root.length), path]);
 
 if (mode === '--save') {
-  const [dir] = dirs;
+  const [dir] = args;
   if (!dir) throw new Error('--save needs a folder');
   const reports = inRepo();
   if (reports.length > 0) mkdirSync(dir, { recursive: true });
@@ -91,8 +91,8 @@ if (mode === '--save') {
 } else if (mode === '--combine') {
   const total = { passed: 0, failed: 0, skipped: 0 };
   const failures = [];
-  const steps = dirs.filter((arg) => arg.startsWith('--failed=')).map((arg) => arg.slice('--failed='.length));
-  for (const dir of dirs.filter((arg) => !arg.startsWith('--failed='))) {
+  const steps = args.filter((arg) => arg.startsWith('--failed=')).map((arg) => arg.slice('--failed='.length));
+  for (const dir of args.filter((arg) => !arg.startsWith('--failed='))) {
     const files = existsSync(dir) ? readdirSync(dir) : [];
     const pass = sum(
       files.map((name) => [name, join(dir, name)]),
@@ -124,7 +124,7 @@ if (mode === '--save') {
   const reports = inRepo();
   const total = sum(reports, false);
   if (mode === '--expect') {
-    const missing = expected(dirs[0] ?? 'all').filter(
+    const missing = expected(args[0] ?? 'all').filter(
       (dir) => !reports.some(([label]) => label === `${dir}/.vitest-report.json`),
     );
     for (const dir of missing) console.log(`no test report: ${dir} (its run hung, crashed or did not start)`);
