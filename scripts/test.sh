@@ -14,7 +14,7 @@
 # libsql and pg, without the type tests (ENGRAM_TYPE_TESTS=0: tsc runs, the same on every
 # runtime); other turbo arguments (e.g. --filter=...) replace that package list. The conformance
 # suite runs on Node 24 inside the libsql and pg tests; its own package (the suite's tests of
-# itself on deliberately broken stores, 8 minutes) runs in the Node 20 pass only.
+# itself on deliberately broken stores, about 3 minutes) runs in the Node 20 pass only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,6 @@
 import { afterAll } from 'vitest';
 import { runConformance } from '../src/index.ts';
-import { create, fresh, name } from './fixtures/json-store-module.ts';
+import { create, destroy, fresh, name } from './fixtures/json-store-module.ts';
 import { removeTempFolders } from './support/temp.ts';
 
 afterAll(removeTempFolders);
@@ -10,6 +10,7 @@ afterAll(removeTempFolders);
 runConformance({
   name,
   create,
+  destroy,
   fresh,
   worker: new URL('./fixtures/json-store-module.ts', import.meta.url),
 });
