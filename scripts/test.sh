@@ -44,7 +44,7 @@ env | grep -E '^ENGRAM_' | sed 's/TOKEN=.*/TOKEN=…/' | sort >&2
 find . -name .vitest-report.json -not -path '*/node_modules/*' -delete
 status=0
 # A hung test must not eat CI's whole limit in silence: past ENGRAM_TEST_BUDGET seconds (default
-# an hour; every package takes about 35 minutes here) turbo is stopped, and the summary below
+# an hour; every package takes about half an hour here) turbo is stopped, and the summary below
 # names the packages that wrote no report.
 # turbo's output is copied to a file through a process substitution, not a pipe: a process a
 # test started and left running may hold the output open, and the script must not wait for it.

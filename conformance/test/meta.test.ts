@@ -80,8 +80,9 @@ async function area(init: ConformanceInit, name: AreaName): Promise<CheckResult[
 }
 
 /**
- * Only the checks of area `name` whose names begin with one of `prefixes`, one after another: a
- * defect meant for a race needs no run of the races it does not touch (each races 4 processes).
+ * Only the checks of area `name` whose names begin with one of `prefixes`, one after another:
+ * the checks a defect is meant to fail, without the others of its area (races of 4 processes,
+ * property tests whose shrink of an incidental failure takes minutes).
  */
 async function only(init: ConformanceInit, name: AreaName, ...prefixes: string[]): Promise<CheckResult[]> {
   const chosen = checksOf([name]).filter((check) => prefixes.some((p) => nameOf(check, init).startsWith(p)));
