@@ -85,6 +85,42 @@ export const recordsChecks = [
     });
   }),
 
+  check(
+    'numbers come back as JSON carries them (metadata and content): -0 as 0; 1e308, 5e-324 and 2^53 − 1 exactly',
+    async (ctx) => {
+      const store = await ctx.store();
+      const numbers = {
+        zero: -0,
+        huge: 1e308,
+        tiny: 5e-324,
+        safe: Number.MAX_SAFE_INTEGER,
+        nested: [-0, { zero: -0 }],
+      };
+      const t = thread(ctx.id('t'), ctx.id('r'), { metadata: numbers });
+      await store.saveThread(t);
+      const m = message(ctx.id('m'), t, at(1), { content: numbers });
+      await store.saveMessages([m]);
+      const read = {
+        'getThreadById() metadata': (await store.getThreadById({ threadId: t.id }))?.metadata,
+        'listMessagesById() content': (await store.listMessagesById({ ids: [m.id] }))[0]?.content,
+      };
+      for (const [what, value] of Object.entries(read)) {
+        const got = value as typeof numbers | undefined;
+        expectEqual(got, { ...numbers, zero: 0, nested: [0, { zero: 0 }] }, what);
+        for (const [path, zero] of [
+          ['zero', got?.zero],
+          ['nested[0]', got?.nested[0]],
+          ['nested[1].zero', (got?.nested[1] as { zero: number } | undefined)?.zero],
+        ] as const) {
+          expectTrue(
+            Object.is(zero, 0),
+            `${what}: ${path} must be 0, as JSON text has no -0 (got ${Object.is(zero, -0) ? '-0' : String(zero)})`,
+          );
+        }
+      }
+    },
+  ),
+
   check('message createdAt keeps milliseconds and comes back as a Date', async (ctx) => {
     const store = await ctx.store();
     const t = thread(ctx.id('t'), ctx.id('r'));

@@ -99,8 +99,12 @@ function withoutNulls(value: JsonObject): JsonObject {
   return out;
 }
 
-/** A deep copy of a JSON value (own keys such as `__proto__` stay ordinary own properties). */
+/**
+ * A deep copy of a JSON value (own keys such as `__proto__` stay ordinary own properties), as
+ * JSON text would carry it: `-0` becomes `0`, so every store returns what a JSON column returns.
+ */
 export function copyJson(value: JsonValue): JsonValue {
+  if (Object.is(value, -0)) return 0;
   if (Array.isArray(value)) return value.map(copyJson);
   if (isPlainObject(value)) {
     const out: JsonObject = {};
