@@ -79,8 +79,7 @@ export const differentialChecks = [
           observationOps += ran.filter((op) => (OBSERVATION_OPS as readonly string[]).includes(op.op)).length;
           reimports += ran.filter((op) => op.op === 'reimport').length;
         }),
-        DIFFERENTIAL_RUNS,
-        DIFFERENTIAL_RUNS * MS_PER_RUN,
+        { numRuns: DIFFERENTIAL_RUNS, timeLimitMs: DIFFERENTIAL_RUNS * MS_PER_RUN },
       );
       const left =
         missing.size === 0 ? '' : `; left out, as the store lacks them: ${[...missing].join(', ')}`;

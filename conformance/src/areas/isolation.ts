@@ -1,9 +1,10 @@
-import type { MemoryStorage } from '@engram/core';
+import type { MemoryStorage, Message } from '@engram/core';
 import { expectEqual, expectRejects, idsOf } from '../assert.ts';
 import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
 import { racerMessage, racerOwner } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { SPACE } from '../vectors.ts';
 import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
 import { ownershipChecks } from './ownership.ts';
 
@@ -48,6 +49,53 @@ async function expectResourceSees(
 ): Promise<void> {
   const page = await store.listThreads({ resourceId, perPage: false, direction: 'ASC' });
   expectEqual(idsOf(page.threads).sort(), [...threadIds].sort(), `${what}: listThreads({ resourceId })`);
+}
+
+/**
+ * The records of the store's optional domains keyed by `m`'s long ids: its keyword hit, its
+ * vector (in the suite's space), a turn and a thread log, each written and read back.
+ */
+async function expectDomainsKeyedBy(store: MemoryStorage, m: Message, fill: string): Promise<void> {
+  const what = `ids of ${JSON.stringify(fill)}`;
+  const { id, threadId, resourceId } = m;
+  if (store.keywords) {
+    const hits = await store.keywords.search({ query: 'content', topK: 5, resourceId });
+    expectEqual(
+      hits.map((h) => h.messageId),
+      [id],
+      `keyword hits, ${what}`,
+    );
+  }
+  if (store.vectors) {
+    await store.vectors.claimSpace(SPACE);
+    const vector = new Float32Array(SPACE.dimensions);
+    vector[0] = 1;
+    await store.vectors.upsertVectors(SPACE, [{ messageId: id, hash: `h-${id}`, vector }]);
+    const hits = await store.vectors.searchVectors({ space: SPACE, vector, topK: 2, resourceId, threadId });
+    expectEqual(
+      hits.map((h) => h.messageId),
+      [id],
+      `vector hits, ${what}`,
+    );
+  }
+  if (store.turns) {
+    const row = { id, threadId, resourceId, createdAt: at(2), body: '{}' };
+    await store.turns.put(row);
+    expectEqual(await store.turns.get(id), row, `turn, ${what}`);
+  }
+  if (store.observations) {
+    const row = {
+      key: `thread:${threadId}`,
+      resourceId,
+      threadId,
+      generation: 1,
+      version: 1,
+      body: '{}',
+      updatedAt: at(3),
+    };
+    expectEqual(await store.observations.swap(null, row), true, `first swap of a thread log, ${what}`);
+    expectEqual(await store.observations.head(row.key), row, `thread log, ${what}`);
+  }
 }
 
 /** Alice's thread with one message, Bob's thread with one message, and a snapshot to compare. */
@@ -171,29 +219,38 @@ export const isolationChecks = [
     },
   ),
 
-  check('255-character ids (ASCII and emoji) round-trip and stay apart from their prefixes', async (ctx) => {
-    const store = await ctx.store();
-    const base = ctx.id('long');
-    const ascii = longId(base, 'a');
-    const emoji = longId(`${base}-`, '😀');
-    for (const id of [ascii, emoji]) {
-      const t = thread(id, id);
-      await store.saveThread(t);
-      expectEqual(
-        await store.getThreadById({ threadId: id, resourceId: id }),
-        t,
-        `thread of ${id.length} chars`,
-      );
-      const m = message(id, t, at(1));
-      await store.saveMessages([m]);
-      await store.updateResource({ resourceId: id, workingMemory: 'long' });
-      expectEqual(await store.listMessagesById({ ids: [id] }), [m], `message of ${id.length} chars`);
-      expectEqual((await store.getResourceById({ resourceId: id }))?.workingMemory, 'long', 'resource');
-      const shorter = id.slice(0, 254);
-      expectEqual(await store.getThreadById({ threadId: shorter }), null, 'a 254-char prefix is another id');
-      await expectResourceSees(store, shorter, [], 'a 254-char prefix');
-    }
-  }),
+  check(
+    "255-character ids (ASCII, emoji, 3-byte characters: up to 765 bytes of UTF-8) round-trip, stay apart from their prefixes, and key the optional domains' records too",
+    async (ctx) => {
+      const store = await ctx.store();
+      const base = ctx.id('long');
+      // '中' is 3 bytes of UTF-8 in one UTF-16 code unit: the most bytes a 255-character id takes,
+      // several of them in one key (space, resource, thread, message) where a domain indexes them.
+      for (const fill of ['a', '😀', '中']) {
+        const id = longId(`${base}-`, fill);
+        const t = thread(id, id);
+        await store.saveThread(t);
+        expectEqual(
+          await store.getThreadById({ threadId: id, resourceId: id }),
+          t,
+          `thread of ${id.length} chars`,
+        );
+        const m = message(id, t, at(1));
+        await store.saveMessages([m]);
+        await store.updateResource({ resourceId: id, workingMemory: 'long' });
+        expectEqual(await store.listMessagesById({ ids: [id] }), [m], `message of ${id.length} chars`);
+        expectEqual((await store.getResourceById({ resourceId: id }))?.workingMemory, 'long', 'resource');
+        const shorter = id.slice(0, 254);
+        expectEqual(
+          await store.getThreadById({ threadId: shorter }),
+          null,
+          'a 254-char prefix is another id',
+        );
+        await expectResourceSees(store, shorter, [], 'a 254-char prefix');
+        await expectDomainsKeyedBy(store, m, fill);
+      }
+    },
+  ),
 
   check("saveMessages with another resource's message id is CONFLICT and changes nothing", async (ctx) => {
     const store = await ctx.store();

@@ -6,6 +6,7 @@ import { observingMemory, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { message, thread } from '../fixtures.ts';
 import { expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
+import { assertProperty } from '../property.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
 
@@ -262,7 +263,7 @@ export const observationsChecks = [
       );
       let run = 0;
       let observed = 0;
-      await fc.assert(
+      await assertProperty(
         fc.asyncProperty(
           fc.constantFrom('thread' as const, 'resource' as const),
           fc.boolean(),
@@ -317,9 +318,9 @@ export const observationsChecks = [
             }
           },
         ),
-        { numRuns: 20, seed: 26 },
+        { numRuns: 20, seed: 26, timeLimitMs: 300_000 },
       );
-      ctx.log(`20 random runs; ${observed} observations in their logs at the end`);
+      ctx.log(`${run} random runs; ${observed} observations in their logs at the end`);
       expectTrue(observed > 0, 'the random runs observed messages');
     },
   ),

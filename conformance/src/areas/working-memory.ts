@@ -284,7 +284,7 @@ export const workingMemoryChecks = [
             }
           },
         ),
-        MERGE_RUNS,
+        { numRuns: MERGE_RUNS },
       );
     },
   ),
