@@ -529,6 +529,14 @@ describe('the suite catches broken vector stores', () => {
       expect.stringMatching(/^deleting a message or a thread deletes its vectors/),
     ]);
     expect(message(result(results, 'deleting a message'))).toMatch(/vectors left after deleting/);
+    // The thread-delete race catches it too, from the vectors its writers upserted before it.
+    const [raced] = await only(
+      { name: 'orphan-vectors', create: () => new OrphanVectorsStore() },
+      'threads',
+      'deleteThread while other store instances keep saving',
+    );
+    expect(raced?.status).toBe('fail');
+    expect(message(raced!)).toMatch(/^vectors of the deleted thread/);
   });
 
   it('vectors that accept a zero vector (and score it NaN) fail recall', async () => {

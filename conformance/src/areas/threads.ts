@@ -1,11 +1,16 @@
-import { capabilitiesOf, type JsonObject, type Thread } from '@engram/core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { capabilitiesOf, type JsonObject, MemoryError, type MemoryStorage, type Thread } from '@engram/core';
 import { compareIds } from '@engram/core/driver';
 import { expectDate, expectEqual, expectRejects, expectTrue, idsOf, show } from '../assert.ts';
 import { oneWinnerEach, raceSeparately } from '../concurrency/separate.ts';
 import { creatorThread } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
+import { SPACE } from '../vectors.ts';
 import { FIRST_WRITE_ROUNDS, racers } from './concurrency.ts';
+
+/** Batches each writer tries at most while `deleteThread` races it. */
+const DELETE_RACE_ROUNDS = 40;
 
 const check = defineArea('threads');
 
@@ -196,6 +201,92 @@ export const threadsChecks = [
     await store.deleteThread({ threadId: gone.id });
     await store.deleteThread({ threadId: ctx.id('t') });
   }),
+
+  check(
+    'deleteThread while other store instances keep saving into the thread (with vectors and keyword terms): nothing of the thread is left, and no save succeeds after it returned',
+    async (ctx) => {
+      const store = await ctx.store();
+      const local = capabilitiesOf(store).processLocal;
+      const r = ctx.id('r');
+      const t = thread(ctx.id('t'), r);
+      await store.saveThread(t);
+      if (store.vectors) await store.vectors.claimSpace(SPACE);
+      let deleted: number | undefined;
+      const late: string[] = [];
+      const tried: string[] = [];
+      let refused = 0;
+      const writer = async (w: number, writerStore: MemoryStorage) => {
+        let acked = 0;
+        for (let round = 0; round < DELETE_RACE_ROUNDS; round++) {
+          const ids = [0, 1, 2].map((k) => `${t.id}-w${w}-${round}-${k}`);
+          tried.push(...ids);
+          const started = Date.now();
+          try {
+            await writerStore.saveMessages(
+              ids.map((id, k) => message(id, t, at(round * 3 + k), { content: `zebrafish ${id}` })),
+            );
+            acked++;
+            if (deleted !== undefined && started > deleted) late.push(ids[0] as string);
+            const vector = new Float32Array(SPACE.dimensions);
+            vector[w % SPACE.dimensions] = 1;
+            await writerStore.vectors?.upsertVectors(
+              SPACE,
+              ids.map((messageId) => ({ messageId, hash: `h-${messageId}`, vector })),
+            );
+          } catch (error) {
+            expectTrue(
+              error instanceof MemoryError && error.code === 'NOT_FOUND',
+              `a save into the thread being deleted fails with NOT_FOUND or not at all, got ${show(error)}`,
+            );
+            refused++;
+            if (deleted !== undefined) break;
+          }
+          // A breath between batches: a store answering synchronously would run every round first.
+          await sleep(1);
+        }
+        return acked;
+      };
+      const writers: Promise<number>[] = [];
+      for (let w = 0; w < 3; w++) writers.push(writer(w, local ? store : await ctx.store()));
+      // Let every writer save a few batches, then delete the thread under them.
+      for (let i = 0; i < 400 && tried.length < 3 * 3 * 3; i++) await sleep(5);
+      await store.deleteThread({ threadId: t.id });
+      deleted = Date.now();
+      const acked = (await Promise.all(writers)).reduce((a, b) => a + b, 0);
+      expectEqual(late, [], 'saves started after deleteThread returned that succeeded');
+      expectEqual(await store.getThreadById({ threadId: t.id }), null, 'the deleted thread');
+      expectEqual(idsOf(await store.listMessagesById({ ids: tried })), [], 'messages of the deleted thread');
+      if (store.keywords) {
+        const hits = await store.keywords.search({ query: 'zebrafish', topK: 100, resourceId: r });
+        expectEqual(
+          hits.map((h) => h.messageId),
+          [],
+          'keyword hits of the deleted thread',
+        );
+      }
+      if (store.vectors) {
+        const hits = await store.vectors.searchVectors({
+          space: SPACE,
+          vector: Float32Array.from({ length: SPACE.dimensions }, (_, i) => (i === 0 ? 1 : 0)),
+          topK: 100,
+          resourceId: r,
+        });
+        expectEqual(
+          hits.map((h) => h.messageId),
+          [],
+          'vector hits of the deleted thread',
+        );
+        expectEqual(await store.vectors.getVectors(SPACE, tried), [], 'vectors of the deleted thread');
+      }
+      expectTrue(
+        acked > 0 && refused > 0,
+        'the writers saved batches before the delete, and were refused after it',
+      );
+      ctx.log(
+        `deleteThread raced 3 writers: ${acked} batches saved before it, ${refused} refused (NOT_FOUND)`,
+      );
+    },
+  ),
 
   check('listThreads: default order createdAt DESC with ties by id, perPage 100', async (ctx) => {
     const store = await ctx.store();
