@@ -125,7 +125,7 @@ describe('the cross-process harness', RACES, () => {
       'concurrency',
     );
     expect(results.map((r) => [r.name, r.status, message(r)]).filter(([, s]) => s !== 'pass')).toEqual([]);
-    expect(results).toHaveLength(13);
+    expect(results).toHaveLength(14);
     const lines = results.flatMap((r) => r.output);
     expect(lines).toContain(
       `thread memory: the other process's replace written; the update ran 1× (saw "before"); stored "replaced by another process"`,
@@ -134,7 +134,10 @@ describe('the cross-process harness', RACES, () => {
       'resource working-memory merges: 4 OS processes, 100 operations (100 succeeded, 0 CONFLICT, 0 failed); 100/100 keys survived',
     );
     expect(lines).toContain('mixed message writes: 4 OS processes, 100 acknowledged, 0 CONFLICT, 0 failed');
-    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(10);
+    expect(lines).toContain(
+      'resource working-memory merges beside 24 refused: 4 OS processes, 76 operations (76 succeeded, 0 CONFLICT, 0 failed); 76/76 keys survived',
+    );
+    expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(11);
     expect(lines).toContain(
       'init() of a new store, then a write each: 4 OS processes, 12 operations (12 succeeded, 0 CONFLICT, 0 failed); 12/12 keys survived',
     );
@@ -168,12 +171,15 @@ describe('the suite catches deliberately broken stores', RACES, () => {
     const results = await only(
       { name: 'broken-atomic', create: () => brokenAtomicStore(file), worker: fileWorker },
       'concurrency',
-      "atomic merges into one resource's",
+      "atomic merges into one resource's working memory survive",
       "atomic merges into one thread's",
       'concurrent updateThread metadata merges',
       'concurrent updateResource metadata merges',
     );
-    for (const prefix of ["atomic merges into one resource's", "atomic merges into one thread's"]) {
+    for (const prefix of [
+      "atomic merges into one resource's working memory survive",
+      "atomic merges into one thread's",
+    ]) {
       const r = result(results, prefix);
       expect(r.status, prefix).toBe('fail');
       expect(message(r)).toMatch(/acknowledged writes were lost \(\d+ keys survived; 4 OS processes\)/);
@@ -293,6 +299,18 @@ describe('the suite catches further defects', RACES, () => {
     expect(message(stopped)).toMatch(
       /acknowledged writes were lost .*one stopped 5× for 1000 ms|the resumed writer wrote back the message it had read before the stop/,
     );
+  });
+
+  it('a lock left behind by a write whose update function threw fails concurrency (4 OS processes)', async () => {
+    const file = sharedFile('unlock');
+    const init = { name: 'stuck-lock', create: () => fileStore(file, 'unlock'), worker: fileWorker };
+    const [raced] = await only(
+      init,
+      'concurrency',
+      "atomic merges into one resource's working memory racing merges whose update function throws",
+    );
+    expect(raced?.status).toBe('fail');
+    expect(message(raced!)).toMatch(/only \d+ of \d+ operations succeeded \(\d+ gave up with CONFLICT\)/);
   });
 
   it('non-atomic updateThread/updateResource metadata merges fail concurrency (4 OS processes)', async () => {
@@ -610,7 +628,7 @@ describe('capabilities drive skips', () => {
       ),
     );
     expect(skipped.every((r) => r.name.endsWith('[needs capabilities.atomicWorkingMemory]'))).toBe(true);
-    expect(skipped).toHaveLength(9);
+    expect(skipped).toHaveLength(10);
     expect(result(results, 'schema mode: mergeWorkingMemory is UNSUPPORTED').status).toBe('pass');
   });
 

@@ -9,6 +9,7 @@ import {
   parseObject,
   type RacerReport,
   type RaceTask,
+  REFUSED,
   runRacer,
 } from '../concurrency/tasks.ts';
 import { updatedAtChecks } from '../concurrency/updated-at.ts';
@@ -114,6 +115,34 @@ export const concurrencyChecks = [
       );
       const stored = parseObject((await store.getResourceById({ resourceId }))?.workingMemory);
       tally(ctx, 'resource working-memory merges', how, reports, (key) => Object.hasOwn(stored, key));
+    },
+  ),
+
+  check(
+    (init) =>
+      `atomic merges into one resource's working memory racing merges whose update function throws: every acknowledged merge survives, no refused one is stored, and a refused one holds up no other (${mode(init)} × ${OPS_PER_RACER} merges, every 4th refused)${NEEDS_ATOMIC}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      requireAtomic(store);
+      const resourceId = ctx.id('race-refused');
+      const task = { kind: 'resource-merge', resourceId, ops: OPS_PER_RACER, refuseEvery: 4 } as const;
+      const { reports, how } = await race(ctx, store, task, true);
+      const stored = parseObject((await store.getResourceById({ resourceId }))?.workingMemory);
+      const refused = reports.flatMap((r) => r.written).filter((key) => key.endsWith(REFUSED));
+      const leaked = refused.filter((key) => Object.hasOwn(stored, key));
+      if (leaked.length > 0) {
+        throw new ConformanceError(
+          `${leaked.length} of ${refused.length} merges whose update function threw are stored, e.g. ${leaked.slice(0, 3).join(', ')}`,
+        );
+      }
+      expectTrue(refused.length > 0, 'some update functions threw and came back as-is');
+      const accepted = reports.map((r) => ({
+        ...r,
+        written: r.written.filter((key) => !key.endsWith(REFUSED)),
+      }));
+      tally(ctx, `resource working-memory merges beside ${refused.length} refused`, how, accepted, (key) =>
+        Object.hasOwn(stored, key),
+      );
     },
   ),
 

@@ -9,8 +9,12 @@ import { waitForFile } from './signal.ts';
 
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
-  /** `updateWorkingMemoryAtomically` merges into one resource's memory. */
-  | { kind: 'resource-merge'; resourceId: string; ops: number }
+  /**
+   * `updateWorkingMemoryAtomically` merges into one resource's memory; with `refuseEvery`, every
+   * such op's update function throws instead (its key ends in `REFUSED`, written when the throw
+   * came back as-is).
+   */
+  | { kind: 'resource-merge'; resourceId: string; ops: number; refuseEvery?: number }
   /** `updateWorkingMemoryAtomically` merges into one thread's memory. */
   | { kind: 'thread-merge'; threadId: string; ops: number }
   /** `updateThread` metadata merges into one thread. */
@@ -127,6 +131,30 @@ export function parseObject(value: unknown): JsonObject {
   }
 }
 
+/** The suffix of the keys of merges whose update function throws (`resource-merge`'s `refuseEvery`). */
+export const REFUSED = '-refused';
+
+class Refusal extends Error {}
+
+/**
+ * An atomic merge whose update function throws: it resolves when the store hands the throw back
+ * as-is (and is then recorded as written, its key to be checked absent), and fails otherwise.
+ */
+async function refusedUpdate(store: MemoryStorage, resourceId: string, key: string): Promise<void> {
+  let calls = 0;
+  const update = (): string => {
+    calls++;
+    throw new Refusal(`update of ${key} refused`);
+  };
+  try {
+    await atomic(store)({ scope: 'resource', resourceId, update });
+  } catch (error) {
+    if (error instanceof Refusal && calls > 0) return;
+    throw error;
+  }
+  throw new Error(`the atomic update of ${key} resolved although its update function threw`);
+}
+
 /** A pure update function that adds `key` to a JSON object document. */
 export function addKey(key: string): (current: string | null) => string {
   return (current) => JSON.stringify({ ...parseObject(current), [key]: true });
@@ -140,10 +168,14 @@ export function racerOps(
   const keys = (n: number) => Array.from({ length: n }, (_, j) => `p${racer}-${j}`);
   switch (task.kind) {
     case 'resource-merge':
-      return keys(task.ops).map((key) => ({
-        key,
-        run: (s) => atomic(s)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) }),
-      }));
+      return keys(task.ops).map((key, j) =>
+        task.refuseEvery && (j + 1) % task.refuseEvery === 0
+          ? { key: `${key}${REFUSED}`, run: (s) => refusedUpdate(s, task.resourceId, `${key}${REFUSED}`) }
+          : {
+              key,
+              run: (s) => atomic(s)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) }),
+            },
+      );
     case 'thread-merge':
       return keys(task.ops).map((key) => ({
         key,

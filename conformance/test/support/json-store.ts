@@ -54,11 +54,13 @@ import {
  * - `'stamp'`: a write stamps the threads it bumps with a time taken before it waited for the
  *   lock, as is, so a write that waited longer sets `updatedAt` back;
  * - `'role'`: the keyword index holds the words of every message, whatever its role, so a tool
- *   or system message is found by keyword recall.
+ *   or system message is found by keyword recall;
+ * - `'unlock'`: a write whose work threw (an update function that refused) leaves its lock file
+ *   behind, and writers give up on a lock after `FILE_LEASE_MS`.
  */
 
 /** What is wrong with a `JsonStore`, if anything. */
-export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp' | 'role';
+export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp' | 'role' | 'unlock';
 
 export interface JsonStoreOptions {
   /** The file holding every record. */
@@ -153,18 +155,29 @@ class JsonDriver implements Driver<FileData> {
           return RETRY;
         }
       },
-      { adapter: this.name, what: `taking the lock file ${lock}`, deadlineMs: LOCK_TIMEOUT_MS },
+      {
+        adapter: this.name,
+        what: `taking the lock file ${lock}`,
+        // The `'unlock'` defect's locks stay: its writers give up sooner, so a meta-test ends.
+        deadlineMs: this.defect === 'unlock' ? FILE_LEASE_MS : LOCK_TIMEOUT_MS,
+      },
     );
+    let threw = false;
     try {
       const data = { ...(await this.read()), began };
       const result = await fn(data);
       await this.save(data);
       return result;
+    } catch (error) {
+      threw = true;
+      throw error;
     } finally {
-      await unlink(lock).catch((error: unknown) => {
-        // A broken lease may be gone already.
-        if (this.defect !== 'lease' || driverCode(error) !== 'ENOENT') throw error;
-      });
+      // The defect: a write whose work threw (say, an update function) leaves its lock behind.
+      if (!(threw && this.defect === 'unlock'))
+        await unlink(lock).catch((error: unknown) => {
+          // A broken lease may be gone already.
+          if (this.defect !== 'lease' || driverCode(error) !== 'ENOENT') throw error;
+        });
     }
   }
 
