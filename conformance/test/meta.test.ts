@@ -135,7 +135,7 @@ describe('the cross-process harness', RACES, () => {
     );
     expect(lines).toContain('mixed message writes: 4 OS processes, 100 acknowledged, 0 CONFLICT, 0 failed');
     expect(lines).toContain(
-      'resource working-memory merges beside 24 refused: 4 OS processes, 76 operations (76 succeeded, 0 CONFLICT, 0 failed); 76/76 keys survived',
+      'resource working-memory merges beside 24 refused (0 at a call after a lost race): 4 OS processes, 76 operations (76 succeeded, 0 CONFLICT, 0 failed); 76/76 keys survived',
     );
     expect(lines.filter((l) => l.includes('4 OS processes'))).toHaveLength(11);
     expect(lines).toContain(

@@ -10,9 +10,9 @@ import { waitForFile } from './signal.ts';
 /** One racing workload. Every racer writes keys of its own; all of them must survive. */
 export type RaceTask =
   /**
-   * `updateWorkingMemoryAtomically` merges into one resource's memory; with `refuseEvery`, every
-   * such op's update function throws instead (its key ends in `REFUSED`, written when the throw
-   * came back as-is).
+   * `updateWorkingMemoryAtomically` merges into one resource's memory; with `refuseEvery` n, in
+   * every n ops one update function throws at each call and one at a call after the first (a key
+   * ending in `REFUSED` reports a throw that came back as-is).
    */
   | { kind: 'resource-merge'; resourceId: string; ops: number; refuseEvery?: number }
   /** `updateWorkingMemoryAtomically` merges into one thread's memory. */
@@ -131,28 +131,50 @@ export function parseObject(value: unknown): JsonObject {
   }
 }
 
-/** The suffix of the keys of merges whose update function throws (`resource-merge`'s `refuseEvery`). */
+/** The suffix of the keys of merges whose update function threw (`resource-merge`'s `refuseEvery`). */
 export const REFUSED = '-refused';
+
+/** What a racer's op resolves with when the key it wrote is not the op's own (`record`). */
+class WrittenAs {
+  constructor(readonly key: string) {}
+}
 
 class Refusal extends Error {}
 
+/** Never notified: `Atomics.wait` on it only sleeps. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
 /**
- * An atomic merge whose update function throws: it resolves when the store hands the throw back
- * as-is (and is then recorded as written, its key to be checked absent), and fails otherwise.
+ * An atomic merge of `key` whose update function throws: on every call (`always`), or on any call
+ * after the first (`onRetry`: only when the store calls it again after a lost race, where it may
+ * hold a lock or lease). Resolves with the key, suffixed `REFUSED` when the store handed the throw
+ * back as-is (that key is then checked absent); fails when the store did anything else.
  */
-async function refusedUpdate(store: MemoryStorage, resourceId: string, key: string): Promise<void> {
+async function refusableUpdate(
+  store: MemoryStorage,
+  resourceId: string,
+  key: string,
+  refuse: 'always' | 'onRetry',
+): Promise<WrittenAs> {
   let calls = 0;
-  const update = (): string => {
+  const update = (current: string | null): string => {
     calls++;
-    throw new Refusal(`update of ${key} refused`);
+    if (refuse === 'always' || calls > 1) throw new Refusal(`update of ${key} refused`);
+    // The update functions are synchronous: this process stands still for 3 ms while the other
+    // racers write, so a store that compares and sets mostly loses this first attempt.
+    Atomics.wait(PAUSE, 0, 0, 3);
+    return addKey(key)(current);
   };
+  const refused = new WrittenAs(`${key}${refuse === 'onRetry' ? '-retry' : ''}${REFUSED}`);
   try {
     await atomic(store)({ scope: 'resource', resourceId, update });
   } catch (error) {
-    if (error instanceof Refusal && calls > 0) return;
+    if (error instanceof Refusal) return refused;
     throw error;
   }
-  throw new Error(`the atomic update of ${key} resolved although its update function threw`);
+  if (refuse === 'always')
+    throw new Error(`the atomic update of ${key} resolved although its update function threw`);
+  return new WrittenAs(key);
 }
 
 /** A pure update function that adds `key` to a JSON object document. */
@@ -168,14 +190,20 @@ export function racerOps(
   const keys = (n: number) => Array.from({ length: n }, (_, j) => `p${racer}-${j}`);
   switch (task.kind) {
     case 'resource-merge':
-      return keys(task.ops).map((key, j) =>
-        task.refuseEvery && (j + 1) % task.refuseEvery === 0
-          ? { key: `${key}${REFUSED}`, run: (s) => refusedUpdate(s, task.resourceId, `${key}${REFUSED}`) }
-          : {
-              key,
-              run: (s) => atomic(s)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) }),
-            },
-      );
+      return keys(task.ops).map((key, j) => {
+        // With `refuseEvery` n, in every n ops one refuses at every call and one at a second call;
+        // which one depends on the racer, so others write while it stands still in its first.
+        const n = task.refuseEvery ?? 0;
+        const at = n ? (j + 1) % n : -1;
+        const refuse = at === 0 ? 'always' : n > 1 && at === 1 + (racer % (n - 1)) ? 'onRetry' : undefined;
+        return {
+          key,
+          run: (s) =>
+            refuse
+              ? refusableUpdate(s, task.resourceId, key, refuse)
+              : atomic(s)({ scope: 'resource', resourceId: task.resourceId, update: addKey(key) }),
+        };
+      });
     case 'thread-merge':
       return keys(task.ops).map((key) => ({
         key,
@@ -476,7 +504,6 @@ function atomic(store: MemoryStorage) {
   return method.bind(store);
 }
 
-/** Runs one racer's operations one after another and reports what happened. */
 /** A memory with observational memory at tiny thresholds and the suite's mock models. */
 export function observingMemory(
   store: MemoryStorage,
@@ -554,6 +581,7 @@ export async function swapEntry(
   throw new Error(`${entry}: no swap won in 10,000 attempts`);
 }
 
+/** Runs one racer's operations one after another and reports what happened. */
 export async function runRacer(store: MemoryStorage, task: RaceTask, racer: number): Promise<RacerReport> {
   const report: RacerReport = { written: [], conflicts: 0, failures: [] };
   if (task.kind === 'merge-until-stopped') await mergeUntilStopped(store, task, racer, report);
@@ -576,8 +604,8 @@ export async function runRacer(store: MemoryStorage, task: RaceTask, racer: numb
 /** Runs one operation and records it in `report`; true when it was acknowledged. */
 async function record(report: RacerReport, key: string, run: () => Promise<unknown>): Promise<boolean> {
   try {
-    await run();
-    report.written.push(key);
+    const done = await run();
+    report.written.push(done instanceof WrittenAs ? done.key : key);
     return true;
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
