@@ -10,6 +10,7 @@ import type { MemoryRecord } from './lifecycle/records.ts';
 import { type MemoryOptions, type ResolvedMemoryOptions, resolveMemoryOptions } from './memory-options.ts';
 import { ObservationalMemory, type ObservationIssue } from './observations/engine.ts';
 import { assertLanguageModel, type LanguageModelLike } from './observations/model.ts';
+import { assertSignal, throwIfAborted } from './recall/abort.ts';
 import { assertEmbedder, type EmbeddingModelLike, type EmbeddingUsage } from './recall/embedder.ts';
 import type { RecallEngine, RecallMode, RecallResult, ReindexProgress } from './recall/engine.ts';
 import { recallEngine } from './recall/mode.ts';
@@ -116,6 +117,10 @@ export interface SemanticRecallArgs {
   messageRange?: number | { before: number; after: number };
   /** History messages to leave out; default `options.lastMessages`. */
   last?: number | false;
+  /**
+   * Cancels the recall: the query's embedding call gets it, and once it is aborted (before the
+   * call, or before the result is handed back) the recall rejects with its reason.
+   */
   signal?: AbortSignal;
 }
 
@@ -636,6 +641,7 @@ export class Memory {
     assertId(args.threadId, 'threadId');
     assertId(args.resourceId, 'resourceId');
     if (typeof args.query !== 'string') throw invalid(`query must be a string, got ${describe(args.query)}`);
+    assertSignal(args.signal);
     const overrides = resolveMemoryOptions({
       semanticRecall: {
         mode: engine.config.mode,
@@ -652,7 +658,7 @@ export class Memory {
       this.history({ threadId: args.threadId, resourceId: args.resourceId, last: args.last }).then(
         (messages) => new Set(messages.map((m) => m.id)),
       );
-    return engine.recall({
+    const result = await engine.recall({
       threadId: args.threadId,
       resourceId: args.resourceId,
       query: args.query,
@@ -666,6 +672,8 @@ export class Memory {
           : await read(),
       signal: args.signal,
     });
+    throwIfAborted(args.signal);
+    return result;
   }
 
   /**
@@ -677,6 +685,7 @@ export class Memory {
     args: {
       resourceId?: string;
       onProgress?: (progress: ReindexProgress) => void;
+      /** Stops the reindex between threads (and its embedding calls); it rejects with the reason. */
       signal?: AbortSignal;
     } = {},
   ): Promise<ReindexProgress> {
@@ -692,6 +701,7 @@ export class Memory {
     if (args.onProgress !== undefined && typeof args.onProgress !== 'function') {
       throw invalid('onProgress must be a function');
     }
+    assertSignal(args.signal);
     return engine.reindex(args);
   }
 

@@ -5,6 +5,7 @@ import type { Message } from '../storage/records.ts';
 import { MAX_TOP_K } from '../storage/vector-store.ts';
 import { compareHits, type EmbeddingSpace, type VectorHit, type VectorStore } from '../storage/vectors.ts';
 import { threadPages } from '../storage/walk.ts';
+import { throwIfAborted } from './abort.ts';
 import {
   describeSpace,
   type EmbeddingModelLike,
@@ -451,7 +452,7 @@ export class RecallEngine {
       threadIds.push(...threads.map((t) => t.id));
     const progress: ReindexProgress = { scanned: 0, embedded: 0, threadsDone: 0, threads: threadIds.length };
     for (const threadId of threadIds) {
-      args.signal?.throwIfAborted();
+      throwIfAborted(args.signal);
       const { messages } = await this.storage.listMessages({ threadId, perPage: false });
       for (let at = 0; at < messages.length; at += 200) {
         const batch = messages.slice(at, at + 200);
