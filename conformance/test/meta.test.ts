@@ -545,6 +545,7 @@ describe('the suite catches broken vector stores', () => {
     const results = await area({ name: 'orphan-vectors', create: () => new OrphanVectorsStore() }, 'recall');
     expect(failures(results)).toEqual([
       expect.stringMatching(/^deleting a message or a thread deletes its vectors/),
+      expect.stringMatching(/^upsertVectors racing deleteThread/),
     ]);
     expect(message(result(results, 'deleting a message'))).toMatch(/vectors left after deleting/);
     // The thread-delete race catches it too, from the vectors its writers upserted before it.
@@ -555,6 +556,14 @@ describe('the suite catches broken vector stores', () => {
     );
     expect(raced?.status).toBe('fail');
     expect(message(raced!)).toMatch(/^vectors of the deleted thread/);
+  });
+
+  it('vectors upserted after an existence check made before the lock fail the upsert/delete race', async () => {
+    const file = sharedFile('vector-check');
+    const init = { name: 'vector-check', create: () => new JsonStore({ file, defect: 'vector-check' }) };
+    const [raced] = await only(init, 'recall', 'upsertVectors racing deleteThread');
+    expect(raced?.status).toBe('fail');
+    expect(message(raced!)).toMatch(/rounds left vectors of the messages deleteThread removed/);
   });
 
   it('vectors that accept a zero vector (and score it NaN) fail recall', async () => {

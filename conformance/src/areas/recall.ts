@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   capabilitiesOf,
   InMemoryStore,
@@ -8,7 +9,7 @@ import {
   type VectorStore,
   type WindowedSearch,
 } from '@engram/core';
-import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
+import { ConformanceError, expectEqual, expectRejects, expectTrue, idsOf } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import { runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
@@ -18,6 +19,9 @@ import { conformanceEmbedder, random, SPACE, unit } from '../vectors.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
 
 const check = defineArea('recall');
+
+/** Rounds of `upsertVectors` racing `deleteThread`. */
+const DELETE_RACE_ROUNDS = 20;
 
 /** Scores of the store and of the exact double-precision oracle may differ by float32 rounding. */
 const EPSILON = 1e-4;
@@ -533,6 +537,50 @@ export const recallChecks = [
       const absent = ctx.id('absent');
       await vectors.upsertVectors(SPACE, [{ messageId: absent, hash: 'h', vector: unit(next) }]);
       expectEqual(await vectors.getVectors(SPACE, [absent]), [], 'a vector upserted for an absent message');
+    },
+  ),
+
+  check(
+    `upsertVectors racing deleteThread of its messages' thread (another store instance) leaves no vector of a deleted message (${DELETE_RACE_ROUNDS} rounds)${NEEDS_VECTORS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const vectors = vectorsOf(store);
+      const writer = vectorsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
+      await vectors.claimSpace(SPACE);
+      const r = ctx.id('r');
+      const next = random(11);
+      let orphaned = 0;
+      let kept = 0;
+      for (let round = 0; round < DELETE_RACE_ROUNDS; round++) {
+        const t = thread(ctx.id('t'), r);
+        await store.saveThread(t);
+        const messages = [0, 1, 2].map((k) => message(`${t.id}-m${k}`, t, at(k)));
+        await store.saveMessages(messages);
+        const upserts = messages.map((m) => ({ messageId: m.id, hash: `h-${m.id}`, vector: unit(next) }));
+        // The upsert starts 0–18 ms in, the delete at 10 ms: either may come first, or both at once.
+        let deletedAt = 0;
+        let upsertAt = 0;
+        await Promise.all([
+          sleep((round % 10) * 2).then(async () => {
+            await writer.upsertVectors(SPACE, upserts);
+            upsertAt = performance.now();
+          }),
+          sleep(10).then(async () => {
+            await store.deleteThread({ threadId: t.id });
+            deletedAt = performance.now();
+          }),
+        ]);
+        if (upsertAt < deletedAt) kept++;
+        if ((await vectors.getVectors(SPACE, idsOf(messages))).length > 0) orphaned++;
+      }
+      if (orphaned > 0) {
+        throw new ConformanceError(
+          `${orphaned} of ${DELETE_RACE_ROUNDS} rounds left vectors of the messages deleteThread removed while upsertVectors wrote them (a vector of a message deleted meanwhile must be skipped)`,
+        );
+      }
+      ctx.log(
+        `upsertVectors raced deleteThread ${DELETE_RACE_ROUNDS} times (${kept} upserts returned first): no vector outlived its message`,
+      );
     },
   ),
 

@@ -56,11 +56,22 @@ import {
  * - `'role'`: the keyword index holds the words of every message, whatever its role, so a tool
  *   or system message is found by keyword recall;
  * - `'unlock'`: a write whose work threw (an update function that refused) leaves its lock file
- *   behind, and writers give up on a lock after `FILE_LEASE_MS`.
+ *   behind, and writers give up on a lock after `FILE_LEASE_MS`;
+ * - `'vector-check'`: `upsertVectors` reads which messages exist before it takes the lock, so a
+ *   vector of a message deleted in between is written.
  */
 
 /** What is wrong with a `JsonStore`, if anything. */
-export type JsonStoreDefect = 'none' | 'atomic' | 'metadata' | 'init' | 'lease' | 'stamp' | 'role' | 'unlock';
+export type JsonStoreDefect =
+  | 'none'
+  | 'atomic'
+  | 'metadata'
+  | 'init'
+  | 'lease'
+  | 'stamp'
+  | 'role'
+  | 'unlock'
+  | 'vector-check';
 
 export interface JsonStoreOptions {
   /** The file holding every record. */
@@ -331,12 +342,17 @@ class JsonDriver implements Driver<FileData> {
         return data.space;
       }),
     /** Vectors of messages that are gone (deleted meanwhile) are skipped. */
-    upsertVectors: (_space, vectors) =>
-      this.write(async (data) => {
+    upsertVectors: async (_space, vectors) => {
+      // The defect: which messages exist is read before the lock, so a delete in between is missed.
+      const before = this.defect === 'vector-check' ? (await this.read()).messages : undefined;
+      if (before) await sleep(5);
+      return this.write(async (data) => {
         for (const { messageId, hash, vector } of vectors) {
-          if (data.messages.has(messageId)) data.vectors.set(messageId, { messageId, hash, vector });
+          if ((before ?? data.messages).has(messageId))
+            data.vectors.set(messageId, { messageId, hash, vector });
         }
-      }),
+      });
+    },
     getVectors: async (_space, ids) => {
       const { vectors } = await this.read();
       return ids.flatMap((id) => {

@@ -65,7 +65,7 @@ export class MongoDBDriver implements Driver<MongoTx> {
   /** Compare-and-set on the document's `version`; under write locks, a lease from the start. */
   readonly workingMemory = workingMemoryStrategy(this.connection);
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
-  readonly vectors = vectorDriver(this.connection);
+  readonly vectors = vectorDriver(this.connection, (fn) => this.write(fn));
   /** Observation logs: compare-and-set swaps on `(key, generation, version)` (`observations.ts`). */
   readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
   /** Store-level settings: one document per key, each put one replace with upsert (`settings.ts`). */

@@ -32,6 +32,9 @@ export interface MongoTx {
   readonly attempt?: number;
 }
 
+/** The driver's unit of work (`MongoDBDriver.write`): a transaction, or commands under write locks. */
+export type Write = <T>(fn: (tx: MongoTx) => Promise<T>) => Promise<T>;
+
 /** A held lock was broken, is too close to its end, or no longer covers what was read: start again. */
 export class LockLost extends Error {}
 

@@ -2,15 +2,12 @@ import type { ObservationDriver, ObservationRow, ObservationVersion } from '@eng
 import type { ObservationDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
 import { isDuplicateKey } from './errors.ts';
-import type { MongoTx } from './locks.ts';
+import type { MongoTx, Write } from './locks.ts';
 import { threadLock } from './threads.ts';
 import { assertReplaced } from './writes.ts';
 
 /** The write-lock key of an observation log (see `locks.ts`). */
 export const observationLock = (key: string) => `observations:${key}`;
-
-/** The driver's unit of work (`MongoDBDriver.write`): a transaction, or commands under write locks. */
-type Write = <T>(fn: (tx: MongoTx) => Promise<T>) => Promise<T>;
 
 function toDocument(row: ObservationRow): ObservationDocument {
   const { key, generation, resourceId, threadId, version, body, updatedAt } = row;

@@ -4,6 +4,7 @@ import {
   compareMessages,
   cosine,
   type Message,
+  newVersion,
   type VectorDriver,
   type VectorHit,
   type VectorSearch,
@@ -11,7 +12,7 @@ import {
 import { Binary, type Filter } from 'mongodb';
 import type { MessageDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
-import type { MongoTx } from './locks.ts';
+import { LockLost, type MongoTx, type Write } from './locks.ts';
 import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { insertNew, putWhole } from './writes.ts';
@@ -114,7 +115,7 @@ function windowIds(rows: ScopeRow[], id: string, before: number, after: number):
  * from the messages collection, indexed) and ranks in the client, exactly, with core's tie rule:
  * `$vectorSearch` is eventually consistent, and FerretDB rejects it.
  */
-export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
+export function vectorDriver(c: Connection, write: Write): VectorDriver<MongoTx> {
   const getSpace = async () => {
     const doc = await c.collections.vectorSpace.findOne({ _id: 1 });
     return doc ? { id: doc.embedder, dimensions: doc.dimensions } : null;
@@ -127,19 +128,42 @@ export function vectorDriver(c: Connection): VectorDriver<MongoTx> {
       await insertNew(c.collections.vectorSpace, doc);
       return (await getSpace()) ?? space;
     },
-    // Of messages that exist; on FerretDB 1.x inserted where they can be (`putWhole`), as a vector
-    // is mostly new.
-    upsertVectors: async (space, vectors) => {
-      const ids = vectors.map((v) => v.messageId);
-      const found = await c.collections.messages
-        .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
-        .toArray();
-      const existing = new Set(found.map((d) => d._id));
-      const docs = vectors
-        .filter((v) => existing.has(v.messageId))
-        .map((v) => ({ _id: v.messageId, space: space.id, hash: v.hash, vec: toBinary(v.vector) }));
-      await putWhole(c, c.collections.vectors, docs, new Set(existing));
-    },
+    // Of messages that exist, in one write that a delete of those messages cannot interleave with
+    // (else a vector written after the delete's sweep outlives its message): under write locks, the
+    // locks of the messages' threads, which every delete of them holds; in a transaction, the
+    // messages are written too (a new `version`), so a racing delete's transaction and this one
+    // conflict and the one that runs again reads what the other did. On FerretDB 1.x the vectors
+    // are inserted where they can be (`putWhole`), as a vector is mostly new.
+    upsertVectors: (space, vectors) =>
+      write(async (tx) => {
+        const { session } = tx;
+        const ids = vectors.map((v) => v.messageId);
+        const read = () =>
+          c.collections.messages
+            .find({ _id: { $in: ids } }, { projection: { threadId: 1 }, session })
+            .toArray();
+        let found = await read();
+        if (c.locks.enabled && !session) {
+          const threads = [...new Set(found.map((m) => m.threadId))].sort();
+          await tx.lock(threads.map(threadLock));
+          found = await read();
+          // A message moved to a thread whose lock this write does not hold: start again.
+          if (found.some((m) => !threads.includes(m.threadId))) throw new LockLost();
+        }
+        const existing = new Set(found.map((d) => d._id));
+        if (existing.size === 0) return;
+        if (session) {
+          await c.collections.messages.updateMany(
+            { _id: { $in: [...existing] } },
+            { $set: { version: newVersion() } },
+            { session },
+          );
+        }
+        const docs = vectors
+          .filter((v) => existing.has(v.messageId))
+          .map((v) => ({ _id: v.messageId, space: space.id, hash: v.hash, vec: toBinary(v.vector) }));
+        await putWhole(c, c.collections.vectors, docs, new Set(existing), tx);
+      }),
     getVectors: async (space, ids) => {
       const docs = await c.collections.vectors
         .find({ _id: { $in: ids }, space: space.id }, { projection: { hash: 1 } })
