@@ -65,7 +65,11 @@ export class MongoDBDriver implements Driver<MongoTx> {
   /** Compare-and-set on the document's `version`; under write locks, a lease from the start. */
   readonly workingMemory = workingMemoryStrategy(this.connection);
   /** Semantic recall vectors: scope filtered on the server, exact ranking in the client. */
-  readonly vectors = vectorDriver(this.connection, (fn) => this.write(fn));
+  readonly vectors = vectorDriver(
+    this.connection,
+    (fn) => this.write(fn),
+    async (tx, ids) => new Set((await this.messages.places(tx, [], ids, false)).messages.keys()),
+  );
   /** Observation logs: compare-and-set swaps on `(key, generation, version)` (`observations.ts`). */
   readonly observations = observationDriver(this.connection, (fn) => this.write(fn));
   /** Store-level settings: one document per key, each put one replace with upsert (`settings.ts`). */

@@ -12,7 +12,7 @@ import {
 import { Binary, type Filter } from 'mongodb';
 import type { MessageDocument } from './collections.ts';
 import type { Connection } from './driver.ts';
-import { LockLost, type MongoTx, type Write } from './locks.ts';
+import type { MongoTx, Write } from './locks.ts';
 import { toMessage } from './mapping.ts';
 import { threadLock } from './threads.ts';
 import { insertNew, putWhole } from './writes.ts';
@@ -115,7 +115,15 @@ function windowIds(rows: ScopeRow[], id: string, before: number, after: number):
  * from the messages collection, indexed) and ranks in the client, exactly, with core's tie rule:
  * `$vectorSearch` is eventually consistent, and FerretDB rejects it.
  */
-export function vectorDriver(c: Connection, write: Write): VectorDriver<MongoTx> {
+/**
+ * `existing`: which of the message ids are stored, read inside the write `tx` and, under write
+ * locks, with their threads' locks held (the driver's `messages.places`).
+ */
+export function vectorDriver(
+  c: Connection,
+  write: Write,
+  existing: (tx: MongoTx, messageIds: string[]) => Promise<Set<string>>,
+): VectorDriver<MongoTx> {
   const getSpace = async () => {
     const doc = await c.collections.vectorSpace.findOne({ _id: 1 });
     return doc ? { id: doc.embedder, dimensions: doc.dimensions } : null;
@@ -129,40 +137,29 @@ export function vectorDriver(c: Connection, write: Write): VectorDriver<MongoTx>
       return (await getSpace()) ?? space;
     },
     // Of messages that exist, in one write that a delete of those messages cannot interleave with
-    // (else a vector written after the delete's sweep outlives its message): under write locks, the
-    // locks of the messages' threads, which every delete of them holds; in a transaction, the
-    // messages are written too (a new `version`), so a racing delete's transaction and this one
-    // conflict and the one that runs again reads what the other did. On FerretDB 1.x the vectors
-    // are inserted where they can be (`putWhole`), as a vector is mostly new.
+    // (else a vector written after the delete's sweep outlives its message): `existing` reads them
+    // as a save does, under the write locks of their threads, which every delete of them holds; in
+    // a transaction the messages are written too (a new `version`), so a racing delete's
+    // transaction and this one conflict and the one that runs again reads what the other did. On
+    // FerretDB 1.x the vectors are inserted where they can be (`putWhole`), as a vector is mostly new.
     upsertVectors: (space, vectors) =>
       write(async (tx) => {
-        const { session } = tx;
-        const ids = vectors.map((v) => v.messageId);
-        const read = () =>
-          c.collections.messages
-            .find({ _id: { $in: ids } }, { projection: { threadId: 1 }, session })
-            .toArray();
-        let found = await read();
-        if (c.locks.enabled && !session) {
-          const threads = [...new Set(found.map((m) => m.threadId))].sort();
-          await tx.lock(threads.map(threadLock));
-          found = await read();
-          // A message moved to a thread whose lock this write does not hold: start again.
-          if (found.some((m) => !threads.includes(m.threadId))) throw new LockLost();
-        }
-        const existing = new Set(found.map((d) => d._id));
-        if (existing.size === 0) return;
-        if (session) {
+        const found = await existing(
+          tx,
+          vectors.map((v) => v.messageId),
+        );
+        if (found.size === 0) return;
+        if (tx.session) {
           await c.collections.messages.updateMany(
-            { _id: { $in: [...existing] } },
+            { _id: { $in: [...found] } },
             { $set: { version: newVersion() } },
-            { session },
+            { session: tx.session },
           );
         }
         const docs = vectors
-          .filter((v) => existing.has(v.messageId))
+          .filter((v) => found.has(v.messageId))
           .map((v) => ({ _id: v.messageId, space: space.id, hash: v.hash, vec: toBinary(v.vector) }));
-        await putWhole(c, c.collections.vectors, docs, new Set(existing), tx);
+        await putWhole(c, c.collections.vectors, docs, found, tx);
       }),
     getVectors: async (space, ids) => {
       const docs = await c.collections.vectors
