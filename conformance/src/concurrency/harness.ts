@@ -70,6 +70,7 @@ class RacerPool {
       });
       child.on('error', (error) => this.fail(error));
       this.children.push(child);
+      exiting.add(exitOf(child));
     }
     this.started = this.all('ready', (_child, racer) => ({
       type: 'init',
@@ -169,6 +170,28 @@ export interface RaceOptions {
 }
 
 const pools = new Map<string, RacerPool>();
+/** The exit of every racer started and not yet gone, idle pools' included. */
+const exiting = new Set<Promise<void>>();
+
+/** Settles when `child` has exited, and then leaves `exiting`. */
+function exitOf(child: ChildProcess): Promise<void> {
+  const exited = new Promise<void>((resolveExit) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolveExit();
+    else child.once('exit', () => resolveExit());
+  });
+  void exited.then(() => exiting.delete(exited));
+  return exited;
+}
+
+/**
+ * Shuts down every racer now, idle or not, and waits until each has exited (a lingering one is
+ * killed after 5 s). For test runs that remove what the racers wrote (a store's folder) when
+ * they end: a racer still closing its store may write there meanwhile.
+ */
+export async function closeRacers(): Promise<void> {
+  for (const pool of [...pools.values()]) pool.close();
+  while (exiting.size > 0) await Promise.all([...exiting]);
+}
 
 /**
  * Runs `task` on `processes` OS processes that each imported `worker` and created their own

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeRacers } from '../../src/concurrency/harness.ts';
 
 const made: string[] = [];
 let hooked = false;
@@ -12,7 +13,7 @@ let hooked = false;
  * process when it exits. Processes that open the file through the env (the racers) make none.
  */
 export function tempStoreFile(prefix: string): string {
-  if (!hooked) process.once('exit', removeTempFolders);
+  if (!hooked) process.once('exit', removeFolders);
   hooked = true;
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);
@@ -20,10 +21,16 @@ export function tempStoreFile(prefix: string): string {
 }
 
 /**
- * Removes every folder `tempStoreFile` made in this process so far. A racing process that has
- * not quite exited may still rename a file into one (`ENOTEMPTY`): the removal tries again.
+ * Removes every folder `tempStoreFile` made in this process so far, once every racer process
+ * has exited: one still closing its store may write into a folder meanwhile (`ENOTEMPTY`).
  */
-export function removeTempFolders(): void {
+export async function removeTempFolders(): Promise<void> {
+  await closeRacers();
+  removeFolders();
+}
+
+/** The removal itself, synchronous for the `exit` hook (where racers are killed with the process). */
+function removeFolders(): void {
   for (const dir of made.splice(0))
     rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
