@@ -514,7 +514,7 @@ describe('the suite catches broken turn records', () => {
     expect(passing.map((r) => r.status)).toEqual(
       passing.map((r) => (r.name.startsWith('two stores') ? 'skip' : 'pass')),
     );
-    expect(passing.length).toBe(9);
+    expect(passing.length).toBe(11);
     const skipped = await area({ name: 'plain', create: () => new InMemoryStore({ turns: false }) }, 'turns');
     expect(skipped.map((r) => r.status)).toEqual(skipped.map(() => 'skip'));
     expect(skipped[0]?.reason).toMatch(/declares no turns/);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   capabilitiesOf,
   type MemoryStorage,
@@ -5,7 +6,7 @@ import {
   type TurnRow,
   type TurnStore,
 } from '@engram/core';
-import { expectEqual, expectRejects, expectTrue } from '../assert.ts';
+import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
@@ -36,6 +37,16 @@ function turn(
 
 const cursorOf = (row: TurnRow): TurnCursor => ({ createdAt: row.createdAt, id: row.id });
 
+/** Rounds of the race of `put` against `deleteThread`. */
+const DELETE_RACE_ROUNDS = 20;
+
+/** Saves the thread of each row that is not stored yet (of the row's resource): rows go into threads. */
+async function threadsFor(store: MemoryStorage, ...rows: TurnRow[]): Promise<void> {
+  for (const { threadId, resourceId } of rows) {
+    if (!(await store.getThreadById({ threadId }))) await store.saveThread(thread(threadId, resourceId));
+  }
+}
+
 /** Every row of a thread, walked a page of `size` at a time. */
 async function walk(turns: TurnStore, threadId: string, size: number): Promise<TurnRow[]> {
   const all: TurnRow[] = [];
@@ -64,6 +75,7 @@ export const turnsChecks = [
       { ...turn(`${r}-ms`, t, r, 0, '""'), createdAt: new Date(Date.UTC(2026, 11, 3, 4, 5, 6, 789)) },
     ];
     expectTrue((rows[1]?.body.length ?? 0) >= 100_000, 'the long body has 100k characters');
+    await threadsFor(store, ...rows);
     for (const row of rows) await turns.put(row);
     for (const row of rows) expectEqual(await turns.get(row.id), row, `get of ${row.id}`);
     expectEqual(await turns.list(t, 10), [rows[2], rows[1], rows[0]], 'list of the thread');
@@ -74,6 +86,7 @@ export const turnsChecks = [
     const turns = turnsOf(store);
     const r = ctx.id('r');
     const first = turn(`${r}-m`, `${r}-t`, r, 1, '{"v":1}');
+    await threadsFor(store, first, { ...first, threadId: `${r}-t2` });
     await turns.put(first);
     const second = { ...first, createdAt: at(5), body: '{"v":2}' };
     await turns.put(second);
@@ -94,10 +107,13 @@ export const turnsChecks = [
       for (const suffix of ['', ...HOSTILE_SUFFIXES]) {
         const owner = `${r}${suffix}`;
         const held = turn(`${owner}-m`, `${owner}-t`, owner, 1, '{"v":1}');
+        await threadsFor(store, held);
         await turns.put(held);
         for (const other of [`${owner}x`, `x${owner}`, `${owner}😀`]) {
+          const taking = { ...held, threadId: `${other}-t`, resourceId: other, body: '{"v":2}' };
+          await threadsFor(store, taking);
           await expectRejects(
-            () => turns.put({ ...held, threadId: `${other}-t`, resourceId: other, body: '{"v":2}' }),
+            () => turns.put(taking),
             ['INVALID_ARGUMENT'],
             `put of ${JSON.stringify(held.id)} under resource ${JSON.stringify(other)}`,
           );
@@ -123,6 +139,7 @@ export const turnsChecks = [
       const rows = Array.from({ length: 23 }, (_, i) =>
         turn(`${r}-${String.fromCharCode(97 + (i % 4))}${i}`, t, r, Math.floor(i / 4)),
       );
+      await threadsFor(store, ...rows);
       for (const row of [...rows].reverse()) await turns.put(row);
       const expected = [...rows].sort(
         (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1),
@@ -159,7 +176,10 @@ export const turnsChecks = [
       `__proto__${r}`,
       ...HOSTILE_SUFFIXES.map((s) => `${base}${s}`),
     ];
-    for (const [i, t] of ids.entries()) await turns.put(turn(`${t}-m`, t, r, i));
+    for (const [i, t] of ids.entries()) {
+      await threadsFor(store, turn(`${t}-m`, t, r, i));
+      await turns.put(turn(`${t}-m`, t, r, i));
+    }
     for (const t of ids) {
       expectEqual(
         (await turns.list(t, 100)).map((x) => x.id),
@@ -218,10 +238,109 @@ export const turnsChecks = [
         await turns.put(turn(`${id}-m`, id, owner, 1));
       }
     }
-    await store.deleteResource({ resourceId: r });
-    for (const id of [`${r}-a`, `${r}-b`]) expectEqual(await turns.list(id, 10), [], `rows of ${id}`);
+    const removed = await store.deleteResource({ resourceId: r });
+    expectEqual(removed.turns, 2, 'turns counted by deleteResource');
+    for (const id of [`${r}-a`, `${r}-b`]) {
+      expectEqual(await turns.list(id, 10), [], `rows of ${id}`);
+      expectEqual(await turns.get(`${id}-m`), null, `the row ${id}-m by id`);
+    }
     for (const id of [`${s}-a`, `${s}-b`]) expectEqual((await turns.list(id, 10)).length, 1, `rows of ${id}`);
+    // The thread is gone: a row for it now (an agent call that ends after the erasure) is refused,
+    // so nothing of the resource is left that the erasure did not reach.
+    await expectRejects(
+      () => turns.put(turn(`${r}-a-late`, `${r}-a`, r, 2)),
+      ['NOT_FOUND'],
+      'a put after the erasure',
+    );
+    expectEqual(await turns.get(`${r}-a-late`), null, 'the refused row');
   }),
+
+  check(
+    `put into a thread that does not exist is NOT_FOUND, into another resource's thread INVALID_ARGUMENT; neither stores anything${NEEDS_TURNS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const turns = turnsOf(store);
+      const [r, s] = [ctx.id('r'), ctx.id('r')];
+      const theirs = thread(`${s}-t`, s);
+      await store.saveThread(theirs);
+      await expectRejects(
+        () => turns.put(turn(`${r}-m1`, `${r}-none`, r, 1)),
+        ['NOT_FOUND'],
+        'a thread never saved',
+      );
+      for (const suffix of ['', ...HOSTILE_SUFFIXES]) {
+        await expectRejects(
+          () => turns.put(turn(`${r}-m2${suffix}`, theirs.id, `${r}${suffix}`, 1)),
+          ['INVALID_ARGUMENT'],
+          `a row of resource ${JSON.stringify(`${r}${suffix}`)} in a thread of another`,
+        );
+        expectEqual(await turns.get(`${r}-m2${suffix}`), null, 'the row refused for another resource');
+      }
+      expectEqual(await turns.get(`${r}-m1`), null, 'the row refused for a missing thread');
+      expectEqual(await turns.list(theirs.id, 10), [], "the other resource's thread");
+      const gone = thread(`${r}-gone`, r);
+      await store.saveThread(gone);
+      await turns.put(turn(`${r}-m3`, gone.id, r, 1));
+      await store.deleteThread({ threadId: gone.id });
+      await expectRejects(() => turns.put(turn(`${r}-m4`, gone.id, r, 2)), ['NOT_FOUND'], 'a deleted thread');
+      expectEqual(
+        [await turns.get(`${r}-m3`), await turns.get(`${r}-m4`)],
+        [null, null],
+        'rows of the deleted thread',
+      );
+    },
+  ),
+
+  check(
+    `put racing deleteThread of its thread (another store instance) leaves no row of the deleted thread (${DELETE_RACE_ROUNDS} rounds)${NEEDS_TURNS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const turns = turnsOf(store);
+      const writer = turnsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
+      const r = ctx.id('r');
+      let orphaned = 0;
+      let kept = 0;
+      for (let round = 0; round < DELETE_RACE_ROUNDS; round++) {
+        const t = thread(ctx.id('t'), r);
+        await store.saveThread(t);
+        const rows = [0, 1, 2].map((k) => turn(`${t.id}-m${k}`, t.id, r, k));
+        // The puts start 0–18 ms in, the delete at 10 ms: either may come first, or both at once.
+        let deletedAt = 0;
+        const landed: number[] = [];
+        await Promise.all([
+          sleep((round % 10) * 2).then(async () => {
+            for (const row of rows) {
+              try {
+                await writer.put(row);
+                landed.push(performance.now());
+              } catch (error) {
+                if ((error as { code?: unknown }).code !== 'NOT_FOUND') throw error;
+              }
+            }
+          }),
+          sleep(10).then(async () => {
+            await store.deleteThread({ threadId: t.id });
+            deletedAt = performance.now();
+          }),
+        ]);
+        kept += landed.filter((ms) => ms < deletedAt).length;
+        if (landed.some((ms) => ms > deletedAt)) {
+          throw new ConformanceError(
+            `round ${round}: a put resolved after deleteThread of its thread had returned`,
+          );
+        }
+        if ((await Promise.all(rows.map((row) => turns.get(row.id)))).some((row) => row !== null)) orphaned++;
+      }
+      if (orphaned > 0) {
+        throw new ConformanceError(
+          `${orphaned} of ${DELETE_RACE_ROUNDS} rounds left turn rows of a thread deleteThread removed while they were put (a row must go with its thread, or be refused NOT_FOUND)`,
+        );
+      }
+      ctx.log(
+        `put raced deleteThread ${DELETE_RACE_ROUNDS} times (${kept} puts returned first): no row outlived its thread`,
+      );
+    },
+  ),
 
   check(`bad arguments are INVALID_ARGUMENT and store nothing${NEEDS_TURNS}`, async (ctx) => {
     const store = await ctx.store();
@@ -258,6 +377,7 @@ export const turnsChecks = [
     const b = await ctx.store();
     const r = ctx.id('r');
     const row = turn(`${r}-m`, `${r}-t`, r, 1, ODD_BODY);
+    await threadsFor(a, row);
     await turnsOf(a).put(row);
     expectEqual(await turnsOf(b).get(row.id), row, 'the row through the second store');
     const replaced = { ...row, body: '{}' };

@@ -762,7 +762,8 @@ export class Memory {
   /**
    * With `options.turnRecords`: stores the record of a turn prepared as `turn` whose messages
    * were just saved as `saved` (the first one's id is the record's), and returns it; without
-   * the option (or with nothing saved) it stores nothing and returns `undefined`. `memoryStep`
+   * the option (or with nothing saved) it stores nothing and returns `undefined`. A thread
+   * deleted since the messages were saved is `NOT_FOUND` and nothing is stored. `memoryStep`
    * calls it from `save`; call it yourself from a loop of your own.
    */
   async recordTurn(turn: PreparedTurn, saved: readonly Message[]): Promise<TurnRecord | undefined> {

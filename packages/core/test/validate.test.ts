@@ -113,6 +113,8 @@ describe('stored dates of the optional domains', () => {
       createdAt: new Date(STORED_DATES.max),
       body: '{}',
     };
+    const thread = { id: 't', resourceId: 'r', title: '', metadata: {} };
+    await store.saveThread({ ...thread, createdAt: row.createdAt, updatedAt: row.createdAt });
     await turns.put(row);
     for (const createdAt of outside) {
       await expect(turns.put({ ...row, id: 'u2', createdAt })).rejects.toMatchObject({

@@ -31,18 +31,17 @@ function toRow(row: Row): TurnRow {
 /**
  * Turn records in `engram_turns`, one row per turn, keyed by the id of the turn's first message.
  * The body is stored as a JSON string literal, as observation logs store theirs (a TEXT read stops
- * at a NUL); `created_at` is epoch milliseconds. `(thread_id, created_at, id)` serves `list`.
+ * at a NUL); `created_at` is epoch milliseconds. `(thread_id, created_at, id)` serves `list`. A row
+ * is written in the write transaction that read its thread's owner.
  */
 export class LibSQLTurns implements TurnDriver<Executor> {
   constructor(private readonly connection: Connection) {}
 
-  async put(row: TurnRow): Promise<void> {
-    await this.connection.use((client) =>
-      client.execute({
-        sql: `INSERT OR REPLACE INTO ${turns} (${COLUMNS}) VALUES (?, ?, ?, ?, ?)`,
-        args: [row.id, row.threadId, row.resourceId, row.createdAt.getTime(), JSON.stringify(row.body)],
-      }),
-    );
+  put(tx: Executor, row: TurnRow): Promise<void> {
+    return exec(tx, {
+      sql: `INSERT OR REPLACE INTO ${turns} (${COLUMNS}) VALUES (?, ?, ?, ?, ?)`,
+      args: [row.id, row.threadId, row.resourceId, row.createdAt.getTime(), JSON.stringify(row.body)],
+    });
   }
 
   async get(id: string): Promise<TurnRow | null> {

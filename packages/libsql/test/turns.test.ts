@@ -23,6 +23,14 @@ describe('libsql: turn records as stored', () => {
       createdAt: new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678)),
       body: '{"a":"before\u0000after \u{10FFFF}"}',
     };
+    await store.saveThread({
+      id: 't1',
+      resourceId: 'r1',
+      title: '',
+      metadata: {},
+      createdAt: row.createdAt,
+      updatedAt: row.createdAt,
+    });
     await store.turns.put(row);
     expect(await store.turns.get('m1')).toEqual(row);
 

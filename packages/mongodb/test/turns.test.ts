@@ -28,6 +28,14 @@ describeMongo('MongoDB turn records, read back with a separate client', (url) =>
       createdAt: new Date(1_700_000_000_123),
       body: '{"a":"nul \u0000 📅"}',
     };
+    await store.saveThread({
+      id: 't1',
+      resourceId: 'r',
+      title: '',
+      metadata: {},
+      createdAt: row.createdAt,
+      updatedAt: row.createdAt,
+    });
     await store.turns?.put(row);
     const turns = raw.db(dbName).collection('engram_turns');
     expect(await turns.findOne({ _id: 'm1' as never })).toEqual({

@@ -14,8 +14,8 @@ export function oracleTurns(driver: OracleDriver): core.TurnDriver<Session> {
   const read = async (statement: Statement) =>
     (await driver.read((s) => s.rows<TurnRowColumns>(statement))).map(rowToTurn);
   return {
-    put: async (row) => {
-      await driver.write((s) => s.upsert(mergeTurn(driver.dialect, row)));
+    put: async (s, row) => {
+      await s.upsert(mergeTurn(driver.dialect, row));
     },
     get: async (id) => (await read(selectTurn(driver.dialect, id)))[0] ?? null,
     list: (threadId, limit, before) => read(selectTurns(driver.dialect, threadId, limit, before)),

@@ -167,7 +167,7 @@ describe('other writes through the driver (fake connection)', () => {
     expect(sent[6]?.binds).toEqual({ rows_json: '[["m1","bye",1]]' });
   });
 
-  it('deleteMessages deletes the messages found and bumps their threads; deleteThread deletes its logs, then the thread', async () => {
+  it('deleteMessages deletes the messages found and bumps their threads; deleteThread locks the thread, deletes its logs, then the thread', async () => {
     const { store, sent } = await storeOn(places({}, [{ ID: 'm1', THREAD_ID: 't1', RESOURCE_ID: 'r1' }]));
     await store.deleteMessages(['m1', 'm1', 'absent']);
     expect(heads(sent)).toEqual([
@@ -179,6 +179,7 @@ describe('other writes through the driver (fake connection)', () => {
     sent.length = 0;
     await store.deleteThread({ threadId: 't1' });
     expect(heads(sent)).toEqual([
+      'SELECT id, resource_id FROM engram_threads WHERE id IN (:t0) FOR UPDATE',
       'DELETE FROM engram_observations WHERE thread_id = :thread_id',
       'DELETE FROM engram_turns WHERE thread_id = :thread_id',
       'DELETE FROM engram_threads WHERE id = :thread_id',

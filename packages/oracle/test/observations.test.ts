@@ -210,15 +210,16 @@ describe('swaps through the driver (fake connection)', () => {
     expect(isMemoryError(error, 'STORAGE')).toBe(true);
   });
 
-  it('deleteThread deletes the logs of the thread in the same transaction', async () => {
+  it('deleteThread locks the thread and deletes its logs in the same transaction', async () => {
     const { store, sent, events } = await storeOn(() => ({ rowsAffected: 1 }));
     await store.deleteThread({ threadId: 't1' });
     expect(heads(sent)).toEqual([
+      'SELECT id, resource_id FROM engram_threads WHERE id IN (:t0) FOR UPDATE',
       'DELETE FROM engram_observations WHERE thread_id = :thread_id',
       'DELETE FROM engram_turns WHERE thread_id = :thread_id',
       'DELETE FROM engram_threads WHERE id = :thread_id',
     ]);
-    expect(sent[0]?.binds).toEqual({ thread_id: 't1' });
+    expect(sent[1]?.binds).toEqual({ thread_id: 't1' });
     expect(events).toEqual(['commit', 'release']);
   });
 });

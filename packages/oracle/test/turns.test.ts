@@ -120,9 +120,11 @@ const duplicate = () =>
   Object.assign(new Error('ORA-00001: unique constraint violated'), { code: 'ORA-00001' });
 
 describe('turns through the driver (fake connection)', () => {
-  it('put is one MERGE, committed; a concurrent insert of the id (ORA-00001) runs it again', async () => {
+  it('put is one MERGE under its thread row lock, committed; a concurrent insert of the id (ORA-00001) runs it again', async () => {
     let failures = 1;
     const { turns, sent, events } = await storeOn((sql) => {
+      // The write locks the thread (`places`): it exists, of the row's resource.
+      if (sql.includes('FOR UPDATE')) return { rows: [{ ID: 't1', RESOURCE_ID: 'r1' }] };
       // Core reads the id first (another resource's row is refused): none stored.
       if (sql.startsWith('SELECT')) return { rows: [] };
       if (failures-- > 0) throw duplicate();
@@ -130,9 +132,18 @@ describe('turns through the driver (fake connection)', () => {
     });
     await turns.put(turn());
     expect(heads(sent)[0]).toMatch(/^SELECT /);
-    expect(heads(sent).slice(1)).toEqual(['MERGE INTO engram_turns t', 'MERGE INTO engram_turns t']);
+    expect(sent[1]?.sql).toBe('SELECT id, resource_id FROM engram_threads WHERE id IN (:t0) FOR UPDATE');
+    expect(heads(sent).slice(2)).toEqual(['MERGE INTO engram_turns t', 'MERGE INTO engram_turns t']);
     // The read's connection released, then the write's committed and released.
     expect(events).toEqual(['release', 'commit', 'release']);
+  });
+
+  it('put into a thread the lock does not find writes nothing: NOT_FOUND, rolled back', async () => {
+    const { turns, sent } = await storeOn((sql) =>
+      sql.startsWith('SELECT') ? { rows: [] } : { rowsAffected: 1 },
+    );
+    await expect(turns.put(turn())).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(sent.some((s) => s.sql.startsWith('MERGE'))).toBe(false);
   });
 
   it('get and list read the rows back', async () => {

@@ -16,8 +16,9 @@ interface Row {
  * Turn records in `<prefix>turns`, one row per turn, keyed by the id of the turn's first message.
  * The body is stored as a JSON string literal in a `text` column, as observation bodies are
  * (PostgreSQL text holds no NUL); `created_at` is epoch milliseconds (`bigint`), exact for every
- * `Date`. `list` reads the index `(thread_id, created_at, id)` backwards from the cursor. Every
- * statement stands alone (safe behind PgBouncer in transaction mode).
+ * `Date`. `list` reads the index `(thread_id, created_at, id)` backwards from the cursor. A row is
+ * written in the transaction that locked its thread (`places`), as `deleteThread` locks it before
+ * deleting the thread's rows; reads stand alone (safe behind PgBouncer in transaction mode).
  */
 export class PostgresTurnDriver implements core.TurnDriver<PostgresTx> {
   private readonly sql: ReturnType<typeof statements>;
@@ -29,9 +30,9 @@ export class PostgresTurnDriver implements core.TurnDriver<PostgresTx> {
     this.sql = statements(n);
   }
 
-  async put(row: core.TurnRow): Promise<void> {
+  async put(tx: PostgresTx, row: core.TurnRow): Promise<void> {
     const values = [row.id, row.threadId, row.resourceId, row.createdAt.getTime(), JSON.stringify(row.body)];
-    await this.db.query(this.sql.put, values, true);
+    await tx.client.query(this.sql.put, values);
   }
 
   async get(id: string): Promise<core.TurnRow | null> {

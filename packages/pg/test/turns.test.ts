@@ -19,6 +19,17 @@ describePg('pg turn records, read back with plain SQL', (url) => {
     db = await createDatabase(url);
     store = new PostgresStore({ connectionString: db.url, schemaName, tablePrefix: 'app_' });
     await store.init();
+    const at = new Date(0);
+    // The threads the rows go into: t0–t19 (t1 among them).
+    for (let i = 0; i < 20; i++)
+      await store.saveThread({
+        id: `t${i}`,
+        resourceId: 'r',
+        title: '',
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+      });
   });
   afterAll(async () => {
     await store?.close();

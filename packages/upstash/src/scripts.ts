@@ -26,6 +26,7 @@ export type Operation =
   | { op: 'put'; messages: (ReturnType<typeof messageRecord> & { terms: string[] })[] }
   | { op: 'remove' | 'dropVectors' | 'dropKeywords' | 'dropTurns'; ids: string[] }
   | { op: 'touch'; bumps: { id: string; newest?: number }[] }
+  | { op: 'putTurn'; id: string; threadId: string; resourceId: string; createdAt: string; body: string }
   | {
       op:
         | 'deleteThread'

@@ -9,14 +9,16 @@ export type UpstashTurns = TurnDriver<UpstashTx>;
 /**
  * Turn records: a hash per row, `<p>:turn:<id>` (`threadId`, `resourceId`, `createdAt` in ms,
  * `body`), and per thread a sorted set `<p>:thread-turns:<tid>` of row ids scored by `createdAt`,
- * so ties order by the ids' bytes. Each call is one script; a thread's rows are dropped by
- * `OP.dropThreadTurns`, a message's by `OP.dropTurns`, in the commit that deletes them.
+ * so ties order by the ids' bytes. A row is written by `OP.putTurn` in the commit that checks its
+ * thread's owner unchanged since the write read it; a thread's rows are dropped by
+ * `OP.dropThreadTurns`, a message's by `OP.dropTurns`, in the commit that deletes them. Reads are
+ * one script each.
  */
 export function upstashTurns(call: Call): UpstashTurns {
   return {
-    put: async (row) => {
+    put: async (tx, row) => {
       const { id, threadId, resourceId, body } = row;
-      await call('turnPut', { id, threadId, resourceId, body, createdAt: ms(row.createdAt) });
+      tx.ops.push({ op: 'putTurn', id, threadId, resourceId, body, createdAt: ms(row.createdAt) });
     },
     get: async (id) => {
       const reply = await call('turnGet', { ids: [id] });
@@ -60,16 +62,6 @@ local function rows(ids)
 end
 `;
 
-/** `id`, `threadId`, `resourceId`, `createdAt`, `body`: writes the row, moving it out of another thread's set. */
-const PUT = `
-local key = K.turn(A.id)
-local old = redis.call('HGET', key, 'threadId')
-if old and old ~= A.threadId then redis.call('ZREM', K.threadTurns(old), A.id) end
-redis.call('HSET', key, 'threadId', A.threadId, 'resourceId', A.resourceId, 'createdAt', A.createdAt, 'body', A.body)
-redis.call('ZADD', K.threadTurns(A.threadId), A.createdAt, A.id)
-return frame('ok')
-`;
-
 /**
  * `threadId`, `limit`, `before` ({ createdAt, id } or absent): up to `limit` rows, newest first
  * (score, then id, descending), strictly older than `before`: the cursor's ties with a smaller id,
@@ -89,8 +81,18 @@ end
 return frame(rows(ids))
 `;
 
-/** Lua of the delete operations (functions of `OP`, run by `commit`). */
+/**
+ * Lua of the write operations (functions of `OP`, run by `commit`). `putTurn` (`id`, `threadId`,
+ * `resourceId`, `createdAt`, `body`) writes the row, moving it out of another thread's set.
+ */
 export const TURN_FUNCTIONS = `
+function OP.putTurn(o)
+  local key = K.turn(o.id)
+  local old = redis.call('HGET', key, 'threadId')
+  if old and old ~= o.threadId then redis.call('ZREM', K.threadTurns(old), o.id) end
+  redis.call('HSET', key, 'threadId', o.threadId, 'resourceId', o.resourceId, 'createdAt', o.createdAt, 'body', o.body)
+  redis.call('ZADD', K.threadTurns(o.threadId), o.createdAt, o.id)
+end
 function OP.dropTurns(o)
   for _, id in ipairs(o.ids) do
     local key = K.turn(id)
@@ -110,7 +112,6 @@ end
 
 /** The turn scripts' bodies, by name. */
 export const TURN_BODIES = {
-  turnPut: PUT,
   turnGet: `${ROWS}\nreturn frame(rows(A.ids))`,
   turnList: LIST,
 };

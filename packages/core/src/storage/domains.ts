@@ -18,6 +18,16 @@ import type { VectorDriver, VectorStore } from './vectors.ts';
 /** Runs a domain's driver operation through the store: waits until it is open, maps foreign errors. */
 export type DomainRunner = <T>(operation: string, fn: () => Promise<T>) => Promise<T>;
 
+/**
+ * Runs `fn` inside one write of the driver that has read the thread's owner (`undefined`: no
+ * such thread) through `messages.places`, so the thread cannot be deleted or change hands before
+ * the write ends: what a domain writes there for the thread goes with it.
+ */
+export type ThreadWrite = (
+  threadId: string,
+  fn: (tx: unknown, owner: string | undefined) => Promise<void>,
+) => Promise<void>;
+
 /** What core calls on every present domain inside the writes that delete messages. */
 export interface DomainHooks<Tx = unknown> {
   /** Inside a write: removes what the domain keeps for every message of the thread. */
@@ -70,6 +80,7 @@ interface DomainDefinition<K extends DomainName> {
     adapter: string,
     driver: NonNullable<DriverDomains<unknown>[K]>,
     run: DomainRunner,
+    inThread: ThreadWrite,
   ): NonNullable<StoreDomains[K]>;
 }
 
@@ -97,7 +108,7 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     what: 'turn records',
     feature: 'options.turnRecords',
     resourceRows: false,
-    wrap: (_adapter, driver, run) => new ValidatedTurns(driver, run),
+    wrap: (adapter, driver, run, inThread) => new ValidatedTurns(adapter, driver, run, inThread),
   },
   settings: {
     what: 'settings',

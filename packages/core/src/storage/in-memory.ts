@@ -398,8 +398,8 @@ export class MemoryDriver implements Driver<MemoryTx> {
 
   /** Turn records, newest first per thread. */
   turns: TurnDriver<MemoryTx> | undefined = {
-    put: async (row) => {
-      this.turnRows.set(row.id, copyTurn(row));
+    put: async (tx, row) => {
+      tx.changes.push(() => this.turnRows.set(row.id, copyTurn(row)));
     },
     get: async (id) => {
       const row = this.turnRows.get(id);

@@ -245,6 +245,9 @@ export class Store<D extends Driver<unknown> = Driver<unknown>> implements Memor
     const { threadId } = args;
     await this.run('deleteThread', () =>
       this.driver.write(async (tx) => {
+        // The thread first (locked where the backend locks): a write of a domain into it that
+        // holds it too (a turn record) then ends before the cascade reads, or finds it gone.
+        await this.driver.messages.places(tx, [threadId], []);
         for (const hooks of this.hooks()) await hooks.deleteByThread(tx, threadId);
         await this.driver.threads.delete(tx, threadId);
       }),
@@ -594,7 +597,16 @@ function domainOf<K extends DomainName>(
   if (!inner) return undefined;
   let wrapped = cache.get(name) as { inner: unknown; outer: StoreDomains[K] } | undefined;
   if (wrapped?.inner !== inner) {
-    const outer = DOMAINS[name].wrap(store.name, inner, (operation, fn) => store.run(operation, fn));
+    const outer = DOMAINS[name].wrap(
+      store.name,
+      inner,
+      (operation, fn) => store.run(operation, fn),
+      (threadId, fn) =>
+        driver.write(async (tx) => {
+          const places = await driver.messages.places(tx, [threadId], []);
+          await fn(tx, places.threads.get(threadId));
+        }),
+    );
     wrapped = { inner, outer };
     cache.set(name, wrapped);
   }

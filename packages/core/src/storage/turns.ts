@@ -1,6 +1,7 @@
 import { MemoryError } from '../errors.ts';
-import type { DomainHooks, DomainRunner } from './domains.ts';
+import type { DomainHooks, DomainRunner, ThreadWrite } from './domains.ts';
 import { compareIds } from './helpers.ts';
+import { threadNotFound } from './ownership.ts';
 import { assertDate, assertId, assertStoredDate, describe, isPlainObject } from './validate.ts';
 
 /**
@@ -11,6 +12,10 @@ import { assertDate, assertId, assertStoredDate, describe, isPlainObject } from 
  * Rules every implementation keeps:
  * - A row's `id` is the id of the first message the turn saved; `put` of an existing id replaces
  *   the row (core refuses one that another resource holds before the driver is called).
+ * - A row is written only into a thread that exists and belongs to its resource: core calls
+ *   `put` inside a write that has read the thread's owner through `messages.places` (holding it
+ *   where the backend locks), so a row never outlives its thread, and erasing a resource's
+ *   threads erases its rows.
  * - `list` returns a thread's rows newest first (`createdAt`, then `id`, both descending), after
  *   the cursor when one is given.
  * - Rows go with their thread (`deleteByThread`) and with the message whose id they carry
@@ -38,7 +43,10 @@ export interface TurnCursor {
 
 /** The turn primitives of a store, as applications and `Memory` see them. */
 export interface TurnStore {
-  /** Writes the row, replacing one with the same id; an id another resource holds is `INVALID_ARGUMENT`. */
+  /**
+   * Writes the row, replacing one with the same id. A thread that does not exist is `NOT_FOUND`;
+   * a thread of another resource, or an id another resource holds, is `INVALID_ARGUMENT`.
+   */
   put(row: TurnRow): Promise<void>;
   /** The row with this id, or `null`. */
   get(id: string): Promise<TurnRow | null>;
@@ -48,7 +56,8 @@ export interface TurnStore {
 
 /** The turn domain of a driver: `TurnStore`'s primitives without the validation, plus the cascade hooks. */
 export interface TurnDriver<Tx = unknown> extends DomainHooks<Tx> {
-  put(row: TurnRow): Promise<void>;
+  /** Inside a write that holds the row's thread (core has checked that it exists and its owner). */
+  put(tx: Tx, row: TurnRow): Promise<void>;
   get(id: string): Promise<TurnRow | null>;
   list(threadId: string, limit: number, before: TurnCursor | null): Promise<TurnRow[]>;
 }
@@ -62,26 +71,39 @@ export const MAX_TURN_PAGE = 1_000;
 /** The store's `turns`: validates every argument once, then calls the driver. */
 export class ValidatedTurns implements TurnStore {
   constructor(
+    private readonly adapter: string,
     private readonly driver: TurnDriver<unknown>,
     private readonly run: DomainRunner,
+    private readonly inThread: ThreadWrite,
   ) {}
 
   /**
-   * Writes the row, replacing one with the same id of the same resource. An id another resource
-   * holds is `INVALID_ARGUMENT` and nothing is written, as a message id is: a row never moves to
-   * another tenant. (The check reads before the write: the id is a message id, which only its
-   * own resource's saves can take.)
+   * Writes the row, replacing one with the same id of the same resource, in a write that holds
+   * the row's thread: a thread that does not exist (or is deleted meanwhile) is `NOT_FOUND`, one
+   * of another resource `INVALID_ARGUMENT`, and nothing is written. An id another resource holds
+   * is `INVALID_ARGUMENT` too, as a message id is: a row never moves to another tenant. (That
+   * check reads before the write: the id is a message id, which only its own resource's saves
+   * can take.)
    */
   async put(row: TurnRow): Promise<void> {
     assertRow(row);
+    const { id, threadId, resourceId } = row;
     await this.run('turns.put', async () => {
-      const stored = await this.driver.get(row.id);
-      if (stored && stored.resourceId !== row.resourceId) {
+      const stored = await this.driver.get(id);
+      if (stored && stored.resourceId !== resourceId) {
         throw invalid(
-          `turn id ${JSON.stringify(row.id)} is taken by a turn record of another resource; nothing was written`,
+          `turn id ${JSON.stringify(id)} is taken by a turn record of another resource; nothing was written`,
         );
       }
-      await this.driver.put(copyRow(row));
+      await this.inThread(threadId, async (tx, owner) => {
+        if (owner === undefined) throw threadNotFound(this.adapter, threadId);
+        if (owner !== resourceId) {
+          throw invalid(
+            `turn ${JSON.stringify(id)} names resource ${JSON.stringify(resourceId)}, but thread ${JSON.stringify(threadId)} belongs to another; nothing was written`,
+          );
+        }
+        await this.driver.put(tx, copyRow(row));
+      });
     });
   }
 
