@@ -136,14 +136,16 @@ export class Executor {
         return s.deleteResource?.({ resourceId: id(op.resource) });
       case 'listResourceIds':
         return this.ownResourceIds(op.after === undefined ? this.prefix : id(op.after), op.limit);
-      case 'turnPut':
+      case 'turnPut': {
+        const owner = await this.oracle.getThreadById({ threadId: id(op.thread) });
         return s.turns?.put({
           id: id(op.id),
           threadId: id(op.thread),
-          resourceId: id(op.resource),
+          resourceId: op.resource === 'own' ? (owner?.resourceId ?? id('r1')) : id(op.resource),
           createdAt: at(op.created),
           body: op.body,
         });
+      }
       case 'keywordSearch':
         return this.keywordHits({
           query: op.query,

@@ -60,7 +60,7 @@ export type Op =
   | { op: 'atomic'; scope: 'resource' | 'thread'; resource: R; thread: T; append: string }
   | { op: 'deleteResource'; resource: R }
   | { op: 'listResourceIds'; after?: R; limit: number }
-  | { op: 'turnPut'; id: M; thread: T; resource: R; created: number; body: string }
+  | { op: 'turnPut'; id: M; thread: T; resource: R | 'own'; created: number; body: string }
   | { op: 'turnGet'; id: M }
   | { op: 'turnList'; thread: T; limit: number; before?: { created: number; id: M } }
   | { op: 'keywordSearch'; resource: R; thread?: T; query: string; exclude: M[] }
@@ -388,7 +388,11 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       op: fc.constant('turnPut' as const),
       id: messageId,
       thread: threadId,
-      resource,
+      // mostly the thread's owner (a row is stored only in a thread of its resource), else any
+      resource: fc.oneof(
+        { weight: 3, arbitrary: fc.constant('own' as const) },
+        { weight: 1, arbitrary: resource },
+      ),
       // two instants: rows of one thread often share one, so their order rests on the ids
       created: fc.constantFrom(0, 1),
       body: text,
