@@ -4,6 +4,7 @@ import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../ass
 import { raceProcesses } from '../concurrency/harness.ts';
 import { observingMemory, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
+import { DELETE_RACE_ROUNDS, raceThreadDelete } from '../delete-race.ts';
 import { message, thread } from '../fixtures.ts';
 import { expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
 import { assertProperty } from '../property.ts';
@@ -181,6 +182,64 @@ export const observationsChecks = [
       // a thread re-created with the same id starts with no log
       await store.saveThread(thread(ids[0] as string, r));
       expectEqual(await log.head(`thread:${ids[0]}`), null, 'a re-created thread has no log');
+    },
+  ),
+
+  check(
+    `a thread log's swap into a thread that does not exist, or was deleted, is NOT_FOUND and leaves no row${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      for (const suffix of ['', ...HOSTILE_SUFFIXES]) {
+        const none = `${r}-none${suffix}`;
+        await expectRejects(
+          () => log.swap(null, row(none, r, 1, 1, 'x')),
+          ['NOT_FOUND'],
+          `a swap into ${JSON.stringify(none)}`,
+        );
+        expectEqual(await log.generations(`thread:${none}`), [], `the log of ${JSON.stringify(none)}`);
+      }
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      const first = row(t, r, 1, 1, 'first');
+      expectTrue(await log.swap(null, first), 'the first swap into the saved thread');
+      await store.deleteThread({ threadId: t });
+      await expectRejects(
+        () => log.swap(null, row(t, r, 1, 1, 'late')),
+        ['NOT_FOUND'],
+        'a swap after deleteThread',
+      );
+      expectEqual(await log.generations(`thread:${t}`), [], 'the log of the deleted thread');
+      await store.saveThread(thread(t, r));
+      expectEqual(await log.head(`thread:${t}`), null, 'a re-created thread has no log');
+    },
+  ),
+
+  check(
+    `swaps racing deleteThread of their thread (another store instance) leave no log of the deleted thread (${DELETE_RACE_ROUNDS} rounds)${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const writer = observationsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
+      const r = ctx.id('r');
+      const first = await raceThreadDelete({
+        store,
+        resourceId: r,
+        threadId: () => ctx.id('t'),
+        // a row, its replacement, a new generation
+        writes: (t) => {
+          const rows = [row(t, r, 1, 1, 'a'), row(t, r, 1, 2, 'b'), row(t, r, 2, 3, 'c')];
+          return rows.map(
+            (next, k) => () => writer.swap(k === 0 ? null : at(rows[k - 1] as ObservationRow), next),
+          );
+        },
+        left: async (t) => (await log.generations(`thread:${t}`)).length > 0,
+        what: 'a log',
+      });
+      ctx.log(
+        `swaps raced deleteThread ${DELETE_RACE_ROUNDS} times (${first} swaps returned first): no log outlived its thread`,
+      );
     },
   ),
 

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   capabilitiesOf,
   type MemoryStorage,
@@ -6,8 +5,9 @@ import {
   type TurnRow,
   type TurnStore,
 } from '@engram/core';
-import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
+import { expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
+import { DELETE_RACE_ROUNDS, raceThreadDelete } from '../delete-race.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
@@ -36,9 +36,6 @@ function turn(
 }
 
 const cursorOf = (row: TurnRow): TurnCursor => ({ createdAt: row.createdAt, id: row.id });
-
-/** Rounds of the race of `put` against `deleteThread`. */
-const DELETE_RACE_ROUNDS = 20;
 
 /** Saves the thread of each row that is not stored yet (of the row's resource): rows go into threads. */
 async function threadsFor(store: MemoryStorage, ...rows: TurnRow[]): Promise<void> {
@@ -298,46 +295,21 @@ export const turnsChecks = [
       const turns = turnsOf(store);
       const writer = turnsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
       const r = ctx.id('r');
-      let orphaned = 0;
-      let kept = 0;
-      for (let round = 0; round < DELETE_RACE_ROUNDS; round++) {
-        const t = thread(ctx.id('t'), r);
-        await store.saveThread(t);
-        const rows = [0, 1, 2].map((k) => turn(`${t.id}-m${k}`, t.id, r, k));
-        // The puts start 0–18 ms in, the delete at 10 ms: either may come first, or both at once.
-        let deletedAt = 0;
-        const landed: number[] = [];
-        await Promise.all([
-          sleep((round % 10) * 2).then(async () => {
-            for (const row of rows) {
-              try {
-                await writer.put(row);
-                landed.push(performance.now());
-              } catch (error) {
-                if ((error as { code?: unknown }).code !== 'NOT_FOUND') throw error;
-              }
-            }
+      const first = await raceThreadDelete({
+        store,
+        resourceId: r,
+        threadId: () => ctx.id('t'),
+        writes: (t) =>
+          [0, 1, 2].map((k) => async () => {
+            await writer.put(turn(`${t}-m${k}`, t, r, k));
+            return true;
           }),
-          sleep(10).then(async () => {
-            await store.deleteThread({ threadId: t.id });
-            deletedAt = performance.now();
-          }),
-        ]);
-        kept += landed.filter((ms) => ms < deletedAt).length;
-        if (landed.some((ms) => ms > deletedAt)) {
-          throw new ConformanceError(
-            `round ${round}: a put resolved after deleteThread of its thread had returned`,
-          );
-        }
-        if ((await Promise.all(rows.map((row) => turns.get(row.id)))).some((row) => row !== null)) orphaned++;
-      }
-      if (orphaned > 0) {
-        throw new ConformanceError(
-          `${orphaned} of ${DELETE_RACE_ROUNDS} rounds left turn rows of a thread deleteThread removed while they were put (a row must go with its thread, or be refused NOT_FOUND)`,
-        );
-      }
+        left: async (t) =>
+          (await Promise.all([0, 1, 2].map((k) => turns.get(`${t}-m${k}`)))).some((row) => row !== null),
+        what: 'turn rows',
+      });
       ctx.log(
-        `put raced deleteThread ${DELETE_RACE_ROUNDS} times (${kept} puts returned first): no row outlived its thread`,
+        `puts raced deleteThread ${DELETE_RACE_ROUNDS} times (${first} puts returned first): no row outlived its thread`,
       );
     },
   ),

@@ -144,16 +144,30 @@ async function storeOn(answer: (sql: string, binds: OracleBinds) => OracleResult
 
 const heads = (sent: { sql: string }[]) => sent.map((s) => s.sql.split('\n')[0]);
 
+/** The thread lock of the check after a thread log's swap (the thread exists) … */
+const THREAD_LOCK = /^SELECT id, resource_id FROM engram_threads WHERE id IN \(:t0\) FOR UPDATE$/;
+/** … answered with the thread; every other statement by `answer`. */
+const withThread =
+  (answer: (sql: string, binds: OracleBinds) => OracleResult) => (sql: string, binds: OracleBinds) =>
+    THREAD_LOCK.test(sql) ? { rows: [{ ID: 't1', RESOURCE_ID: 'r1' }] } : answer(sql, binds);
+/** The statements of the swaps themselves, without the checks' thread locks. */
+const swaps = (sent: { sql: string }[]) => heads(sent.filter((s) => !THREAD_LOCK.test(s.sql)));
+
 describe('swaps through the driver (fake connection)', () => {
-  it('the first swap inserts generation 1 and commits; ORA-00001 (a row exists) is false, rolled back', async () => {
+  it('the first swap inserts generation 1 and commits, then the thread is checked under its lock; ORA-00001 (a row exists) is false, rolled back', async () => {
     let taken = false;
-    const { log, sent, events } = await storeOn(() => {
-      if (taken) throw duplicate();
-      return { rowsAffected: 1 };
-    });
+    const { log, sent, events } = await storeOn(
+      withThread(() => {
+        if (taken) throw duplicate();
+        return { rowsAffected: 1 };
+      }),
+    );
     expect(await log.swap(null, row(1, 1))).toBe(true);
-    expect(heads(sent)).toEqual([expect.stringMatching(/^INSERT INTO engram_observations /)]);
-    expect(events).toEqual(['commit', 'release']);
+    expect(heads(sent)).toEqual([
+      expect.stringMatching(/^INSERT INTO engram_observations /),
+      expect.stringMatching(THREAD_LOCK),
+    ]);
+    expect(events).toEqual(['commit', 'release', 'commit', 'release']);
     taken = true;
     events.length = 0;
     expect(await log.swap(null, row(1, 1))).toBe(false);
@@ -162,30 +176,45 @@ describe('swaps through the driver (fake connection)', () => {
 
   it('a swap within the generation is one UPDATE; no row updated (stale version) is false', async () => {
     let affected = 1;
-    const { log, sent } = await storeOn(() => ({ rowsAffected: affected }));
+    const { log, sent } = await storeOn(withThread(() => ({ rowsAffected: affected })));
     expect(await log.swap({ generation: 1, version: 1 }, row(1, 2))).toBe(true);
     affected = 0;
     expect(await log.swap({ generation: 1, version: 1 }, row(1, 2))).toBe(false);
-    expect(heads(sent)).toEqual(['UPDATE engram_observations', 'UPDATE engram_observations']);
+    expect(swaps(sent)).toEqual(['UPDATE engram_observations', 'UPDATE engram_observations']);
   });
 
   it('a new generation raises the old row, then inserts; a lost insert rolls the raise back', async () => {
     let inserted = true;
-    const { log, sent, events } = await storeOn((sql) => {
-      if (sql.startsWith('INSERT') && !inserted) throw duplicate();
-      return { rowsAffected: 1 };
-    });
+    const { log, sent, events } = await storeOn(
+      withThread((sql) => {
+        if (sql.startsWith('INSERT') && !inserted) throw duplicate();
+        return { rowsAffected: 1 };
+      }),
+    );
     expect(await log.swap({ generation: 1, version: 3 }, row(2, 4))).toBe(true);
-    expect(heads(sent)).toEqual([
+    expect(swaps(sent)).toEqual([
       'UPDATE engram_observations',
       expect.stringMatching(/^INSERT INTO engram_observations /),
     ]);
     expect(sent[1]?.binds).toMatchObject({ generation: 2, version: 4 });
-    expect(events).toEqual(['commit', 'release']);
+    expect(events).toEqual(['commit', 'release', 'commit', 'release']);
     inserted = false;
     events.length = 0;
     expect(await log.swap({ generation: 1, version: 3 }, row(2, 4))).toBe(false);
     expect(events).toEqual(['rollback', 'release']);
+  });
+
+  it('a swap into a thread the lock does not find removes the thread log in the check, NOT_FOUND', async () => {
+    const { log, sent, events } = await storeOn((sql) =>
+      sql.startsWith('SELECT') ? { rows: [] } : { rowsAffected: 1 },
+    );
+    await expect(log.swap(null, row(1, 1))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(heads(sent)).toEqual([
+      expect.stringMatching(/^INSERT INTO engram_observations /),
+      expect.stringMatching(THREAD_LOCK),
+      'DELETE FROM engram_observations WHERE thread_id = :thread_id',
+    ]);
+    expect(events).toEqual(['commit', 'release', 'commit', 'release']);
   });
 
   it('head and generations read the rows; other errors are mapped, not false', async () => {

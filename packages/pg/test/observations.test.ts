@@ -22,6 +22,9 @@ describePg('pg observation logs, read back with plain SQL', (url) => {
     db = await createDatabase(url);
     store = new PostgresStore({ connectionString: db.url, schemaName, tablePrefix: 'app_' });
     await store.init();
+    // A thread log is kept only with its thread.
+    for (const id of ['t1', 't2'])
+      await store.saveThread({ id, resourceId: 'r', title: '', metadata: {}, createdAt: at, updatedAt: at });
   });
   afterAll(async () => {
     await store?.close();

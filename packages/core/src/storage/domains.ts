@@ -102,7 +102,7 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     what: 'observation logs',
     feature: 'options.observationalMemory',
     resourceRows: true,
-    wrap: (adapter, driver, run) => new ValidatedObservations(adapter, driver, run),
+    wrap: (adapter, driver, run, inThread) => new ValidatedObservations(adapter, driver, run, inThread),
   },
   turns: {
     what: 'turn records',

@@ -1,5 +1,6 @@
 import { MemoryError } from '../errors.ts';
-import type { DomainHooks, DomainRunner } from './domains.ts';
+import type { DomainHooks, DomainRunner, ThreadWrite } from './domains.ts';
+import { threadNotFound } from './ownership.ts';
 import { assertId, assertStoredDate, describe, isPlainObject } from './validate.ts';
 
 /**
@@ -11,6 +12,9 @@ import { assertId, assertStoredDate, describe, isPlainObject } from './validate.
  * Rules every implementation keeps:
  * - A log key is `thread:<threadId>` or `resource:<resourceId>`. Rows of a thread-scope log carry
  *   `threadId`; deleting the thread removes them in the same write (core calls `deleteByThread`).
+ *   A thread-scope log lives only with its thread: after a swap that wrote, core checks in a
+ *   write holding the thread that it still exists, and if it does not (never saved, or deleted
+ *   while the swap ran) removes the log (`deleteByThread`) and refuses the swap `NOT_FOUND`.
  * - `swap` is one atomic compare-and-set on the newest generation: it succeeds only when the
  *   newest row of the key is exactly `expected` (no row at all when `expected` is `null`). A swap
  *   that starts a new generation leaves the older rows readable and unchanged except their
@@ -52,6 +56,8 @@ export interface ObservationStore {
    * Writes `next` when the newest generation is `expected` (`null`: no row yet). `next.generation`
    * is `expected.generation` (the row is replaced) or one more (a new generation is added);
    * `next.version` is `expected.version + 1` (1 for the first row). `false` when another swap won.
+   * A thread log's swap into a thread that does not exist (or is deleted meanwhile) is
+   * `NOT_FOUND`, and the thread's log is removed.
    */
   swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
 }
@@ -83,6 +89,7 @@ export class ValidatedObservations implements ObservationStore {
     private readonly adapter: string,
     private readonly driver: ObservationDriver<unknown>,
     private readonly run: DomainRunner,
+    private readonly inThread: ThreadWrite,
   ) {}
 
   async head(key: string): Promise<ObservationRow | null> {
@@ -110,12 +117,31 @@ export class ValidatedObservations implements ObservationStore {
       if (next.version !== expected.version + 1)
         throw invalid(`next.version must be ${expected.version + 1}`);
     }
-    return this.run('observations.swap', () =>
+    const swapped = await this.run('observations.swap', () =>
       this.driver.swap(
         expected && { generation: expected.generation, version: expected.version },
         copyRow(next),
       ),
     );
+    if (swapped && next.threadId !== null) await this.keepWithThread(next.threadId);
+    return swapped;
+  }
+
+  /**
+   * After a swap wrote a thread's log: in a write that holds the thread (after any delete of it
+   * that started first), checks it exists. A thread never saved, or deleted while the swap ran,
+   * gets its log removed there and the swap is `NOT_FOUND`: a log never outlives its thread (a
+   * background observation that ends after the conversation was deleted leaves nothing behind).
+   */
+  private async keepWithThread(threadId: string): Promise<void> {
+    let gone = false;
+    await this.run('observations.swap', () =>
+      this.inThread(threadId, async (tx, owner) => {
+        gone = owner === undefined;
+        if (gone) await this.driver.deleteByThread(tx, threadId);
+      }),
+    );
+    if (gone) throw threadNotFound(this.adapter, threadId);
   }
 }
 
