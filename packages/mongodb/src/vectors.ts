@@ -113,11 +113,9 @@ function windowIds(rows: ScopeRow[], id: string, before: number, after: number):
  * Vectors in `<prefix>vectors`, one document per message (`_id` = message id); core deletes them
  * in the write that deletes their messages. Search filters on the server (the scope's message ids
  * from the messages collection, indexed) and ranks in the client, exactly, with core's tie rule:
- * `$vectorSearch` is eventually consistent, and FerretDB rejects it.
- */
-/**
- * `existing`: which of the message ids are stored, read inside the write `tx` and, under write
- * locks, with their threads' locks held (the driver's `messages.places`).
+ * `$vectorSearch` is eventually consistent, and FerretDB rejects it. `write` is the driver's unit
+ * of work; `existing` says which of the message ids are stored, read inside the write `tx` and,
+ * under write locks, with their threads' locks held (the driver's `messages.places`).
  */
 export function vectorDriver(
   c: Connection,
