@@ -16,6 +16,7 @@ The module (TypeScript or JavaScript) exports:
   destroy(store)     optional; defaults to store.close()
   breakConnection(s) optional; lets the errors area break the backend
   withSecret(s)      optional; stores configured with secret s that must fail without showing it
+  storedRows(s)      optional; every row the backend holds, as text (checks erasure leaves none)
   worker             optional; module for the cross-process races (defaults to the module itself)
   fresh()            optional; a new, empty store location for the concurrent-init race
   name               optional; shown in the table
@@ -29,6 +30,7 @@ interface CliModule {
   destroy?: ConformanceInit['destroy'];
   breakConnection?: ConformanceInit['breakConnection'];
   withSecret?: ConformanceInit['withSecret'];
+  storedRows?: ConformanceInit['storedRows'];
   worker?: ConformanceInit['worker'];
   fresh?: ConformanceInit['fresh'];
   name?: string;
@@ -83,6 +85,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     destroy: mod.destroy,
     breakConnection: mod.breakConnection,
     withSecret: mod.withSecret,
+    storedRows: mod.storedRows,
     worker: mod.worker ?? href,
     fresh: mod.fresh,
     processes: processes ?? mod.processes,

@@ -83,6 +83,13 @@ export interface ConformanceInit {
    * `String(error)`, stack or anywhere in its `cause` chain. Without it that check is skipped.
    */
   withSecret?: (secret: string) => Record<string, () => MemoryStorage | Promise<MemoryStorage>>;
+  /**
+   * Every row the store's backend holds for `store` (each table, key or document, bookkeeping
+   * included), each as text. The purge area checks that after `deleteResource` none names the
+   * erased resource, its threads or its messages, and that another resource's rows are listed.
+   * Without it that check is skipped.
+   */
+  storedRows?: (store: MemoryStorage) => Promise<string[]>;
   /** How many OS processes race in the concurrency area. Default 4. */
   processes?: number;
   /**

@@ -20,6 +20,7 @@ expectTypeOf<ConformanceInit>().toEqualTypeOf<{
   breakConnection?: (store: MemoryStorage) => void | Promise<void>;
   leaseMs?: number;
   withSecret?: (secret: string) => Record<string, () => MemoryStorage | Promise<MemoryStorage>>;
+  storedRows?: (store: MemoryStorage) => Promise<string[]>;
   processes?: number;
   skip?: string | boolean;
 }>();

@@ -1,6 +1,6 @@
 import { afterAll } from 'vitest';
 import { runConformance } from '../src/index.ts';
-import { create, destroy, fresh, name } from './fixtures/json-store-module.ts';
+import { create, destroy, fresh, name, storedRows } from './fixtures/json-store-module.ts';
 import { removeTempFolders } from './support/temp.ts';
 
 afterAll(removeTempFolders);
@@ -12,5 +12,6 @@ runConformance({
   create,
   destroy,
   fresh,
+  storedRows,
   worker: new URL('./fixtures/json-store-module.ts', import.meta.url),
 });

@@ -13,6 +13,7 @@ import {
 import {
   BreakableMemoryStore,
   DeclaredStore,
+  memoryRows,
   PlainNonAtomicStore,
   unreachableWithSecret,
 } from './support/breakable.ts';
@@ -255,6 +256,7 @@ describe('the suite catches deliberately broken stores', RACES, () => {
       create: () => new BreakableMemoryStore(),
       breakConnection: breakMemory,
       withSecret: unreachableWithSecret,
+      storedRows: memoryRows,
     });
     expect(full.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     const skipped = full.filter((r) => r.status === 'skip').map((r) => r.reason);
@@ -508,6 +510,30 @@ describe('the suite catches broken turn records', () => {
     expect(failures(results)).toEqual([expect.stringMatching(/^list is newest first/)]);
   });
 
+  it('a store that logs the ids of deleted messages and never erases the log fails the erasure check', async () => {
+    const keepsIds = () => {
+      const driver = new MemoryDriver();
+      const log = new Map<string, string>();
+      Object.assign(driver, { removalLog: log });
+      const remove = driver.messages.remove.bind(driver.messages);
+      driver.messages.remove = async (tx, ids) => {
+        for (const id of ids) log.set(id, 'removed');
+        return remove(tx, ids);
+      };
+      return createStore(driver);
+    };
+    const name = 'after deleteResource no row of the backend names the resource';
+    const results = await only(
+      { name: 'keeps-ids', create: keepsIds, storedRows: memoryRows },
+      'purge',
+      name,
+    );
+    expect(failures(results)).toEqual([expect.stringMatching(/^after deleteResource no row/)]);
+    expect(message(result(results, name))).toMatch(
+      /rows naming "erased-[^"]+" after deleteResource \(\d+ in all\)/,
+    );
+  });
+
   it('a message delete that leaves its turn row fails turns', async () => {
     const results = await area({ name: 'orphan-turns', create: orphanTurnsStore }, 'turns');
     expect(failures(results)).toEqual([expect.stringMatching(/^deleting a thread removes its rows/)]);
@@ -616,6 +642,7 @@ describe('capabilities drive skips', () => {
       create,
       breakConnection: breakMemory,
       withSecret: unreachableWithSecret,
+      storedRows: memoryRows,
     });
     expect(results.filter((r) => r.status === 'fail').map((r) => [r.name, message(r)])).toEqual([]);
     // The one skip a process-local store gets for that: no other process can hold its locks.

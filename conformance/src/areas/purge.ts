@@ -16,6 +16,7 @@ import { runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
 import { at, message, partsContent, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
+import type { ConformanceInit } from '../types.ts';
 import { random, SPACE, unit } from '../vectors.ts';
 
 const check = defineArea('purge');
@@ -250,6 +251,35 @@ export const purgeChecks = [
       purging(await ctx.store());
       await purgeWhileWriting<Seeded>(ctx, { seed: seedResource, again, expectGone: expectSeededGone });
     },
+  ),
+
+  check(
+    'after deleteResource no row of the backend names the resource, its threads or its messages (bookkeeping included), while another resource is still listed',
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      const memory = new Memory({ storage: store });
+      const [victim, kept] = [ctx.id('erased'), ctx.id('kept')];
+      for (const id of [kept, victim]) {
+        const seeded = await seedResource(store, id);
+        // What deleting a thread and a message on their own leaves behind (logs, tombstones).
+        await store.deleteMessages([(seeded.messages[4] as Message).id]);
+        await store.deleteThread({ threadId: (seeded.threads[1] as Thread).id });
+      }
+      await memory.deleteResource({ resourceId: victim });
+      const rows = await (ctx.init.storedRows as NonNullable<ConformanceInit['storedRows']>)(store);
+      const left = rows.filter((row) => row.includes(victim));
+      expectEqual(
+        left.slice(0, 5),
+        [],
+        `rows naming ${show(victim)} after deleteResource (${left.length} in all)`,
+      );
+      expectTrue(
+        rows.some((row) => row.includes(kept)),
+        `storedRows lists no row of ${show(kept)}, which is still stored: it does not see the store's rows`,
+      );
+      await memory.deleteResource({ resourceId: kept });
+    },
+    (init) => (init.storedRows ? undefined : 'no storedRows hook supplied'),
   ),
 
   check('deleteResource of a resource with nothing stored returns zeros', async (ctx) => {

@@ -93,6 +93,24 @@ export function unreachableWithSecret(secret: string): Record<string, () => Unre
   };
 }
 
+/**
+ * The `storedRows` hook of the reference stores: every entry of every map its driver keeps
+ * (nested maps, such as the vectors per space, entry by entry), one text each.
+ */
+export async function memoryRows(store: MemoryStorage): Promise<string[]> {
+  const rows: string[] = [];
+  const walk = (name: string, value: unknown): void => {
+    if (!(value instanceof Map)) return;
+    for (const [key, entry] of value) {
+      if (entry instanceof Map) walk(`${name}/${String(key)}`, entry);
+      else rows.push(`${name} ${String(key)} ${JSON.stringify(entry)}`);
+    }
+  };
+  for (const [name, value] of Object.entries((store as unknown as { driver: object }).driver))
+    walk(name, value);
+  return rows;
+}
+
 /** The breakable reference store declaring other capabilities (default: the reference store's). */
 export class DeclaredStore extends BreakableMemoryStore {
   constructor(declared: Partial<StoreCapabilities>) {

@@ -1,5 +1,5 @@
 import type { ConformanceInit } from '../../src/index.ts';
-import { BreakableMemoryStore, unreachableWithSecret } from './breakable.ts';
+import { BreakableMemoryStore, memoryRows, unreachableWithSecret } from './breakable.ts';
 
 /** `breakConnection` for the breakable in-memory stores. */
 export const breakMemory: ConformanceInit['breakConnection'] = (store) => {
@@ -12,4 +12,5 @@ export const referenceInit: ConformanceInit = {
   create: () => new BreakableMemoryStore(),
   breakConnection: breakMemory,
   withSecret: unreachableWithSecret,
+  storedRows: memoryRows,
 };

@@ -24,21 +24,44 @@ interface Entry {
 }
 
 /**
- * Inside the write that deletes vectors, before the messages go: logs the removal of these
- * messages' vectors (or of every message of the thread) for kept copies, and drops log entries
- * beyond the newest `REMOVALS_KEPT`.
+ * Inside the write that deletes vectors, before they go: logs the removal of these messages'
+ * vectors (or of every message of the thread that has one) for kept copies, and drops log
+ * entries beyond the newest `REMOVALS_KEPT`.
  */
 export function logRemoval(target: { messageIds: string[] } | { threadId: string }): (Statement | string)[] {
   const [where, arg] =
     'threadId' in target
-      ? ['thread_id = ?', target.threadId]
-      : [`id ${IN_LIST}`, JSON.stringify(target.messageIds)];
+      ? ['m.thread_id = ?', target.threadId]
+      : [`m.id ${IN_LIST}`, JSON.stringify(target.messageIds)];
   return [
     {
-      sql: `INSERT INTO ${vectorRemovals} (resource_id, message_id) SELECT resource_id, id FROM ${messages} WHERE ${where}`,
+      sql: `INSERT INTO ${vectorRemovals} (resource_id, message_id)
+        SELECT m.resource_id, m.id FROM ${messages} m
+        WHERE ${where} AND EXISTS (SELECT 1 FROM ${vectors} v WHERE v.message_id = m.id)`,
       args: [arg],
     },
     `DELETE FROM ${vectorRemovals} WHERE seq <= (SELECT max(seq) FROM ${vectorRemovals}) - ${REMOVALS_KEPT}`,
+  ];
+}
+
+/**
+ * Inside `deleteResource`'s last write, after every thread of the resource went: the log names
+ * the resource and its messages no longer. When it holds entries of the resource, a blank entry
+ * becomes the newest and every older entry goes (the resource's and all others), so each kept
+ * copy that had not applied them all reads its resource again (see `VectorCache`), whatever
+ * resource it holds; a copy that had applied them all goes on.
+ */
+export function eraseRemovals(resourceId: string): Statement[] {
+  const named = `EXISTS (SELECT 1 FROM ${vectorRemovals} WHERE resource_id = ?)`;
+  return [
+    {
+      sql: `INSERT INTO ${vectorRemovals} (resource_id, message_id) SELECT '', '' WHERE ${named}`,
+      args: [resourceId],
+    },
+    {
+      sql: `DELETE FROM ${vectorRemovals} WHERE seq < (SELECT max(seq) FROM ${vectorRemovals}) AND ${named}`,
+      args: [resourceId],
+    },
   ];
 }
 

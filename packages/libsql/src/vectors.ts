@@ -9,7 +9,7 @@ import type {
 import type { Connection } from './connection.ts';
 import { type Executor, exec, type Result } from './embedded.ts';
 import { IN_LIST, type Statement, TABLES } from './sql.ts';
-import { BUMP_SEQ, floats, logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
+import { BUMP_SEQ, eraseRemovals, floats, logRemoval, NEXT_SEQ, VectorCache } from './vector-cache.ts';
 
 const { messages, vectors, vectorSpace } = TABLES;
 /** The ANN opt-in's copy of the vectors, one per text: `F32_BLOB(n)` with a rowid, as `libsql_vector_idx` needs. */
@@ -205,6 +205,11 @@ export class LibSQLVectors implements VectorDriver<Executor> {
 
   deleteByMessages(tx: Executor, ids: string[]): Promise<void> {
     return exec(tx, ...deleteVectors(ids));
+  }
+
+  /** The resource's vectors went with its threads; its entries in the removal log go here. */
+  deleteByResource(tx: Executor, resourceId: string): Promise<void> {
+    return exec(tx, ...eraseRemovals(resourceId));
   }
 
   /**

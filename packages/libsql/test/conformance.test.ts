@@ -16,6 +16,24 @@ function breakConnection(store: MemoryStorage): void {
   (store as unknown as { driver: { connection: { client?: Client } } }).driver.connection.client?.close();
 }
 
+/** Every row of every table of the store's database, through its own client. */
+async function storedRows(store: MemoryStorage): Promise<string[]> {
+  const client = (store as unknown as { driver: { connection: { client: Client } } }).driver.connection
+    .client;
+  const tables = await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'");
+  const rows: string[] = [];
+  for (const { name } of tables.rows) {
+    const found = await client.execute(`SELECT * FROM "${String(name)}"`);
+    for (const row of found.rows) {
+      const text = Object.values(row).map((v) =>
+        v instanceof ArrayBuffer ? Buffer.from(v).toString('latin1') : String(v),
+      );
+      rows.push(`${String(name)} ${text.join(' ')}`);
+    }
+  }
+  return rows;
+}
+
 let freshFiles = 0;
 
 runConformance({
@@ -32,6 +50,7 @@ runConformance({
   },
   processes: 4,
   breakConnection,
+  storedRows,
   // A remote database on a closed port, the secret as authToken (option or URL) or URL password.
   withSecret: (secret) => ({
     'authToken option, closed port': () => new LibSQLStore({ url: 'http://127.0.0.1:9', authToken: secret }),
@@ -45,4 +64,5 @@ runConformance({
   name: 'libsql (:memory:)',
   create: () => new LibSQLStore({ url: ':memory:' }),
   breakConnection,
+  storedRows,
 });

@@ -340,6 +340,43 @@ describe('libSQL exact search over kept copies of the vectors', () => {
     await Promise.all([searcher.close(), writer.close()]);
   });
 
+  it('deleteResource leaves no removal-log entry naming the resource, and kept copies of it and of others stay exact', async () => {
+    const url = `file:${dir}/kept-erased.db`;
+    const [searcher, writer] = [new LibSQLStore({ url }), new LibSQLStore({ url })];
+    const threadU = { ...threadT, id: 'u', resourceId: 's' };
+    const ofU = (id: string, at: number) => ({ ...messageOfT(id, at), threadId: 'u', resourceId: 's' });
+    await writer.saveThread(threadT);
+    await writer.saveThread(threadU);
+    await writer.vectors.claimSpace(space);
+    await writer.saveMessages([messageOfT('r1', 0), messageOfT('r2', 1), ofU('s1', 2), ofU('s2', 3)]);
+    await writer.vectors.upsertVectors(
+      space,
+      ['r1', 'r2', 's1', 's2'].map((id, i) => ({ messageId: id, hash: id, vector: unit(i) })),
+    );
+    const search = async (resourceId: string) =>
+      (await searcher.vectors.searchVectors({ space, vector: unit(0), topK: 5, resourceId }))
+        .map((h) => h.messageId)
+        .sort();
+    expect([await search('r'), await search('s')]).toEqual([
+      ['r1', 'r2'],
+      ['s1', 's2'],
+    ]);
+    // s1's entry is older than the erasure's: the erasure drops it, so the copy of s reads s again.
+    await writer.deleteMessages(['s1']);
+    await new Memory({ storage: writer }).deleteResource({ resourceId: 'r' });
+    const raw = createClient({ url });
+    const log = await raw.execute('SELECT resource_id, message_id FROM engram_vector_removals');
+    expect(log.rows.map((row) => [row.resource_id, row.message_id])).toEqual([['', '']]);
+    raw.close();
+    expect([await search('r'), await search('s')]).toEqual([[], ['s2']]);
+    // The resource anew: its copy holds what is stored now, nothing erased.
+    await writer.saveThread(threadT);
+    await writer.saveMessages([messageOfT('r3', 9)]);
+    await writer.vectors.upsertVectors(space, [{ messageId: 'r3', hash: 'r3', vector: unit(0) }]);
+    expect(await search('r')).toEqual(['r3']);
+    await Promise.all([searcher.close(), writer.close()]);
+  });
+
   it('a copy older than the removal log reads its resource again: a message deleted before the log dropped its entry is never found', async () => {
     const url = `file:${dir}/kept.db`;
     const [searcher, writer, inSql] = [

@@ -44,6 +44,16 @@ runConformance({
   },
   // Closing the driver client under the store makes every later call fail as a lost connection.
   breakConnection: (store) => (store as MongoDBStore).client.close(),
+  // Every document of every collection of the check's database, through the store's client.
+  storedRows: async (store) => {
+    const db = (store as MongoDBStore).client.db((store as MongoDBStore).dbName);
+    const rows: string[] = [];
+    for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+      for (const doc of await db.collection(name).find({}).toArray())
+        rows.push(`${name} ${JSON.stringify(doc)}`);
+    }
+    return rows;
+  },
   // The secret as the URL's password: a closed port, the real server refusing the login, and a
   // URL the driver cannot parse.
   withSecret: (secret) => {

@@ -96,6 +96,21 @@ export function conformanceRun(name: string, options: RunOptions = {}): { init: 
       };
     },
     breakConnection: endPool,
+    // Every row of every table in the store's schema, through its own pool.
+    storedRows: async (store) => {
+      const pool = pools.get(store) as pg.Pool;
+      const { rows: tables } = await pool.query<{ name: string }>(
+        `SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables
+         WHERE table_schema = $1 AND table_type = 'BASE TABLE'`,
+        [schemaName ?? 'public'],
+      );
+      const rows: string[] = [];
+      for (const { name } of tables) {
+        const { rows: found } = await pool.query<{ row: string }>(`SELECT x::text AS row FROM ${name} x`);
+        rows.push(...found.map((r) => `${name} ${r.row}`));
+      }
+      return rows;
+    },
     // The secret as the URL's password: a closed port, and the real server refusing the login.
     withSecret: (secret) => {
       const refused = new URL(PG.url ?? 'postgres://127.0.0.1:5432/postgres');

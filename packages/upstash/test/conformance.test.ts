@@ -3,7 +3,7 @@ import { afterAll } from 'vitest';
 import { descriptor } from '../src/descriptor.ts';
 import type { UpstashStore } from '../src/index.ts';
 import { runPrefix, upstashSkip, upstashUrl } from './env.ts';
-import { breakStore, dropPrefix, storesWithSecret, testStore } from './stores.ts';
+import { breakStore, dropPrefix, keysWithValues, storesWithSecret, testStore } from './stores.ts';
 
 const prefix = runPrefix('conformance');
 process.env.ENGRAM_UPSTASH_TEST_PREFIX = prefix;
@@ -30,6 +30,7 @@ runConformance({
   // The lease a working-memory writer takes after a lost compare-and-set.
   leaseMs: descriptor.leaseMs(),
   breakConnection: (store) => breakStore(store as UpstashStore),
+  storedRows: () => keysWithValues(prefix),
   withSecret: storesWithSecret,
 });
 

@@ -49,6 +49,34 @@ export async function keysMatching(pattern: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * Every key under `prefix` with what it holds (string, hash fields and values, set, sorted set
+ * or list members), one text per key: the conformance `storedRows` hook.
+ */
+export async function keysWithValues(prefix: string): Promise<string[]> {
+  const keys = await keysMatching(`${prefix}:*`);
+  const client = testClient();
+  const rows: string[] = [];
+  for (let at = 0; at < keys.length; at += 500) {
+    const part = keys.slice(at, at + 500);
+    const types = client.pipeline();
+    for (const key of part) types.type(key);
+    const kinds = (await types.exec()) as string[];
+    const reads = client.pipeline();
+    part.forEach((key, i) => {
+      const kind = kinds[i];
+      if (kind === 'hash') reads.hgetall(key);
+      else if (kind === 'set') reads.smembers(key);
+      else if (kind === 'zset') reads.zrange(key, 0, -1);
+      else if (kind === 'list') reads.lrange(key, 0, -1);
+      else reads.get(key);
+    });
+    const values = await reads.exec();
+    rows.push(...part.map((key, i) => `${key} ${JSON.stringify(values[i])}`));
+  }
+  return rows;
+}
+
 /** Deletes every key under `prefix` (test cleanup only; the store itself never scans). */
 export async function dropPrefix(prefix: string): Promise<void> {
   const keys = await keysMatching(`${prefix}:*`);

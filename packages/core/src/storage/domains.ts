@@ -36,8 +36,10 @@ export interface DomainHooks<Tx = unknown> {
   deleteByMessages(tx: Tx, messageIds: string[]): Promise<void>;
   /**
    * Inside a write: removes what the domain keeps for the resource itself, apart from its threads
-   * and messages (for example a resource-scope observation log). Required by `deleteResource`
-   * for a domain whose definition says `resourceRows: true`.
+   * and messages (for example a resource-scope observation log, or bookkeeping that still names
+   * the resource's deleted records). `deleteResource` calls it last, after every thread went, in
+   * the write that removes the resource row; required for a domain whose definition says
+   * `resourceRows: true`, optional for the others.
    */
   deleteByResource?(tx: Tx, resourceId: string): Promise<void>;
 }

@@ -47,9 +47,12 @@ export async function purgeResource(
   const hooks: DomainHooks<unknown>[] = [];
   for (const name of CASCADE_DOMAINS) {
     const domain = driver[name];
-    if (!domain || !DOMAINS[name].resourceRows) continue;
-    if (!domain.deleteByResource) throw unsupported(store.name, `the ${name} domain has no deleteByResource`);
-    hooks.push(domain);
+    if (!domain) continue;
+    // Required where the domain keeps rows of the resource itself; any other domain's hook runs
+    // too (bookkeeping of the resource's deleted records, say), in the same last write.
+    if (domain.deleteByResource) hooks.push(domain);
+    else if (DOMAINS[name].resourceRows)
+      throw unsupported(store.name, `the ${name} domain has no deleteByResource`);
   }
   if (!deleteRow) throw unsupported(store.name, 'its driver has no resources.delete');
 
