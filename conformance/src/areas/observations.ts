@@ -1,12 +1,20 @@
-import { capabilitiesOf, type MemoryStorage, type ObservationRow, type ObservationStore } from '@engram/core';
+import {
+  capabilitiesOf,
+  type LanguageModelLike,
+  Memory,
+  type MemoryStorage,
+  type ObservationIssue,
+  type ObservationRow,
+  type ObservationStore,
+} from '@engram/core';
 import fc from 'fast-check';
 import { ConformanceError, expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { raceProcesses } from '../concurrency/harness.ts';
 import { observingMemory, runRacer } from '../concurrency/tasks.ts';
 import { defineArea } from '../define.ts';
-import { DELETE_RACE_ROUNDS, raceThreadDelete } from '../delete-race.ts';
+import { DELETE_RACE_ROUNDS, raceDelete } from '../delete-race.ts';
 import { message, thread } from '../fixtures.ts';
-import { expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
+import { conformanceModel, expectObservedOrInTail, observedContent, observedIds } from '../observer.ts';
 import { assertProperty } from '../property.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
@@ -43,7 +51,18 @@ function row(
   };
 }
 
+/** A row of the resource-scope log of `resourceId`. */
+function resourceRow(resourceId: string, generation: number, version: number, body: string): ObservationRow {
+  return { ...row('', resourceId, generation, version, body), key: `resource:${resourceId}`, threadId: null };
+}
+
 const at = (r: ObservationRow) => ({ generation: r.generation, version: r.version });
+
+/** The store, or a skip: the checks racing an erasure need `deleteResource`. */
+function erasing(store: MemoryStorage): MemoryStorage {
+  if (!store.deleteResource) skipCheck(`${store.name} declares no deleteResource`);
+  return store;
+}
 
 /** The observation logs: exact round trip, compare-and-set, generations, the delete cascade. */
 export const observationsChecks = [
@@ -216,29 +235,163 @@ export const observationsChecks = [
     },
   ),
 
+  ...(
+    [
+      { scope: 'thread', races: 'swaps racing deleteThread of their thread', gone: 'the deleted thread' },
+      {
+        scope: 'resource',
+        races: 'resource-log swaps racing deleteResource of their resource',
+        gone: 'the erased resource',
+      },
+    ] as const
+  ).map(({ scope, races, gone }) =>
+    check(
+      `${races} (another store instance) leave no log of ${gone} (${DELETE_RACE_ROUNDS} rounds)${NEEDS_OBSERVATIONS}`,
+      async (ctx) => {
+        const store = await ctx.store();
+        const log = observationsOf(store);
+        if (scope === 'resource') erasing(store);
+        const writer = observationsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
+        const r = ctx.id('r');
+        const logRow = (t: string, generation: number, version: number, body: string) =>
+          scope === 'thread'
+            ? row(t, r, generation, version, body)
+            : resourceRow(r, generation, version, body);
+        const first = await raceDelete({
+          store,
+          resourceId: r,
+          threadId: () => ctx.id('t'),
+          erase: scope === 'resource',
+          // a row, its replacement, a new generation, each written for the round's thread
+          writes: (t) => {
+            const rows = [logRow(t, 1, 1, 'a'), logRow(t, 1, 2, 'b'), logRow(t, 2, 3, 'c')];
+            return rows.map(
+              (next, k) => () =>
+                writer.swap(k === 0 ? null : at(rows[k - 1] as ObservationRow), next, { thread: t }),
+            );
+          },
+          left: async (t) =>
+            (await log.generations(scope === 'thread' ? `thread:${t}` : `resource:${r}`)).length > 0,
+          what: `a ${scope} log`,
+        });
+        ctx.log(
+          `${races} ${DELETE_RACE_ROUNDS} times (${first} swaps returned first): no log outlived the delete`,
+        );
+      },
+    ),
+  ),
+
   check(
-    `swaps racing deleteThread of their thread (another store instance) leave no log of the deleted thread (${DELETE_RACE_ROUNDS} rounds)${NEEDS_OBSERVATIONS}`,
+    `a resource log's first row written for a thread that is missing, another resource's or deleted is NOT_FOUND and leaves no log; a later row, or one written for no thread, is not checked${NEEDS_OBSERVATIONS}`,
     async (ctx) => {
       const store = await ctx.store();
       const log = observationsOf(store);
-      const writer = observationsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
       const r = ctx.id('r');
-      const first = await raceThreadDelete({
-        store,
-        resourceId: r,
-        threadId: () => ctx.id('t'),
-        // a row, its replacement, a new generation
-        writes: (t) => {
-          const rows = [row(t, r, 1, 1, 'a'), row(t, r, 1, 2, 'b'), row(t, r, 2, 3, 'c')];
-          return rows.map(
-            (next, k) => () => writer.swap(k === 0 ? null : at(rows[k - 1] as ObservationRow), next),
-          );
-        },
-        left: async (t) => (await log.generations(`thread:${t}`)).length > 0,
-        what: 'a log',
+      const key = `resource:${r}`;
+      const first = resourceRow(r, 1, 1, 'first');
+      const theirs = `${r}-theirs`;
+      await store.saveThread(thread(theirs, `${r}x`));
+      const gone = `${r}-gone`;
+      await store.saveThread(thread(gone, r));
+      await store.deleteThread({ threadId: gone });
+      for (const t of [...['', ...HOSTILE_SUFFIXES].map((x) => `${r}-none${x}`), theirs, gone]) {
+        await expectRejects(
+          () => log.swap(null, first, { thread: t }),
+          ['NOT_FOUND'],
+          `a first row written for thread ${JSON.stringify(t)}`,
+        );
+        expectEqual(
+          await log.generations(key),
+          [],
+          `the resource log after a first row for ${JSON.stringify(t)}`,
+        );
+      }
+      const t = `${r}-t`;
+      await store.saveThread(thread(t, r));
+      expectTrue(
+        await log.swap(null, first, { thread: t }),
+        'a first row written for a thread of the resource',
+      );
+      await store.deleteThread({ threadId: t });
+      const second = resourceRow(r, 1, 2, 'second');
+      expectTrue(
+        await log.swap(at(first), second, { thread: t }),
+        'a later row written for a thread deleted since (the resource keeps its log)',
+      );
+      expectEqual(await log.head(key), second, 'the resource log after one of its threads was deleted');
+      const other = ctx.id('r');
+      const alone = resourceRow(other, 1, 1, 'imported');
+      expectTrue(await log.swap(null, alone), 'a first row written for no thread (an import, say)');
+      expectEqual(await log.head(`resource:${other}`), alone, 'the log written for no thread');
+    },
+  ),
+
+  check(
+    `an observation (resource scope) whose Observer answers after deleteResource of its resource leaves no log, and reports NOT_FOUND${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = erasing(await ctx.store());
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const target = { threadId: `${r}-t`, resourceId: r };
+      let asked = () => {};
+      const calling = new Promise<void>((resolve) => {
+        asked = resolve;
       });
-      ctx.log(
-        `swaps raced deleteThread ${DELETE_RACE_ROUNDS} times (${first} swaps returned first): no log outlived its thread`,
+      let answer = () => {};
+      const answering = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      const echo = conformanceModel();
+      const model: LanguageModelLike = {
+        ...echo,
+        doGenerate: async (options) => {
+          asked();
+          await answering;
+          return echo.doGenerate(options);
+        },
+      };
+      const issues: ObservationIssue[] = [];
+      const memory = new Memory({
+        storage: store,
+        onObservationIssue: (issue) => {
+          issues.push(issue);
+        },
+        options: {
+          observationalMemory: {
+            model,
+            scope: 'resource',
+            observation: { messageTokens: 120, bufferTokens: false },
+            timeoutMs: 20_000,
+          },
+        },
+      });
+      await memory.createThread(target);
+      const ids = [`${r}-m1`, `${r}-m2`];
+      await memory.saveMessages({
+        messages: ids.map((id) => ({
+          id,
+          ...target,
+          role: 'user' as const,
+          content: observedContent(id, 'word '.repeat(80)),
+        })),
+      });
+      const turn = memory.observations?.prepare(target);
+      await Promise.race([
+        calling,
+        turn?.then(() => {
+          throw new ConformanceError(
+            'the turn did not call the Observer (the messages are over messageTokens)',
+          );
+        }),
+      ]);
+      await memory.deleteResource({ resourceId: r });
+      answer();
+      await turn;
+      expectEqual(await log.generations(`resource:${r}`), [], 'the resource log after the erasure');
+      const codes = issues.map((issue) => (issue.error as { code?: unknown }).code);
+      expectTrue(
+        codes.includes('NOT_FOUND'),
+        `the observation reports NOT_FOUND (reported: ${JSON.stringify(codes)})`,
       );
     },
   ),

@@ -7,7 +7,7 @@ import {
 } from '@engram/core';
 import { expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
-import { DELETE_RACE_ROUNDS, raceThreadDelete } from '../delete-race.ts';
+import { DELETE_RACE_ROUNDS, raceDelete } from '../delete-race.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
 import { HOSTILE_SUFFIXES } from './isolation.ts';
@@ -295,7 +295,7 @@ export const turnsChecks = [
       const turns = turnsOf(store);
       const writer = turnsOf(capabilitiesOf(store).processLocal ? store : await ctx.store());
       const r = ctx.id('r');
-      const first = await raceThreadDelete({
+      const first = await raceDelete({
         store,
         resourceId: r,
         threadId: () => ctx.id('t'),

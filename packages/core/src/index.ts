@@ -210,7 +210,12 @@ export { requireDomain, type StoreDomains } from './storage/domains.ts';
 export { InMemoryStore } from './storage/in-memory.ts';
 export type { KeywordHit, KeywordSearch, KeywordStore } from './storage/keywords.ts';
 export { RESOURCE_BM25 } from './storage/keywords.ts';
-export type { ObservationRow, ObservationStore, ObservationVersion } from './storage/observations.ts';
+export type {
+  ObservationRow,
+  ObservationStore,
+  ObservationVersion,
+  SwapOptions,
+} from './storage/observations.ts';
 export type { ResourceDeletion } from './storage/purge.ts';
 export type * from './storage/records.ts';
 export { MAX_SETTING_KEY, MAX_SETTING_VALUE, type SettingsStore } from './storage/settings.ts';

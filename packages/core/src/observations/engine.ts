@@ -402,7 +402,8 @@ export class ObservationalMemory {
           body: serialize(next),
           updatedAt: new Date(),
         };
-        const won = await this.log.swap(head && { generation: head.generation, version: head.version }, row);
+        const expected = head && { generation: head.generation, version: head.version };
+        const won = await this.log.swap(expected, row, { thread: target.threadId });
         if (!won) return RETRY;
         const kept = new Set(next.chunks.map((c) => c.id));
         const activated = state.chunks.filter((c) => !kept.has(c.id));

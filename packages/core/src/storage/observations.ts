@@ -15,6 +15,11 @@ import { assertId, assertStoredDate, describe, isPlainObject } from './validate.
  *   A thread-scope log lives only with its thread: after a swap that wrote, core checks in a
  *   write holding the thread that it still exists, and if it does not (never saved, or deleted
  *   while the swap ran) removes the log (`deleteByThread`) and refuses the swap `NOT_FOUND`.
+ * - A resource-scope log is written for a turn of one of its threads (`SwapOptions.thread`): after
+ *   a swap that wrote its first row, core checks in a write holding that thread that it is still
+ *   the resource's, and if not (deleted, or the resource erased, while the swap ran) removes the
+ *   resource's log (`deleteByResource`) and refuses the swap `NOT_FOUND`: an erased resource gets
+ *   no log back from an observation that was running when it was erased.
  * - `swap` is one atomic compare-and-set on the newest generation: it succeeds only when the
  *   newest row of the key is exactly `expected` (no row at all when `expected` is `null`). A swap
  *   that starts a new generation leaves the older rows readable and unchanged except their
@@ -46,6 +51,17 @@ export interface ObservationVersion {
   version: number;
 }
 
+/** What a swap is written for. */
+export interface SwapOptions {
+  /**
+   * The thread whose turn the row was written for. For the first row of a resource-scope log,
+   * core checks after the swap that the thread still exists in the resource; when it does not,
+   * the log is removed and the swap is `NOT_FOUND`. Left out (an import, say), nothing is checked.
+   * A thread-scope row is always checked against its own thread.
+   */
+  thread?: string;
+}
+
 /** The observation primitives of a store, as applications and the engine see them. */
 export interface ObservationStore {
   /** The newest generation of the log, or `null` when none was written. */
@@ -57,9 +73,10 @@ export interface ObservationStore {
    * is `expected.generation` (the row is replaced) or one more (a new generation is added);
    * `next.version` is `expected.version + 1` (1 for the first row). `false` when another swap won.
    * A thread log's swap into a thread that does not exist (or is deleted meanwhile) is
-   * `NOT_FOUND`, and the thread's log is removed.
+   * `NOT_FOUND`, and the thread's log is removed; so is a resource log's first row written for a
+   * thread (`options.thread`) that is no longer the resource's, and the resource's log is removed.
    */
-  swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
+  swap(expected: ObservationVersion | null, next: ObservationRow, options?: SwapOptions): Promise<boolean>;
 }
 
 /**
@@ -71,6 +88,8 @@ export interface ObservationDriver<Tx = unknown> extends DomainHooks<Tx> {
   head(key: string): Promise<ObservationRow | null>;
   generations(key: string): Promise<ObservationRow[]>;
   swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
+  /** Inside a write: removes the resource-scope log (thread-scope logs go with their threads). */
+  deleteByResource(tx: Tx, resourceId: string): Promise<void>;
 }
 
 /** Largest serialised body a row may hold (characters). */
@@ -104,8 +123,14 @@ export class ValidatedObservations implements ObservationStore {
     return rows.map(copyRow).sort((a, b) => a.generation - b.generation);
   }
 
-  async swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean> {
+  async swap(
+    expected: ObservationVersion | null,
+    next: ObservationRow,
+    options: SwapOptions = {},
+  ): Promise<boolean> {
     assertRow(next);
+    if (!isPlainObject(options)) throw invalid(`options must be an object, got ${describe(options)}`);
+    if (options.thread !== undefined) assertId(options.thread, 'options.thread');
     if (expected === null) {
       if (next.generation !== 1 || next.version !== 1)
         throw invalid(`${this.adapter}: the first row of a log has generation 1 and version 1`);
@@ -123,8 +148,11 @@ export class ValidatedObservations implements ObservationStore {
         copyRow(next),
       ),
     );
-    if (swapped && next.threadId !== null) await this.keepWithThread(next.threadId);
-    return swapped;
+    if (!swapped) return false;
+    if (next.threadId !== null) await this.keepWithThread(next.threadId);
+    else if (expected === null && options.thread !== undefined)
+      await this.keepWithResource(next.resourceId, options.thread);
+    return true;
   }
 
   /**
@@ -142,6 +170,30 @@ export class ValidatedObservations implements ObservationStore {
       }),
     );
     if (gone) throw threadNotFound(this.adapter, threadId);
+  }
+
+  /**
+   * After a swap wrote the first row of a resource's log for a turn of `threadId`: in a write that
+   * holds the thread, checks it is still the resource's. `deleteResource` removes every thread
+   * before the resource's log, so a thread gone here means the resource was erased (or the thread
+   * deleted) while the swap ran: the log is removed there and the swap is `NOT_FOUND`. Only a
+   * first row is checked; a later swap expects a row that the erasure removed, and loses.
+   */
+  private async keepWithResource(resourceId: string, threadId: string): Promise<void> {
+    let gone = false;
+    await this.run('observations.swap', () =>
+      this.inThread(threadId, async (tx, owner) => {
+        gone = owner !== resourceId;
+        if (gone) await this.driver.deleteByResource(tx, resourceId);
+      }),
+    );
+    if (gone) {
+      throw new MemoryError(
+        'NOT_FOUND',
+        `${this.adapter}: thread ${JSON.stringify(threadId)} of resource ${JSON.stringify(resourceId)} is gone (deleted, or its resource erased, while the swap ran); the resource's observation log it started was removed`,
+        { adapter: this.adapter },
+      );
+    }
   }
 }
 
