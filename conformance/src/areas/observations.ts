@@ -58,6 +58,28 @@ function resourceRow(resourceId: string, generation: number, version: number, bo
 
 const at = (r: ObservationRow) => ({ generation: r.generation, version: r.version });
 
+/** The suite's Observer, holding its answer until `answer()`; `asked` resolves at the call. */
+function heldModel(): { model: LanguageModelLike; asked: Promise<void>; answer: () => void } {
+  let called = () => {};
+  const asked = new Promise<void>((resolve) => {
+    called = resolve;
+  });
+  let answer = () => {};
+  const answering = new Promise<void>((resolve) => {
+    answer = resolve;
+  });
+  const echo = conformanceModel();
+  const model: LanguageModelLike = {
+    ...echo,
+    doGenerate: async (options) => {
+      called();
+      await answering;
+      return echo.doGenerate(options);
+    },
+  };
+  return { model, asked, answer };
+}
+
 /** The store, or a skip: the checks racing an erasure need `deleteResource`. */
 function erasing(store: MemoryStorage): MemoryStorage {
   if (!store.deleteResource) skipCheck(`${store.name} declares no deleteResource`);
@@ -144,31 +166,37 @@ export const observationsChecks = [
     },
   ),
 
-  check(`bad rows are INVALID_ARGUMENT and write nothing${NEEDS_OBSERVATIONS}`, async (ctx) => {
-    const store = await ctx.store();
-    const log = observationsOf(store);
-    const r = ctx.id('r');
-    const t = `${r}-t`;
-    const good = row(t, r, 1, 1, 'x');
-    const bad: [string, () => Promise<unknown>][] = [
-      ['a key of no scope', () => log.head(`session:${t}`)],
-      ['an empty id', () => log.generations('thread:')],
-      ['a thread row naming another thread', () => log.swap(null, { ...good, threadId: `${t}-x` })],
-      ['a resource row with a thread', () => log.swap(null, { ...good, key: `resource:${r}` })],
-      ['generation 0', () => log.swap(null, { ...good, generation: 0 })],
-      ['a first row of version 2', () => log.swap(null, { ...good, version: 2 })],
-      ['a version that skips', () => log.swap({ generation: 1, version: 1 }, { ...good, version: 3 })],
-      [
-        'a generation that skips',
-        () => log.swap({ generation: 1, version: 1 }, { ...good, generation: 3, version: 2 }),
-      ],
-      ['a body that is not text', () => log.swap(null, { ...good, body: { x: 1 } as never })],
-      ['a body with an unpaired surrogate', () => log.swap(null, { ...good, body: 'a\ud800b' })],
-      ['an invalid date', () => log.swap(null, { ...good, updatedAt: new Date(Number.NaN) })],
-    ];
-    for (const [what, call] of bad) await expectRejects(call, ['INVALID_ARGUMENT'], what);
-    expectEqual(await log.head(`thread:${t}`), null, 'nothing written by the refused calls');
-  }),
+  check(
+    `bad rows and swap options are INVALID_ARGUMENT and write nothing${NEEDS_OBSERVATIONS}`,
+    async (ctx) => {
+      const store = await ctx.store();
+      const log = observationsOf(store);
+      const r = ctx.id('r');
+      const t = `${r}-t`;
+      const good = row(t, r, 1, 1, 'x');
+      const bad: [string, () => Promise<unknown>][] = [
+        ['a key of no scope', () => log.head(`session:${t}`)],
+        ['an empty id', () => log.generations('thread:')],
+        ['a thread row naming another thread', () => log.swap(null, { ...good, threadId: `${t}-x` })],
+        ['a resource row with a thread', () => log.swap(null, { ...good, key: `resource:${r}` })],
+        ['generation 0', () => log.swap(null, { ...good, generation: 0 })],
+        ['a first row of version 2', () => log.swap(null, { ...good, version: 2 })],
+        ['a version that skips', () => log.swap({ generation: 1, version: 1 }, { ...good, version: 3 })],
+        [
+          'a generation that skips',
+          () => log.swap({ generation: 1, version: 1 }, { ...good, generation: 3, version: 2 }),
+        ],
+        ['a body that is not text', () => log.swap(null, { ...good, body: { x: 1 } as never })],
+        ['a body with an unpaired surrogate', () => log.swap(null, { ...good, body: 'a\ud800b' })],
+        ['an invalid date', () => log.swap(null, { ...good, updatedAt: new Date(Number.NaN) })],
+        ['options that are no object', () => log.swap(null, good, 'thread' as never)],
+        ['an empty thread option', () => log.swap(null, good, { thread: '' })],
+        ['a thread option that is no string', () => log.swap(null, good, { thread: 7 as never })],
+      ];
+      for (const [what, call] of bad) await expectRejects(call, ['INVALID_ARGUMENT'], what);
+      expectEqual(await log.head(`thread:${t}`), null, 'nothing written by the refused calls');
+    },
+  ),
 
   check(
     `deleting a thread deletes its log in the same write; other logs stay${NEEDS_OBSERVATIONS}`,
@@ -327,72 +355,75 @@ export const observationsChecks = [
   ),
 
   check(
-    `an observation (resource scope) whose Observer answers after deleteResource of its resource leaves no log, and reports NOT_FOUND${NEEDS_OBSERVATIONS}`,
+    `an observation (resource scope) whose Observer answers after deleteResource of its resource adds nothing of the erased messages: no log when the resource is left unused, nothing in the log of a thread the resource started since; both report NOT_FOUND${NEEDS_OBSERVATIONS}`,
     async (ctx) => {
       const store = erasing(await ctx.store());
       const log = observationsOf(store);
-      const r = ctx.id('r');
-      const target = { threadId: `${r}-t`, resourceId: r };
-      let asked = () => {};
-      const calling = new Promise<void>((resolve) => {
-        asked = resolve;
-      });
-      let answer = () => {};
-      const answering = new Promise<void>((resolve) => {
-        answer = resolve;
-      });
-      const echo = conformanceModel();
-      const model: LanguageModelLike = {
-        ...echo,
-        doGenerate: async (options) => {
-          asked();
-          await answering;
-          return echo.doGenerate(options);
-        },
-      };
-      const issues: ObservationIssue[] = [];
-      const memory = new Memory({
-        storage: store,
-        onObservationIssue: (issue) => {
-          issues.push(issue);
-        },
-        options: {
-          observationalMemory: {
-            model,
-            scope: 'resource',
-            observation: { messageTokens: 120, bufferTokens: false },
-            timeoutMs: 20_000,
-          },
-        },
-      });
-      await memory.createThread(target);
-      const ids = [`${r}-m1`, `${r}-m2`];
-      await memory.saveMessages({
-        messages: ids.map((id) => ({
-          id,
-          ...target,
-          role: 'user' as const,
-          content: observedContent(id, 'word '.repeat(80)),
-        })),
-      });
-      const turn = memory.observations?.prepare(target);
-      await Promise.race([
-        calling,
-        turn?.then(() => {
-          throw new ConformanceError(
-            'the turn did not call the Observer (the messages are over messageTokens)',
+      for (const reused of [false, true]) {
+        const r = ctx.id('r');
+        const key = `resource:${r}`;
+        const issues: ObservationIssue[] = [];
+        const observing = (model: LanguageModelLike) =>
+          new Memory({
+            storage: store,
+            onObservationIssue: (issue) => {
+              issues.push(issue);
+            },
+            options: {
+              observationalMemory: {
+                model,
+                scope: 'resource',
+                observation: { messageTokens: 120, bufferTokens: false },
+                timeoutMs: 20_000,
+              },
+            },
+          });
+        const turnOf = async (memory: Memory, threadId: string, ids: string[]) => {
+          const target = { threadId, resourceId: r };
+          await memory.createThread(target);
+          await memory.saveMessages({
+            messages: ids.map((id) => ({
+              id,
+              ...target,
+              role: 'user' as const,
+              content: observedContent(id, 'word '.repeat(80)),
+            })),
+          });
+          return memory.observations?.prepare(target);
+        };
+        const held = heldModel();
+        const erased = [`${r}-m1`, `${r}-m2`];
+        const turn = turnOf(observing(held.model), `${r}-t`, erased);
+        await Promise.race([
+          held.asked,
+          turn.then(() => {
+            throw new ConformanceError(
+              'the turn did not call the Observer (the messages are over messageTokens)',
+            );
+          }),
+        ]);
+        await new Memory({ storage: store }).deleteResource({ resourceId: r });
+        // the resource in use again: a new thread observed (its log's first row) before the answer
+        if (reused) await turnOf(observing(conformanceModel()), `${r}-again`, [`${r}-n1`, `${r}-n2`]);
+        held.answer();
+        await turn;
+        const bodies = (await log.generations(key)).map((row) => row.body);
+        if (reused) {
+          expectTrue(
+            bodies.some((body) => body.includes(`${r}-n1`)),
+            'the new thread observed',
           );
-        }),
-      ]);
-      await memory.deleteResource({ resourceId: r });
-      answer();
-      await turn;
-      expectEqual(await log.generations(`resource:${r}`), [], 'the resource log after the erasure');
-      const codes = issues.map((issue) => (issue.error as { code?: unknown }).code);
-      expectTrue(
-        codes.includes('NOT_FOUND'),
-        `the observation reports NOT_FOUND (reported: ${JSON.stringify(codes)})`,
-      );
+          const leaked = erased.filter((id) => bodies.some((body) => body.includes(id)));
+          expectEqual(leaked, [], 'erased messages named in the log of the thread started since');
+        } else {
+          expectEqual(bodies, [], 'the resource log after the erasure');
+        }
+        const codes = issues.map((issue) => (issue.error as { code?: unknown }).code);
+        expectTrue(
+          codes.includes('NOT_FOUND'),
+          `the observation reports NOT_FOUND (reused: ${reused}; reported: ${JSON.stringify(codes)})`,
+        );
+      }
     },
   ),
 

@@ -1,6 +1,6 @@
 import type { MemoryStorage } from '../storage/contract.ts';
 import { type ObservationRow, type ObservationStore, observationKey } from '../storage/observations.ts';
-import { ownedThread } from '../storage/ownership.ts';
+import { ownedThread, threadNotFound } from '../storage/ownership.ts';
 import type { Message } from '../storage/records.ts';
 import { RETRY, retry } from '../storage/retry.ts';
 import { renderObservationBlock } from './block.ts';
@@ -393,6 +393,7 @@ export class ObservationalMemory {
         const state = parse(head?.body);
         const next = transition(state);
         if (next === null) return null;
+        if (this.options.scope === 'resource') await this.requireThread(target);
         const row: ObservationRow = {
           key,
           resourceId: target.resourceId,
@@ -411,6 +412,19 @@ export class ObservationalMemory {
       },
       { adapter: this.host.storage.name, what: 'observation log swap' },
     );
+  }
+
+  /**
+   * `NOT_FOUND` unless the turn's thread is still the resource's. A resource log outlives any one
+   * thread, so its swaps are not refused by the store once the log exists; read just before each
+   * swap, this keeps what a turn observed of a thread deleted while the model ran (or of a
+   * resource erased and already in use again) out of the log. The store checks a first row after
+   * its swap, in a write that holds the thread.
+   */
+  private async requireThread(target: ObservationTarget): Promise<void> {
+    const thread = await this.host.storage.getThreadById({ threadId: target.threadId });
+    if (thread?.resourceId !== target.resourceId)
+      throw threadNotFound(this.host.storage.name, target.threadId);
   }
 
   /** The newest messages of `tail` within `budget` tokens (at least the newest one). */
