@@ -7,6 +7,7 @@ import {
   type MemoryStorage,
   type Message,
   type ObservationRow,
+  type SwapOptions,
   type VectorHit,
   type VectorSearch,
 } from '@engram/core';
@@ -228,7 +229,7 @@ export class Executor {
    */
   private async swapArgs(
     op: Extract<Op, { op: 'observationSwap' }>,
-  ): Promise<[{ generation: number; version: number } | null, ObservationRow]> {
+  ): Promise<[{ generation: number; version: number } | null, ObservationRow, SwapOptions]> {
     const key = this.logKey(op);
     const head = await this.oracle.observations?.head(key);
     const expected =
@@ -248,7 +249,7 @@ export class Executor {
       body: op.body,
       updatedAt: at(op.at),
     };
-    return [expected, next];
+    return [expected, next, op.named ? { thread: this.id(op.thread) } : {}];
   }
 
   private vectorSearch(

@@ -72,6 +72,8 @@ export type Op =
       scope: 'thread' | 'resource';
       thread: T;
       resource: R;
+      /** Whether the swap names `thread` as the one it is written for (`{ thread }`). */
+      named?: boolean;
       expect: 'head' | 'none' | 'old';
       next: 'same' | 'new';
       body: string;
@@ -431,6 +433,7 @@ export const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       scope: logScope,
       thread: threadId,
       resource,
+      named: fc.boolean(),
       expect: fc.constantFrom<'head' | 'none' | 'old'>('head', 'head', 'head', 'none', 'old'),
       next: fc.constantFrom<'same' | 'new'>('same', 'new'),
       body: fc.oneof(text, fc.constantFrom('{"observations":[]}', 'line\nbreak', 'x'.repeat(5_000))),

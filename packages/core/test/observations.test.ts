@@ -315,6 +315,42 @@ describe('observational memory: turns', () => {
     expect(await memory.storage.observations?.generations('thread:t1')).toEqual([]);
   });
 
+  it('resource scope: an observation of a thread deleted while the Observer ran is dropped (NOT_FOUND); the resource keeps its log', async () => {
+    let answer = () => {};
+    const held = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    let calls = 0;
+    const { memory, issues } = setup(
+      {},
+      async () => {
+        calls += 1;
+        if (calls === 2) await held;
+        return calls === 1 ? '- 12:00 🟢 User lives in Lisbon.' : '- 12:00 🟢 User named a secret.';
+      },
+      {},
+      { scope: 'resource', timeoutMs: 5_000 },
+    );
+    const a = { threadId: 'a', resourceId: 'u1' };
+    const b = { threadId: 'b', resourceId: 'u1' };
+    for (const target of [a, b]) {
+      await memory.createThread(target);
+      await memory.saveMessages({ messages: [{ ...target, role: 'user', content: 'w '.repeat(300) }] });
+    }
+    await memory.observations?.prepare(a);
+    const turn = memory.observations?.prepare(b);
+    while (calls < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    await memory.deleteThread('b');
+    answer();
+    await turn;
+    const [row] = (await memory.storage.observations?.generations('resource:u1')) ?? [];
+    expect(row?.body).toContain('Lisbon');
+    expect(row?.body).not.toContain('secret');
+    expect(issues.map((i) => [i.threadId, (i.error as { code?: string }).code])).toEqual([
+      ['b', 'NOT_FOUND'],
+    ]);
+  });
+
   it('shows the Observer files as placeholders and tool calls as short lines', async () => {
     const { memory, observer } = setup();
     await memory.createThread(T);
