@@ -149,51 +149,54 @@ export class ValidatedObservations implements ObservationStore {
       ),
     );
     if (!swapped) return false;
-    if (next.threadId !== null) await this.keepWithThread(next.threadId);
-    else if (expected === null && options.thread !== undefined)
-      await this.keepWithResource(next.resourceId, options.thread);
+    const { threadId, resourceId } = next;
+    if (threadId !== null) {
+      await this.keepWith(
+        threadId,
+        (owner) => owner !== undefined,
+        (tx) => this.driver.deleteByThread(tx, threadId),
+        () => threadNotFound(this.adapter, threadId),
+      );
+    } else if (expected === null && options.thread !== undefined) {
+      const thread = options.thread;
+      await this.keepWith(
+        thread,
+        (owner) => owner === resourceId,
+        (tx) => this.driver.deleteByResource(tx, resourceId),
+        () =>
+          new MemoryError(
+            'NOT_FOUND',
+            `${this.adapter}: thread ${JSON.stringify(thread)} of resource ${JSON.stringify(resourceId)} is gone (deleted, or its resource erased, while the swap ran); the resource's observation log it started was removed`,
+            { adapter: this.adapter },
+          ),
+      );
+    }
     return true;
   }
 
   /**
-   * After a swap wrote a thread's log: in a write that holds the thread (after any delete of it
-   * that started first), checks it exists. A thread never saved, or deleted while the swap ran,
-   * gets its log removed there and the swap is `NOT_FOUND`: a log never outlives its thread (a
-   * background observation that ends after the conversation was deleted leaves nothing behind).
+   * After a swap wrote: in a write that holds `threadId` (after any delete of it that started
+   * first), checks that its owner is still `owns`. If not, the log the swap wrote is removed there
+   * (`remove`) and the swap is refused with `refusal`. A thread log never outlives its thread (a
+   * background observation that ends after the conversation was deleted leaves nothing behind);
+   * a resource log's first row needs the thread it was written for (`deleteResource` removes
+   * every thread before the log, so a resource erased while the swap ran gets no log back; a
+   * later row expects one the erasure removed, and loses).
    */
-  private async keepWithThread(threadId: string): Promise<void> {
+  private async keepWith(
+    threadId: string,
+    owns: (owner: string | undefined) => boolean,
+    remove: (tx: unknown) => Promise<void>,
+    refusal: () => MemoryError,
+  ): Promise<void> {
     let gone = false;
     await this.run('observations.swap', () =>
       this.inThread(threadId, async (tx, owner) => {
-        gone = owner === undefined;
-        if (gone) await this.driver.deleteByThread(tx, threadId);
+        gone = !owns(owner);
+        if (gone) await remove(tx);
       }),
     );
-    if (gone) throw threadNotFound(this.adapter, threadId);
-  }
-
-  /**
-   * After a swap wrote the first row of a resource's log for a turn of `threadId`: in a write that
-   * holds the thread, checks it is still the resource's. `deleteResource` removes every thread
-   * before the resource's log, so a thread gone here means the resource was erased (or the thread
-   * deleted) while the swap ran: the log is removed there and the swap is `NOT_FOUND`. Only a
-   * first row is checked; a later swap expects a row that the erasure removed, and loses.
-   */
-  private async keepWithResource(resourceId: string, threadId: string): Promise<void> {
-    let gone = false;
-    await this.run('observations.swap', () =>
-      this.inThread(threadId, async (tx, owner) => {
-        gone = owner !== resourceId;
-        if (gone) await this.driver.deleteByResource(tx, resourceId);
-      }),
-    );
-    if (gone) {
-      throw new MemoryError(
-        'NOT_FOUND',
-        `${this.adapter}: thread ${JSON.stringify(threadId)} of resource ${JSON.stringify(resourceId)} is gone (deleted, or its resource erased, while the swap ran); the resource's observation log it started was removed`,
-        { adapter: this.adapter },
-      );
-    }
+    if (gone) throw refusal();
   }
 }
 
