@@ -2,6 +2,7 @@ import {
   capabilitiesOf,
   InMemoryStore,
   Memory,
+  MemoryError,
   type MemoryRecord,
   type MemoryStorage,
   type Message,
@@ -213,6 +214,38 @@ async function expectSeededGone(store: MemoryStorage, seeded: Seeded): Promise<v
   );
 }
 
+/**
+ * The store seen through a view whose first working-memory write (`updateResource` or
+ * `updateWorkingMemoryAtomically`) waits, once it is `reached`, until `release`; every other
+ * call goes straight to the store.
+ */
+function heldWrites(store: MemoryStorage): {
+  storage: MemoryStorage;
+  reached: Promise<void>;
+  release: () => void;
+} {
+  let reach = () => {};
+  let release = () => {};
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let armed = true;
+  const storage = new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      const call = (value as (...args: unknown[]) => unknown).bind(target);
+      if (!armed || (key !== 'updateResource' && key !== 'updateWorkingMemoryAtomically')) return call;
+      return async (...args: unknown[]) => {
+        armed = false;
+        reach();
+        await released;
+        return call(...args);
+      };
+    },
+  });
+  return { storage, reached, release };
+}
+
 /** `memory.deleteResource`: everything of one resource goes, nothing of another; re-running is a no-op. */
 export const purgeChecks = [
   check(
@@ -280,6 +313,56 @@ export const purgeChecks = [
       await memory.deleteResource({ resourceId: kept });
     },
     (init) => (init.storedRows ? undefined : 'no storedRows hook supplied'),
+  ),
+
+  check(
+    "resource-scope working memory written for a thread while its resource is erased: the write is refused NOT_FOUND and leaves no document (a first write by updateWorkingMemory and by editWorkingMemory, the store's write held until deleteResource returned); a write over an existing document whose thread alone is deleted meanwhile is kept",
+    async (ctx) => {
+      const store = purging(await ctx.store());
+      for (const [how, existing] of [
+        ['updateWorkingMemory', null],
+        ['editWorkingMemory', null],
+        ['updateWorkingMemory', '# before'],
+        ['editWorkingMemory', '# before'],
+      ] as const) {
+        const r = ctx.id('wm');
+        const t = thread(`${r}-t`, r);
+        await store.saveThread(t);
+        if (existing) await store.updateResource({ resourceId: r, workingMemory: existing });
+        const held = heldWrites(store);
+        const memory = new Memory({
+          storage: held.storage,
+          options: { workingMemory: { enabled: true, scope: 'resource' } },
+        });
+        const ids = { threadId: t.id, resourceId: r };
+        const write =
+          how === 'updateWorkingMemory'
+            ? memory.updateWorkingMemory({ ...ids, workingMemory: '# written' })
+            : memory.editWorkingMemory({ ...ids, edit: () => '# written' });
+        const outcome = write.then(
+          () => 'written',
+          (error: unknown) => error,
+        );
+        await held.reached;
+        const what = `${how} naming thread ${show(t.id)} of ${show(r)}${existing ? ' (a document stored)' : ''}`;
+        if (existing) await store.deleteThread({ threadId: t.id });
+        else await new Memory({ storage: store }).deleteResource({ resourceId: r });
+        held.release();
+        const result = await outcome;
+        const stored = (await store.getResourceById({ resourceId: r }))?.workingMemory ?? null;
+        if (existing) {
+          expectEqual(result, 'written', `${what}, its thread deleted meanwhile: the call`);
+          expectEqual(stored, '# written', `${what}, its thread deleted meanwhile: the document`);
+          await new Memory({ storage: store }).deleteResource({ resourceId: r });
+        } else {
+          expectTrue(
+            result instanceof MemoryError && result.code === 'NOT_FOUND',
+            `${what}, erased meanwhile: expected NOT_FOUND, got ${show(result)}`,
+          );
+          expectEqual(stored, null, `${what}, erased meanwhile: the working memory left`);
+        }
+      }
+    },
   ),
 
   check('deleteResource of a resource with nothing stored returns zeros', async (ctx) => {

@@ -387,3 +387,54 @@ describe('vnext duplicates: only a whole line counts', () => {
     expect(isDuplicateEntry('', '- a')).toBe(false);
   });
 });
+
+describe('working-memory tool: the resource erased while the tool writes', () => {
+  const modes = [
+    ['template', { template: TEMPLATE }, { memory: '# Profile\n- Name: Sam\n' }],
+    ['schema', { schema: z.object({ name: z.string().optional() }) }, { memory: { name: 'Sam' } }],
+    [
+      'vnext',
+      { template: TEMPLATE, version: 'vnext' },
+      { newMemory: '- Name: Sam', updateReason: 'append-new-memory' },
+    ],
+  ] as const;
+
+  it.each(modes)(
+    '%s: an erasure between the thread check and the write leaves no document (NOT_FOUND); the next turn writes',
+    async (_mode, options, input) => {
+      const storage = new InMemoryStore();
+      await storage.init();
+      const { threadId, resourceId } = ids();
+      let erase = true;
+      // The store as the tool sees it: its first working-memory write runs after deleteResource.
+      const erasing = new Proxy(storage, {
+        get(target, key) {
+          const value: unknown = Reflect.get(target, key, target);
+          if (typeof value !== 'function') return value;
+          const call = (value as (...args: unknown[]) => unknown).bind(target);
+          if (key !== 'updateWorkingMemoryAtomically' && key !== 'updateResource') return call;
+          return async (...args: unknown[]) => {
+            if (erase) await target.deleteResource({ resourceId });
+            erase = false;
+            return call(...args);
+          };
+        },
+      });
+      const memory = new Memory({
+        storage: erasing,
+        options: { workingMemory: { enabled: true, ...options } },
+      });
+      await memory.createThread({ threadId, resourceId });
+      const tool = await toolOf(memory, { threadId, resourceId });
+      const error = await rejects(tool.execute(input), 'NOT_FOUND');
+      expect(error.message).toMatch(/was deleted \(or its resource erased\).*the write was undone/);
+      expect((await storage.getResourceById({ resourceId }))?.workingMemory ?? null).toBeNull();
+      expect(await storage.getThreadById({ threadId })).toBeNull();
+      // The user comes back: a new thread, a new turn, and the tool writes as before.
+      await memory.createThread({ threadId: `${threadId}-again`, resourceId });
+      const again = await toolOf(memory, { threadId: `${threadId}-again`, resourceId });
+      expect((await again.execute(input)).success).toBe(true);
+      expect(await memory.getWorkingMemory({ resourceId })).toMatch(/Sam/);
+    },
+  );
+});

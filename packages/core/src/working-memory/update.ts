@@ -31,9 +31,12 @@ export interface WorkingMemoryTarget {
   resourceId?: string;
 }
 
-/** Where one working-memory document is stored, after the ids were checked. */
+/**
+ * Where one working-memory document is stored, after the ids were checked. At resource scope,
+ * `threadId` is the thread the call named (checked to be the resource's), if any.
+ */
 export type WorkingMemoryLocation =
-  | { scope: 'resource'; resourceId: string }
+  | { scope: 'resource'; resourceId: string; threadId?: string }
   | { scope: 'thread'; threadId: string; thread: Thread };
 
 /** Computes the next document from the stored one (`null` when none). */
@@ -70,8 +73,9 @@ async function locate(
   if (scope === 'resource') {
     if (resourceId === undefined)
       throw invalid(`${operation}: resource-scoped working memory needs a resourceId`);
-    if (threadId !== undefined) await ownedThread(storage, operation, threadId, resourceId);
-    return { scope, resourceId };
+    if (threadId === undefined) return { scope, resourceId };
+    await ownedThread(storage, operation, threadId, resourceId);
+    return { scope, resourceId, threadId };
   }
   if (threadId === undefined) throw invalid(`${operation}: thread-scoped working memory needs a threadId`);
   const thread =
@@ -109,6 +113,46 @@ async function writeMemory(
   } else {
     await storage.updateThread({ id: location.threadId, metadata: { workingMemory: value } });
   }
+}
+
+/** Thrown inside the undo's edit when the document is no longer the one written (nothing to undo). */
+const KEPT = Symbol('kept');
+
+/**
+ * After a resource-scope write that named a thread and found no document there: the thread is
+ * read again, and when it is gone or moved — its resource erased, or the thread deleted, while
+ * the write ran — the write is undone (the document set back to `null` if it is still `value`)
+ * and the call refused `NOT_FOUND`. Without it, an erasure whose delete of the resource row ran
+ * before this write would find the row written again with what the turn wrote. Erasure deletes
+ * the resource's threads before the row, so a thread still there after the write means any
+ * erasure removes the row after it. What an undo leaves, at most, is the resource's row with no
+ * document. A write that found a document is not checked: the row was there, so an erasure
+ * removes it after the write.
+ */
+async function keepForThread(
+  storage: MemoryStorage,
+  location: WorkingMemoryLocation,
+  value: string | null,
+): Promise<void> {
+  if (location.scope !== 'resource' || location.threadId === undefined || value === null) return;
+  const thread = await storage.getThreadById({ threadId: location.threadId });
+  if (thread?.resourceId === location.resourceId) return;
+  const undo = (current: string | null) => {
+    if (current !== value) throw KEPT;
+    return null;
+  };
+  let undone = 'the write was undone';
+  try {
+    await editMemory(storage, { scope: 'resource', resourceId: location.resourceId }, undo);
+  } catch (error) {
+    if (error !== KEPT) throw error;
+    undone = 'another write has changed the document since';
+  }
+  throw new MemoryError(
+    'NOT_FOUND',
+    `thread ${JSON.stringify(location.threadId)} was deleted (or its resource erased) while working memory was written for it; ${undone}`,
+    { details: { threadId: location.threadId, resourceId: location.resourceId } },
+  );
 }
 
 /**
@@ -154,6 +198,21 @@ function editMemory(
     await writeMemory(storage, location, next);
     return next;
   });
+}
+
+/** `editMemory`, then `keepForThread` when the edit that was written found no document. */
+async function editFor(
+  storage: MemoryStorage,
+  location: WorkingMemoryLocation,
+  edit: WorkingMemoryEdit,
+): Promise<string | null> {
+  let first = false;
+  const next = await editMemory(storage, location, (current) => {
+    first = current === null;
+    return edit(current);
+  });
+  if (first) await keepForThread(storage, location, next);
+  return next;
 }
 
 /** Thrown inside an edit to abandon it (nothing is written). */
@@ -353,7 +412,7 @@ async function patchWorkingMemory(
   if (!state.asyncSchema) {
     let merged: JsonObject = {};
     try {
-      await editMemory(storage, location, (current) => {
+      await editFor(storage, location, (current) => {
         merged = runSync(planMerge(current, patch, onInvalidStored), schema);
         return JSON.stringify(merged);
       });
@@ -371,7 +430,7 @@ async function patchWorkingMemory(
       const merged = await runAsync(planMerge(current, patch, onInvalidStored), schema);
       const text = JSON.stringify(merged);
       try {
-        await editMemory(storage, location, (now) => {
+        await editFor(storage, location, (now) => {
           if (now !== current) throw new Abandon('stale');
           return text;
         });
@@ -409,9 +468,17 @@ export class WorkingMemoryUpdates {
     return location.scope === 'thread' ? threadMemory(location.thread) : readMemory(this.storage, location);
   }
 
-  /** Replaces the document (see `replaceMemory`). */
+  /**
+   * Replaces the document (see `replaceMemory`). At resource scope for a named thread it is an
+   * edit instead, so that it knows whether it found a document (see `keepForThread`).
+   */
   async replace(target: WorkingMemoryTarget, value: string, operation: string): Promise<void> {
-    await replaceMemory(this.storage, await locate(this.storage, this.scope, target, operation), value);
+    const location = await locate(this.storage, this.scope, target, operation);
+    if (location.scope === 'resource' && location.threadId !== undefined) {
+      await editFor(this.storage, location, () => value);
+    } else {
+      await replaceMemory(this.storage, location, value);
+    }
   }
 
   /** One atomic read-modify-write (see `editMemory`); returns the stored value. */
@@ -420,7 +487,7 @@ export class WorkingMemoryUpdates {
     edit: WorkingMemoryEdit,
     operation: string,
   ): Promise<string | null> {
-    return editMemory(this.storage, await locate(this.storage, this.scope, target, operation), edit);
+    return editFor(this.storage, await locate(this.storage, this.scope, target, operation), edit);
   }
 
   /** Merges a patch in schema mode (see `patchWorkingMemory`); returns the stored document. */
