@@ -1,8 +1,8 @@
 import {
   capabilitiesOf,
   InMemoryStore,
+  isMemoryError,
   Memory,
-  MemoryError,
   type MemoryRecord,
   type MemoryStorage,
   type Message,
@@ -353,14 +353,14 @@ export const purgeChecks = [
         if (existing) {
           expectEqual(result, 'written', `${what}, its thread deleted meanwhile: the call`);
           expectEqual(stored, '# written', `${what}, its thread deleted meanwhile: the document`);
-          await new Memory({ storage: store }).deleteResource({ resourceId: r });
         } else {
           expectTrue(
-            result instanceof MemoryError && result.code === 'NOT_FOUND',
+            isMemoryError(result) && result.code === 'NOT_FOUND',
             `${what}, erased meanwhile: expected NOT_FOUND, got ${show(result)}`,
           );
           expectEqual(stored, null, `${what}, erased meanwhile: the working memory left`);
         }
+        await new Memory({ storage: store }).deleteResource({ resourceId: r });
       }
     },
   ),

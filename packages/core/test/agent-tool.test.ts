@@ -388,6 +388,29 @@ describe('vnext duplicates: only a whole line counts', () => {
   });
 });
 
+/**
+ * The store as `Memory` sees it: each call of a method named in `before` runs its hook first,
+ * and then the method; every other call goes straight to the store.
+ */
+function withHooks(
+  storage: InMemoryStore,
+  before: Record<string, () => Promise<void> | void>,
+): InMemoryStore {
+  return new Proxy(storage, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      const call = (value as (...args: unknown[]) => unknown).bind(target);
+      const hook = typeof key === 'string' ? before[key] : undefined;
+      if (!hook) return call;
+      return async (...args: unknown[]) => {
+        await hook();
+        return call(...args);
+      };
+    },
+  });
+}
+
 describe('working-memory tool: the resource erased while the tool writes', () => {
   const modes = [
     ['template', { template: TEMPLATE }, { memory: '# Profile\n- Name: Sam\n' }],
@@ -406,22 +429,16 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
       await storage.init();
       const { threadId, resourceId } = ids();
       let erase = true;
-      // The store as the tool sees it: its first working-memory write runs after deleteResource.
-      const erasing = new Proxy(storage, {
-        get(target, key) {
-          const value: unknown = Reflect.get(target, key, target);
-          if (typeof value !== 'function') return value;
-          const call = (value as (...args: unknown[]) => unknown).bind(target);
-          if (key !== 'updateWorkingMemoryAtomically' && key !== 'updateResource') return call;
-          return async (...args: unknown[]) => {
-            if (erase) await target.deleteResource({ resourceId });
-            erase = false;
-            return call(...args);
-          };
-        },
-      });
+      // The tool's first working-memory write runs after deleteResource.
+      const eraseFirst = async () => {
+        if (erase) await storage.deleteResource({ resourceId });
+        erase = false;
+      };
       const memory = new Memory({
-        storage: erasing,
+        storage: withHooks(storage, {
+          updateWorkingMemoryAtomically: eraseFirst,
+          updateResource: eraseFirst,
+        }),
         options: { workingMemory: { enabled: true, ...options } },
       });
       await memory.createThread({ threadId, resourceId });
@@ -437,4 +454,32 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
       expect(await memory.getWorkingMemory({ resourceId })).toMatch(/Sam/);
     },
   );
+
+  it('a document another writer set after the undone write is kept; the call is still NOT_FOUND', async () => {
+    const storage = new InMemoryStore();
+    await storage.init();
+    const { threadId, resourceId } = ids();
+    let written = false;
+    // The thread goes while the write runs; the check after it finds another writer's document.
+    const memory = new Memory({
+      storage: withHooks(storage, {
+        updateWorkingMemoryAtomically: async () => {
+          if (written) return;
+          written = true;
+          await storage.deleteThread({ threadId });
+        },
+        getThreadById: async () => {
+          if (written) await storage.updateResource({ resourceId, workingMemory: 'OTHER' });
+        },
+      }),
+      options: { workingMemory: { enabled: true, template: TEMPLATE } },
+    });
+    await memory.createThread({ threadId, resourceId });
+    const error = await rejects(
+      memory.updateWorkingMemory({ threadId, resourceId, workingMemory: 'MINE' }),
+      'NOT_FOUND',
+    );
+    expect(error.message).toMatch(/another write has changed the document since/);
+    expect(await storage.getResourceById({ resourceId })).toMatchObject({ workingMemory: 'OTHER' });
+  });
 });

@@ -115,9 +115,6 @@ async function writeMemory(
   }
 }
 
-/** Thrown inside the undo's edit when the document is no longer the one written (nothing to undo). */
-const KEPT = Symbol('kept');
-
 /**
  * After a resource-scope write that named a thread and found no document there: the thread is
  * read again, and when it is gone or moved — its resource erased, or the thread deleted, while
@@ -138,14 +135,14 @@ async function keepForThread(
   const thread = await storage.getThreadById({ threadId: location.threadId });
   if (thread?.resourceId === location.resourceId) return;
   const undo = (current: string | null) => {
-    if (current !== value) throw KEPT;
+    if (current !== value) throw new Abandon('kept');
     return null;
   };
   let undone = 'the write was undone';
   try {
     await editMemory(storage, { scope: 'resource', resourceId: location.resourceId }, undo);
   } catch (error) {
-    if (error !== KEPT) throw error;
+    if (!(error instanceof Abandon)) throw error;
     undone = 'another write has changed the document since';
   }
   throw new MemoryError(
@@ -215,9 +212,12 @@ async function editFor(
   return next;
 }
 
-/** Thrown inside an edit to abandon it (nothing is written). */
+/**
+ * Thrown inside an edit to abandon it (nothing is written): the document read is stale, the
+ * schema answered asynchronously, or (an undo) the document is no longer the one written.
+ */
 class Abandon {
-  constructor(readonly reason: 'stale' | 'async') {}
+  constructor(readonly reason: 'stale' | 'async' | 'kept') {}
 }
 
 /**
