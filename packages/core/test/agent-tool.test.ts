@@ -482,4 +482,40 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
     expect(error.message).toMatch(/another write has changed the document since/);
     expect(await storage.getResourceById({ resourceId })).toMatchObject({ workingMemory: 'OTHER' });
   });
+
+  it('a thread not created yet is not checked: the write is stored (one write, as before)', async () => {
+    const storage = new InMemoryStore();
+    await storage.init();
+    const { threadId, resourceId } = ids();
+    const memory = new Memory({ storage, options: { workingMemory: { enabled: true, template: TEMPLATE } } });
+    const tool = await toolOf(memory, { threadId, resourceId });
+    await tool.execute({ memory: '# Profile\n- Name: Sam\n' });
+    expect(await memory.getWorkingMemory({ resourceId })).toBe('# Profile\n- Name: Sam\n');
+    expect(await storage.getThreadById({ threadId })).toBeNull();
+  });
+
+  it('an erasure that ran after the write and before its check: NOT_FOUND, and nothing is left', async () => {
+    const storage = new InMemoryStore();
+    await storage.init();
+    const { threadId, resourceId } = ids();
+    let written = false;
+    const memory = new Memory({
+      storage: withHooks(storage, {
+        updateWorkingMemoryAtomically: () => {
+          written = true;
+        },
+        getThreadById: async () => {
+          if (written) await storage.deleteResource({ resourceId });
+        },
+      }),
+      options: { workingMemory: { enabled: true, template: TEMPLATE } },
+    });
+    await memory.createThread({ threadId, resourceId });
+    const error = await rejects(
+      memory.updateWorkingMemory({ threadId, resourceId, workingMemory: 'MINE' }),
+      'NOT_FOUND',
+    );
+    expect(error.message).toMatch(/nothing of it is left/);
+    expect(await storage.getResourceById({ resourceId })).toBeNull();
+  });
 });

@@ -33,7 +33,7 @@ export interface WorkingMemoryTarget {
 
 /**
  * Where one working-memory document is stored, after the ids were checked. At resource scope,
- * `threadId` is the thread the call named (checked to be the resource's), if any.
+ * `threadId` is the thread the call named when it exists (checked to be the resource's).
  */
 export type WorkingMemoryLocation =
   | { scope: 'resource'; resourceId: string; threadId?: string }
@@ -73,9 +73,10 @@ async function locate(
   if (scope === 'resource') {
     if (resourceId === undefined)
       throw invalid(`${operation}: resource-scoped working memory needs a resourceId`);
-    if (threadId === undefined) return { scope, resourceId };
-    await ownedThread(storage, operation, threadId, resourceId);
-    return { scope, resourceId, threadId };
+    // A thread not created yet is allowed here, and not checked after the write (`keepForThread`).
+    const thread =
+      threadId === undefined ? null : await ownedThread(storage, operation, threadId, resourceId);
+    return thread ? { scope, resourceId, threadId: thread.id } : { scope, resourceId };
   }
   if (threadId === undefined) throw invalid(`${operation}: thread-scoped working memory needs a threadId`);
   const thread =
@@ -116,15 +117,15 @@ async function writeMemory(
 }
 
 /**
- * After a resource-scope write that named a thread and found no document there: the thread is
- * read again, and when it is gone or moved — its resource erased, or the thread deleted, while
- * the write ran — the write is undone (the document set back to `null` if it is still `value`)
- * and the call refused `NOT_FOUND`. Without it, an erasure whose delete of the resource row ran
- * before this write would find the row written again with what the turn wrote. Erasure deletes
- * the resource's threads before the row, so a thread still there after the write means any
- * erasure removes the row after it. What an undo leaves, at most, is the resource's row with no
- * document. A write that found a document is not checked: the row was there, so an erasure
- * removes it after the write.
+ * After a resource-scope write that named an existing thread and found no document there: the
+ * thread is read again, and when it is gone or moved — its resource erased, or the thread
+ * deleted, while the write ran — the write is undone (the document set back to `null` if it is
+ * still `value`) and the call refused `NOT_FOUND`. Without it, an erasure whose delete of the
+ * resource row ran before this write would find the row written again with what the turn wrote.
+ * Erasure deletes the resource's threads before the row, so a thread still there after the write
+ * means any erasure removes the row after it. What an undo leaves, at most, is the resource's row
+ * with no document. A write that found a document is not checked: the row was there, so an
+ * erasure removes it after the write.
  */
 async function keepForThread(
   storage: MemoryStorage,
@@ -134,17 +135,24 @@ async function keepForThread(
   if (location.scope !== 'resource' || location.threadId === undefined || value === null) return;
   const thread = await storage.getThreadById({ threadId: location.threadId });
   if (thread?.resourceId === location.resourceId) return;
+  let found: string | null = value;
   const undo = (current: string | null) => {
+    found = current;
     if (current !== value) throw new Abandon('kept');
     return null;
   };
-  let undone = 'the write was undone';
   try {
     await editMemory(storage, { scope: 'resource', resourceId: location.resourceId }, undo);
   } catch (error) {
     if (!(error instanceof Abandon)) throw error;
-    undone = 'another write has changed the document since';
   }
+  // `null`: the erasure removed the row after the write.
+  const undone =
+    found === value
+      ? 'the write was undone'
+      : found === null
+        ? 'nothing of it is left'
+        : 'another write has changed the document since';
   throw new MemoryError(
     'NOT_FOUND',
     `thread ${JSON.stringify(location.threadId)} was deleted (or its resource erased) while working memory was written for it; ${undone}`,
