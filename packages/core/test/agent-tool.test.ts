@@ -455,23 +455,22 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
     },
   );
 
-  it('a document another writer set after the undone write is kept; the call is still NOT_FOUND', async () => {
+  /**
+   * A template-mode `Memory` on a new store seen through the hooks `before` makes of it, a thread
+   * created, and a replace naming that thread, which must be refused `NOT_FOUND`.
+   */
+  async function refusedReplace(
+    before: (scene: {
+      storage: InMemoryStore;
+      threadId: string;
+      resourceId: string;
+    }) => Record<string, () => Promise<void> | void>,
+  ) {
     const storage = new InMemoryStore();
     await storage.init();
     const { threadId, resourceId } = ids();
-    let written = false;
-    // The thread goes while the write runs; the check after it finds another writer's document.
     const memory = new Memory({
-      storage: withHooks(storage, {
-        updateWorkingMemoryAtomically: async () => {
-          if (written) return;
-          written = true;
-          await storage.deleteThread({ threadId });
-        },
-        getThreadById: async () => {
-          if (written) await storage.updateResource({ resourceId, workingMemory: 'OTHER' });
-        },
-      }),
+      storage: withHooks(storage, before({ storage, threadId, resourceId })),
       options: { workingMemory: { enabled: true, template: TEMPLATE } },
     });
     await memory.createThread({ threadId, resourceId });
@@ -479,8 +478,24 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
       memory.updateWorkingMemory({ threadId, resourceId, workingMemory: 'MINE' }),
       'NOT_FOUND',
     );
+    return { error, stored: await storage.getResourceById({ resourceId }) };
+  }
+
+  it('a document another writer set after the undone write is kept; the call is still NOT_FOUND', async () => {
+    let written = false;
+    // The thread goes while the write runs; the check after it finds another writer's document.
+    const { error, stored } = await refusedReplace(({ storage, threadId, resourceId }) => ({
+      updateWorkingMemoryAtomically: async () => {
+        if (written) return;
+        written = true;
+        await storage.deleteThread({ threadId });
+      },
+      getThreadById: async () => {
+        if (written) await storage.updateResource({ resourceId, workingMemory: 'OTHER' });
+      },
+    }));
     expect(error.message).toMatch(/another write has changed the document since/);
-    expect(await storage.getResourceById({ resourceId })).toMatchObject({ workingMemory: 'OTHER' });
+    expect(stored).toMatchObject({ workingMemory: 'OTHER' });
   });
 
   it('a thread not created yet is not checked: the write is stored (one write, as before)', async () => {
@@ -495,27 +510,16 @@ describe('working-memory tool: the resource erased while the tool writes', () =>
   });
 
   it('an erasure that ran after the write and before its check: NOT_FOUND, and nothing is left', async () => {
-    const storage = new InMemoryStore();
-    await storage.init();
-    const { threadId, resourceId } = ids();
     let written = false;
-    const memory = new Memory({
-      storage: withHooks(storage, {
-        updateWorkingMemoryAtomically: () => {
-          written = true;
-        },
-        getThreadById: async () => {
-          if (written) await storage.deleteResource({ resourceId });
-        },
-      }),
-      options: { workingMemory: { enabled: true, template: TEMPLATE } },
-    });
-    await memory.createThread({ threadId, resourceId });
-    const error = await rejects(
-      memory.updateWorkingMemory({ threadId, resourceId, workingMemory: 'MINE' }),
-      'NOT_FOUND',
-    );
+    const { error, stored } = await refusedReplace(({ storage, resourceId }) => ({
+      updateWorkingMemoryAtomically: () => {
+        written = true;
+      },
+      getThreadById: async () => {
+        if (written) await storage.deleteResource({ resourceId });
+      },
+    }));
     expect(error.message).toMatch(/nothing of it is left/);
-    expect(await storage.getResourceById({ resourceId })).toBeNull();
+    expect(stored).toBeNull();
   });
 });
