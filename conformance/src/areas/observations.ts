@@ -290,9 +290,12 @@ export const observationsChecks = [
           resourceId: r,
           threadId: () => ctx.id('t'),
           erase: scope === 'resource',
-          // a row, its replacement, a new generation, each written for the round's thread
+          // a row, then replacements and new generations in turn (the erasure lands among them),
+          // each written for the round's thread
           writes: (t) => {
-            const rows = [logRow(t, 1, 1, 'a'), logRow(t, 1, 2, 'b'), logRow(t, 2, 3, 'c')];
+            const rows = Array.from({ length: 40 }, (_, k) =>
+              logRow(t, Math.floor(k / 2) + 1, k + 1, `w${k}`),
+            );
             return rows.map(
               (next, k) => () =>
                 writer.swap(k === 0 ? null : at(rows[k - 1] as ObservationRow), next, { thread: t }),

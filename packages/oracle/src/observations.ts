@@ -35,8 +35,13 @@ export function oracleObservations(driver: OracleDriver): core.ObservationDriver
     },
     // A log summarises messages; it is not rewritten when one is deleted.
     deleteByMessages: async () => {},
+    // A swap in flight starting a generation locks the newest row and inserts the next: the
+    // DELETE waits for the row but does not see the insert (its read is older). Deleting again
+    // until nothing is found removes it; a later swap finds its row deleted and writes nothing.
     deleteByResource: async (s, resourceId) => {
-      await s.run(deleteResourceObservations(driver.dialect, resourceId));
+      let deleted: number;
+      do deleted = await s.run(deleteResourceObservations(driver.dialect, resourceId));
+      while (deleted > 0);
     },
   };
 }

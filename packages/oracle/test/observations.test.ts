@@ -251,4 +251,26 @@ describe('swaps through the driver (fake connection)', () => {
     expect(sent[1]?.binds).toEqual({ thread_id: 't1' });
     expect(events).toEqual(['commit', 'release']);
   });
+
+  // A swap in flight starting a generation locks the newest row and inserts the next, which a
+  // DELETE already reading does not see: the erasure deletes until a DELETE finds nothing.
+  it('deleteResource deletes the resource log again until nothing is left, in its last transaction', async () => {
+    const found = [2, 1, 0];
+    const { store, sent, events } = await storeOn((sql) => {
+      if (sql.startsWith('SELECT')) return { rows: [] };
+      if (sql.startsWith('DELETE FROM engram_observations')) return { rowsAffected: found.shift() ?? 1 };
+      return { rowsAffected: 1 };
+    });
+    events.length = 0;
+    await store.deleteResource({ resourceId: 'r1' });
+    const deletes = sent.filter((s) => s.sql.startsWith('DELETE FROM engram_observations'));
+    expect(deletes.map((s) => s.binds)).toEqual([
+      { log_key: 'resource:r1' },
+      { log_key: 'resource:r1' },
+      { log_key: 'resource:r1' },
+    ]);
+    expect(found).toEqual([]);
+    expect(heads(sent).at(-1)).toMatch(/^DELETE FROM engram_resources /);
+    expect(events.slice(-2)).toEqual(['commit', 'release']);
+  });
 });

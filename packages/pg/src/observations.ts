@@ -70,9 +70,17 @@ export class PostgresObservationDriver implements core.ObservationDriver<Postgre
     await tx.client.query(this.sql.deleteByThread, [threadId]);
   }
 
-  /** The resource-scope log (thread-scope logs go with their threads). */
+  /**
+   * The resource-scope log (thread-scope logs go with their threads). A swap in flight that starts
+   * a generation holds the newest row and inserts the next: the `DELETE` waits for the row, then
+   * does not see the insert (its snapshot is older). Deleting again until nothing is found removes
+   * it; a later swap finds its row deleted and writes nothing.
+   */
   async deleteByResource(tx: PostgresTx, resourceId: string): Promise<void> {
-    await tx.client.query(this.sql.deleteByKey, [`resource:${resourceId}`]);
+    let deleted: number | null;
+    do {
+      deleted = (await tx.client.query(this.sql.deleteByKey, [`resource:${resourceId}`])).rowCount;
+    } while (deleted);
   }
 
   /** A log summarises messages; it is not rewritten when one is deleted. */

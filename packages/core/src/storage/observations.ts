@@ -88,7 +88,12 @@ export interface ObservationDriver<Tx = unknown> extends DomainHooks<Tx> {
   head(key: string): Promise<ObservationRow | null>;
   generations(key: string): Promise<ObservationRow[]>;
   swap(expected: ObservationVersion | null, next: ObservationRow): Promise<boolean>;
-  /** Inside a write: removes the resource-scope log (thread-scope logs go with their threads). */
+  /**
+   * Inside a write: removes the resource-scope log (thread-scope logs go with their threads),
+   * including a generation a swap in flight adds meanwhile: a later swap of a resource log is not
+   * checked, it only finds its row gone. Where a `DELETE` does not see a row inserted while it
+   * waits for a lock (PostgreSQL, Oracle), delete again until nothing is found.
+   */
   deleteByResource(tx: Tx, resourceId: string): Promise<void>;
 }
 
