@@ -37,6 +37,9 @@ function turn(
 
 const cursorOf = (row: TurnRow): TurnCursor => ({ createdAt: row.createdAt, id: row.id });
 
+/** The puts of one round of the race against `deleteThread`. */
+const PUTS = Array.from({ length: 20 }, (_, k) => k);
+
 /** Saves the thread of each row that is not stored yet (of the row's resource): rows go into threads. */
 async function threadsFor(store: MemoryStorage, ...rows: TurnRow[]): Promise<void> {
   for (const { threadId, resourceId } of rows) {
@@ -299,13 +302,14 @@ export const turnsChecks = [
         store,
         resourceId: r,
         threadId: () => ctx.id('t'),
+        // enough puts that the delete lands among them, not only before or after
         writes: (t) =>
-          [0, 1, 2].map((k) => async () => {
+          PUTS.map((k) => async () => {
             await writer.put(turn(`${t}-m${k}`, t, r, k));
             return true;
           }),
         left: async (t) =>
-          (await Promise.all([0, 1, 2].map((k) => turns.get(`${t}-m${k}`)))).some((row) => row !== null),
+          (await Promise.all(PUTS.map((k) => turns.get(`${t}-m${k}`)))).some((row) => row !== null),
         what: 'turn rows',
       });
       ctx.log(
