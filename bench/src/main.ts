@@ -6,7 +6,7 @@ import { ContentionPool, type ContentionResult } from './contention.ts';
 import { TEMPLATE } from './mastra.ts';
 import { compare } from './measure.ts';
 import { type AdapterResult, type BenchRun, scalingChart, toMarkdown } from './report.ts';
-import type { OpenTarget, Peer } from './target.ts';
+import type { BenchTarget, OpenTarget, Peer } from './target.ts';
 import { ADAPTER_NAMES, loadTarget } from './targets.ts';
 
 // `pnpm <script> -- --flag` hands the `--` on to the script: skip it.
@@ -95,7 +95,7 @@ for (const name of values.adapters.split(',')) {
       cap && (fx.large < sizes.large || fx.threads < sizes.threads)
         ? `ran ${fx.large} messages and ${fx.threads} threads instead of ${sizes.large} and ${sizes.threads}: ${cap.reason}`
         : undefined;
-    run.results.push(await benchAdapter(name, await target.open({ peer: true }), fx, note));
+    run.results.push(await benchAdapter(name, target, await target.open({ peer: true }), fx, note));
   } finally {
     await target.dispose?.();
   }
@@ -120,6 +120,7 @@ async function phase<T>(adapter: string, label: string, fn: () => Promise<T>): P
 
 async function benchAdapter(
   adapter: string,
+  target: BenchTarget,
   opened: OpenTarget,
   fx: typeof sizes,
   note: string | undefined,
@@ -206,6 +207,31 @@ async function benchAdapter(
         peer && (() => peer.saveMessages(batch(peerThread))),
       ),
     );
+    const withoutKeywords = await target.openWithoutKeywords?.();
+    if (withoutKeywords) {
+      // The same save through a store with the keyword index off: what the index costs a save.
+      const offThread = await memory.createThread({ resourceId, title: 'batches, keyword index off' });
+      try {
+        comparisons.push(
+          await compare(
+            'saveMessages (20), keyword index off',
+            fx.iterations,
+            () => withoutKeywords.saveMessages(batch(offThread.id)),
+            () => raw.saveMessages(batch(rawThread.id)),
+            fx.budgetMs,
+            warmup,
+            peer && (() => peer.saveMessages(batch(peerThread))),
+          ),
+        );
+      } finally {
+        await withoutKeywords.close();
+      }
+      // That store left the index to rebuild at the next open: done now, so that the contention
+      // workers open a whole index (and the rebuild's time is reported, not timed as a row).
+      await phase(adapter, 'keyword index rebuilt after keywords: false', async () =>
+        (await target.open()).close(),
+      );
+    }
 
     const scalingThreads = [];
     for (const size of [fx.small, fx.large]) {

@@ -107,6 +107,13 @@ export interface FreshStore {
   create: () => MemoryStorage | Promise<MemoryStorage>;
   /** Removes the location afterwards (drop the database, schema or keys). */
   drop?: () => void | Promise<void>;
+  /**
+   * A store on this location with the keyword index off (the adapter's `keywords: false`). The
+   * recall area saves, edits, moves and deletes messages through it between two stores from
+   * `create`, and checks the second indexes them as the reference does. Without it that check is
+   * skipped.
+   */
+  createWithoutKeywords?: () => MemoryStorage | Promise<MemoryStorage>;
 }
 
 /** What a check gets to work with. */

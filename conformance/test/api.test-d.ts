@@ -29,6 +29,7 @@ expectTypeOf<FreshStore>().toEqualTypeOf<{
   env: Record<string, string>;
   create: () => MemoryStorage | Promise<MemoryStorage>;
   drop?: () => void | Promise<void>;
+  createWithoutKeywords?: () => MemoryStorage | Promise<MemoryStorage>;
 }>();
 
 expectTypeOf(runConformance).parameters.toEqualTypeOf<[ConformanceInit]>();

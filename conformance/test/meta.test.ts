@@ -267,6 +267,8 @@ describe('the suite catches deliberately broken stores', RACES, () => {
       'the store is processLocal: no other process can write inside its updates',
       // The reference ranks with statistics over the whole index, not per resource.
       'memory ranks with "bm25": statistics over the whole index',
+      // The keyword switch check: no place to open again with the index off.
+      'no `fresh` hook with `createWithoutKeywords` supplied, so an index turned off and on again cannot be checked',
       // The two-store checks of turns and settings.
       'memory is processLocal: each instance has its own data',
       'memory is processLocal: each instance has its own data',
@@ -621,7 +623,13 @@ describe('the suite catches broken vector stores', () => {
       'skip',
       expect.stringContaining('whole index'),
     ]);
-    const others = passing.filter((r) => r !== perResource);
+    // And the keyword switch check, which needs a place to open again with the index off.
+    const keywordSwitch = result(passing, 'an index turned off');
+    expect([keywordSwitch.status, keywordSwitch.reason]).toEqual([
+      'skip',
+      expect.stringContaining('createWithoutKeywords'),
+    ]);
+    const others = passing.filter((r) => r !== perResource && r !== keywordSwitch);
     expect(others.map((r) => r.status)).toEqual(others.map(() => 'pass'));
     expect(passing.length).toBeGreaterThanOrEqual(8);
     const skipped = await area(
@@ -660,8 +668,15 @@ describe('capabilities drive skips', () => {
       ['skip', expect.stringContaining('processLocal')],
       ['skip', expect.stringContaining('processLocal')],
     ]);
+    // And the keyword switch check, which needs `fresh` with `createWithoutKeywords`.
+    const keywordSwitch = result(results, 'an index turned off');
+    expect([keywordSwitch.status, keywordSwitch.reason]).toEqual([
+      'skip',
+      expect.stringContaining('createWithoutKeywords'),
+    ]);
     const skipped = results.filter(
-      (r) => r.status === 'skip' && r !== stopped && r !== perResource && !twoStores.includes(r),
+      (r) =>
+        r.status === 'skip' && ![stopped, perResource, keywordSwitch].includes(r) && !twoStores.includes(r),
     );
     expect(skipped.map((r) => r.reason)).toEqual(
       Array.from({ length: skipped.length }, () =>

@@ -124,6 +124,11 @@ export const target: BenchTarget = {
       },
     };
   },
+  async openWithoutKeywords() {
+    const storage = new LibSQLStore({ url: url(), synchronous: 'normal', keywords: false });
+    await storage.init();
+    return storage;
+  },
   async openRecall(): Promise<RecallTarget> {
     const storage = new LibSQLStore({ url: url(), synchronous: 'normal' });
     await storage.init();

@@ -158,6 +158,15 @@ export const target: BenchTarget = {
       },
     };
   },
+  async openWithoutKeywords() {
+    const storage = new MongoDBStore({
+      url: serviceUrl('mongodb') as string,
+      dbName: dbName(),
+      keywords: false,
+    });
+    await storage.init();
+    return storage;
+  },
   async openRecall(): Promise<RecallTarget> {
     const { storage, client, db, names } = await connect();
     const messages = db.collection<{ _id: string }>(names.messages);

@@ -175,6 +175,16 @@ export const target: BenchTarget = {
       },
     };
   },
+  async openWithoutKeywords() {
+    const storage = new OracleStore({
+      ...parseOracleUrl(serviceUrl('oracle') as string),
+      tablePrefix: prefix(),
+      poolAttributes: { poolMax: 4 },
+      keywords: false,
+    });
+    await storage.init();
+    return storage;
+  },
   async dispose() {
     const url = serviceUrl('oracle');
     if (given || !url) return;

@@ -127,6 +127,17 @@ export const target: BenchTarget = {
       },
     };
   },
+  async openWithoutKeywords() {
+    const url = serviceUrl('pg') as string;
+    const storage = new PostgresStore({
+      connectionString: url,
+      schemaName: schema(),
+      maxConnections: 4,
+      keywords: false,
+    });
+    await storage.init();
+    return storage;
+  },
   async openRecall(): Promise<RecallTarget> {
     const url = serviceUrl('pg') as string;
     const open = async (

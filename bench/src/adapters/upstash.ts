@@ -149,6 +149,11 @@ export const target: BenchTarget = {
       },
     };
   },
+  async openWithoutKeywords() {
+    const storage = new UpstashStore({ client: client(), prefix: prefix(), keywords: false });
+    await storage.init();
+    return storage;
+  },
   async openRecall(): Promise<RecallTarget> {
     const storage = new UpstashStore({
       client: client(),

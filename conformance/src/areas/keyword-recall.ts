@@ -5,8 +5,9 @@ import {
   type MemoryStorage,
   type Message,
   RESOURCE_BM25,
+  type Thread,
 } from '@engram/core';
-import { expectEqual, expectTrue } from '../assert.ts';
+import { expectEqual, expectRejects, expectTrue } from '../assert.ts';
 import { defineArea } from '../define.ts';
 import { at, message, thread } from '../fixtures.ts';
 import { skipCheck } from '../skip.ts';
@@ -406,4 +407,91 @@ export const keywordRecallChecks = [
       expectTrue(hits[0]?.scores.vector !== undefined, 'the top hit reports its vector score');
     },
   ),
+
+  check(
+    `an index turned off (keywords: false) and on again: the next open indexes what was saved, edited, moved and deleted meanwhile, scored as the reference${NEEDS_KEYWORDS}`,
+    async (ctx) => {
+      keywordsOf(await ctx.store());
+      if (!ctx.init.fresh) skipCheck(NO_KEYWORDS_OFF);
+      const fresh = await ctx.init.fresh();
+      const opened: MemoryStorage[] = [];
+      const open = async (create: () => MemoryStorage | Promise<MemoryStorage>) => {
+        const store = await create();
+        opened.push(store);
+        await store.init();
+        return store;
+      };
+      try {
+        if (!fresh.createWithoutKeywords) skipCheck(NO_KEYWORDS_OFF);
+        const before = await open(fresh.create);
+        keywordsOf(before);
+        const r = ctx.id('r');
+        const [t, u, v] = [thread(`${r}-t`, r), thread(`${r}-u`, r), thread(`${r}-v`, r)];
+        const text = (id: string, owner: Thread, ms: number, content: string) =>
+          message(id, owner, at(ms), { content });
+        const a = text(`${r}-a`, t, 1, 'apple zebra');
+        const b = text(`${r}-b`, t, 2, 'banana zebra');
+        const c = text(`${r}-c`, t, 3, 'cherry zebra zebra');
+        const d = text(`${r}-d`, u, 4, 'durian zebra');
+        for (const owner of [t, u]) await before.saveThread(owner);
+        await before.saveMessages([a, b, c, d]);
+        await before.close();
+
+        const off = await open(fresh.createWithoutKeywords);
+        expectEqual(off.keywords, undefined, 'store.keywords of a store opened with keywords: false');
+        await expectRejects(
+          async () => new Memory({ storage: off, options: { semanticRecall: { mode: 'keyword' } } }),
+          ['UNSUPPORTED'],
+          'keyword recall on a store without a keyword index',
+        );
+        const e = text(`${r}-e`, t, 5, 'elderberry zebra');
+        const f = text(`${r}-f`, v, 6, 'fig zebra and more zebra');
+        await off.saveThread(v);
+        await off.saveMessages([e, f, { ...c, threadId: v.id }]);
+        await off.updateMessages([{ id: a.id, content: 'apricot' }]);
+        await off.deleteMessages([b.id]);
+        await off.deleteThread({ threadId: u.id });
+        await off.close();
+
+        const after = await open(fresh.create);
+        const keywords = keywordsOf(after);
+        const reference = new InMemoryStore();
+        for (const owner of [t, v]) await reference.saveThread(owner);
+        await reference.saveMessages([{ ...a, content: 'apricot' }, e, { ...c, threadId: v.id }, f]);
+        const searches = [
+          { query: 'zebra', resourceId: r },
+          { query: 'zebra', resourceId: r, threadId: v.id },
+          { query: 'zebra', resourceId: r, threadId: t.id },
+          { query: 'apricot apple banana durian cherry', resourceId: r },
+        ];
+        for (const search of searches) {
+          const ours = await keywords.search({ ...search, topK: 10 });
+          const expected = await (reference.keywords as KeywordStore).search({ ...search, topK: 10 });
+          const what = JSON.stringify(search);
+          expectEqual(
+            ours.map((h) => [h.messageId, h.threadId]),
+            expected.map((h) => [h.messageId, h.threadId]),
+            `the hits of ${what} once the index is on again`,
+          );
+          expected.forEach((h, i) => {
+            const score = ours[i]?.score ?? Number.NaN;
+            expectTrue(
+              Math.abs(score - h.score) <= 1e-9 * h.score,
+              `hit ${i} of ${what} scores ${score}, the reference ${h.score}`,
+            );
+          });
+        }
+        ctx.log(
+          'saved, edited, moved and deleted with the index off: indexed as the reference at the next open',
+        );
+      } finally {
+        for (const store of opened) await store.close().catch(() => undefined);
+        await fresh.drop?.();
+      }
+    },
+  ),
 ];
+
+/** Why the keyword switch check is skipped. */
+const NO_KEYWORDS_OFF =
+  'no `fresh` hook with `createWithoutKeywords` supplied, so an index turned off and on again cannot be checked';

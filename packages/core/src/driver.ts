@@ -19,6 +19,7 @@ export {
   defaultKeywordAnalyzer,
   type KeywordAnalyzer,
   type KeywordAnalyzerOptions,
+  NO_KEYWORD_INDEX,
 } from './recall/analyzer.ts';
 export { assertWorkingMemoryField } from './storage/arguments.ts';
 export {

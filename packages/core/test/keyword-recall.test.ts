@@ -2,6 +2,13 @@ import fc from 'fast-check';
 import { stemmer } from 'stemmer';
 import { describe, expect, it } from 'vitest';
 import {
+  capabilitiesOf,
+  createStore,
+  type KeywordDriver,
+  MemoryDriver,
+  NO_KEYWORD_INDEX,
+} from '../src/driver.ts';
+import {
   createKeywordAnalyzer,
   createLexicalEmbedder,
   InMemoryStore,
@@ -168,6 +175,54 @@ describe('keyword recall (no embedder)', () => {
     })();
     expect(isMemoryError(error, 'UNSUPPORTED')).toBe(true);
     expect((error as Error).message).toMatch(/embedder/);
+  });
+
+  it('keywords: false (the NO_KEYWORD_INDEX analyzer): no terms, no search offered, the cascade hooks still run', async () => {
+    expect(createKeywordAnalyzer(false)).toBe(NO_KEYWORD_INDEX);
+    expect(NO_KEYWORD_INDEX.terms('the walrus sleeps')).toEqual([]);
+    const driver = new MemoryDriver();
+    const deleted: string[][] = [];
+    const keywords = driver.keywords as KeywordDriver;
+    Object.assign(driver, {
+      keywords: {
+        ...keywords,
+        analyzer: NO_KEYWORD_INDEX,
+        deleteByMessages: async (_tx: unknown, ids: string[]) => void deleted.push(ids),
+      },
+    });
+    const storage = createStore(driver);
+    expect(storage.keywords).toBeUndefined();
+    expect(capabilitiesOf(storage).keywords).toBe(false);
+    const error = (() => {
+      try {
+        new Memory({ storage, options: { semanticRecall: { mode: 'keyword' } } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isMemoryError(error, 'UNSUPPORTED')).toBe(true);
+    expect((error as Error).message).toMatch(/keywords: false/);
+    await storage.saveThread({
+      id: 't',
+      resourceId: 'u',
+      title: '',
+      metadata: {},
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    });
+    await storage.saveMessages([
+      {
+        id: 'm1',
+        threadId: 't',
+        resourceId: 'u',
+        role: 'user',
+        content: 'walrus',
+        type: 'text',
+        createdAt: new Date(),
+      },
+    ]);
+    await storage.deleteMessages(['m1']);
+    expect(deleted).toEqual([['m1']]);
   });
 
   it('refuses reindex in keyword mode', async () => {

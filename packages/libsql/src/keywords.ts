@@ -60,9 +60,11 @@ export function indexStatements(
       ];
   if (rows.length > 0) {
     statements.push({
+      // A row without `seq` (written by other software) stays out: FTS5 would give it a rowid of
+      // its own, which the next message's `seq` then collides with.
       sql: `INSERT INTO ${KEYWORDS} (rowid, terms)
         SELECT m.${key}, json_extract(j.value, '$[1]') FROM json_each(?) j
-        JOIN ${messages} m ON m.id = json_extract(j.value, '$[0]')`,
+        JOIN ${messages} m ON m.id = json_extract(j.value, '$[0]') WHERE m.${key} IS NOT NULL`,
       args: [JSON.stringify(rows)],
     });
   }

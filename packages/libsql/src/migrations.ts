@@ -6,6 +6,7 @@ import {
   KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
   MemoryError,
+  NO_KEYWORD_INDEX,
   runBackfill,
 } from '@engram/core/driver';
 import { type Database, type Executor, inTransaction, type Transaction } from './embedded.ts';
@@ -321,7 +322,7 @@ const BACKFILLS_VERSION = 13;
  * takes the write lock only when something is missing; the check is repeated inside the
  * `BEGIN IMMEDIATE` transaction, so concurrent `init()` calls from several processes apply each
  * migration exactly once. Then finishes a backfill left pending, by this upgrade or one stopped
- * before (one query when none is).
+ * before (one query when none is), or, with the keyword index off, records one (`keywordIndexOff`).
  */
 export async function migrate(
   client: Database,
@@ -338,7 +339,20 @@ export async function migrate(
     args: [KEYWORD_BACKFILL],
   });
   const key = Math.max(before, target) >= KEYED_VERSION ? 'seq' : 'rowid';
-  if (pending.rows.length > 0) await backfillKeywords(client, analyzer, progress, key);
+  if (analyzer.id === NO_KEYWORD_INDEX.id) await keywordIndexOff(client);
+  else if (pending.rows.length > 0) await backfillKeywords(client, analyzer, progress, key);
+}
+
+/**
+ * A store with the keyword index off (`keywords: false`) records a keyword backfill from the start
+ * (its saves index nothing), which the next open with the index on runs: every message indexed
+ * again before that store serves.
+ */
+function keywordIndexOff(client: Database): Promise<unknown> {
+  return client.execute({
+    sql: `INSERT INTO ${backfills} (name, last_id) VALUES (?, '') ON CONFLICT (name) DO UPDATE SET last_id = ''`,
+    args: [KEYWORD_BACKFILL],
+  });
 }
 
 /** The schema transaction of `migrate`. */

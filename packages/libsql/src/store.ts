@@ -4,7 +4,6 @@ import {
   backfillListener,
   checkClientShape,
   type KeywordAnalyzerOptions,
-  type KeywordStore,
   keysOf,
   MemoryError,
   type ObservationStore,
@@ -53,9 +52,10 @@ export type LibSQLStoreOptions = (
   /**
    * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
    * stop words, Porter stemming. Set it once per database: the index keeps the terms it was
-   * given.
+   * given. `false`: no keyword index (saves cost less; keyword and hybrid recall are
+   * `UNSUPPORTED`); the next open without it indexes every stored message again first.
    */
-  keywords?: KeywordAnalyzerOptions;
+  keywords?: KeywordAnalyzerOptions | false;
   /**
    * Called as a schema upgrade fills in the keyword index for the messages already stored, after
    * each batch of 500 (each committed on its own, after the schema change). Stopped half-way, the
@@ -154,11 +154,6 @@ export class LibSQLStore extends Store<LibSQLDriver> {
   /** Vector search for semantic recall, exact unless `vectors.index` (see `LibSQLVectorOptions`). */
   override get vectors(): VectorStore {
     return super.vectors as VectorStore;
-  }
-
-  /** The keyword index for keyword and hybrid recall (FTS5, `bm25()`; see `keywords.ts`). */
-  override get keywords(): KeywordStore {
-    return super.keywords as KeywordStore;
   }
 
   /** Observation logs for observational memory (`engram_observations`). */

@@ -46,6 +46,7 @@ runConformance({
     return {
       env: { ENGRAM_LIBSQL_CONFORMANCE_URL: freshUrl },
       create: () => new LibSQLStore({ url: freshUrl }),
+      createWithoutKeywords: () => new LibSQLStore({ url: freshUrl, keywords: false }),
     };
   },
   processes: 4,

@@ -36,7 +36,7 @@ async function hitsOf(store: LibSQLStore, queries: string[]): Promise<Record<str
   const found: Record<string, string[]> = {};
   for (const resourceId of ['alice', 'bob']) {
     for (const query of queries) {
-      const hits = await store.keywords.search({ query, topK: 50, resourceId });
+      const hits = await store.keywords!.search({ query, topK: 50, resourceId });
       found[`${resourceId} ${query}`] = hits.map((h) => h.messageId).sort();
     }
   }
@@ -109,6 +109,46 @@ describe('libSQL keyword index key', () => {
       'bob w16': [],
       'bob w30': [],
       'bob w37': ['bob-m37'],
+    });
+  });
+
+  it('a message row without seq (written by other software) does not break saves after the index is rebuilt', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const url = `file:${dir}/store.db`;
+    const store = await open(url);
+    const at = new Date(Date.UTC(2025, 0, 1));
+    await store.createThread({
+      id: 'alice-t',
+      resourceId: 'alice',
+      title: 't',
+      metadata: {},
+      createdAt: at,
+      updatedAt: at,
+    });
+    await store.saveMessages([message('alice', 0), message('alice', 2)]);
+    const raw = createClient({ url });
+    try {
+      await raw.execute({
+        sql: `INSERT INTO engram_messages (id, thread_id, resource_id, role, content, type, created_at)
+              VALUES ('foreign', 'alice-t', 'alice', 'user', '"a foreign apple"', 'text', ?)`,
+        args: [at.getTime()],
+      });
+    } finally {
+      raw.close();
+    }
+    // The index off and on again: the rebuild indexes every message, the foreign one included.
+    const off = new LibSQLStore({ url, keywords: false });
+    await off.init();
+    await off.close();
+    const rebuilt = await open(url);
+    // Before: the foreign row took an FTS5 rowid of its own, and this save's seq collided with it.
+    await rebuilt.saveMessages([message('alice', 4), message('alice', 6)]);
+    await store.saveMessages([message('alice', 8)]);
+    expect(await hitsOf(rebuilt, ['apple', 'cherry', 'elderberry'])).toMatchObject({
+      'alice apple': ['alice-m0'],
+      'alice cherry': ['alice-m2'],
+      'alice elderberry': ['alice-m4'],
     });
   });
 });

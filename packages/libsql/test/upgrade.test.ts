@@ -146,7 +146,7 @@ describe('libsql: versioned migrations', () => {
   /** Each message is found by its own word, and nothing else is. */
   async function expectEveryMessageFound(store: LibSQLStore): Promise<void> {
     for (let i = 1; i <= MESSAGES; i++) {
-      const hits = await store.keywords.search({ query: `w${i}`, topK: 5, resourceId: 'user-k' });
+      const hits = await store.keywords!.search({ query: `w${i}`, topK: 5, resourceId: 'user-k' });
       expect(hits.map((h) => h.messageId)).toEqual([messageId(i)]);
     }
   }
@@ -203,7 +203,7 @@ describe('libsql: versioned migrations', () => {
         { backfill: 'keyword index', done: 1_000, total: 1_201 },
         { backfill: 'keyword index', done: 1_201, total: 1_201 },
       ]);
-      const hits = await store.keywords.search({ query: 'quokka', topK: 5, resourceId: 'user-k' });
+      const hits = await store.keywords!.search({ query: 'quokka', topK: 5, resourceId: 'user-k' });
       expect(hits.map((h) => h.messageId)).toEqual(['m0700']);
     } finally {
       await store.close();

@@ -75,7 +75,7 @@ export function keywordDocument(message: Message, analyzer: KeywordAnalyzer): Ke
 
 /**
  * Inside `put`'s write (under the messages' thread locks where there are locks): the index
- * documents of these messages written whole, or deleted when they have no terms. The documents of
+ * documents of these messages written whole, or deleted when they have no terms (and were stored). The documents of
  * messages `put` inserts (not in `tx.stored`) are inserted where that is cheaper (`putWhole`); one
  * left under such an id by a writer that stopped half-way is replaced all the same.
  */
@@ -96,9 +96,12 @@ export async function indexMessages(
   }
   const absent = new Set(docs.filter((d) => isNew(d._id)).map((d) => d._id));
   await putWhole(c, keywords, docs, absent, tx);
-  if (termless.length > 0) {
+  // A message `put` inserts has no document to delete: on FerretDB 1.x the delete reads the whole
+  // collection, and with the index off (`keywords: false`) every message is termless.
+  const stored = termless.filter((id) => !isNew(id));
+  if (stored.length > 0) {
     await tx.fence();
-    await keywords.deleteMany({ _id: { $in: termless } }, { session: tx.session });
+    await keywords.deleteMany({ _id: { $in: stored } }, { session: tx.session });
   }
 }
 

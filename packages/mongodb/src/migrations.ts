@@ -1,4 +1,5 @@
-import type { BackfillListener, KeywordAnalyzer } from '@engram/core/driver';
+import { type BackfillListener, type KeywordAnalyzer, NO_KEYWORD_INDEX } from '@engram/core/driver';
+import type { Collection } from 'mongodb';
 import type { Collections } from './collections.ts';
 import { mongoError } from './errors.ts';
 import { backfillKeywords } from './keywords.ts';
@@ -109,7 +110,8 @@ async function appliedVersions(collections: Collections): Promise<Set<number>> {
  * Otherwise the migrations run under the lock document `migrations`, one process at a time, on
  * every server: each step is idempotent, but FerretDB 1.x can panic and drop the connection when
  * several clients create the same indexes of a new database at once. Whoever gets the lock next
- * finds the versions recorded and does nothing.
+ * finds the versions recorded and does nothing. Then finishes a keyword backfill left pending (under
+ * the same lock), or, with the keyword index off, records one from the start.
  */
 export async function migrate(
   collections: Collections,
@@ -117,10 +119,23 @@ export async function migrate(
   progress: BackfillListener = () => {},
 ): Promise<void> {
   const applied = await appliedVersions(collections);
-  if (MIGRATIONS.every((_, i) => applied.has(i + 1))) return;
-  await new WriteLocks(collections.locks).hold(['migrations'], () =>
-    applyPending(collections, analyzer, progress),
-  );
+  if (!MIGRATIONS.every((_, i) => applied.has(i + 1))) {
+    await new WriteLocks(collections.locks).hold(['migrations'], () =>
+      applyPending(collections, analyzer, progress),
+    );
+  }
+  const cursor = collections.locks as unknown as Collection<{ _id: string; after: string }>;
+  if (analyzer.id === NO_KEYWORD_INDEX.id) {
+    // The keyword index off (`keywords: false`): saves index nothing, so the next open with it on
+    // indexes every message again (the backfill from the start) before it serves.
+    await cursor.replaceOne({ _id: 'keyword-backfill' }, { after: '' }, { upsert: true });
+  } else if (await cursor.findOne({ _id: 'keyword-backfill' })) {
+    // Under the lock, only if no process finished it meanwhile (a missing place means "from the start").
+    await new WriteLocks(collections.locks).hold(['migrations'], async () => {
+      if (await cursor.findOne({ _id: 'keyword-backfill' }))
+        await backfillKeywords(collections, analyzer, progress);
+    });
+  }
 }
 
 async function applyPending(

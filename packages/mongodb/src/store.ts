@@ -1,9 +1,4 @@
-import {
-  type BackfillProgress,
-  type KeywordAnalyzerOptions,
-  type KeywordStore,
-  Store,
-} from '@engram/core/driver';
+import { type BackfillProgress, type KeywordAnalyzerOptions, Store } from '@engram/core/driver';
 import type { MongoClient, MongoClientOptions } from 'mongodb';
 import { MongoDBDriver, OPTION_KEYS } from './driver.ts';
 
@@ -58,9 +53,11 @@ export type MongoDBStoreOptions = MongoDBConnectionOptions & {
   lockLeaseMs?: number;
   /**
    * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
-   * stop words, Porter stemming. Changing it does not re-index stored messages.
+   * stop words, Porter stemming. Changing it does not re-index stored messages. `false`: no
+   * keyword index (saves cost less; keyword and hybrid recall are `UNSUPPORTED`); the next open
+   * without it indexes every stored message again first.
    */
-  keywords?: KeywordAnalyzerOptions;
+  keywords?: KeywordAnalyzerOptions | false;
   /**
    * Called as a schema upgrade fills in the keyword index for the messages already stored (after
    * each batch of 500, and at the end). Stopped, the upgrade resumes after the last batch done at
@@ -87,10 +84,5 @@ export class MongoDBStore extends Store<MongoDBDriver> {
   constructor(options: MongoDBStoreOptions) {
     super(new MongoDBDriver(options));
     ({ client: this.client, dbName: this.dbName, collectionPrefix: this.collectionPrefix } = this.driver);
-  }
-
-  /** The keyword index for keyword and hybrid recall (BM25 per resource; see `keywords.ts`). */
-  override get keywords(): KeywordStore {
-    return super.keywords as KeywordStore;
   }
 }

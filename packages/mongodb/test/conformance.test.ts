@@ -39,6 +39,8 @@ runConformance({
     return {
       env: { ENGRAM_MONGODB_TEST_DB: name },
       create: () => new MongoDBStore({ url: MONGODB_URL!, dbName: name, lockLeaseMs: LOCK_LEASE_MS }),
+      createWithoutKeywords: () =>
+        new MongoDBStore({ url: MONGODB_URL!, dbName: name, lockLeaseMs: LOCK_LEASE_MS, keywords: false }),
       drop: () => dropDatabase(MONGODB_URL!, name),
     };
   },

@@ -68,7 +68,7 @@ describeMongo('MongoDB keyword index, read back with a separate client', (url) =
       throw new Error('a listener that throws does not stop the upgrade');
     };
     const upgraded = new MongoDBStore({ url, dbName, collectionPrefix: prefix, onBackfillProgress });
-    const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
+    const hits = await upgraded.keywords!.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
     expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);
     const total = 2 * TEXTS.length;
     expect(await db.collection(`${prefix}keywords`).countDocuments()).toBe(total);
@@ -136,7 +136,7 @@ describeMongo('MongoDB keyword index of new messages', (url) => {
       );
       await store.saveMessages(saved);
       const search = async (query: string) =>
-        (await store.keywords.search({ query, topK: 10, resourceId: 's' })).map((h) => h.messageId).sort();
+        (await store.keywords!.search({ query, topK: 10, resourceId: 's' })).map((h) => h.messageId).sort();
       expect(await search('zebra')).toEqual([]);
       expect(await search('garden')).toEqual(['s-m0', 's-m1', 's-m3']);
       const stored = await keywords.find({}).sort({ _id: 1 }).toArray();

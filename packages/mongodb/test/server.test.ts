@@ -95,7 +95,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect([to('insert', 'engram_keywords'), to('update', 'engram_keywords')]).toEqual(
       ferretdb1 ? [1, 0] : [0, 1],
     );
-    const hits = await store.keywords.search({ query: 'message', topK: 10, resourceId: t.resourceId });
+    const hits = await store.keywords!.search({ query: 'message', topK: 10, resourceId: t.resourceId });
     expect(hits).toHaveLength(5);
 
     // New ones around stored ones: under locks the insert meets a stored id, takes back the new
@@ -108,7 +108,7 @@ describeMongo('MongoDBStore: queries, write locks and server differences', (url)
     expect(page.total).toBe(7);
     expect(page.messages.map((m) => m.id)).toEqual([...saved, mixed[0], mixed[2]].map((m) => m?.id));
     expect(page.messages[2]?.content).toBe('changed');
-    const counted = await store.keywords.search({ query: 'changed', topK: 10, resourceId: t.resourceId });
+    const counted = await store.keywords!.search({ query: 'changed', topK: 10, resourceId: t.resourceId });
     expect(counted.map((h) => h.messageId)).toEqual([saved[2]?.id]);
   });
 

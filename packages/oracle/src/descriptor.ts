@@ -6,9 +6,12 @@ import { parseOracleUrl } from './url.ts';
 
 /** The tables under a prefix, children first. */
 const TABLES = [
+  'backfills',
   'settings',
   'turns',
   'observations',
+  'message_term_counts',
+  'message_terms',
   'message_vectors',
   'vector_space',
   'messages',

@@ -2,8 +2,10 @@ import {
   type BackfillListener,
   defaultKeywordAnalyzer,
   driverCode,
+  KEYWORD_BACKFILL,
   type KeywordAnalyzer,
   MemoryError,
+  NO_KEYWORD_INDEX,
 } from '@engram/core/driver';
 import { backfillKeywords, type KeywordDialect } from './keywords.ts';
 import { toTimestampText } from './mapping.ts';
@@ -195,6 +197,16 @@ export const MIGRATIONS: readonly Migration[] = [
       "threads indexed by created_at across resources: a walk of the store's threads reads on from the last",
     steps: (n) => [index(`CREATE INDEX ${n.prefix}threads_created_idx ON ${n.threads} (created_at, id)`)],
   },
+  {
+    description:
+      'backfills to run at the next open, by name: the keyword index after a store opened with keywords: false',
+    steps: (n) => [
+      table(`CREATE TABLE ${n.backfills} (
+  name VARCHAR2(64 CHAR) NOT NULL,
+  CONSTRAINT ${n.prefix}backfills_pk PRIMARY KEY (name)
+)`),
+    ],
+  },
 ];
 
 /** The major version of the connected server (`23` for 23.4), 0 when the driver did not say. */
@@ -294,6 +306,35 @@ export async function migrate(
       },
     );
   }
+  await keywordBackfill(session, { dialect: { names: n, clobType }, ...keywords });
   const [type] = await session.rows<{ DATA_TYPE: string }>(selectMetadataType(n));
   return type?.DATA_TYPE === 'JSON' ? 'json' : 'clob';
+}
+
+/**
+ * With the keyword index off (`keywords: false`, saves index nothing) records the keyword backfill
+ * in `backfills`; with it on, runs a backfill recorded there (every message without index rows)
+ * and then removes the record, so the index is whole again before the store serves.
+ */
+async function keywordBackfill(session: Session, context: BackfillContext): Promise<void> {
+  const { names: n } = context.dialect;
+  const name = { name: KEYWORD_BACKFILL };
+  if (context.analyzer.id === NO_KEYWORD_INDEX.id) {
+    // ORA-00001: recorded already.
+    await session
+      .run({ sql: `INSERT INTO ${n.backfills} (name) VALUES (:name)`, binds: name })
+      .catch((error) => {
+        if (driverCode(error) !== 'ORA-00001') throw error;
+      });
+    await session.connection.commit();
+    return;
+  }
+  const pending = await session.rows({
+    sql: `SELECT name FROM ${n.backfills} WHERE name = :name`,
+    binds: name,
+  });
+  if (pending.length === 0) return;
+  await backfillKeywords(session, context.dialect, context.analyzer, context.progress);
+  await session.run({ sql: `DELETE FROM ${n.backfills} WHERE name = :name`, binds: name });
+  await session.connection.commit();
 }

@@ -36,6 +36,8 @@ export interface TableNames extends core.PrefixedTables {
   /** The keyword index: postings (message, term, count) and each message's term count. */
   keywords: string;
   keywordCounts: string;
+  /** Backfills to run at the next open, one row each (the keyword index's, after `keywords: false`). */
+  backfills: string;
 }
 
 /** What statement builders need to know about the database. */
@@ -73,6 +75,7 @@ export function tableNames(prefix: string): TableNames {
     turns: `${p}turns`,
     keywords: `${p}message_terms`,
     keywordCounts: `${p}message_term_counts`,
+    backfills: `${p}backfills`,
   };
 }
 

@@ -26,9 +26,10 @@ export interface OracleStoreBaseOptions {
   /**
    * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
    * stop words, Porter stemming. Set it once per database: the index keeps the terms it was
-   * given.
+   * given. `false`: no keyword index (saves cost less; keyword and hybrid recall are
+   * `UNSUPPORTED`); the next open without it indexes every stored message again first.
    */
-  keywords?: KeywordAnalyzerOptions;
+  keywords?: KeywordAnalyzerOptions | false;
   /**
    * Called as a schema upgrade fills in the keyword index for the messages already stored (after
    * each batch of 500, and at the end). Each batch is committed: stopped, the upgrade goes on

@@ -79,9 +79,12 @@ describe('the Oracle adapter descriptor', () => {
     });
     expect(fake.sent.map((s) => s.sql)).toEqual(
       [
+        'backfills',
         'settings',
         'turns',
         'observations',
+        'message_term_counts',
+        'message_terms',
         'message_vectors',
         'vector_space',
         'messages',

@@ -67,8 +67,12 @@ export async function dropTables(config: OracleConnectionConfig, prefix: string)
     const connection = await pool.getConnection();
     try {
       for (const table of [
+        'backfills',
+        'settings',
         'turns',
         'observations',
+        'message_term_counts',
+        'message_terms',
         'message_vectors',
         'vector_space',
         'messages',

@@ -131,7 +131,7 @@ export interface Sent {
 
 /**
  * A pool of one fake connection (no server): it records every statement, answers the migration
- * queries (no version applied yet, metadata of the JSON type, no message to backfill), and everything else with
+ * queries (no version applied yet, metadata of the JSON type, no message to backfill, no backfill recorded), and everything else with
  * `answer` (default: no rows, one row affected). `events` records commits, rollbacks, releases
  * and the pool's close.
  */
@@ -151,8 +151,9 @@ export function fakePool(
       if (sql.startsWith('SELECT version')) return { rows: [] };
       if (sql.includes('user_tab_columns')) return { rows: [{ DATA_TYPE: 'JSON' }] };
       if (/^(CREATE|ALTER|INSERT INTO \w+_migrations)/.test(sql)) return { rowsAffected: 0 };
-      // The keyword backfill finds no message left to index.
+      // The keyword backfill finds no message left to index, and none recorded to run.
       if (sql.includes('NOT EXISTS (SELECT 1 FROM engram_message_term_counts')) return { rows: [] };
+      if (sql.startsWith('SELECT name FROM engram_backfills')) return { rows: [] };
       return answer(sql, binds);
     },
     commit: async () => {

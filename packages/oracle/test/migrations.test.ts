@@ -1,3 +1,4 @@
+import { defaultKeywordAnalyzer, KEYWORD_BACKFILL, NO_KEYWORD_INDEX } from '@engram/core/driver';
 import { describe, expect, it } from 'vitest';
 import {
   createMigrationsTable,
@@ -6,11 +7,13 @@ import {
   LATEST_VERSION,
   MIGRATIONS,
   metadataColumn,
+  migrate,
   selectAppliedVersions,
   selectMetadataType,
 } from '../src/migrations.ts';
+import type { Session } from '../src/session.ts';
 import { tableNames } from '../src/sql.ts';
-import { at, bindsMatch, parse } from './fixtures.ts';
+import { at, bindsMatch, oracledb, parse } from './fixtures.ts';
 
 const n = tableNames('engram_');
 const steps = (json: 'json' | 'clob') => MIGRATIONS.flatMap((m) => m.steps(n, json));
@@ -86,5 +89,75 @@ describe('migrations', () => {
     expect(type.sql).toContain('FROM user_tab_columns');
     expect(bindsMatch(type)).toBe(true);
     expect(parse(DDL_LOCK_TIMEOUT.sql).binds).toEqual([]);
+  });
+});
+
+describe('the keyword index turned off (keywords: false) and on again', () => {
+  /** A session at the latest version: `pending` says whether a keyword backfill is recorded. */
+  function latestSession(pending: boolean) {
+    const sent: Array<{ sql: string; binds: unknown }> = [];
+    const events: string[] = [];
+    const session = {
+      connection: {
+        oracleServerVersion: 2_304_000_000,
+        commit: async () => {
+          events.push('commit');
+        },
+        rollback: async () => {},
+      },
+      run: async (s: { sql: string; binds: unknown }) => {
+        sent.push(s);
+        events.push(s.sql.split(' (')[0] as string);
+        return 0;
+      },
+      rows: async (s: { sql: string; binds: unknown }) => {
+        sent.push(s);
+        if (s.sql.startsWith('SELECT version')) return MIGRATIONS.map((_, i) => ({ VERSION: i + 1 }));
+        if (s.sql.startsWith('SELECT name FROM engram_backfills'))
+          return pending ? [{ NAME: KEYWORD_BACKFILL }] : [];
+        if (s.sql.includes('user_tab_columns')) return [{ DATA_TYPE: 'JSON' }];
+        return [];
+      },
+      count: async (s: { sql: string; binds: unknown }) => {
+        sent.push(s);
+        return 0;
+      },
+    } as unknown as Session;
+    return { session, sent, events };
+  }
+  const progress = () => {};
+
+  it('an open with the index off records the keyword backfill and runs none', async () => {
+    const { session, sent, events } = latestSession(true);
+    await migrate(session, n, 'json', oracledb.DB_TYPE_CLOB, { analyzer: NO_KEYWORD_INDEX, progress });
+    const record = sent.find((s) => s.sql.startsWith('INSERT INTO engram_backfills'));
+    expect(record).toEqual({
+      sql: 'INSERT INTO engram_backfills (name) VALUES (:name)',
+      binds: { name: KEYWORD_BACKFILL },
+    });
+    expect(bindsMatch(record as never)).toBe(true);
+    expect(events.slice(-2)).toEqual(['INSERT INTO engram_backfills', 'commit']);
+    expect(sent.some((s) => s.sql.includes('engram_message_term_counts'))).toBe(false);
+  });
+
+  it('an open with the index on runs a recorded backfill, then removes the record', async () => {
+    const { session, sent, events } = latestSession(true);
+    await migrate(session, n, 'json', oracledb.DB_TYPE_CLOB, { analyzer: defaultKeywordAnalyzer, progress });
+    const unindexed = sent.findIndex((s) =>
+      s.sql.includes('NOT EXISTS (SELECT 1 FROM engram_message_term_counts'),
+    );
+    const removed = sent.findIndex((s) =>
+      s.sql.startsWith('DELETE FROM engram_backfills WHERE name = :name'),
+    );
+    expect(unindexed).toBeGreaterThan(-1);
+    expect(removed).toBeGreaterThan(unindexed);
+    expect(events.slice(-2)).toEqual(['DELETE FROM engram_backfills WHERE name = :name', 'commit']);
+  });
+
+  it('an open with the index on and nothing recorded runs no backfill', async () => {
+    const { session, sent } = latestSession(false);
+    await migrate(session, n, 'json', oracledb.DB_TYPE_CLOB, { analyzer: defaultKeywordAnalyzer, progress });
+    expect(sent.some((s) => s.sql.includes('engram_message_term_counts'))).toBe(false);
+    expect(sent.some((s) => /^(INSERT INTO|DELETE FROM) engram_backfills/.test(s.sql))).toBe(false);
   });
 });

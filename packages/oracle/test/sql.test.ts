@@ -22,6 +22,7 @@ describe('table names', () => {
       turns: 'app_turns',
       keywords: 'app_message_terms',
       keywordCounts: 'app_message_term_counts',
+      backfills: 'app_backfills',
     });
   });
 

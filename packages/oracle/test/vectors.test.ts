@@ -47,6 +47,7 @@ function recordingSession(serverVersion: number, applied: number[]): { session: 
     rows: async (s: { sql: string }) => {
       sent.push(s.sql);
       if (s.sql.startsWith('SELECT version')) return applied.map((v) => ({ VERSION: v }));
+      if (s.sql.startsWith('SELECT name FROM engram_backfills')) return [];
       return [{ DATA_TYPE: 'JSON' }];
     },
   } as unknown as Session;

@@ -5,6 +5,7 @@ import {
   KEYWORD_BACKFILL,
   KEYWORD_BACKFILL_BATCH,
   type KeywordAnalyzer,
+  NO_KEYWORD_INDEX,
   retry,
   runBackfill,
 } from '@engram/core/driver';
@@ -251,7 +252,7 @@ const lockSchema = (client: ClientBase, n: Names) =>
  * Brings the schema (created when missing) up to `target` in one transaction, under an advisory
  * lock keyed on its name, so processes may call it at once: the first does the work, the others
  * find nothing to do. Then finishes a backfill left pending, by this upgrade or one stopped
- * before (one query when none is). Returns the version the schema is at afterwards (more when
+ * before (one query when none is), or, with the keyword index off, records one from the start. Returns the version the schema is at afterwards (more when
  * it is newer).
  */
 export async function migrate(
@@ -263,6 +264,15 @@ export async function migrate(
 ): Promise<number> {
   const version = await upgrade(client, n, target, analyzer, progress);
   if (version < BACKFILLS_VERSION || version > LATEST_VERSION) return version;
+  if (analyzer.id === NO_KEYWORD_INDEX.id) {
+    // The keyword index off (`keywords: false`): saves index nothing, so the next open with it on
+    // indexes every message again, from the start, before it serves.
+    await client.query(
+      `INSERT INTO ${n.backfills} (name, last_id) VALUES ($1, '') ON CONFLICT (name) DO UPDATE SET last_id = ''`,
+      [KEYWORD_BACKFILL],
+    );
+    return version;
+  }
   const pending = await client.query(`SELECT 1 FROM ${n.backfills} WHERE name = $1`, [KEYWORD_BACKFILL]);
   if (pending.rowCount !== 0) await backfillKeywords(client, n, analyzer, progress, true);
   return version;

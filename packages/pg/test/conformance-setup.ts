@@ -93,6 +93,13 @@ export function conformanceRun(name: string, options: RunOptions = {}): { init: 
       return {
         env: { ENGRAM_PG_TEST_URL: url, ENGRAM_PG_TEST_SCHEMA: schema },
         create: () => new PostgresStore({ connectionString: url, schemaName: schema, maxConnections: 4 }),
+        createWithoutKeywords: () =>
+          new PostgresStore({
+            connectionString: url,
+            schemaName: schema,
+            maxConnections: 4,
+            keywords: false,
+          }),
       };
     },
     breakConnection: endPool,

@@ -85,11 +85,12 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
   }
 
   /**
-   * Upgrades the layout, then runs the keyword backfill when threads are queued for it and the
-   * resource index backfill when one is pending.
+   * Upgrades the layout, then runs the keyword backfill when threads are queued for it (and the
+   * keyword index is on) and the resource index backfill when one is pending.
    */
   async open(): Promise<void> {
-    const [foundFrame, queuedFrame, resourceCursor] = list(await this.call('init', {}));
+    const keywordsOff = this.keywords.analyzer.id === core.NO_KEYWORD_INDEX.id;
+    const [foundFrame, queuedFrame, resourceCursor] = list(await this.call('init', { keywordsOff }));
     const [found, queued] = [foundFrame, queuedFrame].map((v) => Number(text(v))) as [number, number];
     if (found > LAYOUT_VERSION) {
       throw new core.MemoryError(
@@ -98,7 +99,7 @@ export class UpstashDriver implements core.Driver<UpstashTx> {
         { adapter: ADAPTER },
       );
     }
-    if (queued) await backfillKeywords(this.scripts, this.keywords.analyzer, this.onBackfill);
+    if (queued && !keywordsOff) await backfillKeywords(this.scripts, this.keywords.analyzer, this.onBackfill);
     if (typeof resourceCursor === 'string') {
       await backfillResources(this.client, this.scripts, this.prefix, resourceCursor);
     }

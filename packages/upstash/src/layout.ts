@@ -28,6 +28,7 @@ export const KEY_LAYOUT = {
   keywordStats: 'keyword-stats:{resource}', // hash: `docs` and `terms` of the resource's keyword index
   keywordDoc: 'keyword-doc:{message}', // hash: a message's term counts, `:resource`, `:length`
   keywordBackfill: 'keyword-backfill', // list: thread ids whose messages the keyword backfill still indexes
+  keywordRebuild: 'keyword-rebuild', // string: set by a store with the keyword index off; the next open with it on queues every thread
   resources: 'resources', // zset: every resource id with a record, all scores 0 (so ordered by bytes)
   resourceBackfill: 'resource-backfill', // string: the SCAN cursor of the resource index backfill
   settings: 'settings', // hash: store-level settings (setting key → JSON text of an object)

@@ -205,12 +205,19 @@ end
 /**
  * Runs every migration newer than the recorded layout version, records the latest; returns the
  * version found, how many threads the keyword backfill still has to index, and the cursor of the
- * resource index backfill (nil when none is pending).
+ * resource index backfill (nil when none is pending). `keywordsOff` (the keyword index off: saves
+ * index nothing) sets `keyword-rebuild`; an open with the index on that finds it queues every
+ * thread for the backfill.
  */
 const INIT = `
 local found = tonumber(redis.call('GET', K.schema()) or '0')
 ${MIGRATIONS.map((lua, i) => `if found < ${i + 1} then\n${lua}\nend`).join('\n')}
 if found < ${LAYOUT_VERSION} then redis.call('SET', K.schema(), '${LAYOUT_VERSION}') end
+if A.keywordsOff then redis.call('SET', K.keywordRebuild(), '1')
+elseif redis.call('DEL', K.keywordRebuild()) == 1 then
+  redis.call('DEL', K.keywordBackfill())
+  for _, t in ipairs(redis.call('ZRANGE', K.threadsCreated(), 0, -1)) do redis.call('RPUSH', K.keywordBackfill(), t) end
+end
 return frame({found, redis.call('LLEN', K.keywordBackfill()), redis.call('GET', K.resourceBackfill())})
 `;
 

@@ -5,7 +5,6 @@ import {
   checkClientShape,
   createKeywordAnalyzer,
   type KeywordAnalyzerOptions,
-  type KeywordStore,
   keysOf,
   MemoryError,
   Store,
@@ -26,9 +25,11 @@ export type UpstashStoreOptions = {
   vectorScanLimit?: number;
   /**
    * The keyword index's analyzer (stop words, stemming; see `KeywordAnalyzer`). Default: English
-   * stop words, Porter stemming. Changing it does not re-index stored messages.
+   * stop words, Porter stemming. Changing it does not re-index stored messages. `false`: no
+   * keyword index (saves cost less; keyword and hybrid recall are `UNSUPPORTED`); the next open
+   * without it indexes every stored message again first.
    */
-  keywords?: KeywordAnalyzerOptions;
+  keywords?: KeywordAnalyzerOptions | false;
   /**
    * Called as a layout upgrade fills in the keyword index for the messages already stored (after
    * each batch of threads, about 500 messages, and at the end). Stopped, the upgrade goes on with
@@ -79,11 +80,6 @@ export class UpstashStore extends Store<UpstashDriver> {
 
   constructor(options: UpstashStoreOptions) {
     super(driverOf(options));
-  }
-
-  /** The keyword index for keyword and hybrid recall (BM25 per resource; see `keywords.ts`). */
-  override get keywords(): KeywordStore {
-    return super.keywords as KeywordStore;
   }
 }
 

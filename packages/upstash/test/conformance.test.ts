@@ -23,6 +23,7 @@ runConformance({
     return {
       env: { ENGRAM_UPSTASH_TEST_PREFIX: freshPrefix },
       create: () => testStore(freshPrefix),
+      createWithoutKeywords: () => testStore(freshPrefix, { keywords: false }),
       drop: () => dropPrefix(freshPrefix),
     };
   },

@@ -69,7 +69,7 @@ describe.skipIf(upstashSkip)(
       await store.updateMessages([{ id: 'r-m0', role: 'system' }]);
       expect(await raw.exists(`${p}:keyword-doc:r-m0`, `${p}:keywords:r:zebra`)).toBe(0);
       await store.updateMessages([{ id: 'r-m0', role: 'assistant' }]);
-      expect(await store.keywords.search({ query: 'zebra', topK: 5, resourceId: 'r' })).toHaveLength(1);
+      expect(await store.keywords!.search({ query: 'zebra', topK: 5, resourceId: 'r' })).toHaveLength(1);
       await store.saveMessages([{ ...(first as Message), content: 'lion' }]);
       expect(await raw.exists(`${p}:keywords:r:zebra`)).toBe(0);
       await store.deleteMessages(['r-m1']);
@@ -96,7 +96,7 @@ describe.skipIf(upstashSkip)(
       const total = 3 * TEXTS.length;
       expect(reports.at(-1)).toEqual({ backfill: 'keyword index', done: total, total });
       expect(await raw.exists(`${p}:keyword-backfill`)).toBe(0);
-      const hits = await upgraded.keywords.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
+      const hits = await upgraded.keywords!.search({ query: 'locker 80417', topK: 5, resourceId: 'y' });
       expect(hits.map((h) => h.messageId)).toEqual(['y-m1']);
       expect(await hash(`${p}:keyword-stats:z`)).toMatchObject({ docs: String(TEXTS.length) });
       expect(() => new UpstashStore({ client: raw, onBackfillProgress: [] as never })).toThrow(

@@ -1,5 +1,5 @@
 import { Redis } from '@upstash/redis';
-import { UpstashStore } from '../src/index.ts';
+import { UpstashStore, type UpstashStoreOptions } from '../src/index.ts';
 
 /**
  * Test stores over ENGRAM_UPSTASH_URL. Every store of one run shares the prefix in
@@ -18,10 +18,13 @@ export function testClient(): Redis {
 const clients = new WeakMap<UpstashStore, Redis>();
 
 /** A store with its own client, on the run's prefix. */
-export function testStore(prefix = process.env.ENGRAM_UPSTASH_TEST_PREFIX): UpstashStore {
+export function testStore(
+  prefix = process.env.ENGRAM_UPSTASH_TEST_PREFIX,
+  options: Pick<UpstashStoreOptions, 'keywords'> = {},
+): UpstashStore {
   if (!prefix) throw new Error('ENGRAM_UPSTASH_TEST_PREFIX is not set');
   const client = testClient();
-  const store = new UpstashStore({ client, prefix });
+  const store = new UpstashStore({ ...options, client, prefix });
   clients.set(store, client);
   return store;
 }

@@ -90,10 +90,24 @@ function words(folded: string): string[] {
   return out;
 }
 
-/** An analyzer with these options (see `KeywordAnalyzer` for the steps). */
-export function createKeywordAnalyzer(options: KeywordAnalyzerOptions = {}): KeywordAnalyzer {
+/**
+ * The analyzer of a store created with `keywords: false`: no message has terms, so the store
+ * indexes nothing and offers no keyword search (`store.keywords` is undefined), while its edits and
+ * deletes still take stored messages' terms out. See `KeywordDriver`.
+ */
+export const NO_KEYWORD_INDEX: KeywordAnalyzer = Object.freeze({ id: 'off', terms: () => [] });
+
+/**
+ * An analyzer with these options (see `KeywordAnalyzer` for the steps); `false` (a store's
+ * `keywords: false`) gives `NO_KEYWORD_INDEX`.
+ */
+export function createKeywordAnalyzer(options: KeywordAnalyzerOptions | false = {}): KeywordAnalyzer {
+  if (options === false) return NO_KEYWORD_INDEX;
   if (options === null || typeof options !== 'object') {
-    throw new MemoryError('INVALID_ARGUMENT', 'keyword options must be an object { stopWords?, stem? }');
+    throw new MemoryError(
+      'INVALID_ARGUMENT',
+      'keyword options must be false (no keyword index) or an object { stopWords?, stem? }',
+    );
   }
   const stem = options.stem ?? true;
   const list = options.stopWords ?? DEFAULT_STOP_WORDS;

@@ -28,7 +28,7 @@ export function recallEngine(
   if (mode === 'keyword' && !config.mode && !storage.keywords) {
     throw new MemoryError(
       'UNSUPPORTED',
-      `options.semanticRecall without an embedder ranks by keywords, and ${JSON.stringify(storage.name)} has no keyword index: give an embedder (new Memory({ storage, embedder, options })) or use a store with one`,
+      `options.semanticRecall without an embedder ranks by keywords, and ${JSON.stringify(storage.name)} has no keyword index: give an embedder (new Memory({ storage, embedder, options })) or use a store with one (one created without keywords: false)`,
       { adapter: storage.name, details: { domain: 'keywords' } },
     );
   }

@@ -1,4 +1,5 @@
 import { MemoryError } from '../errors.ts';
+import { NO_KEYWORD_INDEX } from '../recall/analyzer.ts';
 import type { MemoryStorage } from './contract.ts';
 import { type KeywordDriver, type KeywordStore, ValidatedKeywords } from './keywords.ts';
 import { type ObservationDriver, type ObservationStore, ValidatedObservations } from './observations.ts';
@@ -77,6 +78,13 @@ interface DomainDefinition<K extends DomainName> {
   feature: string;
   /** Whether the domain keeps rows of a resource beyond its messages' (`deleteByResource` needed). */
   resourceRows: boolean;
+  /**
+   * Whether the store offers the domain the driver declares (default: yes). A domain kept but not
+   * offered still runs its cascade hooks.
+   */
+  offered?(driver: NonNullable<DriverDomains<unknown>[K]>): boolean;
+  /** What to do about it when `requireDomain` finds it missing. */
+  hint?: string;
   /** The store-side object of the domain: validation in front of the driver's primitives. */
   wrap(
     adapter: string,
@@ -98,6 +106,8 @@ export const DOMAINS: { [K in DomainName]: DomainDefinition<K> } = {
     what: 'a keyword index',
     feature: 'options.semanticRecall',
     resourceRows: false,
+    offered: (driver) => driver.analyzer.id !== NO_KEYWORD_INDEX.id,
+    hint: 'a store created with `keywords: false` keeps none: leave that option out',
     wrap: (adapter, driver, run) => new ValidatedKeywords(adapter, driver, run),
   },
   observations: {
@@ -141,10 +151,10 @@ export function requireDomain<K extends DomainName>(
 ): NonNullable<StoreDomains[K]> {
   const domain = (storage as StoreDomains)[name];
   if (domain) return domain as NonNullable<StoreDomains[K]>;
-  const { what, feature } = DOMAINS[name];
+  const { what, feature, hint } = DOMAINS[name];
   throw new MemoryError(
     'UNSUPPORTED',
-    `${feature} needs a storage with ${what} (the optional domain "${name}"); ${JSON.stringify(storage.name)} does not declare ${name}`,
+    `${feature} needs a storage with ${what} (the optional domain "${name}"); ${JSON.stringify(storage.name)} does not declare ${name}${hint ? ` (${hint})` : ''}`,
     { adapter: storage.name, details: { domain: name } },
   );
 }

@@ -94,7 +94,16 @@ export interface KeywordStore {
   search(args: KeywordSearch): Promise<KeywordHit[]>;
 }
 
-/** The keyword domain of a driver: search on analyzed terms, plus the cascade hooks. */
+/**
+ * The keyword domain of a driver: search on analyzed terms, plus the cascade hooks.
+ *
+ * With `analyzer` `NO_KEYWORD_INDEX` (a store created with `keywords: false`) the index is kept
+ * but not filled: writes take a message's terms out and put none in, the cascade hooks run, and
+ * the store offers no search (`store.keywords` is undefined; core never calls `search`). Such a
+ * driver records, when it opens, that the index is incomplete, and the next open with an analyzer
+ * indexes every stored message again (the adapter's keyword backfill, from the start) before the
+ * store serves.
+ */
 export interface KeywordDriver<Tx = unknown> extends DomainHooks<Tx> {
   readonly analyzer: KeywordAnalyzer;
   readonly ranking: string;

@@ -594,7 +594,7 @@ function domainOf<K extends DomainName>(
   name: K,
 ): StoreDomains[K] {
   const inner = driver[name];
-  if (!inner) return undefined;
+  if (!inner || DOMAINS[name].offered?.(inner as never) === false) return undefined;
   let wrapped = cache.get(name) as { inner: unknown; outer: StoreDomains[K] } | undefined;
   if (wrapped?.inner !== inner) {
     const outer = DOMAINS[name].wrap(
